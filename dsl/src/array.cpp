@@ -1,0 +1,120 @@
+#include <tessel/array.hpp>
+
+#include <map>
+#include <sstream>
+
+#include "dsl/src/array_impl.hpp"
+#include "dsl/src/numpy_format.hpp"
+#include "dsl/src/sharding_impl.hpp"
+#include "runtime/transfer.hpp"
+#include "tracer/convert.hpp"
+
+namespace tessel {
+
+namespace detail {
+
+const ArrayImpl& concrete(const Array& x) {
+  if (!x.impl()) throw Error("use of an empty ts::Array handle (default-constructed, never assigned)");
+  return *x.impl();
+}
+
+Array make_array(DType dtype, Shape shape, bool weak_type, Sharding sharding, AxisSharding layout, bool committed,
+                 std::vector<rt::BufferRef> buffers) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->dtype = dtype;
+  impl->shape = std::move(shape);
+  impl->weak_type = weak_type;
+  impl->sharding = std::move(sharding);
+  impl->layout = std::move(layout);
+  impl->committed = committed;
+  impl->buffers = std::move(buffers);
+  TESSEL_CHECK_INTERNAL(std::int64_t(impl->buffers.size()) == impl->layout.mesh->size());
+  return Array(std::move(impl));
+}
+
+void gather_to_host(const ArrayImpl& a, void* out) {
+  const Shape tile = a.layout.tile_shape(a.shape);
+  const std::size_t elem = dtype_size(a.dtype);
+  std::map<std::vector<std::int64_t>, bool> done;
+  for (std::int64_t p = 0; p < a.layout.mesh->size(); ++p) {
+    auto t = a.layout.tile_index(p);
+    if (done[t]) continue;
+    done[t] = true;
+    a.buffers[p]->ready().wait();
+    Box b = a.layout.shard_box(a.shape, p);
+    rt::copy_region(a.buffers[p]->data(), tile, b.start, out, a.shape, std::vector<std::int64_t>(a.shape.size(), 0), b,
+                    elem);
+  }
+}
+
+}  // namespace detail
+
+using detail::concrete;
+
+const std::shared_ptr<detail::ArrayImpl>& Array::impl() const { return impl_; }
+const Shape& Array::shape() const { return concrete(*this).shape; }
+DType Array::dtype() const { return concrete(*this).dtype; }
+bool Array::weak_type() const { return concrete(*this).weak_type; }
+Sharding Array::sharding() const { return *concrete(*this).sharding; }
+bool Array::committed() const { return concrete(*this).committed; }
+
+std::set<Device> Array::devices() const {
+  std::set<Device> s;
+  for (int id : concrete(*this).layout.mesh->device_ids()) s.insert(Device(id));
+  return s;
+}
+
+std::vector<Shard> Array::addressable_shards() const {
+  const auto& a = concrete(*this);
+  std::vector<Shard> out;
+  for (std::int64_t p = 0; p < a.layout.mesh->size(); ++p) {
+    Box b = a.layout.shard_box(a.shape, p);
+    Index idx;
+    for (size_t d = 0; d < a.shape.size(); ++d) idx.push_back({b.start[d], b.stop[d]});
+    out.emplace_back(Device(a.layout.mesh->device_ids()[p]), std::move(idx), impl_, p);
+  }
+  return out;
+}
+
+const Array& Array::block_until_ready() const {
+  for (auto& b : concrete(*this).buffers) b->ready().wait();
+  return *this;
+}
+
+void Array::copy_to_host(DType as, void* out) const {
+  const auto& a = concrete(*this);
+  if (as == a.dtype) {
+    detail::gather_to_host(a, out);
+    return;
+  }
+  std::vector<unsigned char> tmp(std::size_t(numel(a.shape)) * dtype_size(a.dtype) + 1);
+  detail::gather_to_host(a, tmp.data());
+  convert_elements(a.dtype, tmp.data(), as, out, numel(a.shape));
+}
+
+std::string Array::str() const {
+  const auto& a = concrete(*this);
+  std::vector<unsigned char> host(std::size_t(numel(a.shape)) * dtype_size(a.dtype) + 1);
+  detail::gather_to_host(a, host.data());
+  return detail::array_repr(a.dtype, a.weak_type, a.shape, host.data());
+}
+
+std::ostream& operator<<(std::ostream& os, const Array& x) { return os << x.str(); }
+std::string to_string(const Array& x) { return x.str(); }
+
+Array Shard::data() const {
+  const auto& a = *owner_;
+  Box b = a.layout.shard_box(a.shape, position_);
+  Shape ext = b.extent();
+  const std::size_t elem = dtype_size(a.dtype);
+  auto buf = rt::Buffer::allocate(device_.id(), std::size_t(numel(ext)) * elem);
+  a.buffers[position_]->ready().wait();
+  rt::copy_region(a.buffers[position_]->data(), a.layout.tile_shape(a.shape), b.start, buf->data(), ext, b.start, b,
+                  elem);
+  buf->ready().set();
+  SingleDeviceSharding s(device_);
+  return detail::make_array(a.dtype, ext, a.weak_type, s, replicated(detail::flat_mesh({device_}), int(ext.size())),
+                            true, {buf});
+}
+
+}  // namespace tessel

@@ -1,0 +1,41 @@
+// What an Array handle points to. A concrete array is a sharding plus one
+// buffer per position of its mesh, each holding that device's padded tile.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <tessel/array.hpp>
+
+#include "runtime/buffer.hpp"
+#include "runtime/device.hpp"
+#include "tracer/sharding.hpp"
+
+namespace tessel::detail {
+
+struct ArrayImpl {
+  DType dtype = DType::float32;
+  Shape shape;
+  bool weak_type = false;
+  std::optional<Sharding> sharding;  // as the user sees it
+  AxisSharding layout;               // the same, in axis form
+  bool committed = false;
+  std::vector<rt::BufferRef> buffers;  // per flat mesh position of layout.mesh
+
+  std::size_t tile_bytes() const { return std::size_t(numel(layout.tile_shape(shape))) * dtype_size(dtype); }
+};
+
+// The impl of a concrete array; throws Error for an empty handle.
+const ArrayImpl& concrete(const Array& x);
+
+// A concrete array from its parts.
+Array make_array(DType dtype, Shape shape, bool weak_type, Sharding sharding, AxisSharding layout, bool committed,
+                 std::vector<rt::BufferRef> buffers);
+
+// Gathers the whole array to host memory in its own dtype (waits for it).
+void gather_to_host(const ArrayImpl& a, void* out);
+
+rt::Runtime& runtime();
+
+}  // namespace tessel::detail

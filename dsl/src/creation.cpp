@@ -1,0 +1,104 @@
+#include <tessel/creation.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "dsl/src/array_impl.hpp"
+#include "dsl/src/sharding_impl.hpp"
+#include "tracer/convert.hpp"
+
+namespace tessel {
+
+namespace detail {
+
+namespace {
+
+// An uncommitted array on the default device whose buffer `fill` writes.
+template <class Fill>
+Array make_host(DType dtype, const Shape& shape, bool weak, Fill&& fill) {
+  for (auto d : shape)
+    if (d < 0) throw ShapeError("negative dimension in shape " + shape_str(shape));
+  Device dev = devices().at(0);
+  auto buf = rt::Buffer::allocate(dev.id(), std::size_t(numel(shape)) * dtype_size(dtype));
+  fill(buf->data());
+  buf->ready().set();
+  return make_array(dtype, shape, weak, SingleDeviceSharding(dev), replicated(flat_mesh({dev}), int(shape.size())),
+                    false, {buf});
+}
+
+// Writes n values value_at(i) (as double or int64) into `dtype` storage.
+template <class V, class F>
+void fill_values(DType dtype, void* out, std::int64_t n, F&& value_at) {
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = static_cast<T*>(out);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = convert_element<T>(V(value_at(i)));
+  });
+}
+
+}  // namespace
+
+Array from_host(DType dtype, const Shape& shape, const void* data, bool weak_type) {
+  return make_host(dtype, shape, weak_type, [&](void* out) {
+    std::memcpy(out, data, std::size_t(numel(shape)) * dtype_size(dtype));
+  });
+}
+
+Array scalar_array(double value, DType dtype, bool weak) {
+  return make_host(dtype, {}, weak, [&](void* out) { fill_values<double>(dtype, out, 1, [&](auto) { return value; }); });
+}
+
+Array scalar_array_i64(std::int64_t value, DType dtype, bool weak) {
+  return make_host(dtype, {}, weak,
+                   [&](void* out) { fill_values<std::int64_t>(dtype, out, 1, [&](auto) { return value; }); });
+}
+
+Array full_weak(const Shape& shape, double value, DType dtype, bool weak) {
+  return make_host(dtype, shape, weak,
+                   [&](void* out) { fill_values<double>(dtype, out, numel(shape), [&](auto) { return value; }); });
+}
+
+}  // namespace detail
+
+Array zeros(const Shape& shape, DType dtype) { return detail::full_weak(shape, 0.0, dtype, false); }
+Array ones(const Shape& shape, DType dtype) { return detail::full_weak(shape, 1.0, dtype, false); }
+Array full(const Shape& shape, double value, DType dtype) { return detail::full_weak(shape, value, dtype, false); }
+
+Array arange(double start, double stop, double step, DType dtype) {
+  if (step == 0) throw Error("arange: step must not be zero");
+  std::int64_t n = std::max<std::int64_t>(0, std::int64_t(std::ceil((stop - start) / step)));
+  return detail::make_host(dtype, {n}, false, [&](void* out) {
+    if (is_floating(dtype))
+      detail::fill_values<double>(dtype, out, n, [&](std::int64_t i) { return start + double(i) * step; });
+    else
+      detail::fill_values<std::int64_t>(dtype, out, n, [&](std::int64_t i) {
+        return std::int64_t(start) + i * std::int64_t(step);
+      });
+  });
+}
+
+Array eye(std::int64_t n, std::optional<std::int64_t> m_opt, std::int64_t k, DType dtype) {
+  std::int64_t m = m_opt.value_or(n);
+  return detail::make_host(dtype, {n, m}, false, [&](void* out) {
+    detail::fill_values<double>(dtype, out, n * m, [&](std::int64_t i) { return (i % m) - (i / m) == k ? 1.0 : 0.0; });
+  });
+}
+
+Array linspace(double start, double stop, std::int64_t num, bool endpoint, DType dtype) {
+  if (num < 0) throw ShapeError("linspace: num must be non-negative, got " + std::to_string(num));
+  const double div = endpoint ? double(num - 1) : double(num);
+  const double step = div > 0 ? (stop - start) / div : 0.0;
+  return detail::make_host(dtype, {num}, false, [&](void* out) {
+    detail::fill_values<double>(dtype, out, num, [&](std::int64_t i) {
+      return endpoint && i == num - 1 && num > 1 ? stop : start + double(i) * step;
+    });
+  });
+}
+
+Array zeros_like(const Array& x, std::optional<DType> dtype) { return full_like(x, 0.0, dtype); }
+Array ones_like(const Array& x, std::optional<DType> dtype) { return full_like(x, 1.0, dtype); }
+Array full_like(const Array& x, double value, std::optional<DType> dtype) {
+  return detail::full_weak(x.shape(), value, dtype.value_or(x.dtype()), dtype ? false : x.weak_type());
+}
+
+}  // namespace tessel

@@ -1,0 +1,20 @@
+#include <tessel/device_put.hpp>
+
+#include "dsl/src/array_impl.hpp"
+#include "dsl/src/sharding_impl.hpp"
+#include "runtime/transfer.hpp"
+
+namespace tessel {
+
+Array device_put(const Array& x, const Sharding& sharding) {
+  const auto& a = detail::concrete(x);
+  AxisSharding dst = detail::axis_sharding(sharding, a.shape);
+  const std::size_t elem = dtype_size(a.dtype);
+  auto plan = rt::plan_transfer(a.shape, elem, a.layout, dst);
+  auto bufs = rt::run_transfer(plan, a.shape, elem, a.layout, a.buffers, dst);
+  return detail::make_array(a.dtype, a.shape, a.weak_type, sharding, dst, true, std::move(bufs));
+}
+
+Array device_put(const Array& x, const Device& device) { return device_put(x, Sharding(SingleDeviceSharding(device))); }
+
+}  // namespace tessel

@@ -1,0 +1,46 @@
+// numpy's array2string, as JAX's Array.__repr__ uses it: nested brackets,
+// line wrapping at `linewidth`, summarisation past `threshold` elements, and
+// numpy's float, int and bool element formats (floatmode 'maxprec', 8 digits).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tracer/dtype.hpp"
+#include "tracer/shape.hpp"
+
+namespace tessel::detail {
+
+struct Array2StringOptions {
+  std::string separator = " ";
+  std::string prefix;  // text before the first '[' (sets the hanging indent)
+  std::string suffix;  // text after the last ']' (shortens the line width)
+  int linewidth = 75;
+  int edgeitems = 3;
+  std::int64_t threshold = 1000;
+};
+
+// Row-major flat indices of the elements numpy shows (all of them, or the
+// edge items of every axis when the array has more than `threshold` elements).
+std::vector<std::int64_t> shown_elements(const Shape& shape, const Array2StringOptions& opt);
+
+// Lays out already formatted words (one per shown element, in the order of
+// shown_elements) as numpy's _formatArray does.
+std::string layout_array(const Shape& shape, const std::vector<std::string>& words, const Array2StringOptions& opt);
+
+// numpy's element formats, fitted to the given values (all shown values).
+std::vector<std::string> format_floats(const std::vector<double>& values, bool single_precision);
+std::vector<std::string> format_ints(const std::vector<std::int64_t>& values);
+std::vector<std::string> format_uints(const std::vector<std::uint64_t>& values);
+std::vector<std::string> format_bools(const std::vector<bool>& values, bool scalar);
+
+// The formatted, shown elements of typed row-major data.
+std::vector<std::string> format_elements(DType dtype, const void* data, const Shape& shape,
+                                         const std::vector<std::int64_t>& shown);
+
+// JAX's Array repr: "Array([[0., 1.],\n       [2., 3.]], dtype=float32)".
+std::string array_repr(DType dtype, bool weak_type, const Shape& shape, const void* data);
+
+}  // namespace tessel::detail

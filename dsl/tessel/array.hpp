@@ -1,0 +1,109 @@
+// ts::Array: the one value type (API.md "Arrays").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <tessel/device.hpp>
+#include <tessel/sharding.hpp>
+
+#include "tracer/dtype.hpp"
+#include "tracer/errors.hpp"
+#include "tracer/shape.hpp"
+
+namespace tessel {
+
+namespace detail {
+struct ArrayImpl;
+}
+
+class Array;
+
+// One device's piece of an array.
+class Shard {
+ public:
+  Shard(Device device, Index index, std::shared_ptr<detail::ArrayImpl> owner, std::int64_t position)
+      : device_(device), index_(std::move(index)), owner_(std::move(owner)), position_(position) {}
+  Device device() const { return device_; }
+  // Per dimension, the [start, stop) of the global array this shard holds.
+  const Index& index() const { return index_; }
+  // The shard's values as an array committed to device() (a copy).
+  Array data() const;
+
+ private:
+  Device device_;
+  Index index_;
+  std::shared_ptr<detail::ArrayImpl> owner_;
+  std::int64_t position_;
+};
+
+class Array {
+ public:
+  // An empty handle (for containers); using it throws tessel::Error.
+  Array() = default;
+  explicit Array(std::shared_ptr<detail::ArrayImpl> impl) : impl_(std::move(impl)) {}
+
+  const Shape& shape() const;
+  DType dtype() const;
+  int ndim() const { return int(shape().size()); }
+  std::int64_t size() const { return numel(shape()); }
+  // True for values that came from C++ scalars (JAX's weak_type).
+  bool weak_type() const;
+
+  Sharding sharding() const;
+  // The set of devices holding (part of) the array.
+  std::set<Device> devices() const;
+  // True after device_put, or as the output of a computation on committed inputs.
+  bool committed() const;
+  std::vector<Shard> addressable_shards() const;
+  // Waits for the asynchronous work producing the array; returns *this.
+  const Array& block_until_ready() const;
+
+  // Copies the values to the host (row-major), converting to T as numpy's astype.
+  template <class T>
+  std::vector<T> to_vector() const;
+  // The single element, converted to T; throws ShapeError unless size() == 1.
+  template <class T>
+  T item() const;
+
+  // JAX's repr: "Array([[0., 1.],\n       [2., 3.]], dtype=float32)".
+  std::string str() const;
+  bool valid() const { return bool(impl_); }
+  const std::shared_ptr<detail::ArrayImpl>& impl() const;
+
+ private:
+  void copy_to_host(DType as, void* out) const;
+  std::shared_ptr<detail::ArrayImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Array& x);
+std::string to_string(const Array& x);
+
+template <class T>
+std::vector<T> Array::to_vector() const {
+  static_assert(std::is_arithmetic_v<T>, "to_vector<T>: T must be an arithmetic type");
+  using S = std::conditional_t<std::is_same_v<T, bool>, bool, T>;
+  if constexpr (std::is_same_v<T, bool>) {
+    std::unique_ptr<bool[]> tmp(new bool[size() > 0 ? size() : 1]);
+    copy_to_host(DType::bool_, tmp.get());
+    return std::vector<bool>(tmp.get(), tmp.get() + size());
+  } else {
+    std::vector<S> v(size());
+    copy_to_host(dtype_of_v<S>, v.data());
+    return v;
+  }
+}
+
+template <class T>
+T Array::item() const {
+  if (size() != 1)
+    throw ShapeError("item(): can only convert an array of size 1 to a scalar, got shape " + shape_str(shape()));
+  return to_vector<T>()[0];
+}
+
+}  // namespace tessel

@@ -1,0 +1,134 @@
+// Arrays from host values (API.md "Arrays"). Results are uncommitted and
+// live on the default device (device 0).
+//
+// Dtype rules follow JAX without x64 for C++ scalars, which act as Python
+// scalars: a `double` is a weakly typed float32 and an `int` a weakly typed
+// int32. Typed data keeps its type: std::vector<double> is float64.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include <tessel/array.hpp>
+
+namespace tessel {
+
+namespace detail {
+// Host data of `dtype` (row-major, numel(shape) elements) to an uncommitted array.
+Array from_host(DType dtype, const Shape& shape, const void* data, bool weak_type = false);
+
+// The dtype a C++ scalar gets (JAX's rules for Python scalars).
+struct ScalarType {
+  DType dtype;
+  bool weak;
+};
+template <class T>
+constexpr ScalarType scalar_type() {
+  static_assert(std::is_arithmetic_v<T>, "expected an arithmetic scalar");
+  if constexpr (std::is_same_v<T, bool>) return {DType::bool_, false};
+  else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, long double>) return {DType::float32, true};
+  else if constexpr (std::is_same_v<T, float>) return {DType::float32, false};
+  else if constexpr (std::is_same_v<T, int>) return {DType::int32, true};
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return {DType::uint32, false};
+  else if constexpr (std::is_signed_v<T> && sizeof(T) <= 4) return {DType::int32, false};
+  else if constexpr (std::is_signed_v<T>) return {DType::int64, false};
+  else if constexpr (sizeof(T) <= 4) return {DType::uint32, false};
+  else return {DType::int64, false};
+}
+// A host scalar as `dtype` (weak or not).
+Array scalar_array(double value, DType dtype, bool weak);
+Array scalar_array_i64(std::int64_t value, DType dtype, bool weak);
+Array full_weak(const Shape& shape, double value, DType dtype, bool weak);
+template <class T>
+Array scalar_of(T v, DType dtype, bool weak) {
+  if constexpr (std::is_floating_point_v<T>) return scalar_array(double(v), dtype, weak);
+  else return scalar_array_i64(std::int64_t(v), dtype, weak);
+}
+}  // namespace detail
+
+// The tessel storage type of a C++ element type.
+template <class T>
+using host_storage_t =
+    std::conditional_t<std::is_same_v<T, bool> || std::is_floating_point_v<T>, std::conditional_t<std::is_same_v<T, long double>, double, T>,
+    std::conditional_t<std::is_signed_v<T>, std::conditional_t<(sizeof(T) <= 4), std::int32_t, std::int64_t>,
+                       std::uint32_t>>;
+
+// Values (row-major) with a shape; the dtype is T's (float -> float32, double -> float64, ...).
+template <class T>
+Array array(const std::vector<T>& values, const Shape& shape) {
+  static_assert(std::is_arithmetic_v<T>, "ts::array: values must be arithmetic");
+  static_assert(std::is_signed_v<T> || std::is_floating_point_v<T> || sizeof(T) <= 4 || std::is_same_v<T, bool>,
+                "ts::array: 64-bit unsigned integers are not a tessel dtype");
+  using S = host_storage_t<T>;
+  if (std::int64_t(values.size()) != numel(shape))
+    throw ShapeError("ts::array: " + std::to_string(values.size()) + " values cannot fill shape " + shape_str(shape));
+  if constexpr (std::is_same_v<S, T> && !std::is_same_v<T, bool>) {
+    return detail::from_host(dtype_of_v<S>, shape, values.data());
+  } else {
+    std::unique_ptr<S[]> conv(new S[values.size() + 1]);
+    for (size_t i = 0; i < values.size(); ++i) conv[i] = S(values[i]);
+    return detail::from_host(dtype_of_v<S>, shape, conv.get());
+  }
+}
+
+// A 1-D array of the values.
+template <class T>
+Array array(const std::vector<T>& values) {
+  return array(values, Shape{std::int64_t(values.size())});
+}
+template <class T>
+Array array(std::initializer_list<T> values) {
+  return array(std::vector<T>(values));
+}
+template <class T>
+Array array(std::initializer_list<T> values, const Shape& shape) {
+  return array(std::vector<T>(values), shape);
+}
+
+// A 0-d array from a C++ scalar (a double is a weakly typed float32, as in JAX).
+template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+Array array(T scalar) {
+  auto st = detail::scalar_type<T>();
+  return detail::scalar_of(scalar, st.dtype, st.weak);
+}
+
+Array zeros(const Shape& shape, DType dtype = DType::float32);
+Array ones(const Shape& shape, DType dtype = DType::float32);
+// Every element `value`, as `dtype`.
+Array full(const Shape& shape, double value, DType dtype);
+// Every element `value`; the dtype (and weak type) is the scalar's.
+template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+Array full(const Shape& shape, T value) {
+  auto st = detail::scalar_type<T>();
+  return detail::full_weak(shape, double(value), st.dtype, st.weak);
+}
+
+// [start, stop) in steps; integer arguments give int32, floating ones float32.
+Array arange(double start, double stop, double step, DType dtype);
+template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+Array arange(T stop, std::optional<DType> dtype = std::nullopt) {
+  return arange(0.0, double(stop), 1.0, dtype.value_or(std::is_floating_point_v<T> ? DType::float32 : DType::int32));
+}
+template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+Array arange(T start, T stop, T step = T(1), std::optional<DType> dtype = std::nullopt) {
+  return arange(double(start), double(stop), double(step),
+                dtype.value_or(std::is_floating_point_v<T> ? DType::float32 : DType::int32));
+}
+
+// n x m (default n x n) with ones on diagonal k.
+Array eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt, std::int64_t k = 0,
+          DType dtype = DType::float32);
+// `num` evenly spaced values over [start, stop] (or [start, stop) without endpoint).
+Array linspace(double start, double stop, std::int64_t num = 50, bool endpoint = true,
+               DType dtype = DType::float32);
+
+// Same shape, dtype (unless given) and weak type as x.
+Array zeros_like(const Array& x, std::optional<DType> dtype = std::nullopt);
+Array ones_like(const Array& x, std::optional<DType> dtype = std::nullopt);
+Array full_like(const Array& x, double value, std::optional<DType> dtype = std::nullopt);
+
+}  // namespace tessel

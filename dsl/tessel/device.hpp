@@ -1,0 +1,50 @@
+// Devices and configuration (API.md "Devices and configuration").
+#pragma once
+
+#include <compare>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tessel {
+
+// Settings read at first use of the devices; change them before that.
+struct Config {
+  // Number of devices (1..64). Default 8, or env TESSEL_DEVICE_COUNT.
+  int device_count = 8;
+  // Threads per device; 0 means max(1, hardware threads / device_count).
+  int threads_per_device = 0;
+  // JAX's jax_threefry_partitionable (default true; env TESSEL_THREEFRY_PARTITIONABLE=0/1).
+  bool threefry_partitionable = true;
+  // Where each compiled program's IR stages are written (env TESSEL_DUMP_DIR); empty: nowhere.
+  std::string dump_dir;
+};
+
+// The process-wide settings.
+Config& config();
+
+class Device {
+ public:
+  explicit Device(int id) : id_(id) {}
+  int id() const { return id_; }
+  std::string platform() const { return "cpu"; }
+  int process_index() const { return 0; }
+  auto operator<=>(const Device&) const = default;
+
+ private:
+  int id_;
+};
+
+// "CpuDevice(id=3)"
+std::ostream& operator<<(std::ostream& os, const Device& d);
+std::string to_string(const Device& d);
+
+// All devices, ordered by id (starts the runtime on first use).
+std::vector<Device> devices();
+// This process's devices (all of them in a single process).
+std::vector<Device> local_devices();
+int device_count();
+// Threads each device's arena runs with.
+int threads_per_device();
+
+}  // namespace tessel

@@ -1,0 +1,14 @@
+// tessel: JAX's distributed-array model in C++. The one header users include.
+//
+//   #include <tessel/tessel.hpp>
+//   namespace ts = tessel;
+//   using ts::P;
+#pragma once
+
+#include <tessel/array.hpp>
+#include <tessel/creation.hpp>
+#include <tessel/debug.hpp>
+#include <tessel/device.hpp>
+#include <tessel/device_put.hpp>
+#include <tessel/sharding.hpp>
+#include <tessel/tree.hpp>

@@ -1,0 +1,167 @@
+#include "runtime/device.hpp"
+
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "tracer/errors.hpp"
+
+namespace tessel::rt {
+
+namespace {
+thread_local int tls_device = -1;
+thread_local tbb::task_arena* tls_arena = nullptr;
+std::mutex g_start_mutex;
+std::unique_ptr<Runtime> g_runtime;
+}  // namespace
+
+class Device {
+ public:
+  Device(int id, int threads) : id_(id), arena_(threads, 1) {
+    thread_ = std::thread([this] { drive(); });
+  }
+  ~Device() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  void enqueue(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      queue_.push_back(std::move(task));
+      ++enqueued_;
+    }
+    cv_.notify_all();
+  }
+
+  // Waits until every task enqueued before the call has finished.
+  void drain() {
+    std::unique_lock<std::mutex> lk(m_);
+    std::uint64_t target = enqueued_;
+    done_cv_.wait(lk, [&] { return finished_ >= target; });
+  }
+
+ private:
+  void drive() {
+    tls_device = id_;
+    tls_arena = &arena_;
+    arena_.execute([this] {
+      for (;;) {
+        std::function<void()> task;
+        {
+          std::unique_lock<std::mutex> lk(m_);
+          cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+          if (queue_.empty()) return;
+          task = std::move(queue_.front());
+          queue_.pop_front();
+        }
+        try {
+          task();
+        } catch (const std::exception& e) {
+          // Tasks report their own errors through buffer events; reaching
+          // here is a bug, but the device must keep running.
+          std::fprintf(stderr, "tessel: device %d: uncaught error in a task: %s\n", id_, e.what());
+        } catch (...) {
+          std::fprintf(stderr, "tessel: device %d: uncaught error in a task\n", id_);
+        }
+        task = nullptr;
+        {
+          std::lock_guard<std::mutex> lk(m_);
+          ++finished_;
+        }
+        done_cv_.notify_all();
+      }
+    });
+  }
+
+  int id_;
+  tbb::task_arena arena_;
+  std::thread thread_;
+  std::mutex m_;
+  std::condition_variable cv_, done_cv_;
+  std::deque<std::function<void()>> queue_;
+  std::uint64_t enqueued_ = 0, finished_ = 0;
+  bool stop_ = false;
+};
+
+struct Runtime::Impl {
+  std::mutex launch_mutex;
+};
+
+Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts), impl_(std::make_unique<Impl>()) {
+  for (int i = 0; i < opts.device_count; ++i) devices_.push_back(std::make_unique<Device>(i, opts.threads_per_device));
+}
+
+Runtime::~Runtime() {
+  // Devices drain their queues and join in their destructors.
+  devices_.clear();
+}
+
+Runtime& Runtime::start(const RuntimeOptions& opts) {
+  std::lock_guard<std::mutex> lk(g_start_mutex);
+  if (g_runtime) {
+    if (g_runtime->opts_.device_count != opts.device_count ||
+        g_runtime->opts_.threads_per_device != opts.threads_per_device)
+      throw Error(detail::cat("the runtime already runs ", g_runtime->opts_.device_count, " devices with ",
+                              g_runtime->opts_.threads_per_device,
+                              " threads each; device_count and threads_per_device must be set before first use"));
+    return *g_runtime;
+  }
+  if (opts.device_count < 1 || opts.device_count > 64)
+    throw Error(detail::cat("device_count must be in 1..64, got ", opts.device_count));
+  if (opts.threads_per_device < 1)
+    throw Error(detail::cat("threads_per_device must be >= 1, got ", opts.threads_per_device));
+  g_runtime.reset(new Runtime(opts));
+  return *g_runtime;
+}
+
+Runtime& Runtime::get() {
+  TESSEL_CHECK_INTERNAL(g_runtime, "the runtime was not started");
+  return *g_runtime;
+}
+
+bool Runtime::started() {
+  std::lock_guard<std::mutex> lk(g_start_mutex);
+  return bool(g_runtime);
+}
+
+void Runtime::launch(const std::vector<int>& device_ids,
+                     const std::function<std::function<void()>(int)>& task_for) {
+  std::vector<std::function<void()>> tasks;
+  tasks.reserve(device_ids.size());
+  for (size_t i = 0; i < device_ids.size(); ++i) {
+    TESSEL_CHECK_INTERNAL(device_ids[i] >= 0 && device_ids[i] < device_count(), "device id ", device_ids[i]);
+    tasks.push_back(task_for(int(i)));
+  }
+  std::lock_guard<std::mutex> lk(impl_->launch_mutex);
+  for (size_t i = 0; i < device_ids.size(); ++i) devices_[device_ids[i]]->enqueue(std::move(tasks[i]));
+}
+
+void Runtime::synchronize() {
+  for (auto& d : devices_) d->drain();
+}
+
+void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& f) {
+  if (end <= begin) return;
+  if (!tls_arena || tls_arena->max_concurrency() <= 1 || end - begin <= grain) {
+    f(begin, end);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(begin, end, std::max<std::int64_t>(grain, 1)),
+                    [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+}
+
+int current_device() { return tls_device; }
+
+}  // namespace tessel::rt

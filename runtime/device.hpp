@@ -1,0 +1,64 @@
+// Devices. A device is a oneTBB task arena plus one driver thread that owns a
+// FIFO of tasks; the driver enters the arena and runs its tasks in order, and
+// parallel loops inside a task use the arena's other threads.
+//
+// Why a driver thread per device: collectives block until every participant
+// arrives. With devices as arenas fed from TBB's shared worker pool, two
+// devices could hold every worker while waiting for a third that never gets
+// one. A thread per device guarantees each device makes progress.
+//
+// Why launches are atomic: a program on several devices is enqueued on all of
+// them under one lock, so every device sees launches in the same global order;
+// a task only ever waits on work enqueued before it, so the wait graph has no
+// cycle and concurrent launches from many host threads cannot deadlock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace tessel::rt {
+
+struct RuntimeOptions {
+  int device_count = 8;
+  int threads_per_device = 1;
+};
+
+class Device;
+
+class Runtime {
+ public:
+  // Starts the devices. Throws tessel::Error if already started with other options.
+  static Runtime& start(const RuntimeOptions& opts);
+  // The started runtime; throws InternalError when none was started.
+  static Runtime& get();
+  static bool started();
+
+  int device_count() const { return int(devices_.size()); }
+  int threads_per_device() const { return opts_.threads_per_device; }
+  // Enqueues task_for(i) on device_ids[i] for every i, as one atomic step
+  // with respect to other launches.
+  void launch(const std::vector<int>& device_ids, const std::function<std::function<void()>(int)>& task_for);
+  // Waits until every task enqueued so far on every device has run.
+  void synchronize();
+
+  ~Runtime();
+
+ private:
+  explicit Runtime(const RuntimeOptions& opts);
+  RuntimeOptions opts_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs f(i) for i in [begin, end) in chunks on the calling device's arena
+// (plain loop when the device has one thread).
+void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& f);
+
+// Id of the device whose driver runs the calling thread, or -1 on a host thread.
+int current_device();
+
+}  // namespace tessel::rt

@@ -1,0 +1,32 @@
+// Element conversion between dtypes with XLA's semantics (what JAX users
+// see): float to integer truncates toward zero, saturates at the integer's
+// range and maps NaN to 0; anything to bool is "!= 0".
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "tracer/dtype.hpp"
+
+namespace tessel {
+
+template <class To, class From>
+To convert_element(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(v)) return To(0);
+    if (v <= From(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (v >= From(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return To(v);
+  } else {
+    return To(v);
+  }
+}
+
+// Converts n elements of `from` at src to `to` at dst.
+void convert_elements(DType from, const void* src, DType to, void* dst, std::int64_t n);
+
+}  // namespace tessel

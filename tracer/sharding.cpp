@@ -1,0 +1,263 @@
+#include "tracer/sharding.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "tracer/errors.hpp"
+
+namespace tessel {
+
+using detail::cat;
+
+DeviceMesh::DeviceMesh(std::vector<int> device_ids, std::vector<MeshAxis> axes)
+    : device_ids_(std::move(device_ids)), axes_(std::move(axes)) {
+  std::int64_t prod = 1;
+  std::set<std::string> names;
+  for (auto& a : axes_) {
+    if (a.size < 1) throw ShardingError(cat("mesh axis '", a.name, "' has size ", a.size, "; sizes must be >= 1"));
+    if (!names.insert(a.name).second)
+      throw ShardingError(cat("mesh axis name '", a.name, "' is used twice; axis names must be unique"));
+    prod *= a.size;
+  }
+  if (prod != std::int64_t(device_ids_.size())) {
+    std::ostringstream shape;
+    for (size_t i = 0; i < axes_.size(); ++i) shape << (i ? ", " : "") << axes_[i].size;
+    throw ShardingError(cat("Number of devices ", device_ids_.size(),
+                            " must equal the product of mesh_shape (", shape.str(),
+                            axes_.size() == 1 ? ",)" : ")"));
+  }
+  std::set<int> ids(device_ids_.begin(), device_ids_.end());
+  if (ids.size() != device_ids_.size()) throw ShardingError("a mesh lists the same device twice");
+  strides_.assign(axes_.size(), 1);
+  for (int i = int(axes_.size()) - 2; i >= 0; --i) strides_[i] = strides_[i + 1] * axes_[i + 1].size;
+}
+
+int DeviceMesh::axis_index(const std::string& name) const {
+  for (size_t i = 0; i < axes_.size(); ++i)
+    if (axes_[i].name == name) return int(i);
+  return -1;
+}
+
+std::int64_t DeviceMesh::coord(std::int64_t pos, int axis) const {
+  return (pos / strides_[axis]) % axes_[axis].size;
+}
+
+std::int64_t DeviceMesh::position_of(int device_id) const {
+  for (size_t i = 0; i < device_ids_.size(); ++i)
+    if (device_ids_[i] == device_id) return std::int64_t(i);
+  return -1;
+}
+
+std::string DeviceMesh::str() const {
+  std::ostringstream os;
+  os << "Mesh(";
+  for (size_t i = 0; i < axes_.size(); ++i) os << (i ? ", " : "") << '\'' << axes_[i].name << "': " << axes_[i].size;
+  os << ')';
+  return os.str();
+}
+
+std::int64_t AxisSharding::num_tiles(int d) const {
+  std::int64_t n = 1;
+  for (int a : dims[d]) n *= mesh->axes()[a].size;
+  return n;
+}
+
+Shape AxisSharding::tile_shape(const Shape& global) const {
+  TESSEL_CHECK_INTERNAL(global.size() == dims.size(), "rank ", global.size(), " vs sharding rank ", dims.size());
+  Shape t(global.size());
+  for (size_t d = 0; d < t.size(); ++d) t[d] = ceil_div(global[d], num_tiles(int(d)));
+  return t;
+}
+
+std::vector<std::int64_t> AxisSharding::tile_index(std::int64_t pos) const {
+  std::vector<std::int64_t> idx(dims.size(), 0);
+  for (size_t d = 0; d < dims.size(); ++d)
+    for (int a : dims[d]) idx[d] = idx[d] * mesh->axes()[a].size + mesh->coord(pos, a);
+  return idx;
+}
+
+Box AxisSharding::shard_box(const Shape& global, std::int64_t pos) const {
+  Shape tile = tile_shape(global);
+  auto idx = tile_index(pos);
+  Box b{std::vector<std::int64_t>(global.size()), std::vector<std::int64_t>(global.size())};
+  for (size_t d = 0; d < global.size(); ++d) {
+    b.start[d] = std::min(idx[d] * tile[d], global[d]);
+    b.stop[d] = std::min(b.start[d] + tile[d], global[d]);
+  }
+  return b;
+}
+
+bool AxisSharding::is_fully_replicated() const {
+  if (!unreduced.empty()) return false;
+  for (auto& d : dims)
+    for (int a : d)
+      if (mesh->axes()[a].size > 1) return false;
+  return true;
+}
+
+std::vector<int> AxisSharding::replica_axes() const {
+  std::vector<bool> used(mesh->num_axes(), false);
+  for (auto& d : dims)
+    for (int a : d) used[a] = true;
+  for (int a : unreduced) used[a] = true;
+  std::vector<int> r;
+  for (int a = 0; a < mesh->num_axes(); ++a)
+    if (!used[a]) r.push_back(a);
+  return r;
+}
+
+std::string AxisSharding::spec_str() const {
+  std::ostringstream os;
+  os << "P(";
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (d) os << ", ";
+    if (dims[d].empty()) {
+      os << "None";
+    } else if (dims[d].size() == 1) {
+      os << '\'' << mesh->axes()[dims[d][0]].name << '\'';
+    } else {
+      os << '(';
+      for (size_t i = 0; i < dims[d].size(); ++i) os << (i ? ", " : "") << '\'' << mesh->axes()[dims[d][i]].name << '\'';
+      os << ')';
+    }
+  }
+  os << ')';
+  if (!unreduced.empty()) {
+    os << "{unreduced: ";
+    for (size_t i = 0; i < unreduced.size(); ++i) os << (i ? ", " : "") << '\'' << mesh->axes()[unreduced[i]].name << '\'';
+    os << '}';
+  }
+  return os.str();
+}
+
+bool AxisSharding::operator==(const AxisSharding& o) const {
+  auto sorted = [](std::vector<int> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  return (mesh == o.mesh || (mesh && o.mesh && *mesh == *o.mesh)) && dims == o.dims &&
+         sorted(unreduced) == sorted(o.unreduced);
+}
+
+AxisSharding replicated(MeshRef mesh, int rank) {
+  return AxisSharding{std::move(mesh), std::vector<std::vector<int>>(rank), {}};
+}
+
+namespace {
+
+// One factor of a transposed iota: `size` consecutive values with `stride`.
+struct Superdim {
+  std::int64_t size, stride;
+};
+
+// Writes `assignment` as arange(n).reshape(...).transpose(...).flatten():
+// returns its superdims from the minor-most (fastest varying in the
+// assignment) outwards, or nothing when it is not of that form.
+std::vector<Superdim> unflatten_superdims(const std::vector<std::int64_t>& assignment) {
+  std::vector<Superdim> dims;
+  std::vector<std::int64_t> flat = assignment;
+  if (flat.empty() || flat[0] != 0) return {};
+  while (flat.size() > 1) {
+    std::int64_t stride = flat[1];
+    size_t i = 0;
+    while (i < flat.size() && flat[i] == std::int64_t(i) * stride) ++i;
+    if (i < 2 || flat.size() % i != 0) return {};
+    dims.push_back({std::int64_t(i), stride});
+    std::vector<std::int64_t> next;
+    for (size_t j = 0; j < flat.size(); j += i) next.push_back(flat[j]);
+    flat = std::move(next);
+  }
+  // Verify: rebuild the assignment from the superdims.
+  std::vector<std::int64_t> rebuilt(assignment.size(), 0);
+  for (size_t k = 0; k < rebuilt.size(); ++k) {
+    std::int64_t rem = std::int64_t(k), v = 0;
+    for (auto& sd : dims) {
+      v += (rem % sd.size) * sd.stride;
+      rem /= sd.size;
+    }
+    rebuilt[k] = v;
+  }
+  if (rebuilt != assignment) return {};
+  return dims;
+}
+
+}  // namespace
+
+AxisSharding sharding_from_tiles(const std::vector<int>& device_ids, const Shape& grid,
+                                 const std::vector<std::vector<int>>& tile_positions) {
+  const std::int64_t n = std::int64_t(device_ids.size());
+  const std::int64_t tiles = numel(grid);
+  auto fail = [&](const std::string& why) {
+    return ShardingError("cannot express the tile assignment over " + std::to_string(n) +
+                         " devices with tile grid " + shape_str(grid) + " as a mesh sharding: " + why);
+  };
+  if (std::int64_t(tile_positions.size()) != tiles) throw fail("wrong number of tiles");
+  const std::int64_t replicas = tile_positions.empty() ? 0 : std::int64_t(tile_positions[0].size());
+  std::vector<std::int64_t> assignment;
+  for (auto& t : tile_positions) {
+    if (std::int64_t(t.size()) != replicas) throw fail("tiles are held by different numbers of devices");
+    std::vector<int> s = t;
+    std::sort(s.begin(), s.end());
+    assignment.insert(assignment.end(), s.begin(), s.end());
+  }
+  if (std::int64_t(assignment.size()) != n) throw fail("every device must hold exactly one tile");
+  {
+    std::vector<std::int64_t> check = assignment;
+    std::sort(check.begin(), check.end());
+    for (std::int64_t i = 0; i < n; ++i)
+      if (check[i] != i) throw fail("every device must hold exactly one tile");
+  }
+  std::vector<Superdim> sds = unflatten_superdims(assignment);
+  if (n > 1 && sds.empty()) throw fail("the device order is not a transposed iota");
+
+  // The index space of the assignment is (grid..., replicas), row-major; walk
+  // it from the minor end, cutting superdims at the boundaries of its dims.
+  Shape space = grid;
+  space.push_back(replicas);
+  std::vector<std::vector<Superdim>> pieces(space.size());  // per space dim, minor to major
+  size_t next = 0;
+  Superdim cur{1, 0};
+  for (int d = int(space.size()) - 1; d >= 0; --d) {
+    std::int64_t need = space[d];
+    while (need > 1) {
+      if (cur.size == 1) {
+        if (next >= sds.size()) throw fail("internal factorisation mismatch");
+        cur = sds[next++];
+      }
+      if (cur.size <= need) {
+        if (need % cur.size != 0) throw fail("tile counts do not factor the device order");
+        pieces[d].push_back(cur);
+        need /= cur.size;
+        cur = {1, 0};
+      } else {
+        if (cur.size % need != 0) throw fail("tile counts do not factor the device order");
+        pieces[d].push_back({need, cur.stride});
+        cur = {cur.size / need, cur.stride * need};
+        need = 1;
+      }
+    }
+  }
+  // Mesh axes: every piece, ordered by stride, largest (major) first.
+  struct AxisOf {
+    Superdim sd;
+    int space_dim;
+  };
+  std::vector<AxisOf> all;
+  for (size_t d = 0; d < pieces.size(); ++d)
+    for (auto& p : pieces[d]) all.push_back({p, int(d)});
+  std::sort(all.begin(), all.end(), [](const AxisOf& a, const AxisOf& b) { return a.sd.stride > b.sd.stride; });
+  std::vector<MeshAxis> axes;
+  for (size_t i = 0; i < all.size(); ++i) axes.push_back({"_" + std::to_string(i), all[i].sd.size});
+  auto mesh = std::make_shared<const DeviceMesh>(device_ids, axes);
+  AxisSharding out = replicated(mesh, int(grid.size()));
+  // pieces[d] runs minor to major; the sharding lists axes major to minor.
+  for (size_t d = 0; d < grid.size(); ++d)
+    for (auto it = pieces[d].rbegin(); it != pieces[d].rend(); ++it)
+      for (size_t i = 0; i < all.size(); ++i)
+        if (all[i].sd.stride == it->stride && all[i].space_dim == int(d)) out.dims[d].push_back(int(i));
+  return out;
+}
+
+}  // namespace tessel
