@@ -86,11 +86,19 @@ Array eye(std::int64_t n, std::optional<std::int64_t> m_opt, std::int64_t k, DTy
 
 Array linspace(double start, double stop, std::int64_t num, bool endpoint, DType dtype) {
   if (num < 0) throw ShapeError("linspace: num must be non-negative, got " + std::to_string(num));
-  const double div = endpoint ? double(num - 1) : double(num);
-  const double step = div > 0 ? (stop - start) / div : 0.0;
+  const std::int64_t div = endpoint ? num - 1 : num;
+  // As JAX: start + i * delta, computed in the dtype's own arithmetic (in
+  // float64 for integer dtypes), with the endpoint exactly `stop`.
   return detail::make_host(dtype, {num}, false, [&](void* out) {
-    detail::fill_values<double>(dtype, out, num, [&](std::int64_t i) {
-      return endpoint && i == num - 1 && num > 1 ? stop : start + double(i) * step;
+    visit_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      using C = std::conditional_t<std::is_floating_point_v<T>, T, double>;
+      const C delta = div > 0 ? (C(stop) - C(start)) / C(div) : C(0);
+      T* p = static_cast<T*>(out);
+      for (std::int64_t i = 0; i < num; ++i) {
+        C v = (endpoint && i == num - 1 && num > 1) ? C(stop) : C(start) + C(i) * delta;
+        p[i] = convert_element<T>(v);
+      }
     });
   });
 }

@@ -207,14 +207,17 @@ std::string render(const Shape& shape, const Sharding& sharding, const Visualize
     }
 
   // Column widths as rich measures the cells, shrunk to fit the console.
+  // rich measures each cell against the width left after the borders, so
+  // no column starts wider than that.
+  const int borders = use_color ? 0 : g.cols + 1;
+  const int available = opts.max_width - borders;
   std::vector<int> colw(g.cols, 0);
   for (int j = 0; j < g.cols; ++j)
     for (int i = 0; i < g.rows; ++i)
-      colw[j] = std::max(colw[j], cells[i][j].left + int(cells[i][j].entry.size()) + cells[i][j].right);
-  const int borders = use_color ? 0 : g.cols + 1;
-  int total = borders;
+      colw[j] = std::max(colw[j], std::min(available, cells[i][j].left + int(cells[i][j].entry.size()) + cells[i][j].right));
+  int total = 0;
   for (int w : colw) total += w;
-  if (total > opts.max_width) colw = fit_widths(colw, opts.max_width - borders);
+  if (total > available) colw = fit_widths(colw, available);
 
   auto paint = [&](const std::string& text, const Cell& c) {
     if (!use_color) return text;
@@ -237,18 +240,23 @@ std::string render(const Shape& shape, const Sharding& sharding, const Visualize
   };
   if (!use_color) hline("┌", "┬", "┐");
   for (int i = 0; i < g.rows; ++i) {
+    // As rich renders a Padding(Align(entry)) cell: the padding keeps its
+    // natural width (at most the column's); text wraps into what is left
+    // between the paddings, and nothing shows when nothing is left; a row is
+    // at least one line; short cells are filled to the column on the right.
     std::vector<std::vector<std::string>> lines(g.cols);
-    size_t row_height = 0;
+    size_t row_height = 1;
     for (int j = 0; j < g.cols; ++j) {
       const Cell& c = cells[i][j];
-      int inner = std::max(0, colw[j] - c.left - c.right);
-      int left = c.left, right = c.right;
-      if (inner == 0) left = std::min(left, colw[j]), right = colw[j] - left;
-      std::string blank(colw[j], ' ');
+      const int width = std::min(c.left + int(c.entry.size()) + c.right, colw[j]);
+      const int inner = width - c.left - c.right;
+      std::string blank(width, ' ');
       for (int k = 0; k < c.top; ++k) lines[j].push_back(blank);
-      for (auto& l : centered_lines(c.entry, inner))
-        lines[j].push_back(std::string(left, ' ') + l + std::string(right, ' '));
+      if (inner > 0)
+        for (auto& l : centered_lines(c.entry, inner))
+          lines[j].push_back(std::string(c.left, ' ') + l + std::string(c.right, ' '));
       for (int k = 0; k < c.bottom; ++k) lines[j].push_back(blank);
+      for (auto& l : lines[j]) l.resize(colw[j], ' ');
       row_height = std::max(row_height, lines[j].size());
     }
     for (size_t k = 0; k < row_height; ++k) {
@@ -279,11 +287,11 @@ std::string sharding_text(const Shape& shape, const Sharding& sharding, const Vi
 
 void visualize_sharding(const Shape& shape, const Sharding& sharding, std::ostream& os,
                         const VisualizeOptions& opts) {
-  os << render(shape, sharding, opts, opts.use_color.value_or(false)) << '\n';
+  os << render(shape, sharding, opts, opts.use_color.value_or(false));
 }
 
 void visualize_sharding(const Shape& shape, const Sharding& sharding, const VisualizeOptions& opts) {
-  std::cout << render(shape, sharding, opts, opts.use_color.value_or(stdout_is_terminal())) << '\n';
+  std::cout << render(shape, sharding, opts, opts.use_color.value_or(stdout_is_terminal()));
   std::cout.flush();
 }
 

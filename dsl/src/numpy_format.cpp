@@ -200,12 +200,15 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in) {
       int width = pad_left + pad_right + 1;
       w = std::string(std::max(0, width - int(r.size())), ' ') + r;
     } else if (exp_format) {
-      std::string s = dragon4(v, true, precision);
+      // Every value gets sci_precision digits; past its shortest digits they
+      // are the exact value's, rounded (dragon4's min_digits), not zeros.
+      char buf[128];
+      auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, sci_precision);
+      std::string s(buf, r.ptr);
       auto e = s.find('e');
       std::string mant = s.substr(0, e), ex = s.substr(e + 1);
       auto dot = mant.find('.');
-      std::string ip = mant.substr(0, dot), fp = mant.substr(dot + 1);
-      fp.resize(std::max<size_t>(fp.size(), size_t(sci_precision)), '0');
+      std::string ip = mant.substr(0, dot), fp = dot == std::string::npos ? "" : mant.substr(dot + 1);
       char sign = ex[0];
       std::string digits = ex.substr(1);
       if (int(digits.size()) < exp_size) digits.insert(0, std::size_t(exp_size) - digits.size(), '0');

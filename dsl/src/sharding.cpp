@@ -80,7 +80,13 @@ std::string Mesh::str() const { return impl_->str(); }
 bool Mesh::operator==(const Mesh& o) const { return impl_ == o.impl_ || *impl_ == *o.impl_; }
 
 Mesh make_mesh(const Shape& shape, const std::vector<std::string>& axis_names) {
-  return make_mesh(shape, axis_names, devices());
+  // As jax.make_mesh: the first prod(shape) devices, in id order.
+  std::vector<Device> all = devices();
+  if (numel(shape) > std::int64_t(all.size()))
+    throw ShardingError(cat("Number of devices ", all.size(), " must be >= the product of mesh_shape ",
+                            shape_str(shape)));
+  all.resize(std::size_t(std::max<std::int64_t>(numel(shape), 0)), Device(0));
+  return make_mesh(shape, axis_names, all);
 }
 
 Mesh make_mesh(const Shape& shape, const std::vector<std::string>& axis_names, const std::vector<Device>& devs) {
@@ -101,6 +107,10 @@ PartitionSpec::PartitionSpec(Entry e0, Entry e1, Entry e2, Entry e3, Entry e4, E
     if (all[i].absent()) throw ShardingError("PartitionSpec: an entry in the middle was left empty");
     entries_.push_back(all[i]);
   }
+}
+
+PartitionSpec::PartitionSpec(std::initializer_list<const char*> tuple_axes) {
+  entries_.push_back(Entry::tuple(std::vector<std::string>(tuple_axes.begin(), tuple_axes.end())));
 }
 
 PartitionSpec PartitionSpec::from_entries(std::vector<Entry> entries) {

@@ -89,6 +89,9 @@ class PartitionSpec {
 
   PartitionSpec(Entry e0 = {}, Entry e1 = {}, Entry e2 = {}, Entry e3 = {}, Entry e4 = {}, Entry e5 = {},
                 Entry e6 = {}, Entry e7 = {});
+  // P({"a", "b"}): one dimension split over a tuple of axes. (Needed so a lone
+  // braced list is not ambiguous between an Entry and a PartitionSpec.)
+  PartitionSpec(std::initializer_list<const char*> tuple_axes);
   static PartitionSpec from_entries(std::vector<Entry> entries);
 
   int size() const { return int(entries_.size()); }

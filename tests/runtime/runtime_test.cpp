@@ -1,1 +1,112 @@
 #include <doctest/doctest.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+
+#include <tessel/tessel.hpp>
+
+#include "runtime/buffer.hpp"
+#include "runtime/device.hpp"
+
+using namespace tessel;
+
+namespace {
+rt::Runtime& runtime() {
+  devices();  // starts the runtime from ts::config()
+  return rt::Runtime::get();
+}
+}  // namespace
+
+TEST_CASE("each device runs its tasks in order on its own thread") {
+  auto& r = runtime();
+  REQUIRE(r.device_count() == 8);
+  std::vector<std::vector<int>> seen(8);
+  std::vector<int> ids = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int k = 0; k < 50; ++k)
+    r.launch(ids, [&](int i) -> std::function<void()> {
+      return [&, i, k] {
+        CHECK(rt::current_device() == i);
+        seen[i].push_back(k);
+      };
+    });
+  r.synchronize();
+  for (auto& s : seen) {
+    REQUIRE(s.size() == 50);
+    for (int k = 0; k < 50; ++k) CHECK(s[k] == k);
+  }
+  CHECK(rt::current_device() == -1);
+}
+
+TEST_CASE("launches from many host threads with blocking rendezvous do not deadlock") {
+  // Every launch makes its devices meet at a barrier, as a collective does.
+  // Launches race from 4 host threads over overlapping device subsets.
+  auto& r = runtime();
+  std::atomic<int> done{0};
+  std::vector<std::thread> hosts;
+  const int per_thread = 40;
+  for (int h = 0; h < 4; ++h) {
+    hosts.emplace_back([&, h] {
+      for (int k = 0; k < per_thread; ++k) {
+        std::vector<int> ids;
+        for (int d = 0; d < 8; ++d)
+          if ((d + h + k) % 3 != 0) ids.push_back((d * (h + 1)) % 8);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        auto meet = std::make_shared<std::barrier<>>(std::ptrdiff_t(ids.size()));
+        r.launch(ids, [&, meet](int) -> std::function<void()> {
+          return [&, meet] {
+            meet->arrive_and_wait();
+            done.fetch_add(1);
+          };
+        });
+      }
+    });
+  }
+  for (auto& t : hosts) t.join();
+  r.synchronize();
+  CHECK(done.load() > 4 * per_thread);
+}
+
+TEST_CASE("events carry completion and errors") {
+  rt::Event e;
+  CHECK_FALSE(e.is_set());
+  std::thread t([&] { e.set(); });
+  e.wait();
+  t.join();
+  CHECK(e.is_set());
+  rt::Event bad;
+  bad.set_error(std::make_exception_ptr(ShapeError("boom")));
+  CHECK_THROWS_WITH_AS(bad.wait(), "boom", ShapeError);
+}
+
+TEST_CASE("buffers are aligned and owned by a device") {
+  auto b = rt::Buffer::allocate(3, 100);
+  CHECK(b->device() == 3);
+  CHECK(b->bytes() == 100);
+  CHECK(reinterpret_cast<std::uintptr_t>(b->data()) % 64 == 0);
+  auto z = rt::Buffer::allocate(0, 0);
+  CHECK(z->data() != nullptr);
+}
+
+TEST_CASE("parallel_for covers the range exactly once") {
+  auto& r = runtime();
+  std::vector<std::atomic<int>> hits(1000);
+  r.launch({0}, [&](int) -> std::function<void()> {
+    return [&] {
+      rt::parallel_for(0, 1000, 16, [&](std::int64_t b, std::int64_t e) {
+        for (auto i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+    };
+  });
+  r.synchronize();
+  for (auto& h : hits) CHECK(h.load() == 1);
+}
+
+TEST_CASE("the runtime cannot be restarted with other options") {
+  auto& r = runtime();
+  rt::RuntimeOptions o;
+  o.device_count = 3;
+  o.threads_per_device = r.threads_per_device();
+  CHECK_THROWS_AS(rt::Runtime::start(o), Error);
+}
