@@ -1,6 +1,7 @@
 #include "tracer/sharding.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -139,6 +140,27 @@ bool AxisSharding::operator==(const AxisSharding& o) const {
   };
   return (mesh == o.mesh || (mesh && o.mesh && *mesh == *o.mesh)) && dims == o.dims &&
          sorted(unreduced) == sorted(o.unreduced);
+}
+
+std::vector<std::vector<std::int64_t>> collective_groups(const DeviceMesh& mesh, const std::vector<int>& axes) {
+  std::map<std::vector<std::int64_t>, std::vector<std::int64_t>> groups;
+  for (std::int64_t p = 0; p < mesh.size(); ++p) {
+    std::vector<std::int64_t> fixed;
+    for (int a = 0; a < mesh.num_axes(); ++a)
+      if (std::find(axes.begin(), axes.end(), a) == axes.end()) fixed.push_back(mesh.coord(p, a));
+    groups[fixed].push_back(p);
+  }
+  // Order members by the coordinates along `axes`, in the order given.
+  std::vector<std::vector<std::int64_t>> out;
+  for (auto& [k, members] : groups) {
+    std::sort(members.begin(), members.end(), [&](std::int64_t x, std::int64_t y) {
+      for (int a : axes)
+        if (mesh.coord(x, a) != mesh.coord(y, a)) return mesh.coord(x, a) < mesh.coord(y, a);
+      return false;
+    });
+    out.push_back(members);
+  }
+  return out;
 }
 
 AxisSharding replicated(MeshRef mesh, int rank) {

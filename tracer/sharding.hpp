@@ -84,6 +84,11 @@ struct AxisSharding {
   bool operator==(const AxisSharding& o) const;
 };
 
+// The groups of flat mesh positions a collective over `axes` joins: in each
+// group the other axes are fixed and `axes` vary (row-major over them); groups
+// in order of the fixed coordinates. XLA's replica_groups.
+std::vector<std::vector<std::int64_t>> collective_groups(const DeviceMesh& mesh, const std::vector<int>& axes);
+
 // A fully replicated sharding of rank `rank` over `mesh`.
 AxisSharding replicated(MeshRef mesh, int rank);
 

@@ -1,0 +1,254 @@
+#include "codegen/compile.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <unordered_map>
+
+#include "codegen/dot.hpp"
+#include "codegen/emit.hpp"
+#include "codegen/fusion.hpp"
+#include "runtime/collectives.hpp"
+#include "runtime/device.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel::codegen {
+
+namespace {
+
+class KernelThunk final : public rt::Thunk {
+ public:
+  KernelThunk(Kernel k, std::vector<int> slots, std::string text)
+      : k_(std::move(k)), slots_(std::move(slots)), text_(std::move(text)) {}
+  void run(rt::ExecContext& ctx) const override {
+    std::vector<void*> bufs(slots_.size());
+    for (size_t i = 0; i < slots_.size(); ++i) bufs[i] = ctx.slots[slots_[i]];
+    // Chunks of at least ~32K elements of work each.
+    const std::int64_t grain = std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, k_.work_per_item));
+    rt::parallel_for(0, k_.items, grain,
+                     [&](std::int64_t b, std::int64_t e) { k_.fn(bufs.data(), b, e); });
+  }
+  std::string describe() const override { return text_; }
+
+ private:
+  Kernel k_;
+  std::vector<int> slots_;
+  std::string text_;
+};
+
+class ConstantThunk final : public rt::Thunk {
+ public:
+  ConstantThunk(LiteralRef lit, int slot) : lit_(std::move(lit)), slot_(slot) {}
+  void run(rt::ExecContext& ctx) const override {
+    if (!lit_->bytes.empty()) std::memcpy(ctx.slots[slot_], lit_->bytes.data(), lit_->bytes.size());
+  }
+  std::string describe() const override { return "constant " + aval_str(lit_->dtype, lit_->shape); }
+
+ private:
+  LiteralRef lit_;
+  int slot_;
+};
+
+// ------------------------------------------------------------------ collectives
+
+template <class F>
+void combine_typed(DType t, Op op, void* acc, const void* v, std::int64_t n, F&&) {
+  visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    T* a = static_cast<T*>(acc);
+    const T* x = static_cast<const T*>(v);
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (op == Op::add) {
+        if constexpr (std::is_same_v<T, bool>) a[i] = a[i] || x[i];
+        else if constexpr (std::is_integral_v<T>) a[i] = T(std::make_unsigned_t<T>(a[i]) + std::make_unsigned_t<T>(x[i]));
+        else a[i] = a[i] + x[i];
+      } else if (op == Op::max) {
+        if constexpr (std::is_floating_point_v<T>) a[i] = (a[i] != a[i] || x[i] != x[i]) ? T(NAN) : (x[i] > a[i] ? x[i] : a[i]);
+        else a[i] = x[i] > a[i] ? x[i] : a[i];
+      } else {
+        if constexpr (std::is_floating_point_v<T>) a[i] = (a[i] != a[i] || x[i] != x[i]) ? T(NAN) : (x[i] < a[i] ? x[i] : a[i]);
+        else a[i] = x[i] < a[i] ? x[i] : a[i];
+      }
+    }
+  });
+}
+
+// Every collective reads peers' buffers in place (shared memory): publish,
+// read, release.
+class CollectiveThunk final : public rt::Thunk {
+ public:
+  CollectiveThunk(const Node& n, int in, int out) : op_(n.op), in_(in), out_(out), p_(n.p) {
+    in_shape_ = n.in[0]->shape();
+    out_shape_ = n.shape();
+    dtype_ = n.dtype();
+    if (p_.mesh && op_ != Op::collective_permute) groups_ = collective_groups(*p_.mesh, p_.mesh_axes);
+    std::ostringstream os;
+    os << op_name(op_) << ' ' << n.in[0]->aval.str() << " -> " << n.aval.str();
+    text_ = os.str();
+  }
+
+  void run(rt::ExecContext& ctx) const override {
+    const std::size_t es = dtype_size(dtype_);
+    const void* mine = ctx.slots[in_];
+    char* out = static_cast<char*>(ctx.slots[out_]);
+    if (op_ == Op::collective_permute) {
+      std::vector<std::int64_t> all;
+      for (std::int64_t i = 0; i < p_.mesh->size(); ++i) all.push_back(i);
+      auto peers = ctx.comm->exchange(ctx.position, all, mine);
+      std::int64_t source = -1;
+      for (auto [s, t] : p_.pairs)
+        if (t == ctx.position) source = s;
+      const std::size_t bytes = std::size_t(numel(in_shape_)) * es;
+      if (source >= 0) std::memcpy(out, peers[source], bytes);
+      else std::memset(out, 0, bytes);
+      ctx.comm->release(ctx.position, all);
+      return;
+    }
+    const std::vector<std::int64_t>* group = nullptr;
+    std::size_t rank = 0;
+    for (auto& g : groups_)
+      for (std::size_t k = 0; k < g.size(); ++k)
+        if (g[k] == ctx.position) group = &g, rank = k;
+    TESSEL_CHECK_INTERNAL(group, "position ", ctx.position, " is in no group");
+    auto peers = ctx.comm->exchange(ctx.position, *group, mine);
+    const std::int64_t n = std::int64_t(group->size());
+    switch (op_) {
+      case Op::all_gather: {
+        auto [outer, len] = blocks(in_shape_, p_.dims[0]);  // len: elements of one block
+        for (std::int64_t o = 0; o < outer; ++o)
+          for (std::int64_t k = 0; k < n; ++k)
+            std::memcpy(out + ((o * n + k) * len) * es, static_cast<const char*>(peers[k]) + o * len * es, len * es);
+        break;
+      }
+      case Op::all_reduce: {
+        const std::int64_t count = numel(in_shape_);
+        std::memcpy(out, peers[0], std::size_t(count) * es);
+        for (std::int64_t k = 1; k < n; ++k) combine_typed(dtype_, p_.reduce_op, out, peers[k], count, 0);
+        break;
+      }
+      case Op::reduce_scatter: {
+        auto [outer, len] = blocks(out_shape_, p_.dims[0]);  // my block of each outer row
+        for (std::int64_t o = 0; o < outer; ++o) {
+          char* dst = out + o * len * es;
+          const std::int64_t src_off = (o * n + std::int64_t(rank)) * len;
+          std::memcpy(dst, static_cast<const char*>(peers[0]) + src_off * es, len * es);
+          for (std::int64_t k = 1; k < n; ++k)
+            combine_typed(dtype_, p_.reduce_op, dst, static_cast<const char*>(peers[k]) + src_off * es, len, 0);
+        }
+        break;
+      }
+      case Op::all_to_all: {
+        // Output chunk k along the concat dim = member k's chunk `rank` along the split dim.
+        const std::int64_t split = p_.dims[0], concat = p_.dims[1];
+        Shape chunk = in_shape_;
+        chunk[split] /= n;
+        auto ist = row_major_strides(in_shape_), ost = row_major_strides(out_shape_);
+        const std::int64_t m = numel(chunk);
+        std::vector<std::int64_t> idx(chunk.size(), 0);
+        for (std::int64_t f = 0; f < m; ++f) {
+          for (std::int64_t k = 0; k < n; ++k) {
+            std::int64_t src = 0, dst = 0;
+            for (size_t d = 0; d < chunk.size(); ++d) {
+              std::int64_t si = idx[d] + (std::int64_t(d) == split ? std::int64_t(rank) * chunk[split] : 0);
+              std::int64_t di = idx[d] + (std::int64_t(d) == concat ? k * in_shape_[concat] : 0);
+              if (std::int64_t(d) == split && split != concat) di = idx[d];
+              if (std::int64_t(d) == concat && split != concat) si = idx[d];
+              src += si * ist[d];
+              dst += di * ost[d];
+            }
+            std::memcpy(out + dst * es, static_cast<const char*>(peers[k]) + src * es, es);
+          }
+          for (int d = int(chunk.size()) - 1; d >= 0; --d) {
+            if (++idx[d] < chunk[d]) break;
+            idx[d] = 0;
+          }
+        }
+        break;
+      }
+      default: throw InternalError("not a collective");
+    }
+    ctx.comm->release(ctx.position, *group);
+  }
+
+  std::string describe() const override { return text_; }
+
+ private:
+  // (rows before dim d, elements from dim d on) of a shape.
+  static std::pair<std::int64_t, std::int64_t> blocks(const Shape& s, std::int64_t d) {
+    std::int64_t outer = 1, len = 1;
+    for (std::int64_t i = 0; i < std::int64_t(s.size()); ++i) (i < d ? outer : len) *= s[i];
+    return {outer, len};
+  }
+  Op op_;
+  int in_, out_;
+  Params p_;
+  Shape in_shape_, out_shape_;
+  DType dtype_;
+  std::vector<std::vector<std::int64_t>> groups_;
+  std::string text_;
+};
+
+}  // namespace
+
+CompiledProgram compile(const Graph& g, const CompileOptions& options) {
+  FusionPlan plan = plan_fusion(g);
+  auto exe = std::make_shared<rt::Executable>();
+  std::unordered_map<const Node*, int> slot;
+  auto slot_of = [&](const NodeRef& n) {
+    auto it = slot.find(n.get());
+    if (it != slot.end()) return it->second;
+    int s = int(exe->slots.size());
+    exe->slots.push_back({std::size_t(numel(n->shape())) * dtype_size(n->dtype()), false});
+    slot[n.get()] = s;
+    return s;
+  };
+  for (auto& p : g.params) exe->param_slots.push_back(slot_of(p));
+  std::ostringstream text;
+  for (auto& step : plan.steps) {
+    int out = slot_of(step.node);
+    std::vector<int> reads;
+    for (auto& r : step.reads) reads.push_back(slot_of(r));
+    std::unique_ptr<rt::Thunk> thunk;
+    switch (step.kind) {
+      case StepKind::Loop:
+      case StepKind::Reduce: {
+        Kernel k = compile_kernel(step);
+        std::vector<int> bufs{out};
+        bufs.insert(bufs.end(), reads.begin(), reads.end());
+        std::ostringstream os;
+        os << (step.kind == StepKind::Loop ? "fusion " : "reduction ") << step.node->aval.str() << " root="
+           << op_name(step.node->op) << " reads=" << reads.size() << " items=" << k.items;
+        thunk = std::make_unique<KernelThunk>(std::move(k), std::move(bufs), os.str());
+        break;
+      }
+      case StepKind::Dot:
+        thunk = make_dot_thunk(*step.node, reads[0], reads[1], out, options.threads_per_device);
+        break;
+      case StepKind::Collective:
+        thunk = std::make_unique<CollectiveThunk>(*step.node, reads[0], out);
+        exe->uses_collectives = true;
+        break;
+      case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->p.literal, out); break;
+    }
+    exe->alloc_before.push_back({out});
+    exe->free_after.push_back({});
+    exe->thunks.push_back(std::move(thunk));
+  }
+  for (auto& o : g.outputs) exe->output_slots.push_back(slot_of(o));
+  // Temporaries die after their last reader.
+  std::vector<bool> keep(exe->slots.size(), false);
+  for (int s : exe->param_slots) keep[s] = true;
+  for (int s : exe->output_slots) keep[s] = true;
+  std::vector<int> last(exe->slots.size(), -1);
+  for (size_t t = 0; t < plan.steps.size(); ++t) {
+    for (auto& r : plan.steps[t].reads) last[slot.at(r.get())] = int(t);
+    int own = slot.at(plan.steps[t].node.get());
+    if (last[own] < int(t)) last[own] = int(t);
+  }
+  for (size_t s = 0; s < last.size(); ++s)
+    if (!keep[s] && last[s] >= 0) exe->free_after[last[s]].push_back(int(s));
+  for (auto& t : exe->thunks) text << "  " << t->describe() << '\n';
+  return {exe, text.str()};
+}
+
+}  // namespace tessel::codegen

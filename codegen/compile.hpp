@@ -1,0 +1,25 @@
+// The code generator's entry: a per-device program (local shapes,
+// collectives explicit) to an executable of thunks — fused loop kernels from
+// LLVM, oneDNN matmuls, collectives and constants — over buffer slots.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/executable.hpp"
+#include "tracer/ir.hpp"
+
+namespace tessel::codegen {
+
+struct CompileOptions {
+  int threads_per_device = 1;
+};
+
+struct CompiledProgram {
+  std::shared_ptr<rt::Executable> executable;
+  std::string thunks_text;  // one line per thunk
+};
+
+CompiledProgram compile(const Graph& program, const CompileOptions& options);
+
+}  // namespace tessel::codegen

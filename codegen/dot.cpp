@@ -1,0 +1,191 @@
+#include "codegen/dot.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "tracer/errors.hpp"
+
+extern "C" {
+void omp_set_num_threads(int);
+int omp_get_max_threads(void);
+}
+
+namespace tessel::codegen {
+
+namespace {
+
+// One operand seen as a 3-D (batch, rows, cols) matrix with element strides.
+struct Operand3 {
+  std::int64_t dims[3] = {1, 1, 1};
+  std::int64_t strides[3] = {0, 0, 0};
+  bool needs_copy = false;
+  std::vector<std::int64_t> perm;  // operand dims in (batch, rows, cols) order
+  Shape shape;                     // the operand's shape
+};
+
+// Groups `order` (operand dims) into three consecutive groups of sizes
+// g0, g1, g2; each group must be contiguous in row-major memory to be a
+// single strided dimension.
+Operand3 view(const Shape& shape, const std::vector<std::int64_t>& g0, const std::vector<std::int64_t>& g1,
+              const std::vector<std::int64_t>& g2) {
+  Operand3 v;
+  v.shape = shape;
+  auto st = row_major_strides(shape);
+  const std::vector<std::int64_t>* groups[3] = {&g0, &g1, &g2};
+  for (int g = 0; g < 3; ++g) {
+    const auto& dims = *groups[g];
+    v.perm.insert(v.perm.end(), dims.begin(), dims.end());
+    std::int64_t size = 1, stride = 1;
+    bool first = true;
+    for (int i = int(dims.size()) - 1; i >= 0; --i) {
+      std::int64_t d = dims[i];
+      if (shape[d] == 1) continue;
+      if (first) {
+        stride = st[d];
+        first = false;
+      } else if (st[d] != stride * size) {
+        v.needs_copy = true;
+      }
+      size *= shape[d];
+    }
+    v.dims[g] = size;
+    v.strides[g] = stride;
+  }
+  if (v.needs_copy) {
+    // After copying into (batch, rows, cols) order: plain row-major.
+    v.strides[2] = 1;
+    v.strides[1] = v.dims[2];
+    v.strides[0] = v.dims[1] * v.dims[2];
+  }
+  for (int g = 0; g < 3; ++g)
+    if (v.dims[g] == 1) v.strides[g] = g == 2 ? 1 : v.dims[g + 1] * v.strides[g + 1];
+  return v;
+}
+
+std::vector<std::int64_t> free_dims(int rank, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  std::vector<std::int64_t> f;
+  for (std::int64_t i = 0; i < rank; ++i)
+    if (std::find(a.begin(), a.end(), i) == a.end() && std::find(b.begin(), b.end(), i) == b.end()) f.push_back(i);
+  return f;
+}
+
+// Copies an operand into the order `perm` (a transpose), contiguous.
+void permute_copy(const void* src, void* dst, const Shape& shape, const std::vector<std::int64_t>& perm,
+                  std::size_t es) {
+  auto st = row_major_strides(shape);
+  Shape ps(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) ps[i] = shape[perm[i]];
+  const std::int64_t n = numel(shape);
+  std::vector<std::int64_t> idx(perm.size(), 0);
+  const char* s = static_cast<const char*>(src);
+  char* d = static_cast<char*>(dst);
+  for (std::int64_t f = 0; f < n; ++f) {
+    std::int64_t off = 0;
+    for (size_t i = 0; i < perm.size(); ++i) off += idx[i] * st[perm[i]];
+    std::memcpy(d + f * es, s + off * es, es);
+    for (int k = int(perm.size()) - 1; k >= 0; --k) {
+      if (++idx[k] < ps[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+template <class T>
+void loop_matmul(const T* a, const Operand3& va, const T* b, const Operand3& vb, T* c) {
+  const std::int64_t B = va.dims[0], M = va.dims[1], K = va.dims[2], N = vb.dims[2];
+  for (std::int64_t bi = 0; bi < B; ++bi)
+    for (std::int64_t i = 0; i < M; ++i) {
+      T* crow = c + (bi * M + i) * N;
+      for (std::int64_t j = 0; j < N; ++j) crow[j] = T(0);
+      for (std::int64_t k = 0; k < K; ++k) {
+        T av = a[bi * va.strides[0] + i * va.strides[1] + k * va.strides[2]];
+        const T* brow = b + bi * vb.strides[0] + k * vb.strides[1];
+        for (std::int64_t j = 0; j < N; ++j) crow[j] = T(crow[j] + av * brow[j * vb.strides[2]]);
+      }
+    }
+}
+
+class DotThunk final : public rt::Thunk {
+ public:
+  DotThunk(const Node& n, int lhs, int rhs, int out, int threads) : lhs_(lhs), rhs_(rhs), out_(out), threads_(threads) {
+    const auto& d = n.p.dot;
+    const Shape& a = n.in[0]->shape();
+    const Shape& b = n.in[1]->shape();
+    dtype_ = n.dtype();
+    va_ = view(a, d.lhs_batch, free_dims(int(a.size()), d.lhs_batch, d.lhs_contract), d.lhs_contract);
+    vb_ = view(b, d.rhs_batch, d.rhs_contract, free_dims(int(b.size()), d.rhs_batch, d.rhs_contract));
+    std::ostringstream os;
+    os << "dot " << n.in[0]->aval.str() << " x " << n.in[1]->aval.str() << " -> " << n.aval.str() << " as ["
+       << va_.dims[0] << ',' << va_.dims[1] << ',' << va_.dims[2] << "]x[" << vb_.dims[1] << ',' << vb_.dims[2] << ']'
+       << (dtype_ == DType::float32 ? " (oneDNN matmul)" : " (loop)") << (va_.needs_copy ? " lhs-copy" : "")
+       << (vb_.needs_copy ? " rhs-copy" : "");
+    text_ = os.str();
+    if (dtype_ == DType::float32) {
+      using dt = dnnl::memory::data_type;
+      dnnl::memory::desc amd({va_.dims[0], va_.dims[1], va_.dims[2]}, dt::f32,
+                             {va_.strides[0], va_.strides[1], va_.strides[2]});
+      dnnl::memory::desc bmd({vb_.dims[0], vb_.dims[1], vb_.dims[2]}, dt::f32,
+                             {vb_.strides[0], vb_.strides[1], vb_.strides[2]});
+      dnnl::memory::desc cmd({va_.dims[0], va_.dims[1], vb_.dims[2]}, dt::f32, dnnl::memory::format_tag::abc);
+      pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(amd, bmd, cmd), engine());
+      prim_ = dnnl::matmul(pd_);
+    }
+  }
+
+  void run(rt::ExecContext& ctx) const override {
+    const void* a = ctx.slots[lhs_];
+    const void* b = ctx.slots[rhs_];
+    void* c = ctx.slots[out_];
+    const std::size_t es = dtype_size(dtype_);
+    std::vector<unsigned char> acopy, bcopy;
+    if (va_.needs_copy) {
+      acopy.resize(std::size_t(numel(va_.shape)) * es);
+      permute_copy(a, acopy.data(), va_.shape, va_.perm, es);
+      a = acopy.data();
+    }
+    if (vb_.needs_copy) {
+      bcopy.resize(std::size_t(numel(vb_.shape)) * es);
+      permute_copy(b, bcopy.data(), vb_.shape, vb_.perm, es);
+      b = bcopy.data();
+    }
+    if (dtype_ == DType::float32) {
+      if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
+      dnnl::stream s(engine());
+      dnnl::memory am(pd_.src_desc(), engine(), const_cast<void*>(a));
+      dnnl::memory bm(pd_.weights_desc(), engine(), const_cast<void*>(b));
+      dnnl::memory cm(pd_.dst_desc(), engine(), c);
+      prim_.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+      s.wait();
+      return;
+    }
+    visit_dtype(dtype_, [&](auto tag) {
+      using T = decltype(tag);
+      loop_matmul(static_cast<const T*>(a), va_, static_cast<const T*>(b), vb_, static_cast<T*>(c));
+    });
+  }
+
+  std::string describe() const override { return text_; }
+
+ private:
+  static dnnl::engine& engine() {
+    static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+    return e;
+  }
+  int lhs_, rhs_, out_, threads_;
+  DType dtype_;
+  Operand3 va_, vb_;
+  dnnl::matmul::primitive_desc pd_;
+  dnnl::matmul prim_;
+  std::string text_;
+};
+
+}  // namespace
+
+std::unique_ptr<rt::Thunk> make_dot_thunk(const Node& dot, int lhs, int rhs, int out, int threads) {
+  return std::make_unique<DotThunk>(dot, lhs, rhs, out, threads);
+}
+
+}  // namespace tessel::codegen

@@ -1,0 +1,113 @@
+#include "codegen/fusion.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "tracer/errors.hpp"
+
+namespace tessel::codegen {
+
+namespace {
+
+// Work per element of an op when inlined (a rough count of instructions).
+int own_cost(Op op) {
+  switch (op) {
+    case Op::parameter: case Op::constant: case Op::iota: case Op::broadcast_in_dim: case Op::reshape:
+    case Op::transpose: case Op::slice: case Op::sharding_constraint: case Op::convert: case Op::bitcast_convert:
+      return 0;
+    case Op::sin: case Op::cos: case Op::tan: case Op::tanh: case Op::exp: case Op::expm1: case Op::log:
+    case Op::log1p: case Op::logistic: case Op::erf_inv: case Op::pow: case Op::atan2:
+      return 20;
+    case Op::div: case Op::rem: case Op::sqrt: case Op::rsqrt:
+      return 4;
+    case Op::neg: case Op::abs: case Op::sign: case Op::floor: case Op::ceil: case Op::round: case Op::is_finite:
+    case Op::not_: case Op::add: case Op::sub: case Op::mul: case Op::max: case Op::min: case Op::and_:
+    case Op::or_: case Op::xor_: case Op::shift_left: case Op::shift_right_logical: case Op::eq: case Op::ne:
+    case Op::lt: case Op::le: case Op::gt: case Op::ge: case Op::select: case Op::pad: case Op::concatenate:
+    case Op::dynamic_slice: case Op::dynamic_update_slice:
+      return 1;
+    case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_prod: case Op::argmax:
+    case Op::argmin: case Op::dot_general: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter:
+    case Op::all_to_all: case Op::collective_permute:
+      return 1000;  // never inlined
+  }
+  __builtin_unreachable();
+}
+
+bool always_materialized(const Node& n) {
+  switch (op_family(n.op)) {
+    case OpFamily::Reduce: case OpFamily::Dot: case OpFamily::Collective: return true;
+    case OpFamily::Leaf: return n.op == Op::parameter || (n.op == Op::constant && !n.shape().empty());
+    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
+    case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return false;
+  }
+  __builtin_unreachable();
+}
+
+StepKind step_kind(const Node& n) {
+  switch (op_family(n.op)) {
+    case OpFamily::Reduce: return StepKind::Reduce;
+    case OpFamily::Dot: return StepKind::Dot;
+    case OpFamily::Collective: return StepKind::Collective;
+    case OpFamily::Leaf: return n.op == Op::constant ? StepKind::Constant : StepKind::Loop;
+    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
+    case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return StepKind::Loop;
+  }
+  __builtin_unreachable();
+}
+
+}  // namespace
+
+std::vector<NodeRef> leaves_of(const NodeRef& root, const std::unordered_set<const Node*>& materialized) {
+  std::vector<NodeRef> out;
+  std::unordered_set<const Node*> seen;
+  std::function<void(const NodeRef&, bool)> walk = [&](const NodeRef& n, bool is_root) {
+    if (!is_root && materialized.count(n.get())) {
+      if (seen.insert(n.get()).second) out.push_back(n);
+      return;
+    }
+    if (!seen.insert(n.get()).second) return;
+    for (auto& x : n->in) walk(x, false);
+  };
+  walk(root, true);
+  // Drop the inlined nodes seen on the way: keep materialised ones only.
+  std::vector<NodeRef> leaves;
+  for (auto& n : out)
+    if (materialized.count(n.get())) leaves.push_back(n);
+  return leaves;
+}
+
+FusionPlan plan_fusion(const Graph& g) {
+  FusionPlan plan;
+  auto order = g.topo_order();
+  std::unordered_map<const Node*, int> users;
+  for (auto& n : order)
+    for (auto& x : n->in) ++users[x.get()];
+  for (auto& o : g.outputs) plan.materialized.insert(o.get());
+  for (auto& n : order) {
+    if (always_materialized(*n)) plan.materialized.insert(n.get());
+    // Library calls and collectives read their operands from memory.
+    auto f = op_family(n->op);
+    if (f == OpFamily::Dot || f == OpFamily::Collective)
+      for (auto& x : n->in) plan.materialized.insert(x.get());
+  }
+  // Values used more than once: materialise when recomputing them is not cheap.
+  std::unordered_map<const Node*, int> cost;
+  for (auto& n : order) {
+    int c = own_cost(n->op);
+    for (auto& x : n->in)
+      if (!plan.materialized.count(x.get())) c += cost[x.get()];
+    cost[n.get()] = c;
+    if (users[n.get()] > 1 && c > 4 && n->op != Op::parameter) plan.materialized.insert(n.get());
+  }
+  for (auto& n : order) {
+    if (!plan.materialized.count(n.get()) || n->op == Op::parameter) continue;
+    Step s{step_kind(*n), n, {}};
+    if (s.kind == StepKind::Dot || s.kind == StepKind::Collective) s.reads = n->in;
+    else if (s.kind != StepKind::Constant) s.reads = leaves_of(n, plan.materialized);
+    plan.steps.push_back(std::move(s));
+  }
+  return plan;
+}
+
+}  // namespace tessel::codegen

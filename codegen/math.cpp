@@ -1,0 +1,260 @@
+#include "codegen/math.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "codegen/llvm_headers.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel::codegen {
+
+namespace {
+
+// A small helper over IRBuilder for float32 scalar code.
+struct F {
+  Builder& b;
+  llvm::Type* t;
+  llvm::Type* i32;
+
+  llvm::Value* c(double v) { return llvm::ConstantFP::get(t, v); }
+  llvm::Value* ci(int v) { return llvm::ConstantInt::get(i32, v, true); }
+  llvm::Value* add(llvm::Value* x, llvm::Value* y) { return b.CreateFAdd(x, y); }
+  llvm::Value* sub(llvm::Value* x, llvm::Value* y) { return b.CreateFSub(x, y); }
+  llvm::Value* mul(llvm::Value* x, llvm::Value* y) { return b.CreateFMul(x, y); }
+  llvm::Value* div(llvm::Value* x, llvm::Value* y) { return b.CreateFDiv(x, y); }
+  // x * y + z, fused where the CPU has FMA.
+  llvm::Value* fma(llvm::Value* x, llvm::Value* y, llvm::Value* z) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {x, y, z});
+  }
+  llvm::Value* abs(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
+  llvm::Value* sqrt(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x); }
+  llvm::Value* roundeven(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x); }
+  llvm::Value* floor(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x); }
+  llvm::Value* minnum(llvm::Value* x, llvm::Value* y) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y); }
+  llvm::Value* maxnum(llvm::Value* x, llvm::Value* y) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y); }
+  llvm::Value* copysign(llvm::Value* mag, llvm::Value* sgn) {
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, mag, sgn);
+  }
+  llvm::Value* sel(llvm::Value* c, llvm::Value* x, llvm::Value* y) { return b.CreateSelect(c, x, y); }
+  llvm::Value* lt(llvm::Value* x, llvm::Value* y) { return b.CreateFCmpOLT(x, y); }
+  llvm::Value* gt(llvm::Value* x, llvm::Value* y) { return b.CreateFCmpOGT(x, y); }
+  llvm::Value* eq(llvm::Value* x, llvm::Value* y) { return b.CreateFCmpOEQ(x, y); }
+  llvm::Value* isnan(llvm::Value* x) { return b.CreateFCmpUNO(x, x); }
+  // Horner: ((c0 * x + c1) * x + c2) ...
+  llvm::Value* poly(llvm::Value* x, std::initializer_list<double> coeffs) {
+    auto it = coeffs.begin();
+    llvm::Value* p = c(*it++);
+    for (; it != coeffs.end(); ++it) p = fma(p, x, c(*it));
+    return p;
+  }
+  llvm::Value* to_int(llvm::Value* x) { return b.CreateFPToSI(x, i32); }
+  llvm::Value* bits(llvm::Value* x) { return b.CreateBitCast(x, i32); }
+  llvm::Value* from_bits(llvm::Value* i) { return b.CreateBitCast(i, t); }
+
+  // v * 2^n for an integer-valued float n in [-252, 254], as two exact scalings.
+  llvm::Value* ldexp(llvm::Value* v, llvm::Value* n) {
+    llvm::Value* h = floor(mul(n, c(0.5)));
+    llvm::Value* k = sub(n, h);
+    auto pow2 = [&](llvm::Value* e) { return from_bits(b.CreateShl(b.CreateAdd(to_int(e), ci(127)), ci(23))); };
+    return mul(mul(v, pow2(h)), pow2(k));
+  }
+
+  // exp, Cephes expf: x = n ln2 + r, |r| <= ln2/2, degree-5 polynomial.
+  llvm::Value* exp(llvm::Value* x) {
+    llvm::Value* xc = minnum(maxnum(x, c(-104.0)), c(88.8));
+    llvm::Value* n = roundeven(mul(xc, c(1.44269504088896341)));
+    llvm::Value* r = fma(n, c(-0.693359375), xc);
+    r = fma(n, c(2.12194440e-4), r);
+    llvm::Value* p = poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
+                              5.0000001201E-1});
+    llvm::Value* e = add(fma(mul(p, r), r, r), c(1.0));
+    llvm::Value* y = ldexp(e, n);
+    y = sel(gt(x, c(88.72283935546875)), c(HUGE_VAL), y);
+    y = sel(lt(x, c(-103.97208)), c(0.0), y);
+    return sel(isnan(x), x, y);
+  }
+
+  // log, Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1.
+  llvm::Value* log(llvm::Value* x) {
+    // Subnormals: scale into the normal range first.
+    llvm::Value* tiny = lt(x, c(1.17549435e-38));
+    llvm::Value* xs = sel(tiny, mul(x, c(8388608.0)), x);
+    llvm::Value* ebias = sel(tiny, c(-23.0), c(0.0));
+    llvm::Value* ib = bits(xs);
+    llvm::Value* e = b.CreateSIToFP(b.CreateSub(b.CreateLShr(ib, ci(23)), ci(126)), t);
+    e = add(e, ebias);
+    llvm::Value* m = from_bits(b.CreateOr(b.CreateAnd(ib, ci(0x7fffff)), ci(0x3f000000)));  // [0.5, 1)
+    llvm::Value* small = lt(m, c(0.707106781186547524));
+    e = sel(small, sub(e, c(1.0)), e);
+    m = sel(small, sub(add(m, m), c(1.0)), sub(m, c(1.0)));
+    llvm::Value* z = mul(m, m);
+    llvm::Value* y = mul(mul(poly(m, {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
+                                      1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
+                                      3.3333331174E-1}),
+                             m),
+                         z);
+    y = fma(e, c(-2.12194440e-4), y);
+    y = fma(z, c(-0.5), y);
+    llvm::Value* r = add(m, y);
+    r = fma(e, c(0.693359375), r);
+    r = sel(eq(x, c(HUGE_VAL)), x, r);
+    r = sel(eq(x, c(0.0)), c(-HUGE_VAL), r);
+    r = sel(b.CreateFCmpULT(x, c(0.0)), c(std::nan("")), r);  // negative or NaN
+    return r;
+  }
+
+  // sin and cos, Cephes sinf/cosf: reduce by multiples of pi/4 in three parts.
+  llvm::Value* sincos(llvm::Value* x, bool want_cos) {
+    llvm::Value* ax = abs(x);
+    llvm::Value* j = to_int(mul(ax, c(1.27323954473516)));      // 4/pi
+    j = b.CreateAnd(b.CreateAdd(j, ci(1)), ci(~1));              // even octant
+    llvm::Value* y = b.CreateSIToFP(j, t);
+    llvm::Value* r = fma(y, c(-0.78515625), ax);
+    r = fma(y, c(-2.4187564849853515625e-4), r);
+    r = fma(y, c(-3.77489497744594108e-8), r);
+    llvm::Value* z = mul(r, r);
+    llvm::Value* s = fma(mul(poly(z, {-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1}), z), r, r);
+    llvm::Value* cc =
+        add(fma(mul(poly(z, {2.443315711809948E-005, -1.388731625493765E-003, 4.166664568298827E-002}), z), z,
+                mul(z, c(-0.5))),
+            c(1.0));
+    // Octant j (mod 8) picks the polynomial and the sign.
+    if (want_cos) j = b.CreateAdd(j, ci(2));
+    llvm::Value* swap = b.CreateICmpNE(b.CreateAnd(j, ci(2)), ci(0));
+    llvm::Value* neg = b.CreateICmpNE(b.CreateAnd(j, ci(4)), ci(0));
+    llvm::Value* v = sel(swap, cc, s);
+    v = sel(neg, b.CreateFNeg(v), v);
+    if (!want_cos) v = sel(lt(x, c(0.0)), b.CreateFNeg(v), v);
+    // Too large to reduce in float (and inf, NaN): NaN, as the ranges allow.
+    return sel(b.CreateFCmpULT(ax, c(8388608.0)), v, c(std::nan("")));
+  }
+
+  llvm::Value* tanh(llvm::Value* x) {
+    llvm::Value* ax = abs(x);
+    llvm::Value* z = mul(x, x);
+    llvm::Value* small = fma(mul(poly(z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1,
+                                          -3.33332819422E-1}),
+                                 z),
+                             x, x);
+    llvm::Value* e = exp(mul(ax, c(2.0)));
+    llvm::Value* big = sub(c(1.0), div(c(2.0), add(e, c(1.0))));
+    big = copysign(big, x);
+    return sel(lt(ax, c(0.625)), small, sel(isnan(x), x, big));
+  }
+
+  // expm1 and log1p by Kahan's corrections of exp and log.
+  llvm::Value* expm1(llvm::Value* x) {
+    llvm::Value* u = exp(x);
+    llvm::Value* um1 = sub(u, c(1.0));
+    llvm::Value* r = div(mul(um1, x), log(u));
+    r = sel(eq(u, c(1.0)), x, r);
+    r = sel(eq(um1, c(-1.0)), c(-1.0), r);
+    r = sel(eq(u, c(HUGE_VAL)), u, r);
+    return sel(isnan(x), x, r);
+  }
+
+  llvm::Value* log1p(llvm::Value* x) {
+    llvm::Value* u = add(x, c(1.0));
+    llvm::Value* r = div(mul(log(u), x), sub(u, c(1.0)));
+    r = sel(eq(u, c(1.0)), x, r);
+    r = sel(eq(u, c(HUGE_VAL)), u, r);
+    r = sel(eq(u, c(0.0)), c(-HUGE_VAL), r);
+    r = sel(lt(u, c(0.0)), c(std::nan("")), r);
+    return sel(isnan(x), x, r);
+  }
+
+  // XLA's ErfInv32 (Giles' single-precision polynomials), what JAX's normal uses.
+  llvm::Value* erf_inv(llvm::Value* x) {
+    llvm::Value* w = b.CreateFNeg(log1p(b.CreateFNeg(mul(x, x))));
+    llvm::Value* lt5 = lt(w, c(5.0));
+    const double a[9] = {2.81022636e-08,  3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                         -0.00125372503, -0.00417768164, 0.246640727,    1.50140941};
+    const double g[9] = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                         -0.0076224613,   0.00943887047,  1.00167406,    2.83297682};
+    w = sel(lt5, sub(w, c(2.5)), sub(sqrt(w), c(3.0)));
+    llvm::Value* p = sel(lt5, c(a[0]), c(g[0]));
+    for (int i = 1; i < 9; ++i) p = add(sel(lt5, c(a[i]), c(g[i])), mul(p, w));
+    llvm::Value* r = mul(p, x);
+    return sel(eq(abs(x), c(1.0)), mul(x, c(HUGE_VAL)), r);
+  }
+};
+
+llvm::Value* libm_call(Builder& b, const char* name, llvm::Value* x, llvm::Value* y) {
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  llvm::Type* t = x->getType();
+  std::vector<llvm::Type*> args(y ? 2 : 1, t);
+  auto callee = m->getOrInsertFunction(name, llvm::FunctionType::get(t, args, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    f->setDoesNotThrow();
+    f->setOnlyAccessesInaccessibleMemory();
+  }
+  return y ? b.CreateCall(callee, {x, y}) : b.CreateCall(callee, {x});
+}
+
+const char* libm_name(MathFn fn, bool f32) {
+  switch (fn) {
+    case MathFn::sin: return f32 ? "sinf" : "sin";
+    case MathFn::cos: return f32 ? "cosf" : "cos";
+    case MathFn::tan: return f32 ? "tanf" : "tan";
+    case MathFn::tanh: return f32 ? "tanhf" : "tanh";
+    case MathFn::exp: return f32 ? "expf" : "exp";
+    case MathFn::expm1: return f32 ? "expm1f" : "expm1";
+    case MathFn::log: return f32 ? "logf" : "log";
+    case MathFn::log1p: return f32 ? "log1pf" : "log1p";
+    case MathFn::pow: return f32 ? "powf" : "pow";
+    case MathFn::atan2: return f32 ? "atan2f" : "atan2";
+    case MathFn::logistic:
+    case MathFn::erf_inv: return nullptr;
+  }
+  __builtin_unreachable();
+}
+
+// erf^-1 in double: the f32 polynomial's start, then Newton steps on libm's erf.
+llvm::Value* erf_inv_f64(Builder& b, llvm::Value* x) {
+  llvm::Type* t = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  llvm::Value* xf = b.CreateFPTrunc(x, b.getFloatTy());
+  F f{b, b.getFloatTy(), b.getInt32Ty()};
+  llvm::Value* y = b.CreateFPExt(f.erf_inv(xf), t);
+  for (int k = 0; k < 3; ++k) {
+    llvm::Value* err = b.CreateFSub(libm_call(b, "erf", y, nullptr), x);
+    llvm::Value* d = b.CreateFMul(c(1.1283791670955126), libm_call(b, "exp", b.CreateFNeg(b.CreateFMul(y, y)), nullptr));
+    llvm::Value* ny = b.CreateFSub(y, b.CreateFDiv(err, d));
+    // Keep infinities at +-1 (Newton on them gives NaN).
+    y = b.CreateSelect(b.CreateFCmpOEQ(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), c(1.0)), y, ny);
+  }
+  return y;
+}
+
+}  // namespace
+
+llvm::Value* emit_math(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y) {
+  const bool f32 = x->getType()->isFloatTy();
+  if (!f32) {
+    if (fn == MathFn::logistic) {
+      llvm::Type* t = x->getType();
+      llvm::Value* e = libm_call(b, "exp", b.CreateFNeg(x), nullptr);
+      return b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), b.CreateFAdd(llvm::ConstantFP::get(t, 1.0), e));
+    }
+    if (fn == MathFn::erf_inv) return erf_inv_f64(b, x);
+    return libm_call(b, libm_name(fn, false), x, y);
+  }
+  F f{b, x->getType(), b.getInt32Ty()};
+  switch (fn) {
+    case MathFn::sin: return f.sincos(x, false);
+    case MathFn::cos: return f.sincos(x, true);
+    case MathFn::tan: return f.div(f.sincos(x, false), f.sincos(x, true));
+    case MathFn::tanh: return f.tanh(x);
+    case MathFn::exp: return f.exp(x);
+    case MathFn::expm1: return f.expm1(x);
+    case MathFn::log: return f.log(x);
+    case MathFn::log1p: return f.log1p(x);
+    case MathFn::logistic: return f.div(f.c(1.0), f.add(f.c(1.0), f.exp(b.CreateFNeg(x))));
+    case MathFn::erf_inv: return f.erf_inv(x);
+    case MathFn::pow:
+    case MathFn::atan2: return libm_call(b, libm_name(fn, true), x, y);
+  }
+  __builtin_unreachable();
+}
+
+}  // namespace tessel::codegen

@@ -1,0 +1,86 @@
+#include "runtime/executable.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "runtime/collectives.hpp"
+#include "runtime/device.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel::rt {
+
+std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& device_ids,
+                                                       const std::vector<std::vector<BufferRef>>& inputs) const {
+  const std::size_t n = device_ids.size();
+  TESSEL_CHECK_INTERNAL(inputs.size() == n, "inputs for ", inputs.size(), " devices, launch on ", n);
+  std::vector<int> param_of_slot(slots.size(), -1);
+  for (size_t k = 0; k < param_slots.size(); ++k) param_of_slot[param_slots[k]] = int(k);
+
+  std::vector<std::vector<BufferRef>> outputs(n);
+  for (size_t i = 0; i < n; ++i) {
+    TESSEL_CHECK_INTERNAL(inputs[i].size() == param_slots.size(), "wrong number of inputs");
+    std::vector<BufferRef> by_slot(slots.size());
+    for (int s : output_slots) {
+      if (param_of_slot[s] >= 0) by_slot[s] = inputs[i][param_of_slot[s]];
+      else if (!by_slot[s]) {
+        by_slot[s] = Buffer::allocate(device_ids[i], slots[s].bytes);
+        if (slots[s].zero_init) std::memset(by_slot[s]->data(), 0, slots[s].bytes);
+      }
+      outputs[i].push_back(by_slot[s]);
+    }
+  }
+  std::shared_ptr<const Executable> self = shared_from_this();
+  std::shared_ptr<Communicator> comm = uses_collectives ? make_communicator(device_ids) : nullptr;
+  Runtime::get().launch(device_ids, [&](int i) -> std::function<void()> {
+    std::vector<BufferRef> ins = inputs[i], outs = outputs[i];
+    int dev = device_ids[i];
+    return [self, ins, outs, dev, i, comm] {
+      const Executable& e = *self;
+      std::vector<void*> owned(e.slots.size(), nullptr);
+      try {
+        ExecContext ctx;
+        ctx.device = dev;
+        ctx.position = i;
+        ctx.comm = comm.get();
+        ctx.slots.assign(e.slots.size(), nullptr);
+        for (size_t k = 0; k < ins.size(); ++k) {
+          ins[k]->ready().wait();
+          ctx.slots[e.param_slots[k]] = ins[k]->data();
+        }
+        for (size_t k = 0; k < outs.size(); ++k)
+          if (!ctx.slots[e.output_slots[k]]) ctx.slots[e.output_slots[k]] = outs[k]->data();
+        for (size_t t = 0; t < e.thunks.size(); ++t) {
+          for (int s : e.alloc_before[t]) {
+            if (ctx.slots[s]) continue;
+            std::size_t bytes = (e.slots[s].bytes + 63) / 64 * 64;
+            owned[s] = std::aligned_alloc(64, bytes ? bytes : 64);
+            if (!owned[s]) throw std::bad_alloc();
+            if (e.slots[s].zero_init) std::memset(owned[s], 0, e.slots[s].bytes);
+            ctx.slots[s] = owned[s];
+          }
+          e.thunks[t]->run(ctx);
+          for (int s : e.free_after[t])
+            if (owned[s]) std::free(owned[s]), owned[s] = nullptr, ctx.slots[s] = nullptr;
+        }
+        for (void* p : owned) std::free(p);
+        for (auto& o : outs)
+          if (!o->ready().is_set()) o->ready().set();
+      } catch (...) {
+        for (void* p : owned) std::free(p);
+        if (comm) comm->abort(std::current_exception());
+        for (auto& o : outs)
+          if (!o->ready().is_set()) o->ready().set_error(std::current_exception());
+      }
+    };
+  });
+  return outputs;
+}
+
+std::string Executable::describe() const {
+  std::ostringstream os;
+  for (auto& t : thunks) os << "  " << t->describe() << '\n';
+  return os.str();
+}
+
+}  // namespace tessel::rt

@@ -1,0 +1,57 @@
+// Executables: a compiled per-device program as a list of thunks over buffer
+// slots (XLA:CPU's thunk runtime, in small). The same executable runs on
+// every device of a launch; a thunk sees its device through the context.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.hpp"
+
+namespace tessel::rt {
+
+class Communicator;
+
+// One device's view of one run.
+struct ExecContext {
+  int device = 0;                 // device id
+  int position = 0;               // flat position in the launch's device list (the mesh)
+  std::vector<void*> slots;       // buffer of every slot
+  Communicator* comm = nullptr;   // the launch's collectives (null when it has none)
+};
+
+class Thunk {
+ public:
+  virtual ~Thunk() = default;
+  virtual void run(ExecContext& ctx) const = 0;
+  // One line for Compiled::as_text and profiles.
+  virtual std::string describe() const = 0;
+};
+
+struct Slot {
+  std::size_t bytes = 0;
+  bool zero_init = false;  // padding of uneven shards must read as zeros
+};
+
+class Executable : public std::enable_shared_from_this<Executable> {
+ public:
+  std::vector<Slot> slots;
+  std::vector<int> param_slots;   // slot of each parameter
+  std::vector<int> output_slots;  // slot of each output (may repeat, may be a parameter's)
+  std::vector<std::unique_ptr<Thunk>> thunks;
+  // Temporaries live from the thunk that first writes them to the one that
+  // last reads them: allocated before thunk i runs, freed after it.
+  std::vector<std::vector<int>> alloc_before, free_after;
+  bool uses_collectives = false;
+
+  // Runs on `device_ids` (position i of the launch is device_ids[i]) with
+  // inputs[i][param]; returns outputs[i][k] at once, ready when computed.
+  std::vector<std::vector<BufferRef>> launch(const std::vector<int>& device_ids,
+                                             const std::vector<std::vector<BufferRef>>& inputs) const;
+
+  std::string describe() const;
+};
+
+}  // namespace tessel::rt

@@ -1,0 +1,182 @@
+#include <doctest/doctest.h>
+
+#include "tests/common/run_graph.hpp"
+#include "tracer/build.hpp"
+
+using namespace tessel;
+using testing::compare_arrays;
+using testing::random_host;
+using testing::run_compiled;
+
+namespace {
+struct G {
+  NodeTable t;
+  Graph g;
+  NodeRef param(DType d, Shape s) {
+    auto p = build::parameter(t, int(g.params.size()), Aval{d, s, false});
+    g.params.push_back(p);
+    return p;
+  }
+};
+
+void check_against_interpreter(const Graph& g, const std::vector<HostArray>& args, double rtol = 2e-5,
+                               double atol = 1e-5) {
+  verify(g);
+  auto want = interpret(g, args);
+  auto got = run_compiled(g, args);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(compare_arrays(got[i], want[i], rtol, atol) == "");
+  }
+}
+}  // namespace
+
+TEST_CASE("2 * sin(x) + 1 fuses into one kernel and matches the interpreter") {
+  G b;
+  auto x = b.param(DType::float32, {37, 129});
+  auto two = build::broadcast_in_dim(b.t, build::scalar(b.t, DType::float32, 2), {37, 129}, {});
+  auto one = build::broadcast_in_dim(b.t, build::scalar(b.t, DType::float32, 1), {37, 129}, {});
+  auto y = build::binary(b.t, Op::add, build::binary(b.t, Op::mul, two, build::unary(b.t, Op::sin, x)), one);
+  b.g.outputs = {y};
+  std::mt19937 rng(1);
+  check_against_interpreter(b.g, {random_host<float>(DType::float32, {37, 129}, rng, -100, 100)});
+  auto c = codegen::compile(b.g, {1});
+  CHECK(c.executable->thunks.size() == 1);
+}
+
+TEST_CASE("every transcendental is within a few ulp over a wide range") {
+  for (Op op : {Op::sin, Op::cos, Op::tan, Op::tanh, Op::exp, Op::expm1, Op::log, Op::log1p, Op::logistic,
+                Op::sqrt, Op::rsqrt, Op::erf_inv}) {
+    for (DType dt : {DType::float32, DType::float64}) {
+      G b;
+      auto x = b.param(dt, {4096});
+      b.g.outputs = {build::unary(b.t, op, x)};
+      std::mt19937 rng{unsigned(op)};
+      double lo = -30, hi = 30;
+      if (op == Op::log || op == Op::sqrt || op == Op::rsqrt) lo = 1e-30, hi = 1e30;
+      if (op == Op::log1p) lo = -0.999, hi = 1e6;
+      if (op == Op::erf_inv) lo = -0.9999, hi = 0.9999;
+      HostArray a = op == Op::log || op == Op::sqrt || op == Op::rsqrt
+                        ? [&] {
+                            HostArray h = random_host<float>(dt, {4096}, rng, -30, 30);
+                            for (std::int64_t i = 0; i < 4096; ++i) {
+                              double v = std::exp(h.as_double(i) * 2.3);
+                              visit_dtype(dt, [&](auto tag) {
+                                using T = decltype(tag);
+                                reinterpret_cast<T*>(h.bytes.data())[i] = T(v);
+                              });
+                            }
+                            return h;
+                          }()
+                        : random_host<float>(dt, {4096}, rng, lo, hi);
+      std::string name = std::string(op_name(op)) + " " + dtype_name(dt);
+      CAPTURE(name);
+      // float32: within ~3 ulp; tan (a quotient) ~6; erf_inv is Giles' polynomial,
+      // which JAX uses too, good to ~1e-6 against the exact inverse.
+      double rtol = dt == DType::float32 ? (op == Op::tan ? 6e-7 : op == Op::erf_inv ? 1e-6 : 3e-7) : 1e-13;
+      check_against_interpreter(b.g, {a}, rtol, 1e-30);
+    }
+  }
+}
+
+TEST_CASE("special values of the float32 math") {
+  const float inf = INFINITY, nan = NAN;
+  std::vector<float> v = {0.0f, -0.0f, inf, -inf, nan, 1e-40f, -1e-40f, 88.8f, -104.0f, 1.0f, -1.0f, 1e30f};
+  for (Op op : {Op::exp, Op::log, Op::log1p, Op::expm1, Op::tanh, Op::logistic, Op::erf_inv}) {
+    G b;
+    auto x = b.param(DType::float32, {std::int64_t(v.size())});
+    b.g.outputs = {build::unary(b.t, op, x)};
+    std::string name = op_name(op);
+    CAPTURE(name);
+    check_against_interpreter(b.g, {host_array(DType::float32, {std::int64_t(v.size())}, v.data())}, 3e-7, 1e-37);
+  }
+}
+
+TEST_CASE("reductions: row and column strategies, argmax, all dtypes") {
+  std::mt19937 rng(5);
+  for (DType dt : {DType::float32, DType::float64, DType::int32, DType::uint32, DType::int64}) {
+    for (Op op : {Op::reduce_sum, Op::reduce_max, Op::reduce_min, Op::reduce_prod}) {
+      for (auto axes : std::vector<std::vector<std::int64_t>>{{0}, {1}, {2}, {0, 2}, {0, 1, 2}, {1, 2}, {0, 1}}) {
+        G b;
+        auto x = b.param(dt, {5, 7, 9});
+        b.g.outputs = {build::reduce(b.t, op, x, axes)};
+        std::string name = std::string(op_name(op)) + " " + dtype_name(dt) + " axes " + std::to_string(axes.size());
+        CAPTURE(name);
+        double lo = op == Op::reduce_prod ? 0.5 : -2, hi = op == Op::reduce_prod ? 1.5 : 2;
+        check_against_interpreter(b.g, {random_host<float>(dt, {5, 7, 9}, rng, lo, hi)}, 1e-5, 1e-5);
+      }
+    }
+    for (Op op : {Op::argmax, Op::argmin})
+      for (std::int64_t axis : {0, 1, 2}) {
+        G b;
+        auto x = b.param(dt, {5, 7, 9});
+        b.g.outputs = {build::arg_reduce(b.t, op, x, axis, DType::int32)};
+        check_against_interpreter(b.g, {random_host<float>(dt, {5, 7, 9}, rng)});
+      }
+  }
+}
+
+TEST_CASE("dot_general: plain, transposed operands, batched, f32 by oneDNN and f64/int by loops") {
+  std::mt19937 rng(9);
+  struct Case {
+    Shape a, b;
+    DotDims d;
+  };
+  std::vector<Case> cases = {
+      {{13, 17}, {17, 11}, {{1}, {0}, {}, {}}},
+      {{17, 13}, {17, 11}, {{0}, {0}, {}, {}}},          // lhs transposed
+      {{13, 17}, {11, 17}, {{1}, {1}, {}, {}}},          // rhs transposed
+      {{3, 13, 17}, {3, 17, 5}, {{2}, {1}, {0}, {0}}},   // batched
+      {{13, 3, 17}, {17, 3, 5}, {{2}, {0}, {1}, {1}}},   // batch in the middle: copies
+      {{4, 6, 5}, {6, 5, 7}, {{1, 2}, {0, 1}, {}, {}}},  // two contracting dims
+      {{9}, {9}, {{0}, {0}, {}, {}}},                    // vector dot
+  };
+  for (auto& c : cases)
+    for (DType dt : {DType::float32, DType::float64, DType::int32}) {
+      G b;
+      auto x = b.param(dt, c.a), y = b.param(dt, c.b);
+      b.g.outputs = {build::dot_general(b.t, x, y, c.d)};
+      check_against_interpreter(b.g, {random_host<float>(dt, c.a, rng), random_host<float>(dt, c.b, rng)}, 1e-5, 1e-4);
+    }
+}
+
+TEST_CASE("data movement fuses: broadcast, reshape, transpose, slice, pad, concatenate, dynamic slices") {
+  std::mt19937 rng(3);
+  G b;
+  auto x = b.param(DType::float32, {6, 8});
+  auto t = build::transpose(b.t, x, {1, 0});                                            // 8x6
+  auto r = build::reshape(b.t, t, {4, 12});                                             // 4x12
+  auto s = build::slice(b.t, r, {1, 2}, {4, 11}, {2, 3});                               // 2x3
+  auto p = build::pad(b.t, s, build::scalar(b.t, DType::float32, -7), {1, -1}, {2, 3}, {1, 0});  // 6x5
+  auto c = build::concatenate(b.t, {p, build::iota(b.t, DType::float32, {6, 2}, 0)}, 1);          // 6x7
+  auto bc = build::broadcast_in_dim(b.t, build::reduce(b.t, Op::reduce_sum, x, {1}), {6, 7}, {0});
+  auto e = build::binary(b.t, Op::mul, c, bc);
+  auto i1 = build::scalar(b.t, DType::int32, 2), i2 = build::scalar(b.t, DType::int32, 100);
+  auto ds = build::dynamic_slice(b.t, x, {i1, i2}, {3, 4});  // start clamped to 4
+  auto upd = build::dynamic_update_slice(b.t, x, ds, {i2, i1});
+  b.g.outputs = {e, ds, upd, r};
+  check_against_interpreter(b.g, {random_host<float>(DType::float32, {6, 8}, rng)});
+}
+
+TEST_CASE("integer and boolean semantics follow XLA") {
+  G b;
+  std::vector<std::int32_t> av = {7, -7, 5, INT32_MIN, 3, 0, -1, 31};
+  std::vector<std::int32_t> bv = {2, 2, 0, -1, 40, 0, 1, 31};
+  auto x = b.param(DType::int32, {8}), y = b.param(DType::int32, {8});
+  b.g.outputs = {build::binary(b.t, Op::div, x, y),         build::binary(b.t, Op::rem, x, y),
+                 build::binary(b.t, Op::shift_left, x, y),  build::binary(b.t, Op::shift_right_logical, x, y),
+                 build::binary(b.t, Op::max, x, y),         build::unary(b.t, Op::abs, x),
+                 build::unary(b.t, Op::neg, x),             build::binary(b.t, Op::lt, x, y),
+                 build::convert(b.t, x, DType::uint32),     build::convert(b.t, x, DType::float32),
+                 build::unary(b.t, Op::not_, x),            build::unary(b.t, Op::sign, x)};
+  check_against_interpreter(b.g, {host_array(DType::int32, {8}, av.data()), host_array(DType::int32, {8}, bv.data())});
+  G f;
+  std::vector<float> fv = {1.5f, -1.5f, NAN, 3e9f, -3e9f, 2.5f, -2.5f, 0.5f};
+  auto z = f.param(DType::float32, {8});
+  f.g.outputs = {build::convert(f.t, z, DType::int32), build::convert(f.t, z, DType::uint32),
+                 build::convert(f.t, z, DType::bool_), build::unary(f.t, Op::round, z),
+                 build::unary(f.t, Op::is_finite, z),  build::binary(f.t, Op::max, z, build::unary(f.t, Op::neg, z)),
+                 build::bitcast_convert(f.t, z, DType::uint32)};
+  check_against_interpreter(f.g, {host_array(DType::float32, {8}, fv.data())});
+}

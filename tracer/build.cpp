@@ -1,0 +1,202 @@
+#include "tracer/build.hpp"
+
+#include <cstring>
+
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel::build {
+
+namespace {
+
+NodeRef make(NodeTable& t, Op op, std::vector<NodeRef> in, Params p, const Aval& declared = {}) {
+  std::vector<Aval> avals;
+  avals.reserve(in.size());
+  for (auto& x : in) avals.push_back(x->aval);
+  Aval out = rules(op).infer(avals, p, declared);
+  return t.make(op, std::move(in), std::move(out), std::move(p));
+}
+
+Params dims_param(std::vector<std::int64_t> dims) {
+  Params p;
+  p.dims = std::move(dims);
+  return p;
+}
+
+}  // namespace
+
+NodeRef parameter(NodeTable& t, int index, const Aval& aval) { return make(t, Op::parameter, {}, dims_param({index}), aval); }
+
+NodeRef constant(NodeTable& t, LiteralRef value, bool weak_type) {
+  Params p;
+  Aval a{value->dtype, value->shape, weak_type};
+  p.literal = std::move(value);
+  return make(t, Op::constant, {}, std::move(p), a);
+}
+
+NodeRef scalar(NodeTable& t, DType dtype, double value, bool weak_type) {
+  return constant(t, Literal::scalar(dtype, value), weak_type);
+}
+
+NodeRef iota(NodeTable& t, DType dtype, const Shape& shape, std::int64_t dim) {
+  return make(t, Op::iota, {}, dims_param({dim}), Aval{dtype, shape, false});
+}
+
+NodeRef unary(NodeTable& t, Op op, const NodeRef& x) {
+  TESSEL_CHECK_INTERNAL(op_family(op) == OpFamily::Unary, op_name(op), " is not unary");
+  return make(t, op, {x}, {});
+}
+
+NodeRef binary(NodeTable& t, Op op, const NodeRef& a, const NodeRef& b) {
+  TESSEL_CHECK_INTERNAL(op_family(op) == OpFamily::Binary || op_family(op) == OpFamily::Compare, op_name(op),
+                        " is not binary");
+  return make(t, op, {a, b}, {});
+}
+
+NodeRef select(NodeTable& t, const NodeRef& pred, const NodeRef& on_true, const NodeRef& on_false) {
+  return make(t, Op::select, {pred, on_true, on_false}, {});
+}
+
+NodeRef convert(NodeTable& t, const NodeRef& x, DType dtype, bool weak_type) {
+  if (x->dtype() == dtype && x->aval.weak_type == weak_type) return x;
+  return make(t, Op::convert, {x}, {}, Aval{dtype, {}, weak_type});
+}
+
+NodeRef bitcast_convert(NodeTable& t, const NodeRef& x, DType dtype) {
+  return make(t, Op::bitcast_convert, {x}, {}, Aval{dtype, {}, false});
+}
+
+NodeRef broadcast_in_dim(NodeTable& t, const NodeRef& x, const Shape& shape, const std::vector<std::int64_t>& dims) {
+  if (x->shape() == shape) {
+    bool identity = true;
+    for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == std::int64_t(i);
+    if (identity && dims.size() == shape.size()) return x;
+  }
+  return make(t, Op::broadcast_in_dim, {x}, dims_param(dims), Aval{x->dtype(), shape, x->aval.weak_type});
+}
+
+NodeRef reshape(NodeTable& t, const NodeRef& x, const Shape& shape) {
+  if (x->shape() == shape) return x;
+  return make(t, Op::reshape, {x}, {}, Aval{x->dtype(), shape, x->aval.weak_type});
+}
+
+NodeRef transpose(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& perm) {
+  bool identity = perm.size() == x->shape().size();
+  for (size_t i = 0; identity && i < perm.size(); ++i) identity = perm[i] == std::int64_t(i);
+  if (identity) return x;
+  return make(t, Op::transpose, {x}, dims_param(perm));
+}
+
+NodeRef slice(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& start,
+              const std::vector<std::int64_t>& limit, std::vector<std::int64_t> stride) {
+  if (stride.empty()) stride.assign(start.size(), 1);
+  Params p;
+  p.lo = start;
+  p.hi = limit;
+  p.step = std::move(stride);
+  return make(t, Op::slice, {x}, std::move(p));
+}
+
+NodeRef pad(NodeTable& t, const NodeRef& x, const NodeRef& value, const std::vector<std::int64_t>& low,
+            const std::vector<std::int64_t>& high, std::vector<std::int64_t> interior) {
+  if (interior.empty()) interior.assign(low.size(), 0);
+  Params p;
+  p.lo = low;
+  p.hi = high;
+  p.step = std::move(interior);
+  return make(t, Op::pad, {x, value}, std::move(p));
+}
+
+NodeRef concatenate(NodeTable& t, const std::vector<NodeRef>& xs, std::int64_t dim) {
+  if (xs.size() == 1) return xs[0];
+  return make(t, Op::concatenate, xs, dims_param({dim}));
+}
+
+NodeRef dynamic_slice(NodeTable& t, const NodeRef& x, const std::vector<NodeRef>& starts, const Shape& sizes) {
+  std::vector<NodeRef> in{x};
+  in.insert(in.end(), starts.begin(), starts.end());
+  Params p;
+  p.lo = sizes;
+  return make(t, Op::dynamic_slice, std::move(in), std::move(p));
+}
+
+NodeRef dynamic_update_slice(NodeTable& t, const NodeRef& x, const NodeRef& update,
+                             const std::vector<NodeRef>& starts) {
+  std::vector<NodeRef> in{x, update};
+  in.insert(in.end(), starts.begin(), starts.end());
+  return make(t, Op::dynamic_update_slice, std::move(in), {});
+}
+
+NodeRef reduce(NodeTable& t, Op op, const NodeRef& x, const std::vector<std::int64_t>& axes) {
+  TESSEL_CHECK_INTERNAL(op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_prod);
+  if (axes.empty()) return x;
+  return make(t, op, {x}, dims_param(axes));
+}
+
+NodeRef arg_reduce(NodeTable& t, Op op, const NodeRef& x, std::int64_t axis, DType index_dtype) {
+  TESSEL_CHECK_INTERNAL(op == Op::argmax || op == Op::argmin);
+  Params p = dims_param({axis});
+  p.dtype = index_dtype;
+  return make(t, op, {x}, std::move(p));
+}
+
+NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims) {
+  Params p;
+  p.dot = dims;
+  return make(t, Op::dot_general, {a, b}, std::move(p));
+}
+
+NodeRef sharding_constraint(NodeTable& t, const NodeRef& x, const AxisSharding& sharding) {
+  Params p;
+  p.sharding = std::make_shared<const AxisSharding>(sharding);
+  return make(t, Op::sharding_constraint, {x}, std::move(p));
+}
+
+namespace {
+Params collective(MeshRef mesh, std::vector<int> axes) {
+  Params p;
+  p.mesh = std::move(mesh);
+  p.mesh_axes = std::move(axes);
+  return p;
+}
+}  // namespace
+
+NodeRef all_gather(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim) {
+  Params p = collective(std::move(mesh), std::move(axes));
+  p.dims = {dim};
+  return make(t, Op::all_gather, {x}, std::move(p));
+}
+
+NodeRef all_reduce(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, Op reduce_op) {
+  Params p = collective(std::move(mesh), std::move(axes));
+  p.reduce_op = reduce_op;
+  return make(t, Op::all_reduce, {x}, std::move(p));
+}
+
+NodeRef reduce_scatter(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim,
+                       Op reduce_op) {
+  Params p = collective(std::move(mesh), std::move(axes));
+  p.dims = {dim};
+  p.reduce_op = reduce_op;
+  return make(t, Op::reduce_scatter, {x}, std::move(p));
+}
+
+NodeRef all_to_all(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t split_dim,
+                   std::int64_t concat_dim) {
+  Params p = collective(std::move(mesh), std::move(axes));
+  p.dims = {split_dim, concat_dim};
+  return make(t, Op::all_to_all, {x}, std::move(p));
+}
+
+NodeRef collective_permute(NodeTable& t, const NodeRef& x, MeshRef mesh,
+                           std::vector<std::pair<std::int64_t, std::int64_t>> pairs) {
+  Params p = collective(std::move(mesh), {});
+  p.pairs = std::move(pairs);
+  return make(t, Op::collective_permute, {x}, std::move(p));
+}
+
+NodeRef with_operands(NodeTable& t, const Node& n, std::vector<NodeRef> in) {
+  return make(t, n.op, std::move(in), n.p, n.aval);
+}
+
+}  // namespace tessel::build

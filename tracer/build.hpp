@@ -1,0 +1,57 @@
+// Builders: the only way nodes are made. Each checks its operands with the
+// op's shape rule (tracer/rules.hpp) where the node is built, so every later
+// pass can trust the IR, and interns the node in a NodeTable.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "tracer/ir.hpp"
+
+namespace tessel::build {
+
+NodeRef parameter(NodeTable& t, int index, const Aval& aval);
+NodeRef constant(NodeTable& t, LiteralRef value, bool weak_type = false);
+NodeRef scalar(NodeTable& t, DType dtype, double value, bool weak_type = false);
+NodeRef iota(NodeTable& t, DType dtype, const Shape& shape, std::int64_t dim);
+
+NodeRef unary(NodeTable& t, Op op, const NodeRef& x);
+NodeRef binary(NodeTable& t, Op op, const NodeRef& a, const NodeRef& b);  // elementwise and compare
+NodeRef select(NodeTable& t, const NodeRef& pred, const NodeRef& on_true, const NodeRef& on_false);
+NodeRef convert(NodeTable& t, const NodeRef& x, DType dtype, bool weak_type = false);
+NodeRef bitcast_convert(NodeTable& t, const NodeRef& x, DType dtype);
+
+NodeRef broadcast_in_dim(NodeTable& t, const NodeRef& x, const Shape& shape, const std::vector<std::int64_t>& dims);
+NodeRef reshape(NodeTable& t, const NodeRef& x, const Shape& shape);
+NodeRef transpose(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& perm);
+NodeRef slice(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& start,
+              const std::vector<std::int64_t>& limit, std::vector<std::int64_t> stride = {});
+NodeRef pad(NodeTable& t, const NodeRef& x, const NodeRef& value, const std::vector<std::int64_t>& low,
+            const std::vector<std::int64_t>& high, std::vector<std::int64_t> interior = {});
+NodeRef concatenate(NodeTable& t, const std::vector<NodeRef>& xs, std::int64_t dim);
+NodeRef dynamic_slice(NodeTable& t, const NodeRef& x, const std::vector<NodeRef>& starts, const Shape& sizes);
+NodeRef dynamic_update_slice(NodeTable& t, const NodeRef& x, const NodeRef& update,
+                             const std::vector<NodeRef>& starts);
+
+// op: reduce_sum, reduce_max, reduce_min or reduce_prod.
+NodeRef reduce(NodeTable& t, Op op, const NodeRef& x, const std::vector<std::int64_t>& axes);
+// op: argmax or argmin.
+NodeRef arg_reduce(NodeTable& t, Op op, const NodeRef& x, std::int64_t axis, DType index_dtype);
+NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims);
+
+NodeRef sharding_constraint(NodeTable& t, const NodeRef& x, const AxisSharding& sharding);
+
+// Collectives over `axes` of `mesh` (per-device shapes).
+NodeRef all_gather(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim);
+NodeRef all_reduce(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, Op reduce_op);
+NodeRef reduce_scatter(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim,
+                       Op reduce_op);
+NodeRef all_to_all(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t split_dim,
+                   std::int64_t concat_dim);
+NodeRef collective_permute(NodeTable& t, const NodeRef& x, MeshRef mesh,
+                           std::vector<std::pair<std::int64_t, std::int64_t>> pairs);
+
+// Rebuilds node n with new operands (same op and params) in table t.
+NodeRef with_operands(NodeTable& t, const Node& n, std::vector<NodeRef> in);
+
+}  // namespace tessel::build

@@ -1,0 +1,302 @@
+#include "tracer/ir.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <unordered_set>
+
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+namespace {
+
+inline void mix(std::size_t& h, std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+template <class T>
+void mix_vec(std::size_t& h, const std::vector<T>& v) {
+  mix(h, v.size());
+  for (auto& x : v) mix(h, std::hash<T>()(x));
+}
+
+const char* short_dtype(DType t) {
+  switch (t) {
+    case DType::bool_: return "pred";
+    case DType::int32: return "s32";
+    case DType::int64: return "s64";
+    case DType::uint32: return "u32";
+    case DType::float32: return "f32";
+    case DType::float64: return "f64";
+  }
+  __builtin_unreachable();
+}
+
+}  // namespace
+
+std::string Aval::str() const {
+  std::ostringstream os;
+  os << short_dtype(dtype) << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << ']';
+  if (weak_type) os << "{weak}";
+  return os.str();
+}
+
+std::size_t Literal::hash() const {
+  std::size_t h = std::size_t(dtype);
+  mix_vec(h, shape);
+  mix(h, std::hash<std::string_view>()(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+  return h;
+}
+
+double Literal::as_double(std::int64_t i) const {
+  return visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, bytes.data() + std::size_t(i) * sizeof(T), sizeof(T));
+    return double(v);
+  });
+}
+
+std::shared_ptr<const Literal> Literal::scalar(DType t, double v) {
+  auto l = std::make_shared<Literal>();
+  l->dtype = t;
+  l->bytes.resize(dtype_size(t));
+  visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    T x = T(v);
+    std::memcpy(l->bytes.data(), &x, sizeof(T));
+  });
+  return l;
+}
+
+bool Params::operator==(const Params& o) const {
+  auto same_ptr = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };
+  return dims == o.dims && lo == o.lo && hi == o.hi && step == o.step && dot == o.dot && dtype == o.dtype &&
+         same_ptr(literal, o.literal) && same_ptr(sharding, o.sharding) && same_ptr(mesh, o.mesh) &&
+         mesh_axes == o.mesh_axes && reduce_op == o.reduce_op && pairs == o.pairs;
+}
+
+std::size_t Params::hash() const {
+  std::size_t h = 0;
+  mix_vec(h, dims);
+  mix_vec(h, lo);
+  mix_vec(h, hi);
+  mix_vec(h, step);
+  mix_vec(h, dot.lhs_contract);
+  mix_vec(h, dot.rhs_contract);
+  mix_vec(h, dot.lhs_batch);
+  mix_vec(h, dot.rhs_batch);
+  mix(h, std::size_t(dtype));
+  if (literal) mix(h, literal->hash());
+  if (sharding) mix(h, std::hash<std::string>()(sharding->spec_str()));
+  mix_vec(h, mesh_axes);
+  mix(h, std::size_t(reduce_op));
+  for (auto& [a, b] : pairs) mix(h, std::size_t(a * 131 + b));
+  return h;
+}
+
+NodeRef NodeTable::make(Op op, std::vector<NodeRef> in, Aval aval, Params p) {
+  std::size_t h = std::size_t(op);
+  for (auto& x : in) mix(h, std::hash<const void*>()(x.get()));
+  mix(h, std::size_t(aval.dtype));
+  mix_vec(h, aval.shape);
+  mix(h, aval.weak_type);
+  mix(h, p.hash());
+  auto range = table_.equal_range(h);
+  for (auto it = range.first; it != range.second; ++it) {
+    const Node& n = *it->second;
+    if (n.op == op && n.in == in && n.aval == aval && n.p == p) return it->second;
+  }
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->in = std::move(in);
+  node->aval = std::move(aval);
+  node->p = std::move(p);
+  node->hash = h;
+  node->id = next_id_++;
+  NodeRef ref = node;
+  table_.emplace(h, ref);
+  return ref;
+}
+
+std::vector<NodeRef> Graph::topo_order() const {
+  std::vector<NodeRef> order;
+  std::unordered_set<const Node*> seen;
+  // Iterative DFS: graphs from long traces are deep.
+  std::vector<std::pair<NodeRef, size_t>> stack;
+  auto visit = [&](const NodeRef& root) {
+    if (seen.count(root.get())) return;
+    stack.push_back({root, 0});
+    seen.insert(root.get());
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->in.size()) {
+        NodeRef c = n->in[i++];
+        if (!seen.count(c.get())) {
+          seen.insert(c.get());
+          stack.push_back({c, 0});
+        }
+      } else {
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
+  };
+  for (auto& p : params) visit(p);
+  for (auto& o : outputs) visit(o);
+  return order;
+}
+
+namespace {
+
+std::string ints(const std::vector<std::int64_t>& v) {
+  std::ostringstream os;
+  os << '{';
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  os << '}';
+  return os.str();
+}
+
+std::string literal_text(const Literal& l) {
+  std::ostringstream os;
+  std::int64_t n = numel(l.shape);
+  if (!l.shape.empty()) os << '{';
+  for (std::int64_t i = 0; i < std::min<std::int64_t>(n, 8); ++i) os << (i ? ", " : "") << l.as_double(i);
+  if (n > 8) os << ", ...";
+  if (!l.shape.empty()) os << '}';
+  return os.str();
+}
+
+std::string attrs(const Node& n) {
+  std::ostringstream os;
+  const Params& p = n.p;
+  switch (n.op) {
+    case Op::parameter: break;
+    case Op::constant: break;
+    case Op::iota: os << ", iota_dimension=" << p.dims[0]; break;
+    case Op::broadcast_in_dim: os << ", dimensions=" << ints(p.dims); break;
+    case Op::transpose: os << ", dimensions=" << ints(p.dims); break;
+    case Op::reduce_sum:
+    case Op::reduce_max:
+    case Op::reduce_min:
+    case Op::reduce_prod:
+    case Op::argmax:
+    case Op::argmin: os << ", dimensions=" << ints(p.dims); break;
+    case Op::concatenate: os << ", dimensions=" << ints(p.dims); break;
+    case Op::slice: {
+      os << ", slice={";
+      for (size_t i = 0; i < p.lo.size(); ++i)
+        os << (i ? ", " : "") << '[' << p.lo[i] << ':' << p.hi[i] << (p.step[i] != 1 ? ":" + std::to_string(p.step[i]) : "")
+           << ']';
+      os << '}';
+      break;
+    }
+    case Op::pad: {
+      os << ", padding=";
+      for (size_t i = 0; i < p.lo.size(); ++i)
+        os << (i ? "x" : "") << p.lo[i] << '_' << p.hi[i] << (p.step[i] ? "_" + std::to_string(p.step[i]) : "");
+      break;
+    }
+    case Op::dynamic_slice: os << ", dynamic_slice_sizes=" << ints(p.lo); break;
+    case Op::dot_general:
+      os << ", lhs_batch_dims=" << ints(p.dot.lhs_batch) << ", lhs_contracting_dims=" << ints(p.dot.lhs_contract)
+         << ", rhs_batch_dims=" << ints(p.dot.rhs_batch) << ", rhs_contracting_dims=" << ints(p.dot.rhs_contract);
+      break;
+    case Op::sharding_constraint: os << ", sharding=" << p.sharding->spec_str(); break;
+    case Op::all_gather:
+    case Op::all_to_all:
+    case Op::all_reduce:
+    case Op::reduce_scatter:
+    case Op::collective_permute: {
+      // XLA's spelling: the replica groups of mesh positions that talk.
+      if (p.mesh) {
+        os << ", replica_groups={";
+        auto groups = collective_groups(*p.mesh, p.mesh_axes);
+        for (size_t g = 0; g < groups.size(); ++g) {
+          os << (g ? "," : "") << '{';
+          for (size_t k = 0; k < groups[g].size(); ++k) os << (k ? "," : "") << groups[g][k];
+          os << '}';
+        }
+        os << '}';
+      }
+      if (n.op == Op::all_gather || n.op == Op::reduce_scatter) os << ", dimensions={" << p.dims[0] << '}';
+      if (n.op == Op::all_to_all) os << ", split_dimension=" << p.dims[0] << ", concat_dimension=" << p.dims[1];
+      if (n.op == Op::all_reduce || n.op == Op::reduce_scatter) os << ", to_apply=" << op_name(p.reduce_op);
+      if (n.op == Op::collective_permute) {
+        os << ", source_target_pairs={";
+        for (size_t i = 0; i < p.pairs.size(); ++i)
+          os << (i ? "," : "") << '{' << p.pairs[i].first << ',' << p.pairs[i].second << '}';
+        os << '}';
+      }
+      break;
+    }
+    case Op::convert:
+    case Op::bitcast_convert:
+    case Op::reshape:
+    case Op::select:
+    case Op::dynamic_update_slice:
+      // Elementwise ops carry no attributes.
+    case Op::neg: case Op::sin: case Op::cos: case Op::tan: case Op::tanh: case Op::exp: case Op::expm1:
+    case Op::log: case Op::log1p: case Op::sqrt: case Op::rsqrt: case Op::logistic: case Op::erf_inv:
+    case Op::abs: case Op::sign: case Op::floor: case Op::ceil: case Op::round: case Op::is_finite:
+    case Op::not_: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::pow:
+    case Op::max: case Op::min: case Op::atan2: case Op::and_: case Op::or_: case Op::xor_:
+    case Op::shift_left: case Op::shift_right_logical: case Op::eq: case Op::ne: case Op::lt: case Op::le:
+    case Op::gt: case Op::ge:
+      break;
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSharding>* shardings) {
+  std::ostringstream os;
+  auto order = g.topo_order();
+  std::unordered_map<const Node*, int> name;
+  for (auto& n : order) name.emplace(n.get(), int(name.size()));
+  os << "func " << g.name << "(";
+  for (size_t i = 0; i < g.params.size(); ++i) os << (i ? ", " : "") << '%' << name[g.params[i].get()];
+  os << ") {\n";
+  for (auto& n : order) {
+    os << "  %" << name[n.get()] << " = " << n->aval.str() << ' ' << op_name(n->op) << '(';
+    if (n->op == Op::parameter) os << n->p.dims[0];
+    if (n->op == Op::constant) os << literal_text(*n->p.literal);
+    for (size_t i = 0; i < n->in.size(); ++i) os << (i ? ", " : "") << '%' << name[n->in[i].get()];
+    os << ')' << attrs(*n);
+    if (shardings) {
+      auto it = shardings->find(n.get());
+      if (it != shardings->end()) os << "  sharding=" << it->second.spec_str();
+    }
+    os << '\n';
+  }
+  os << "  ROOT (";
+  for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", " : "") << '%' << name[g.outputs[i].get()];
+  os << ")\n}\n";
+  return os.str();
+}
+
+void verify(const Graph& g) {
+  for (auto& n : g.topo_order()) {
+    std::vector<Aval> in;
+    for (auto& x : n->in) in.push_back(x->aval);
+    Aval want;
+    try {
+      want = rules(n->op).infer(in, n->p, n->aval);
+    } catch (const Error& e) {
+      throw InternalError(std::string("verify: node ") + op_name(n->op) + " " + n->aval.str() +
+                          " fails its shape rule: " + e.what());
+    }
+    if (!(want == n->aval))
+      throw InternalError(std::string("verify: node ") + op_name(n->op) + " has aval " + n->aval.str() +
+                          " but its rule gives " + want.str());
+  }
+  for (size_t i = 0; i < g.params.size(); ++i)
+    if (g.params[i]->op != Op::parameter || g.params[i]->p.dims.at(0) != std::int64_t(i))
+      throw InternalError("verify: parameter " + std::to_string(i) + " is misplaced");
+}
+
+}  // namespace tessel

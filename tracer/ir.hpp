@@ -1,0 +1,125 @@
+// The IR: one generic, hash-consed node type (tinygrad's UOp) over the closed
+// primitive set of tracer/ops.hpp.
+//
+// A Node is immutable: a primitive, its operands, its abstract value (dtype,
+// shape, weak type) and its parameters. Nodes are made only by the builders of
+// tracer/build.hpp, which check shapes and dtypes where the node is built, so
+// later passes trust the IR. Within one NodeTable equal nodes are one object:
+// common subexpressions are shared by construction.
+//
+// A Graph is a function: parameters in, outputs out. Shapes in a traced graph
+// are global; after partitioning (tracer/partition.hpp) they are per-device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tracer/dtype.hpp"
+#include "tracer/ops.hpp"
+#include "tracer/shape.hpp"
+#include "tracer/sharding.hpp"
+
+namespace tessel {
+
+// An abstract value: what is known of an array at trace time.
+struct Aval {
+  DType dtype = DType::float32;
+  Shape shape;
+  bool weak_type = false;
+  bool operator==(const Aval&) const = default;
+  std::string str() const;  // "f32[4,8]" ("f32[]{weak}" when weak)
+};
+
+// Host data of a constant, row-major.
+struct Literal {
+  DType dtype = DType::float32;
+  Shape shape;
+  std::vector<unsigned char> bytes;
+  std::size_t hash() const;
+  bool operator==(const Literal&) const = default;
+  // The value at flat index i as a double (for printing and folding).
+  double as_double(std::int64_t i) const;
+  static std::shared_ptr<const Literal> scalar(DType t, double v);
+};
+using LiteralRef = std::shared_ptr<const Literal>;
+
+struct DotDims {
+  std::vector<std::int64_t> lhs_contract, rhs_contract, lhs_batch, rhs_batch;
+  bool operator==(const DotDims&) const = default;
+};
+
+// The parameters of a node; which fields mean something depends on the op
+// (documented per op in tracer/build.hpp).
+struct Params {
+  std::vector<std::int64_t> dims;  // broadcast: operand->result dims; transpose: perm;
+                                   // reduce/argmax: axes; concatenate/iota/gather: {dim};
+                                   // all_to_all: {split, concat}; parameter: {index}
+  std::vector<std::int64_t> lo, hi, step;  // slice: start, limit, stride; pad: low, high, interior;
+                                           // dynamic_slice: sizes in lo
+  DotDims dot;
+  DType dtype = DType::float32;  // argmax index dtype
+  LiteralRef literal;            // constant
+  std::shared_ptr<const AxisSharding> sharding;  // sharding_constraint (global) / parameter annotation
+  MeshRef mesh;                                  // collectives: the mesh whose axes they run over
+  std::vector<int> mesh_axes;                    // collectives: the axes (groups vary the others)
+  Op reduce_op = Op::add;                        // all_reduce, reduce_scatter: add, max or min
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // collective_permute: source -> target positions
+
+  bool operator==(const Params& o) const;
+  std::size_t hash() const;
+};
+
+struct Node;
+using NodeRef = std::shared_ptr<const Node>;
+
+struct Node {
+  Op op;
+  std::vector<NodeRef> in;
+  Aval aval;
+  Params p;
+  std::size_t hash = 0;
+  int id = 0;  // creation order within its table: stable printing
+
+  const Shape& shape() const { return aval.shape; }
+  DType dtype() const { return aval.dtype; }
+  int rank() const { return int(aval.shape.size()); }
+};
+
+// Interns nodes: make() returns the existing node when an equal one exists.
+class NodeTable {
+ public:
+  NodeRef make(Op op, std::vector<NodeRef> in, Aval aval, Params p);
+  int size() const { return next_id_; }
+
+ private:
+  struct Key {
+    const Node* n;
+  };
+  std::unordered_multimap<std::size_t, NodeRef> table_;
+  int next_id_ = 0;
+};
+
+struct Graph {
+  std::string name = "f";
+  std::vector<NodeRef> params;   // parameter nodes, by index
+  std::vector<NodeRef> outputs;  // results, in order
+
+  // Every node reachable from the outputs (and every parameter), operands first.
+  std::vector<NodeRef> topo_order() const;
+};
+
+// HLO-like text of a graph; `shardings` (optional, by node) are printed after
+// each value.
+std::string to_text(const Graph& g,
+                    const std::unordered_map<const Node*, AxisSharding>* shardings = nullptr);
+
+// Checks the invariants the builders establish (operand avals against each
+// op's rule); throws InternalError naming the node. Run between passes in
+// debug builds and by the tests.
+void verify(const Graph& g);
+
+}  // namespace tessel

@@ -1,0 +1,21 @@
+// JAX's type promotion: the join on its type lattice, with weak types (the
+// types of C++ scalars, which act as Python scalars). Without x64-style
+// canonicalisation: tessel has int64 and float64 as real dtypes.
+//
+//   bool -> i* -> {u32, i32} ;  u32, i32 -> i64 -> f* -> f32 -> f64
+//   (i*, f*: weak int and weak float)
+#pragma once
+
+#include "tracer/dtype.hpp"
+
+namespace tessel {
+
+struct PromotedType {
+  DType dtype;
+  bool weak;
+};
+
+// The result type of combining two typed values, as jnp.promote_types.
+PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak);
+
+}  // namespace tessel

@@ -1,0 +1,114 @@
+// Rules of sharding_constraint (an identity that pins a sharding) and of the
+// collectives. Collectives exist only in per-device programs: their shape
+// rules work on local shapes; they are evaluated by the SPMD interpreter
+// (tracer/interpreter.hpp), which sees every device at once, never alone.
+#include <algorithm>
+
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+using detail::cat;
+using rule_util::avals_str;
+using rule_util::expect_arity;
+
+namespace {
+
+std::int64_t group_size(Op op, const Params& p) {
+  if (!p.mesh) throw InternalError(cat(op_name(op), " without a mesh"));
+  std::int64_t n = 1;
+  for (int a : p.mesh_axes) {
+    if (a < 0 || a >= p.mesh->num_axes()) throw InternalError(cat(op_name(op), ": mesh axis ", a, " out of range"));
+    n *= p.mesh->axes()[a].size;
+  }
+  return n;
+}
+
+std::int64_t checked_dim(Op op, const Aval& x, std::int64_t d) {
+  if (d < 0 || d >= std::int64_t(x.shape.size()))
+    throw ShapeError(cat(op_name(op), " dimension ", d, " is out of range for ", x.str()));
+  return d;
+}
+
+[[noreturn]] void spmd_only(Op op) {
+  throw InternalError(cat(op_name(op), " is evaluated by the SPMD interpreter, across all devices at once"));
+}
+
+}  // namespace
+
+Aval Rule<Op::sharding_constraint>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::sharding_constraint, in, 1);
+  if (!p.sharding || p.sharding->rank() != int(in[0].shape.size()))
+    throw ShardingError(cat("sharding constraint ", p.sharding ? p.sharding->spec_str() : "(none)",
+                            " does not fit a value of rank ", in[0].shape.size()));
+  return in[0];
+}
+void Rule<Op::sharding_constraint>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval&,
+                                         HostArray& out) {
+  out = *in[0];
+}
+
+Aval Rule<Op::all_gather>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::all_gather, in, 1);
+  Aval o = in[0];
+  o.shape[checked_dim(Op::all_gather, in[0], p.dims.at(0))] *= group_size(Op::all_gather, p);
+  return o;
+}
+void Rule<Op::all_gather>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+  spmd_only(Op::all_gather);
+}
+
+Aval Rule<Op::all_reduce>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::all_reduce, in, 1);
+  group_size(Op::all_reduce, p);
+  return in[0];
+}
+void Rule<Op::all_reduce>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+  spmd_only(Op::all_reduce);
+}
+
+Aval Rule<Op::reduce_scatter>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::reduce_scatter, in, 1);
+  Aval o = in[0];
+  std::int64_t d = checked_dim(Op::reduce_scatter, in[0], p.dims.at(0));
+  std::int64_t n = group_size(Op::reduce_scatter, p);
+  if (o.shape[d] % n != 0)
+    throw ShapeError(cat("reduce-scatter of ", in[0].str(), " along dimension ", d, " over ", n, " devices"));
+  o.shape[d] /= n;
+  return o;
+}
+void Rule<Op::reduce_scatter>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+  spmd_only(Op::reduce_scatter);
+}
+
+Aval Rule<Op::all_to_all>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::all_to_all, in, 1);
+  Aval o = in[0];
+  std::int64_t split = checked_dim(Op::all_to_all, in[0], p.dims.at(0));
+  std::int64_t concat = checked_dim(Op::all_to_all, in[0], p.dims.at(1));
+  std::int64_t n = group_size(Op::all_to_all, p);
+  if (o.shape[split] % n != 0)
+    throw ShapeError(cat("all-to-all of ", in[0].str(), " splits dimension ", split, " over ", n, " devices"));
+  o.shape[split] /= n;
+  o.shape[concat] *= n;
+  return o;
+}
+void Rule<Op::all_to_all>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+  spmd_only(Op::all_to_all);
+}
+
+Aval Rule<Op::collective_permute>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::collective_permute, in, 1);
+  if (!p.mesh) throw InternalError("collective-permute without a mesh");
+  for (auto [s, t] : p.pairs)
+    if (s < 0 || t < 0 || s >= p.mesh->size() || t >= p.mesh->size())
+      throw InternalError(cat("collective-permute pair ", s, "->", t, " outside the mesh"));
+  return in[0];
+}
+void Rule<Op::collective_permute>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&,
+                                        HostArray&) {
+  spmd_only(Op::collective_permute);
+}
+
+}  // namespace tessel

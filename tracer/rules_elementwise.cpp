@@ -1,0 +1,411 @@
+// Rules of the elementwise families: unary, binary, compare, select, convert.
+//
+// Semantics are XLA's, which JAX users see: integer arithmetic wraps; integer
+// division truncates, x / 0 is -1 (all ones) and x % 0 is x; shifts by the
+// bit width or more give 0; max/min propagate NaN; round is half-to-even.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "tracer/convert.hpp"
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+using detail::cat;
+using rule_util::avals_str;
+using rule_util::expect_arity;
+
+namespace {
+
+enum class Accepts { Float, Numeric, Integer, IntOrBool, Any };
+
+bool accepts(Accepts a, DType t) {
+  switch (a) {
+    case Accepts::Float: return is_floating(t);
+    case Accepts::Numeric: return !is_bool(t);
+    case Accepts::Integer: return is_integral(t);
+    case Accepts::IntOrBool: return is_integral(t) || is_bool(t);
+    case Accepts::Any: return true;
+  }
+  __builtin_unreachable();
+}
+
+const char* accepts_str(Accepts a) {
+  switch (a) {
+    case Accepts::Float: return "floating-point";
+    case Accepts::Numeric: return "numeric";
+    case Accepts::Integer: return "integer";
+    case Accepts::IntOrBool: return "integer or boolean";
+    case Accepts::Any: return "any";
+  }
+  __builtin_unreachable();
+}
+
+void check_dtype(Op op, Accepts a, const std::vector<Aval>& in) {
+  for (auto& x : in)
+    if (!accepts(a, x.dtype))
+      throw TypeError(cat(op_name(op), " requires ", accepts_str(a), " operands, got ", avals_str(in)));
+}
+
+Aval unary_infer(Op op, Accepts a, const std::vector<Aval>& in) {
+  expect_arity(op, in, 1);
+  check_dtype(op, a, in);
+  return in[0];
+}
+
+Aval binary_infer(Op op, Accepts a, const std::vector<Aval>& in, bool to_bool) {
+  expect_arity(op, in, 2);
+  check_dtype(op, a, in);
+  if (in[0].shape != in[1].shape || in[0].dtype != in[1].dtype)
+    throw TypeError(cat(op_name(op), " requires operands of one shape and dtype, got ", avals_str(in)));
+  Aval out = in[0];
+  out.weak_type = in[0].weak_type && in[1].weak_type;
+  if (to_bool) out = Aval{DType::bool_, in[0].shape, false};
+  return out;
+}
+
+// Applies f elementwise to typed data: out[i] = f(a[i]) (or f(a[i], b[i])).
+template <class F>
+void map1(const HostArray& a, HostArray& out, F&& f) {
+  visit_dtype(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::int64_t n = numel(a.shape);
+    const T* x = reinterpret_cast<const T*>(a.bytes.data());
+    visit_dtype(out.dtype, [&](auto otag) {
+      using O = decltype(otag);
+      O* y = reinterpret_cast<O*>(out.bytes.data());
+      for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<O>(f(x[i]));
+    });
+  });
+}
+
+template <class F>
+void map2(const HostArray& a, const HostArray& b, HostArray& out, F&& f) {
+  visit_dtype(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::int64_t n = numel(a.shape);
+    const T* x = reinterpret_cast<const T*>(a.bytes.data());
+    const T* y = reinterpret_cast<const T*>(b.bytes.data());
+    visit_dtype(out.dtype, [&](auto otag) {
+      using O = decltype(otag);
+      O* z = reinterpret_cast<O*>(out.bytes.data());
+      for (std::int64_t i = 0; i < n; ++i) z[i] = static_cast<O>(f(x[i], y[i]));
+    });
+  });
+}
+
+// Wrapping integer arithmetic without undefined behaviour.
+template <class T>
+T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(a) + U(b));
+}
+template <class T>
+T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(a) - U(b));
+}
+template <class T>
+T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(a) * U(b));
+}
+
+template <class T>
+constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// erf^-1 to full precision: Newton on erf from a close start (Giles' f32 polynomial).
+double erf_inv_ref(double x) {
+  if (x <= -1) return x == -1 ? -HUGE_VAL : std::nan("");
+  if (x >= 1) return x == 1 ? HUGE_VAL : std::nan("");
+  double w = -std::log((1.0 - x) * (1.0 + x)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double y = p * x;
+  const double two_over_sqrt_pi = 1.1283791670955126;
+  for (int k = 0; k < 4; ++k) {
+    double err = std::erf(y) - x;
+    y -= err / (two_over_sqrt_pi * std::exp(-y * y));
+  }
+  return y;
+}
+
+template <class T>
+T round_half_even(T x) {
+  return std::nearbyint(x);  // the default rounding mode is to nearest, ties to even
+}
+
+template <class T>
+T nan_max(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a > b ? a : b;
+}
+template <class T>
+T nan_min(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a < b ? a : b;
+}
+
+template <class T>
+T int_div(T a, T b) {
+  if (b == 0) return T(-1);
+  if constexpr (std::is_signed_v<T>) {
+    if (a == std::numeric_limits<T>::min() && b == T(-1)) return a;
+  }
+  return T(a / b);
+}
+template <class T>
+T int_rem(T a, T b) {
+  if (b == 0) return a;
+  if constexpr (std::is_signed_v<T>) {
+    if (a == std::numeric_limits<T>::min() && b == T(-1)) return T(0);
+  }
+  return T(a % b);
+}
+
+template <class T>
+T shl(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  if (U(b) >= sizeof(T) * 8) return T(0);
+  return T(U(a) << U(b));
+}
+template <class T>
+T shr_logical(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  if (U(b) >= sizeof(T) * 8) return T(0);
+  return T(U(a) >> U(b));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ unary
+
+#define TESSEL_UNARY(OP, ACCEPTS, BODY)                                                              \
+  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {               \
+    return unary_infer(Op::OP, Accepts::ACCEPTS, in);                                                \
+  }                                                                                                  \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval, \
+                          HostArray& out) {                                                          \
+    rule_util::allocate(out, aval);                                                                  \
+    map1(*in[0], out, [](auto x) {                                                                   \
+      using T = decltype(x);                                                                         \
+      (void)sizeof(T);                                                                               \
+      BODY                                                                                           \
+    });                                                                                              \
+  }
+
+TESSEL_UNARY(neg, Numeric, {
+  if constexpr (is_int_v<T>) return wrap_sub(T(0), x);
+  else return T(-x);
+})
+TESSEL_UNARY(sin, Float, { return std::sin(x); })
+TESSEL_UNARY(cos, Float, { return std::cos(x); })
+TESSEL_UNARY(tan, Float, { return std::tan(x); })
+TESSEL_UNARY(tanh, Float, { return std::tanh(x); })
+TESSEL_UNARY(exp, Float, { return std::exp(x); })
+TESSEL_UNARY(expm1, Float, { return std::expm1(x); })
+TESSEL_UNARY(log, Float, { return std::log(x); })
+TESSEL_UNARY(log1p, Float, { return std::log1p(x); })
+TESSEL_UNARY(sqrt, Float, { return std::sqrt(x); })
+TESSEL_UNARY(rsqrt, Float, { return T(1) / std::sqrt(x); })
+TESSEL_UNARY(logistic, Float, { return T(1) / (T(1) + std::exp(-x)); })
+TESSEL_UNARY(erf_inv, Float, { return T(erf_inv_ref(double(x))); })
+TESSEL_UNARY(abs, Numeric, {
+  if constexpr (std::is_unsigned_v<T>) return x;
+  else if constexpr (is_int_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
+  else return std::fabs(x);
+})
+TESSEL_UNARY(sign, Numeric, {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(x)) return x;
+    return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return x > 0 ? T(1) : T(0);
+  } else {
+    return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
+  }
+})
+TESSEL_UNARY(floor, Float, { return std::floor(x); })
+TESSEL_UNARY(ceil, Float, { return std::ceil(x); })
+TESSEL_UNARY(round, Float, { return round_half_even(x); })
+TESSEL_UNARY(not_, IntOrBool, {
+  if constexpr (std::is_same_v<T, bool>) return !x;
+  else if constexpr (std::is_integral_v<T>) return T(~x);
+  else return x;  // not reached: the rule admits integers and bools only
+})
+#undef TESSEL_UNARY
+
+Aval Rule<Op::is_finite>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {
+  Aval a = unary_infer(Op::is_finite, Accepts::Float, in);
+  return Aval{DType::bool_, a.shape, false};
+}
+void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+                               HostArray& out) {
+  rule_util::allocate(out, aval);
+  map1(*in[0], out, [](auto x) {
+    if constexpr (std::is_floating_point_v<decltype(x)>) return std::isfinite(x);
+    else return true;
+  });
+}
+
+// ------------------------------------------------------------------ binary
+
+#define TESSEL_BINARY(OP, ACCEPTS, BODY)                                                             \
+  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {               \
+    return binary_infer(Op::OP, Accepts::ACCEPTS, in, false);                                        \
+  }                                                                                                  \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval, \
+                          HostArray& out) {                                                          \
+    rule_util::allocate(out, aval);                                                                  \
+    map2(*in[0], *in[1], out, [](auto a, auto b) {                                                   \
+      using T = decltype(a);                                                                         \
+      (void)sizeof(T);                                                                               \
+      BODY                                                                                           \
+    });                                                                                              \
+  }
+
+TESSEL_BINARY(add, Numeric, {
+  if constexpr (is_int_v<T>) return wrap_add(a, b);
+  else return T(a + b);
+})
+TESSEL_BINARY(sub, Numeric, {
+  if constexpr (is_int_v<T>) return wrap_sub(a, b);
+  else return T(a - b);
+})
+TESSEL_BINARY(mul, Numeric, {
+  if constexpr (is_int_v<T>) return wrap_mul(a, b);
+  else return T(a * b);
+})
+TESSEL_BINARY(div, Numeric, {
+  if constexpr (is_int_v<T>) return int_div(a, b);
+  else return T(a / b);
+})
+TESSEL_BINARY(rem, Numeric, {
+  if constexpr (is_int_v<T>) return int_rem(a, b);
+  else return std::fmod(a, b);
+})
+TESSEL_BINARY(pow, Float, { return std::pow(a, b); })
+TESSEL_BINARY(max, Any, { return nan_max(a, b); })
+TESSEL_BINARY(min, Any, { return nan_min(a, b); })
+TESSEL_BINARY(atan2, Float, { return std::atan2(a, b); })
+TESSEL_BINARY(and_, IntOrBool, {
+  if constexpr (std::is_same_v<T, bool>) return a && b;
+  else if constexpr (std::is_integral_v<T>) return T(a & b);
+  else return a;  // not reached: integers and bools only
+})
+TESSEL_BINARY(or_, IntOrBool, {
+  if constexpr (std::is_same_v<T, bool>) return a || b;
+  else if constexpr (std::is_integral_v<T>) return T(a | b);
+  else return a;  // not reached: integers and bools only
+})
+TESSEL_BINARY(xor_, IntOrBool, {
+  if constexpr (std::is_same_v<T, bool>) return a != b;
+  else if constexpr (std::is_integral_v<T>) return T(a ^ b);
+  else return a;  // not reached: integers and bools only
+})
+TESSEL_BINARY(shift_left, Integer, {
+  if constexpr (is_int_v<T>) return shl(a, b);
+  else return a;
+})
+TESSEL_BINARY(shift_right_logical, Integer, {
+  if constexpr (is_int_v<T>) return shr_logical(a, b);
+  else return a;
+})
+#undef TESSEL_BINARY
+
+// ------------------------------------------------------------------ compare
+
+#define TESSEL_COMPARE(OP, EXPR)                                                                     \
+  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {               \
+    return binary_infer(Op::OP, Accepts::Any, in, true);                                             \
+  }                                                                                                  \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval, \
+                          HostArray& out) {                                                          \
+    rule_util::allocate(out, aval);                                                                  \
+    map2(*in[0], *in[1], out, [](auto a, auto b) { return bool(EXPR); });                            \
+  }
+TESSEL_COMPARE(eq, a == b)
+TESSEL_COMPARE(ne, a != b)
+TESSEL_COMPARE(lt, a < b)
+TESSEL_COMPARE(le, a <= b)
+TESSEL_COMPARE(gt, a > b)
+TESSEL_COMPARE(ge, a >= b)
+#undef TESSEL_COMPARE
+
+// ------------------------------------------------------------------ select
+
+Aval Rule<Op::select>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {
+  expect_arity(Op::select, in, 3);
+  if (in[0].dtype != DType::bool_)
+    throw TypeError(cat("select requires a boolean predicate, got ", avals_str(in)));
+  if (in[0].shape != in[1].shape || in[1].shape != in[2].shape || in[1].dtype != in[2].dtype)
+    throw TypeError(cat("select requires a predicate and two cases of one shape, and cases of one dtype, got ",
+                        avals_str(in)));
+  Aval out = in[1];
+  out.weak_type = in[1].weak_type && in[2].weak_type;
+  return out;
+}
+void Rule<Op::select>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+                            HostArray& out) {
+  rule_util::allocate(out, aval);
+  const std::size_t es = dtype_size(aval.dtype);
+  const std::int64_t n = numel(aval.shape);
+  const bool* pred = reinterpret_cast<const bool*>(in[0]->bytes.data());
+  for (std::int64_t i = 0; i < n; ++i)
+    std::memcpy(out.bytes.data() + i * es, (pred[i] ? in[1] : in[2])->bytes.data() + i * es, es);
+}
+
+// ------------------------------------------------------------------ convert
+
+Aval Rule<Op::convert>::infer(const std::vector<Aval>& in, const Params&, const Aval& declared) {
+  expect_arity(Op::convert, in, 1);
+  return Aval{declared.dtype, in[0].shape, declared.weak_type};
+}
+void Rule<Op::convert>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+                             HostArray& out) {
+  rule_util::allocate(out, aval);
+  convert_elements(in[0]->dtype, in[0]->bytes.data(), aval.dtype, out.bytes.data(), numel(aval.shape));
+}
+
+Aval Rule<Op::bitcast_convert>::infer(const std::vector<Aval>& in, const Params&, const Aval& declared) {
+  expect_arity(Op::bitcast_convert, in, 1);
+  if (dtype_size(in[0].dtype) != dtype_size(declared.dtype) || is_bool(in[0].dtype) || is_bool(declared.dtype))
+    throw TypeError(cat("bitcast_convert needs dtypes of one width (and not bool), got ", avals_str(in), " to ",
+                        dtype_name(declared.dtype)));
+  return Aval{declared.dtype, in[0].shape, false};
+}
+void Rule<Op::bitcast_convert>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+                                     HostArray& out) {
+  rule_util::allocate(out, aval);
+  std::memcpy(out.bytes.data(), in[0]->bytes.data(), out.bytes.size());
+}
+
+}  // namespace tessel

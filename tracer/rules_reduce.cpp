@@ -1,0 +1,290 @@
+// Rules of the reductions (sum, max, min, prod over axes; argmax and argmin
+// over one axis) and of dot_general.
+//
+// The reference kernels accumulate floating sums and products in double and
+// round once: the compiled code, which accumulates in the dtype in another
+// order, is compared against them with a tolerance.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+using detail::cat;
+using rule_util::avals_str;
+using rule_util::expect_arity;
+
+namespace {
+
+std::string vec_str(const std::vector<std::int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+Shape reduced_shape(Op op, const Aval& x, const std::vector<std::int64_t>& axes) {
+  std::set<std::int64_t> seen;
+  for (auto a : axes)
+    if (a < 0 || a >= std::int64_t(x.shape.size()) || !seen.insert(a).second)
+      throw ShapeError(cat(op_name(op), " axes ", vec_str(axes), " are out of range or repeated for shape ",
+                           shape_str(x.shape)));
+  Shape o;
+  for (size_t i = 0; i < x.shape.size(); ++i)
+    if (!seen.count(std::int64_t(i))) o.push_back(x.shape[i]);
+  return o;
+}
+
+// Calls f(out_flat, in_flat) for every input element, out_flat being the
+// element of the reduced output it folds into.
+template <class F>
+void for_each_reduced(const Shape& in, const std::vector<std::int64_t>& axes, F&& f) {
+  std::vector<bool> reduced(in.size(), false);
+  for (auto a : axes) reduced[a] = true;
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!reduced[i]) out.push_back(in[i]);
+  auto ost = row_major_strides(out);
+  std::vector<std::int64_t> idx(in.size(), 0);
+  const std::int64_t n = numel(in);
+  for (std::int64_t flat = 0; flat < n; ++flat) {
+    std::int64_t o = 0;
+    for (size_t i = 0, k = 0; i < in.size(); ++i)
+      if (!reduced[i]) o += idx[i] * ost[k++];
+    f(o, flat);
+    for (int k = int(in.size()) - 1; k >= 0; --k) {
+      if (++idx[k] < in[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+template <class T>
+using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+
+Aval reduce_infer(Op op, const std::vector<Aval>& in, const Params& p, bool numeric_only) {
+  expect_arity(op, in, 1);
+  if (numeric_only && is_bool(in[0].dtype))
+    throw TypeError(cat(op_name(op), " of a boolean array; convert it first, got ", avals_str(in)));
+  return Aval{in[0].dtype, reduced_shape(op, in[0], p.dims), in[0].weak_type};
+}
+
+// kind: 0 sum, 1 prod, 2 max, 3 min
+void reduce_eval(int kind, const HostArray& x, const Params& p, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  visit_dtype(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    const std::int64_t n_out = numel(aval.shape);
+    std::vector<A> acc(n_out);
+    A init;
+    if (kind == 0) init = A(0);
+    else if (kind == 1) init = A(1);
+    else if constexpr (std::is_floating_point_v<T>) init = kind == 2 ? -HUGE_VAL : HUGE_VAL;
+    else init = kind == 2 ? A(std::numeric_limits<T>::lowest()) : A(std::numeric_limits<T>::max());
+    std::fill(acc.begin(), acc.end(), init);
+    const T* v = reinterpret_cast<const T*>(x.bytes.data());
+    for_each_reduced(x.shape, p.dims, [&](std::int64_t o, std::int64_t i) {
+      A e = A(v[i]);
+      if (kind == 0) {
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+          acc[o] = A(std::make_unsigned_t<T>(acc[o]) + std::make_unsigned_t<T>(e));
+        else
+          acc[o] = A(acc[o] + e);
+      } else if (kind == 1) {
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+          acc[o] = A(std::make_unsigned_t<T>(acc[o]) * std::make_unsigned_t<T>(e));
+        else
+          acc[o] = A(acc[o] * e);
+      } else {
+        bool nan_e = false, nan_a = false;
+        if constexpr (std::is_floating_point_v<T>) nan_e = std::isnan(e), nan_a = std::isnan(acc[o]);
+        if (nan_a) return;
+        if (nan_e || (kind == 2 ? e > acc[o] : e < acc[o])) acc[o] = e;
+      }
+    });
+    T* y = reinterpret_cast<T*>(out.bytes.data());
+    for (std::int64_t i = 0; i < n_out; ++i) y[i] = T(acc[i]);
+  });
+}
+
+Aval arg_infer(Op op, const std::vector<Aval>& in, const Params& p) {
+  expect_arity(op, in, 1);
+  if (p.dims.size() != 1) throw ShapeError(cat(op_name(op), " reduces exactly one axis"));
+  if (!is_integral(p.dtype)) throw TypeError(cat(op_name(op), " index dtype must be an integer"));
+  return Aval{p.dtype, reduced_shape(op, in[0], p.dims), false};
+}
+
+// First index of the max (min); NaN counts as the max (min), first NaN wins.
+void arg_eval(bool is_max, const HostArray& x, const Params& p, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  const std::int64_t axis = p.dims[0];
+  const std::int64_t stride = row_major_strides(x.shape)[axis];
+  visit_dtype(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t n_out = numel(aval.shape);
+    std::vector<std::int64_t> best(n_out, -1);
+    std::vector<T> best_v(n_out);
+    const T* v = reinterpret_cast<const T*>(x.bytes.data());
+    for_each_reduced(x.shape, p.dims, [&](std::int64_t o, std::int64_t i) {
+      T e = v[i];
+      std::int64_t k = (i / stride) % x.shape[axis];
+      if (best[o] < 0) {
+        best[o] = k, best_v[o] = e;
+        return;
+      }
+      bool cur_nan = false, e_nan = false;
+      if constexpr (std::is_floating_point_v<T>) cur_nan = std::isnan(best_v[o]), e_nan = std::isnan(e);
+      if (cur_nan) return;
+      if (e_nan || (is_max ? e > best_v[o] : e < best_v[o])) best[o] = k, best_v[o] = e;
+    });
+    visit_dtype(aval.dtype, [&](auto itag) {
+      using I = decltype(itag);
+      I* y = reinterpret_cast<I*>(out.bytes.data());
+      for (std::int64_t i = 0; i < n_out; ++i) y[i] = I(std::max<std::int64_t>(best[i], 0));
+    });
+  });
+}
+
+}  // namespace
+
+Aval Rule<Op::reduce_sum>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  return reduce_infer(Op::reduce_sum, in, p, true);
+}
+void Rule<Op::reduce_sum>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+  reduce_eval(0, *in[0], p, a, out);
+}
+Aval Rule<Op::reduce_prod>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  return reduce_infer(Op::reduce_prod, in, p, true);
+}
+void Rule<Op::reduce_prod>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a,
+                                 HostArray& out) {
+  reduce_eval(1, *in[0], p, a, out);
+}
+Aval Rule<Op::reduce_max>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  return reduce_infer(Op::reduce_max, in, p, false);
+}
+void Rule<Op::reduce_max>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+  reduce_eval(2, *in[0], p, a, out);
+}
+Aval Rule<Op::reduce_min>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  return reduce_infer(Op::reduce_min, in, p, false);
+}
+void Rule<Op::reduce_min>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+  reduce_eval(3, *in[0], p, a, out);
+}
+Aval Rule<Op::argmax>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  return arg_infer(Op::argmax, in, p);
+}
+void Rule<Op::argmax>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+  arg_eval(true, *in[0], p, a, out);
+}
+Aval Rule<Op::argmin>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  return arg_infer(Op::argmin, in, p);
+}
+void Rule<Op::argmin>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+  arg_eval(false, *in[0], p, a, out);
+}
+
+// ------------------------------------------------------------------ dot_general
+
+namespace {
+// Free (neither batch nor contracting) dims of an operand of rank r, in order.
+std::vector<std::int64_t> free_dims(int r, const std::vector<std::int64_t>& batch,
+                                    const std::vector<std::int64_t>& contract) {
+  std::vector<std::int64_t> f;
+  for (std::int64_t i = 0; i < r; ++i)
+    if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
+        std::find(contract.begin(), contract.end(), i) == contract.end())
+      f.push_back(i);
+  return f;
+}
+}  // namespace
+
+Aval Rule<Op::dot_general>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::dot_general, in, 2);
+  const auto& d = p.dot;
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  auto bad = [&](const std::string& why) {
+    return ShapeError(cat("dot_general ", why, ": lhs ", in[0].str(), ", rhs ", in[1].str(), ", contracting ",
+                          vec_str(d.lhs_contract), " x ", vec_str(d.rhs_contract), ", batch ", vec_str(d.lhs_batch),
+                          " x ", vec_str(d.rhs_batch)));
+  };
+  if (in[0].dtype != in[1].dtype) throw TypeError(cat("dot_general needs operands of one dtype, got ", avals_str(in)));
+  if (is_bool(in[0].dtype)) throw TypeError(cat("dot_general of boolean operands ", avals_str(in)));
+  if (d.lhs_contract.size() != d.rhs_contract.size() || d.lhs_batch.size() != d.rhs_batch.size())
+    throw bad("dimension lists differ in length");
+  std::set<std::int64_t> ls, rs;
+  auto check = [&](std::int64_t i, int r, std::set<std::int64_t>& s) {
+    if (i < 0 || i >= r || !s.insert(i).second) throw bad("a dimension is out of range or repeated");
+  };
+  for (size_t i = 0; i < d.lhs_contract.size(); ++i) {
+    check(d.lhs_contract[i], int(a.size()), ls);
+    check(d.rhs_contract[i], int(b.size()), rs);
+    if (a[d.lhs_contract[i]] != b[d.rhs_contract[i]]) throw bad("contracting dimensions differ in size");
+  }
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
+    check(d.lhs_batch[i], int(a.size()), ls);
+    check(d.rhs_batch[i], int(b.size()), rs);
+    if (a[d.lhs_batch[i]] != b[d.rhs_batch[i]]) throw bad("batch dimensions differ in size");
+  }
+  Shape o;
+  for (auto i : d.lhs_batch) o.push_back(a[i]);
+  for (auto i : free_dims(int(a.size()), d.lhs_batch, d.lhs_contract)) o.push_back(a[i]);
+  for (auto i : free_dims(int(b.size()), d.rhs_batch, d.rhs_contract)) o.push_back(b[i]);
+  return Aval{in[0].dtype, o, in[0].weak_type && in[1].weak_type};
+}
+
+void Rule<Op::dot_general>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+                                 HostArray& out) {
+  rule_util::allocate(out, aval);
+  const auto& d = p.dot;
+  const Shape &a = in[0]->shape, &b = in[1]->shape;
+  auto ast = row_major_strides(a), bst = row_major_strides(b);
+  auto lfree = free_dims(int(a.size()), d.lhs_batch, d.lhs_contract);
+  auto rfree = free_dims(int(b.size()), d.rhs_batch, d.rhs_contract);
+  Shape cshape;
+  for (auto i : d.lhs_contract) cshape.push_back(a[i]);
+  const std::int64_t nc = numel(cshape);
+  visit_dtype(aval.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    const T* x = reinterpret_cast<const T*>(in[0]->bytes.data());
+    const T* y = reinterpret_cast<const T*>(in[1]->bytes.data());
+    T* z = reinterpret_cast<T*>(out.bytes.data());
+    std::vector<std::int64_t> oidx(aval.shape.size(), 0);
+    const std::int64_t n = numel(aval.shape);
+    for (std::int64_t f = 0; f < n; ++f) {
+      std::int64_t abase = 0, bbase = 0;
+      size_t k = 0;
+      for (size_t i = 0; i < d.lhs_batch.size(); ++i, ++k)
+        abase += oidx[k] * ast[d.lhs_batch[i]], bbase += oidx[k] * bst[d.rhs_batch[i]];
+      for (auto i : lfree) abase += oidx[k++] * ast[i];
+      for (auto i : rfree) bbase += oidx[k++] * bst[i];
+      A acc = A(0);
+      std::vector<std::int64_t> cidx(cshape.size(), 0);
+      for (std::int64_t c = 0; c < nc; ++c) {
+        std::int64_t ao = abase, bo = bbase;
+        for (size_t i = 0; i < cshape.size(); ++i) ao += cidx[i] * ast[d.lhs_contract[i]], bo += cidx[i] * bst[d.rhs_contract[i]];
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+          acc = A(std::make_unsigned_t<T>(acc) + std::make_unsigned_t<T>(x[ao]) * std::make_unsigned_t<T>(y[bo]));
+        else
+          acc = A(acc + A(x[ao]) * A(y[bo]));
+        for (int i = int(cshape.size()) - 1; i >= 0; --i) {
+          if (++cidx[i] < cshape[i]) break;
+          cidx[i] = 0;
+        }
+      }
+      z[f] = T(acc);
+      for (int i = int(oidx.size()) - 1; i >= 0; --i) {
+        if (++oidx[i] < aval.shape[i]) break;
+        oidx[i] = 0;
+      }
+    }
+  });
+}
+
+}  // namespace tessel

@@ -1,0 +1,303 @@
+// Rules of the leaves (parameter, constant, iota) and of the data-movement
+// family: broadcast_in_dim, reshape, transpose, slice, pad, concatenate,
+// dynamic_slice, dynamic_update_slice. Index semantics are XLA's; dynamic
+// starts are clamped so the window stays inside the operand.
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+using detail::cat;
+using rule_util::avals_str;
+using rule_util::expect_arity;
+
+namespace {
+
+std::string vec_str(const std::vector<std::int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+// Calls f(out_flat, out_index) for every element of `shape`, in row-major order.
+template <class F>
+void for_each_index(const Shape& shape, F&& f) {
+  const std::int64_t n = numel(shape);
+  std::vector<std::int64_t> idx(shape.size(), 0);
+  for (std::int64_t flat = 0; flat < n; ++flat) {
+    f(flat, idx);
+    for (int k = int(shape.size()) - 1; k >= 0; --k) {
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+void copy_elem(const HostArray& from, std::int64_t i, HostArray& to, std::int64_t j) {
+  const std::size_t es = dtype_size(to.dtype);
+  std::memcpy(to.bytes.data() + j * es, from.bytes.data() + i * es, es);
+}
+
+std::int64_t scalar_index(const HostArray& s) { return std::int64_t(s.as_double(0)); }
+
+}  // namespace
+
+// ------------------------------------------------------------------ leaves
+
+Aval Rule<Op::parameter>::infer(const std::vector<Aval>& in, const Params& p, const Aval& declared) {
+  expect_arity(Op::parameter, in, 0);
+  if (p.dims.size() != 1 || p.dims[0] < 0) throw InternalError("parameter needs its index in dims");
+  return declared;
+}
+void Rule<Op::parameter>::eval(const std::vector<const HostArray*>&, const Params& p, const Aval&, HostArray&) {
+  throw InternalError(cat("parameter ", p.dims.at(0), " is bound by the interpreter, never evaluated"));
+}
+
+Aval Rule<Op::constant>::infer(const std::vector<Aval>& in, const Params& p, const Aval& declared) {
+  expect_arity(Op::constant, in, 0);
+  if (!p.literal || p.literal->dtype != declared.dtype || p.literal->shape != declared.shape)
+    throw InternalError("constant: the literal does not match the declared aval " + declared.str());
+  return declared;
+}
+void Rule<Op::constant>::eval(const std::vector<const HostArray*>&, const Params& p, const Aval&, HostArray& out) {
+  out = *p.literal;
+}
+
+Aval Rule<Op::iota>::infer(const std::vector<Aval>& in, const Params& p, const Aval& declared) {
+  expect_arity(Op::iota, in, 0);
+  if (p.dims.size() != 1 || p.dims[0] < 0 || p.dims[0] >= std::int64_t(declared.shape.size()))
+    throw ShapeError(cat("iota dimension ", p.dims.empty() ? -1 : p.dims[0], " is out of range for shape ",
+                         shape_str(declared.shape)));
+  if (is_bool(declared.dtype)) throw TypeError("iota of dtype bool");
+  return Aval{declared.dtype, declared.shape, false};
+}
+void Rule<Op::iota>::eval(const std::vector<const HostArray*>&, const Params& p, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  visit_dtype(aval.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* y = reinterpret_cast<T*>(out.bytes.data());
+    for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) { y[f] = T(idx[p.dims[0]]); });
+  });
+}
+
+// ------------------------------------------------------------------ broadcast, reshape, transpose
+
+Aval Rule<Op::broadcast_in_dim>::infer(const std::vector<Aval>& in, const Params& p, const Aval& declared) {
+  expect_arity(Op::broadcast_in_dim, in, 1);
+  const Shape& s = in[0].shape;
+  const Shape& o = declared.shape;
+  bool ok = p.dims.size() == s.size();
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    std::int64_t d = p.dims[i];
+    ok = d >= 0 && d < std::int64_t(o.size()) && (i == 0 || d > p.dims[i - 1]) && (s[i] == 1 || s[i] == o[d]);
+  }
+  if (!ok)
+    throw ShapeError(cat("cannot broadcast shape ", shape_str(s), " to ", shape_str(o), " with dimensions ",
+                         vec_str(p.dims)));
+  return Aval{in[0].dtype, o, in[0].weak_type};
+}
+void Rule<Op::broadcast_in_dim>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+                                      HostArray& out) {
+  rule_util::allocate(out, aval);
+  const Shape& s = in[0]->shape;
+  auto st = row_major_strides(s);
+  for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
+    std::int64_t src = 0;
+    for (size_t i = 0; i < s.size(); ++i) src += (s[i] == 1 ? 0 : idx[p.dims[i]]) * st[i];
+    copy_elem(*in[0], src, out, f);
+  });
+}
+
+Aval Rule<Op::reshape>::infer(const std::vector<Aval>& in, const Params&, const Aval& declared) {
+  expect_arity(Op::reshape, in, 1);
+  if (numel(in[0].shape) != numel(declared.shape))
+    throw ShapeError(cat("cannot reshape an array of shape ", shape_str(in[0].shape), " (", numel(in[0].shape),
+                         " elements) into shape ", shape_str(declared.shape), " (", numel(declared.shape),
+                         " elements)"));
+  return Aval{in[0].dtype, declared.shape, in[0].weak_type};
+}
+void Rule<Op::reshape>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval, HostArray& out) {
+  out = *in[0];
+  out.shape = aval.shape;
+}
+
+Aval Rule<Op::transpose>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::transpose, in, 1);
+  const Shape& s = in[0].shape;
+  std::vector<std::int64_t> sorted = p.dims;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = sorted.size() == s.size();
+  for (size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == std::int64_t(i);
+  if (!ok) throw ShapeError(cat("transpose permutation ", vec_str(p.dims), " does not fit shape ", shape_str(s)));
+  Shape o(s.size());
+  for (size_t i = 0; i < s.size(); ++i) o[i] = s[p.dims[i]];
+  return Aval{in[0].dtype, o, in[0].weak_type};
+}
+void Rule<Op::transpose>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+                               HostArray& out) {
+  rule_util::allocate(out, aval);
+  auto st = row_major_strides(in[0]->shape);
+  for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
+    std::int64_t src = 0;
+    for (size_t i = 0; i < idx.size(); ++i) src += idx[i] * st[p.dims[i]];
+    copy_elem(*in[0], src, out, f);
+  });
+}
+
+// ------------------------------------------------------------------ slice, pad, concatenate
+
+Aval Rule<Op::slice>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::slice, in, 1);
+  const Shape& s = in[0].shape;
+  bool ok = p.lo.size() == s.size() && p.hi.size() == s.size() && p.step.size() == s.size();
+  Shape o(s.size());
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    ok = 0 <= p.lo[i] && p.lo[i] <= p.hi[i] && p.hi[i] <= s[i] && p.step[i] >= 1;
+    if (ok) o[i] = ceil_div(p.hi[i] - p.lo[i], p.step[i]);
+  }
+  if (!ok)
+    throw ShapeError(cat("slice start ", vec_str(p.lo), ", limit ", vec_str(p.hi), ", stride ", vec_str(p.step),
+                         " does not fit shape ", shape_str(s)));
+  return Aval{in[0].dtype, o, in[0].weak_type};
+}
+void Rule<Op::slice>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+                           HostArray& out) {
+  rule_util::allocate(out, aval);
+  auto st = row_major_strides(in[0]->shape);
+  for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
+    std::int64_t src = 0;
+    for (size_t i = 0; i < idx.size(); ++i) src += (p.lo[i] + idx[i] * p.step[i]) * st[i];
+    copy_elem(*in[0], src, out, f);
+  });
+}
+
+Aval Rule<Op::pad>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::pad, in, 2);
+  const Shape& s = in[0].shape;
+  if (!in[1].shape.empty() || in[1].dtype != in[0].dtype)
+    throw TypeError(cat("pad needs a scalar padding value of the operand's dtype, got ", avals_str(in)));
+  bool ok = p.lo.size() == s.size() && p.hi.size() == s.size() && p.step.size() == s.size();
+  Shape o(s.size());
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    ok = p.step[i] >= 0;
+    o[i] = p.lo[i] + p.hi[i] + s[i] + std::max<std::int64_t>(0, s[i] - 1) * p.step[i];
+    ok = ok && o[i] >= 0;
+  }
+  if (!ok)
+    throw ShapeError(cat("padding low ", vec_str(p.lo), ", high ", vec_str(p.hi), ", interior ", vec_str(p.step),
+                         " does not fit shape ", shape_str(s)));
+  return Aval{in[0].dtype, o, in[0].weak_type};
+}
+void Rule<Op::pad>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  const Shape& s = in[0]->shape;
+  auto st = row_major_strides(s);
+  for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
+    std::int64_t src = 0;
+    bool inside = true;
+    for (size_t i = 0; i < idx.size() && inside; ++i) {
+      std::int64_t r = idx[i] - p.lo[i];
+      std::int64_t period = p.step[i] + 1;
+      if (r < 0 || r % period != 0 || r / period >= s[i]) inside = false;
+      else src += (r / period) * st[i];
+    }
+    if (inside) copy_elem(*in[0], src, out, f);
+    else copy_elem(*in[1], 0, out, f);
+  });
+}
+
+Aval Rule<Op::concatenate>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  if (in.empty()) throw ShapeError("concatenate needs at least one array");
+  const std::int64_t d = p.dims.size() == 1 ? p.dims[0] : -1;
+  const Shape& s0 = in[0].shape;
+  if (d < 0 || d >= std::int64_t(s0.size()))
+    throw ShapeError(cat("concatenate dimension ", d, " is out of range for operands ", avals_str(in)));
+  Shape o = s0;
+  o[d] = 0;
+  bool weak = true;
+  for (auto& a : in) {
+    bool ok = a.dtype == in[0].dtype && a.shape.size() == s0.size();
+    for (size_t i = 0; ok && i < s0.size(); ++i) ok = std::int64_t(i) == d || a.shape[i] == s0[i];
+    if (!ok)
+      throw ShapeError(cat("concatenate along dimension ", d,
+                           " needs operands of one dtype whose other dimensions agree, got ", avals_str(in)));
+    o[d] += a.shape[d];
+    weak = weak && a.weak_type;
+  }
+  return Aval{in[0].dtype, o, weak};
+}
+void Rule<Op::concatenate>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+                                 HostArray& out) {
+  rule_util::allocate(out, aval);
+  const std::int64_t d = p.dims[0];
+  for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
+    std::int64_t k = idx[d];
+    size_t which = 0;
+    while (k >= in[which]->shape[d]) k -= in[which++]->shape[d];
+    auto st = row_major_strides(in[which]->shape);
+    std::int64_t src = 0;
+    for (size_t i = 0; i < idx.size(); ++i) src += (std::int64_t(i) == d ? k : idx[i]) * st[i];
+    copy_elem(*in[which], src, out, f);
+  });
+}
+
+// ------------------------------------------------------------------ dynamic slices
+
+Aval Rule<Op::dynamic_slice>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  if (in.empty()) throw InternalError("dynamic_slice needs an operand");
+  const Shape& s = in[0].shape;
+  bool ok = in.size() == s.size() + 1 && p.lo.size() == s.size();
+  for (size_t i = 0; ok && i < s.size(); ++i)
+    ok = in[i + 1].shape.empty() && is_integral(in[i + 1].dtype) && 0 <= p.lo[i] && p.lo[i] <= s[i];
+  if (!ok)
+    throw ShapeError(cat("dynamic_slice of sizes ", vec_str(p.lo), " needs one integer scalar start per dimension of ",
+                         shape_str(s), ", got ", avals_str(in)));
+  return Aval{in[0].dtype, p.lo, in[0].weak_type};
+}
+void Rule<Op::dynamic_slice>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+                                   HostArray& out) {
+  rule_util::allocate(out, aval);
+  const Shape& s = in[0]->shape;
+  auto st = row_major_strides(s);
+  std::vector<std::int64_t> start(s.size());
+  for (size_t i = 0; i < s.size(); ++i) start[i] = std::clamp<std::int64_t>(scalar_index(*in[i + 1]), 0, s[i] - p.lo[i]);
+  for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
+    std::int64_t src = 0;
+    for (size_t i = 0; i < idx.size(); ++i) src += (start[i] + idx[i]) * st[i];
+    copy_elem(*in[0], src, out, f);
+  });
+}
+
+Aval Rule<Op::dynamic_update_slice>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {
+  if (in.size() < 2) throw InternalError("dynamic_update_slice needs an operand and an update");
+  const Shape& s = in[0].shape;
+  const Shape& u = in[1].shape;
+  bool ok = in.size() == s.size() + 2 && u.size() == s.size() && in[0].dtype == in[1].dtype;
+  for (size_t i = 0; ok && i < s.size(); ++i) ok = u[i] <= s[i] && in[i + 2].shape.empty() && is_integral(in[i + 2].dtype);
+  if (!ok)
+    throw ShapeError(cat("dynamic_update_slice needs an update no larger than the operand, of its dtype, and one "
+                         "integer scalar start per dimension, got ",
+                         avals_str(in)));
+  return Aval{in[0].dtype, s, in[0].weak_type};
+}
+void Rule<Op::dynamic_update_slice>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+                                          HostArray& out) {
+  out = *in[0];
+  out.shape = aval.shape;
+  const Shape& s = in[0]->shape;
+  const Shape& u = in[1]->shape;
+  auto st = row_major_strides(s);
+  std::vector<std::int64_t> start(s.size());
+  for (size_t i = 0; i < s.size(); ++i) start[i] = std::clamp<std::int64_t>(scalar_index(*in[i + 2]), 0, s[i] - u[i]);
+  for_each_index(u, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
+    std::int64_t dst = 0;
+    for (size_t i = 0; i < idx.size(); ++i) dst += (start[i] + idx[i]) * st[i];
+    copy_elem(*in[1], f, out, dst);
+  });
+}
+
+}  // namespace tessel
