@@ -54,6 +54,7 @@ inline std::string compare_arrays(const HostArray& got, const HostArray& want, d
     } else if (std::fabs(a - b) <= atol + rtol * std::fabs(b)) {
       continue;
     }
+    os.precision(9);
     os << "element " << i << " of " << aval_str(got.dtype, got.shape) << ": got " << a << ", want " << b;
     return os.str();
   }
