@@ -49,6 +49,23 @@ class ConstantThunk final : public rt::Thunk {
   int slot_;
 };
 
+// The device's coordinate along mesh axes, from its position in the launch.
+class AxisIndexThunk final : public rt::Thunk {
+ public:
+  AxisIndexThunk(MeshRef mesh, std::vector<int> axes, int slot) : mesh_(std::move(mesh)), axes_(std::move(axes)), slot_(slot) {}
+  void run(rt::ExecContext& ctx) const override {
+    std::int64_t v = 0;
+    for (int a : axes_) v = v * mesh_->axes()[a].size + mesh_->coord(ctx.position, a);
+    *static_cast<std::int32_t*>(ctx.slots[slot_]) = std::int32_t(v);
+  }
+  std::string describe() const override { return "axis-index"; }
+
+ private:
+  MeshRef mesh_;
+  std::vector<int> axes_;
+  int slot_;
+};
+
 // ------------------------------------------------------------------ collectives
 
 template <class F>
@@ -229,6 +246,9 @@ CompiledProgram compile(const Graph& g, const CompileOptions& options) {
         exe->uses_collectives = true;
         break;
       case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->p.literal, out); break;
+      case StepKind::AxisIndex:
+        thunk = std::make_unique<AxisIndexThunk>(step.node->p.mesh, step.node->p.mesh_axes, out);
+        break;
     }
     exe->alloc_before.push_back({out});
     exe->free_after.push_back({});

@@ -242,6 +242,7 @@ class Emitter {
     const bool fl = is_floating(t);
     switch (n.op) {
       case Op::parameter:
+      case Op::axis_index:
       case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_prod: case Op::argmax:
       case Op::argmin: case Op::dot_general: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter:
       case Op::all_to_all: case Op::collective_permute:
@@ -262,6 +263,7 @@ class Emitter {
       case Op::log1p: return emit_math(b_, MathFn::log1p, arg(0));
       case Op::logistic: return emit_math(b_, MathFn::logistic, arg(0));
       case Op::erf_inv: return emit_math(b_, MathFn::erf_inv, arg(0));
+      case Op::erf: return emit_math(b_, MathFn::erf, arg(0));
       case Op::sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, arg(0));
       case Op::rsqrt:
         return b_.CreateFDiv(constant(t, 1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, arg(0)));
@@ -338,6 +340,11 @@ class Emitter {
       case Op::transpose: {
         Index sub(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) sub[n.p.dims[i]] = idx[i];
+        return value(n.in[0], sub);
+      }
+      case Op::rev: {
+        Index sub = idx;
+        for (auto d : n.p.dims) sub[d] = b_.CreateSub(i64c(n.shape()[d] - 1), idx[d]);
         return value(n.in[0], sub);
       }
       case Op::slice: {

@@ -12,11 +12,13 @@ namespace {
 // Work per element of an op when inlined (a rough count of instructions).
 int own_cost(Op op) {
   switch (op) {
-    case Op::parameter: case Op::constant: case Op::iota: case Op::broadcast_in_dim: case Op::reshape:
+    case Op::axis_index:
+      return 1000;
+    case Op::parameter: case Op::constant: case Op::iota: case Op::broadcast_in_dim: case Op::reshape: case Op::rev:
     case Op::transpose: case Op::slice: case Op::sharding_constraint: case Op::convert: case Op::bitcast_convert:
       return 0;
     case Op::sin: case Op::cos: case Op::tan: case Op::tanh: case Op::exp: case Op::expm1: case Op::log:
-    case Op::log1p: case Op::logistic: case Op::erf_inv: case Op::pow: case Op::atan2:
+    case Op::log1p: case Op::logistic: case Op::erf_inv: case Op::erf: case Op::pow: case Op::atan2:
       return 20;
     case Op::div: case Op::rem: case Op::sqrt: case Op::rsqrt:
       return 4;
@@ -37,7 +39,8 @@ int own_cost(Op op) {
 bool always_materialized(const Node& n) {
   switch (op_family(n.op)) {
     case OpFamily::Reduce: case OpFamily::Dot: case OpFamily::Collective: return true;
-    case OpFamily::Leaf: return n.op == Op::parameter || (n.op == Op::constant && !n.shape().empty());
+    case OpFamily::Leaf:
+      return n.op == Op::parameter || n.op == Op::axis_index || (n.op == Op::constant && !n.shape().empty());
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
     case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return false;
   }
@@ -49,7 +52,8 @@ StepKind step_kind(const Node& n) {
     case OpFamily::Reduce: return StepKind::Reduce;
     case OpFamily::Dot: return StepKind::Dot;
     case OpFamily::Collective: return StepKind::Collective;
-    case OpFamily::Leaf: return n.op == Op::constant ? StepKind::Constant : StepKind::Loop;
+    case OpFamily::Leaf:
+      return n.op == Op::constant ? StepKind::Constant : n.op == Op::axis_index ? StepKind::AxisIndex : StepKind::Loop;
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
     case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return StepKind::Loop;
   }

@@ -25,6 +25,7 @@ enum class StepKind {
   Dot,         // a library matmul
   Collective,  // a runtime collective
   Constant,    // a non-scalar literal copied into its buffer
+  AxisIndex,   // the device's coordinate along mesh axes
 };
 
 struct Step {

@@ -203,6 +203,7 @@ const char* libm_name(MathFn fn, bool f32) {
     case MathFn::log1p: return f32 ? "log1pf" : "log1p";
     case MathFn::pow: return f32 ? "powf" : "pow";
     case MathFn::atan2: return f32 ? "atan2f" : "atan2";
+    case MathFn::erf: return f32 ? "erff" : "erf";
     case MathFn::logistic:
     case MathFn::erf_inv: return nullptr;
   }
@@ -252,7 +253,8 @@ llvm::Value* emit_math(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y) {
     case MathFn::logistic: return f.div(f.c(1.0), f.add(f.c(1.0), f.exp(b.CreateFNeg(x))));
     case MathFn::erf_inv: return f.erf_inv(x);
     case MathFn::pow:
-    case MathFn::atan2: return libm_call(b, libm_name(fn, true), x, y);
+    case MathFn::atan2:
+    case MathFn::erf: return libm_call(b, libm_name(fn, true), x, y);
   }
   __builtin_unreachable();
 }

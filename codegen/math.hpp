@@ -15,7 +15,7 @@ class IRBuilderDefaultInserter;
 
 namespace tessel::codegen {
 
-enum class MathFn { sin, cos, tan, tanh, exp, expm1, log, log1p, logistic, erf_inv, pow, atan2 };
+enum class MathFn { sin, cos, tan, tanh, exp, expm1, log, log1p, logistic, erf_inv, erf, pow, atan2 };
 
 using Builder = llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderDefaultInserter>;
 

@@ -87,6 +87,11 @@ NodeRef transpose(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t
   return make(t, Op::transpose, {x}, dims_param(perm));
 }
 
+NodeRef rev(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& dims) {
+  if (dims.empty()) return x;
+  return make(t, Op::rev, {x}, dims_param(dims));
+}
+
 NodeRef slice(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& start,
               const std::vector<std::int64_t>& limit, std::vector<std::int64_t> stride) {
   if (stride.empty()) stride.assign(start.size(), 1);
@@ -193,6 +198,10 @@ NodeRef collective_permute(NodeTable& t, const NodeRef& x, MeshRef mesh,
   Params p = collective(std::move(mesh), {});
   p.pairs = std::move(pairs);
   return make(t, Op::collective_permute, {x}, std::move(p));
+}
+
+NodeRef axis_index(NodeTable& t, MeshRef mesh, std::vector<int> axes) {
+  return make(t, Op::axis_index, {}, collective(std::move(mesh), std::move(axes)), Aval{DType::int32, {}, false});
 }
 
 NodeRef with_operands(NodeTable& t, const Node& n, std::vector<NodeRef> in) {

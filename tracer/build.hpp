@@ -24,6 +24,7 @@ NodeRef bitcast_convert(NodeTable& t, const NodeRef& x, DType dtype);
 NodeRef broadcast_in_dim(NodeTable& t, const NodeRef& x, const Shape& shape, const std::vector<std::int64_t>& dims);
 NodeRef reshape(NodeTable& t, const NodeRef& x, const Shape& shape);
 NodeRef transpose(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& perm);
+NodeRef rev(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& dims);
 NodeRef slice(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& start,
               const std::vector<std::int64_t>& limit, std::vector<std::int64_t> stride = {});
 NodeRef pad(NodeTable& t, const NodeRef& x, const NodeRef& value, const std::vector<std::int64_t>& low,
@@ -50,6 +51,9 @@ NodeRef all_to_all(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int
                    std::int64_t concat_dim);
 NodeRef collective_permute(NodeTable& t, const NodeRef& x, MeshRef mesh,
                            std::vector<std::pair<std::int64_t, std::int64_t>> pairs);
+
+// This device's coordinate along `axes` of `mesh` (int32 scalar).
+NodeRef axis_index(NodeTable& t, MeshRef mesh, std::vector<int> axes);
 
 // Rebuilds node n with new operands (same op and params) in table t.
 NodeRef with_operands(NodeTable& t, const Node& n, std::vector<NodeRef> in);

@@ -175,10 +175,17 @@ std::string attrs(const Node& n) {
   const Params& p = n.p;
   switch (n.op) {
     case Op::parameter: break;
+    case Op::axis_index: {
+      os << ", axes={";
+      for (size_t i = 0; i < p.mesh_axes.size(); ++i) os << (i ? "," : "") << p.mesh->axes()[p.mesh_axes[i]].name;
+      os << '}';
+      break;
+    }
     case Op::constant: break;
     case Op::iota: os << ", iota_dimension=" << p.dims[0]; break;
     case Op::broadcast_in_dim: os << ", dimensions=" << ints(p.dims); break;
     case Op::transpose: os << ", dimensions=" << ints(p.dims); break;
+    case Op::rev: os << ", dimensions=" << ints(p.dims); break;
     case Op::reduce_sum:
     case Op::reduce_max:
     case Op::reduce_min:
@@ -240,7 +247,7 @@ std::string attrs(const Node& n) {
     case Op::dynamic_update_slice:
       // Elementwise ops carry no attributes.
     case Op::neg: case Op::sin: case Op::cos: case Op::tan: case Op::tanh: case Op::exp: case Op::expm1:
-    case Op::log: case Op::log1p: case Op::sqrt: case Op::rsqrt: case Op::logistic: case Op::erf_inv:
+    case Op::log: case Op::log1p: case Op::sqrt: case Op::rsqrt: case Op::logistic: case Op::erf_inv: case Op::erf:
     case Op::abs: case Op::sign: case Op::floor: case Op::ceil: case Op::round: case Op::is_finite:
     case Op::not_: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::pow:
     case Op::max: case Op::min: case Op::atan2: case Op::and_: case Op::or_: case Op::xor_:

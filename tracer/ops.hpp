@@ -29,6 +29,7 @@ enum class OpFamily : std::uint8_t {
   X(parameter, "parameter", Leaf)                                \
   X(constant, "constant", Leaf)                                  \
   X(iota, "iota", Leaf)                                          \
+  X(axis_index, "axis-index", Leaf)                              \
   X(neg, "negate", Unary)                                        \
   X(sin, "sine", Unary)                                          \
   X(cos, "cosine", Unary)                                        \
@@ -42,6 +43,7 @@ enum class OpFamily : std::uint8_t {
   X(rsqrt, "rsqrt", Unary)                                       \
   X(logistic, "logistic", Unary)                                 \
   X(erf_inv, "erf-inv", Unary)                                   \
+  X(erf, "erf", Unary)                                           \
   X(abs, "abs", Unary)                                           \
   X(sign, "sign", Unary)                                         \
   X(floor, "floor", Unary)                                       \
@@ -75,6 +77,7 @@ enum class OpFamily : std::uint8_t {
   X(broadcast_in_dim, "broadcast", Shape)                        \
   X(reshape, "reshape", Shape)                                   \
   X(transpose, "transpose", Shape)                               \
+  X(rev, "reverse", Shape)                                       \
   X(slice, "slice", Shape)                                       \
   X(pad, "pad", Shape)                                           \
   X(concatenate, "concatenate", Shape)                           \

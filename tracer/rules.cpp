@@ -8,7 +8,7 @@ namespace tessel {
 
 namespace {
 const OpRules kRules[] = {
-#define TESSEL_X(e, text, family) {&Rule<Op::e>::infer, &Rule<Op::e>::eval},
+#define TESSEL_X(e, text, family) {&Rule<Op::e>::infer, &Rule<Op::e>::eval, &Rule<Op::e>::factors},
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
@@ -55,5 +55,42 @@ void allocate(HostArray& out, const Aval& aval) {
   out.bytes.assign(std::size_t(numel(aval.shape)) * dtype_size(aval.dtype), 0);
 }
 
+FactorRule elementwise_factors(const Node& n) {
+  FactorRule r;
+  for (auto d : n.shape()) r.add_factor(d);
+  for (auto& x : n.in) {
+    std::vector<std::vector<int>> dims;
+    // Scalar operands (pad values, dynamic starts) take no factors.
+    for (int d = 0; d < x->rank(); ++d) dims.push_back(x->rank() == n.rank() ? std::vector<int>{d} : std::vector<int>{});
+    r.operands.push_back(dims);
+  }
+  for (int d = 0; d < n.rank(); ++d) r.result.push_back({d});
+  return r;
+}
+
+FactorRule replicated_factors(const Node& n) {
+  FactorRule r;
+  for (auto& x : n.in) {
+    std::vector<std::vector<int>> dims;
+    for (auto s : x->shape()) dims.push_back({r.add_factor(s, false, true)});
+    r.operands.push_back(dims);
+  }
+  for (auto s : n.shape()) r.result.push_back({r.add_factor(s, false, true)});
+  return r;
+}
+
+FactorRule leaf_factors(const Node& n) {
+  FactorRule r;
+  for (auto s : n.shape()) r.result.push_back({r.add_factor(s)});
+  return r;
+}
+
 }  // namespace rule_util
+
+int FactorRule::add_factor(std::int64_t size, bool is_reduction, bool replicate) {
+  sizes.push_back(size);
+  reduction.push_back(is_reduction);
+  need_replication.push_back(replicate);
+  return int(sizes.size()) - 1;
+}
 }  // namespace tessel

@@ -17,6 +17,23 @@ namespace tessel {
 // Host arrays of the reference interpreter are Literals.
 using HostArray = Literal;
 
+// The sharding rule of an op in Shardy's factor form: every dimension of
+// every operand and of the result is a list of factors (major to minor), as
+// an einsum names its indices. A factor in the operands and the result can be
+// split over mesh axes freely; a reduction factor (operands only) split over
+// axes leaves the result partial (unreduced) over them; a factor that needs
+// replication (a sliced, padded or concatenated dimension) is never split.
+struct FactorRule {
+  std::vector<std::int64_t> sizes;
+  std::vector<std::vector<std::vector<int>>> operands;  // [operand][dim] -> factors
+  std::vector<std::vector<int>> result;                 // [dim] -> factors
+  std::vector<bool> reduction;
+  std::vector<bool> need_replication;
+  Op reduce_op = Op::add;  // how partial results combine (add, max, min)
+
+  int add_factor(std::int64_t size, bool reduction = false, bool replicate = false);
+};
+
 struct OpRules {
   // The result's aval from the operands' (and, for ops whose result type is a
   // parameter — parameter, constant, iota, reshape, broadcast, convert — the
@@ -24,6 +41,8 @@ struct OpRules {
   Aval (*infer)(const std::vector<Aval>& in, const Params& p, const Aval& declared);
   // The reference kernel: plain loops over host arrays.
   void (*eval)(const std::vector<const HostArray*>& in, const Params& p, const Aval& out_aval, HostArray& out);
+  // The sharding rule (tracer/propagate.hpp uses it; so does the partitioner).
+  FactorRule (*factors)(const Node& n);
 };
 
 const OpRules& rules(Op op);
@@ -37,6 +56,7 @@ struct Rule;
     static Aval infer(const std::vector<Aval>& in, const Params& p, const Aval& declared);          \
     static void eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& out_aval, \
                      HostArray& out);                                                               \
+    static FactorRule factors(const Node& n);                                                       \
   };
 TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
@@ -48,6 +68,10 @@ std::string avals_str(const std::vector<Aval>& in);
 void expect_arity(Op op, const std::vector<Aval>& in, size_t n);
 // A fresh host array of `aval` (zeroed).
 void allocate(HostArray& out, const Aval& aval);
+// Factor rules shared by families.
+FactorRule elementwise_factors(const Node& n);    // every operand dim i and result dim i: factor i
+FactorRule replicated_factors(const Node& n);     // every dim its own factor, none splittable
+FactorRule leaf_factors(const Node& n);           // result dims free factors, no operands
 }  // namespace rule_util
 
 }  // namespace tessel

@@ -111,4 +111,24 @@ void Rule<Op::collective_permute>::eval(const std::vector<const HostArray*>&, co
   spmd_only(Op::collective_permute);
 }
 
+// axis_index: this device's coordinate along mesh axes (row-major over them),
+// an int32 scalar; only per-device programs have it.
+Aval Rule<Op::axis_index>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::axis_index, in, 0);
+  group_size(Op::axis_index, p);
+  return Aval{DType::int32, {}, false};
+}
+void Rule<Op::axis_index>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+  spmd_only(Op::axis_index);
+}
+FactorRule Rule<Op::axis_index>::factors(const Node& n) { return rule_util::leaf_factors(n); }
+
+FactorRule Rule<Op::sharding_constraint>::factors(const Node& n) { return rule_util::elementwise_factors(n); }
+// Collectives live only in per-device programs, which are never propagated.
+FactorRule Rule<Op::all_gather>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+FactorRule Rule<Op::all_reduce>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+FactorRule Rule<Op::reduce_scatter>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+FactorRule Rule<Op::all_to_all>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+FactorRule Rule<Op::collective_permute>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+
 }  // namespace tessel

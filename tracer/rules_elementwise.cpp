@@ -16,6 +16,7 @@ namespace tessel {
 
 using detail::cat;
 using rule_util::avals_str;
+using rule_util::elementwise_factors;
 using rule_util::expect_arity;
 
 namespace {
@@ -238,6 +239,7 @@ TESSEL_UNARY(sqrt, Float, { return std::sqrt(x); })
 TESSEL_UNARY(rsqrt, Float, { return T(1) / std::sqrt(x); })
 TESSEL_UNARY(logistic, Float, { return T(1) / (T(1) + std::exp(-x)); })
 TESSEL_UNARY(erf_inv, Float, { return T(erf_inv_ref(double(x))); })
+TESSEL_UNARY(erf, Float, { return std::erf(x); })
 TESSEL_UNARY(abs, Numeric, {
   if constexpr (std::is_unsigned_v<T>) return x;
   else if constexpr (is_int_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
@@ -407,5 +409,51 @@ void Rule<Op::bitcast_convert>::eval(const std::vector<const HostArray*>& in, co
   rule_util::allocate(out, aval);
   std::memcpy(out.bytes.data(), in[0]->bytes.data(), out.bytes.size());
 }
+
+// Elementwise: operand dim i and result dim i are one factor.
+FactorRule Rule<Op::neg>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::sin>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::cos>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::tan>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::tanh>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::exp>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::expm1>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::log>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::log1p>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::sqrt>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::rsqrt>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::logistic>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::erf_inv>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::erf>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::abs>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::sign>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::floor>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::ceil>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::round>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::is_finite>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::not_>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::add>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::sub>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::mul>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::div>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::rem>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::pow>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::max>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::min>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::atan2>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::and_>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::or_>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::xor_>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::shift_left>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::shift_right_logical>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::eq>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::ne>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::lt>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::le>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::gt>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::ge>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::select>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::convert>::factors(const Node& n) { return elementwise_factors(n); }
+FactorRule Rule<Op::bitcast_convert>::factors(const Node& n) { return elementwise_factors(n); }
 
 }  // namespace tessel

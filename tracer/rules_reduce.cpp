@@ -189,6 +189,35 @@ void Rule<Op::argmin>::eval(const std::vector<const HostArray*>& in, const Param
   arg_eval(false, *in[0], p, a, out);
 }
 
+// ------------------------------------------------------------------ sharding rules of reductions
+
+namespace {
+// Kept dims are common factors; reduced dims are reduction factors (partial
+// results combine with `combine`), or replicated when they cannot combine.
+FactorRule reduce_factors(const Node& n, bool combinable, Op combine) {
+  FactorRule r;
+  const Shape& s = n.in[0]->shape();
+  std::vector<std::vector<int>> op;
+  for (int d = 0; d < int(s.size()); ++d) {
+    bool red = std::find(n.p.dims.begin(), n.p.dims.end(), d) != n.p.dims.end();
+    int f = r.add_factor(s[d], red && combinable, red && !combinable);
+    op.push_back({f});
+    if (!red) r.result.push_back({f});
+  }
+  r.operands.push_back(op);
+  r.reduce_op = combine;
+  return r;
+}
+}  // namespace
+
+FactorRule Rule<Op::reduce_sum>::factors(const Node& n) { return reduce_factors(n, true, Op::add); }
+FactorRule Rule<Op::reduce_max>::factors(const Node& n) { return reduce_factors(n, true, Op::max); }
+FactorRule Rule<Op::reduce_min>::factors(const Node& n) { return reduce_factors(n, true, Op::min); }
+// A product of partial products would be right, but there is no product collective.
+FactorRule Rule<Op::reduce_prod>::factors(const Node& n) { return reduce_factors(n, false, Op::mul); }
+FactorRule Rule<Op::argmax>::factors(const Node& n) { return reduce_factors(n, false, Op::max); }
+FactorRule Rule<Op::argmin>::factors(const Node& n) { return reduce_factors(n, false, Op::min); }
+
 // ------------------------------------------------------------------ dot_general
 
 namespace {
@@ -285,6 +314,40 @@ void Rule<Op::dot_general>::eval(const std::vector<const HostArray*>& in, const 
       }
     }
   });
+}
+
+// Batch factors (lhs, rhs, result), free factors (one side and the result),
+// contracting factors (reduction: a contraction split over axes leaves the
+// result a partial sum over them).
+FactorRule Rule<Op::dot_general>::factors(const Node& n) {
+  FactorRule r;
+  const auto& d = n.p.dot;
+  const Shape &a = n.in[0]->shape(), &b = n.in[1]->shape();
+  std::vector<std::vector<int>> lhs(a.size()), rhs(b.size());
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
+    int f = r.add_factor(a[d.lhs_batch[i]]);
+    lhs[d.lhs_batch[i]] = {f};
+    rhs[d.rhs_batch[i]] = {f};
+    r.result.push_back({f});
+  }
+  for (auto i : free_dims(int(a.size()), d.lhs_batch, d.lhs_contract)) {
+    int f = r.add_factor(a[i]);
+    lhs[i] = {f};
+    r.result.push_back({f});
+  }
+  for (auto i : free_dims(int(b.size()), d.rhs_batch, d.rhs_contract)) {
+    int f = r.add_factor(b[i]);
+    rhs[i] = {f};
+    r.result.push_back({f});
+  }
+  for (size_t i = 0; i < d.lhs_contract.size(); ++i) {
+    int f = r.add_factor(a[d.lhs_contract[i]], true);
+    lhs[d.lhs_contract[i]] = {f};
+    rhs[d.rhs_contract[i]] = {f};
+  }
+  r.operands = {lhs, rhs};
+  r.reduce_op = Op::add;
+  return r;
 }
 
 }  // namespace tessel

@@ -148,6 +148,28 @@ void Rule<Op::transpose>::eval(const std::vector<const HostArray*>& in, const Pa
   });
 }
 
+// rev: the order of the elements along `dims` reversed.
+Aval Rule<Op::rev>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::rev, in, 1);
+  std::set<std::int64_t> seen;
+  for (auto d : p.dims)
+    if (d < 0 || d >= std::int64_t(in[0].shape.size()) || !seen.insert(d).second)
+      throw ShapeError(cat("reverse dimensions ", vec_str(p.dims), " do not fit shape ", shape_str(in[0].shape)));
+  return in[0];
+}
+void Rule<Op::rev>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  auto st = row_major_strides(aval.shape);
+  for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
+    std::int64_t src = 0;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      bool r = std::find(p.dims.begin(), p.dims.end(), std::int64_t(i)) != p.dims.end();
+      src += (r ? aval.shape[i] - 1 - idx[i] : idx[i]) * st[i];
+    }
+    copy_elem(*in[0], src, out, f);
+  });
+}
+
 // ------------------------------------------------------------------ slice, pad, concatenate
 
 Aval Rule<Op::slice>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
@@ -298,6 +320,143 @@ void Rule<Op::dynamic_update_slice>::eval(const std::vector<const HostArray*>& i
     for (size_t i = 0; i < idx.size(); ++i) dst += (start[i] + idx[i]) * st[i];
     copy_elem(*in[1], f, out, dst);
   });
+}
+
+// ------------------------------------------------------------------ sharding rules
+
+FactorRule Rule<Op::parameter>::factors(const Node& n) { return rule_util::leaf_factors(n); }
+FactorRule Rule<Op::constant>::factors(const Node& n) { return rule_util::leaf_factors(n); }
+FactorRule Rule<Op::iota>::factors(const Node& n) { return rule_util::leaf_factors(n); }
+
+FactorRule Rule<Op::broadcast_in_dim>::factors(const Node& n) {
+  FactorRule r;
+  for (auto d : n.shape()) r.result.push_back({r.add_factor(d)});
+  std::vector<std::vector<int>> op;
+  const Shape& s = n.in[0]->shape();
+  for (size_t i = 0; i < s.size(); ++i)
+    op.push_back(s[i] == n.shape()[n.p.dims[i]] ? std::vector<int>{int(n.p.dims[i])} : std::vector<int>{});
+  r.operands.push_back(op);
+  return r;
+}
+
+FactorRule Rule<Op::transpose>::factors(const Node& n) {
+  FactorRule r;
+  for (auto d : n.shape()) r.result.push_back({r.add_factor(d)});
+  std::vector<std::vector<int>> op(n.rank());
+  for (int i = 0; i < n.rank(); ++i) op[n.p.dims[i]] = {i};
+  r.operands.push_back(op);
+  return r;
+}
+
+// A reshape as splits and merges of common factors; when the dims do not
+// nest (e.g. (2, 3) -> (3, 2)) every dim must be replicated.
+FactorRule Rule<Op::reshape>::factors(const Node& n) {
+  const Shape& in = n.in[0]->shape();
+  const Shape& out = n.shape();
+  FactorRule r;
+  std::vector<std::vector<int>> op(in.size());
+  r.result.assign(out.size(), {});
+  size_t i = 0, j = 0;
+  std::int64_t ri = 0, rj = 0;
+  auto next = [](const Shape& s, size_t& k, std::int64_t& rem) {
+    while (k < s.size() && s[k] == 1) ++k;
+    rem = k < s.size() ? s[k] : 0;
+  };
+  next(in, i, ri);
+  next(out, j, rj);
+  while (i < in.size() && j < out.size()) {
+    std::int64_t f;
+    if (ri == rj) f = ri;
+    else if (ri < rj && rj % ri == 0) f = ri;
+    else if (rj < ri && ri % rj == 0) f = rj;
+    else return rule_util::replicated_factors(n);
+    int id = r.add_factor(f);
+    op[i].push_back(id);
+    r.result[j].push_back(id);
+    ri /= f;
+    rj /= f;
+    if (ri == 1) ++i, next(in, i, ri);
+    if (rj == 1) ++j, next(out, j, rj);
+  }
+  r.operands.push_back(op);
+  return r;
+}
+
+namespace {
+// Dims that keep their full extent share a factor; others are replicated.
+FactorRule windowed(const Node& n, const std::vector<bool>& whole) {
+  FactorRule r;
+  std::vector<std::vector<int>> op;
+  for (int d = 0; d < n.rank(); ++d) {
+    if (whole[d]) {
+      int f = r.add_factor(n.shape()[d]);
+      op.push_back({f});
+      r.result.push_back({f});
+    } else {
+      op.push_back({r.add_factor(n.in[0]->shape()[d], false, true)});
+      r.result.push_back({r.add_factor(n.shape()[d], false, true)});
+    }
+  }
+  r.operands.push_back(op);
+  return r;
+}
+void scalar_operands(FactorRule& r, const Node& n, size_t from) {
+  for (size_t k = from; k < n.in.size(); ++k) r.operands.push_back({});
+}
+}  // namespace
+
+FactorRule Rule<Op::rev>::factors(const Node& n) {
+  std::vector<bool> whole(n.rank(), true);
+  for (auto d : n.p.dims) whole[d] = false;
+  return windowed(n, whole);
+}
+
+FactorRule Rule<Op::slice>::factors(const Node& n) {
+  std::vector<bool> whole(n.rank());
+  for (int d = 0; d < n.rank(); ++d) whole[d] = n.p.lo[d] == 0 && n.p.hi[d] == n.in[0]->shape()[d] && n.p.step[d] == 1;
+  return windowed(n, whole);
+}
+
+FactorRule Rule<Op::pad>::factors(const Node& n) {
+  std::vector<bool> whole(n.rank());
+  for (int d = 0; d < n.rank(); ++d) whole[d] = n.p.lo[d] == 0 && n.p.hi[d] == 0 && n.p.step[d] == 0;
+  FactorRule r = windowed(n, whole);
+  scalar_operands(r, n, 1);
+  return r;
+}
+
+FactorRule Rule<Op::dynamic_slice>::factors(const Node& n) {
+  std::vector<bool> whole(n.rank());
+  for (int d = 0; d < n.rank(); ++d) whole[d] = n.shape()[d] == n.in[0]->shape()[d];
+  FactorRule r = windowed(n, whole);
+  scalar_operands(r, n, 1);
+  return r;
+}
+
+FactorRule Rule<Op::dynamic_update_slice>::factors(const Node& n) {
+  std::vector<bool> whole(n.rank());
+  for (int d = 0; d < n.rank(); ++d) whole[d] = n.in[1]->shape()[d] == n.shape()[d];
+  FactorRule r = windowed(n, whole);
+  // The update: shares the whole dims' factors, its own replicated others.
+  std::vector<std::vector<int>> upd;
+  for (int d = 0; d < n.rank(); ++d)
+    upd.push_back(whole[d] ? r.result[d] : std::vector<int>{r.add_factor(n.in[1]->shape()[d], false, true)});
+  r.operands.push_back(upd);
+  scalar_operands(r, n, 2);
+  return r;
+}
+
+FactorRule Rule<Op::concatenate>::factors(const Node& n) {
+  FactorRule r;
+  const std::int64_t cd = n.p.dims[0];
+  for (int d = 0; d < n.rank(); ++d) r.result.push_back({r.add_factor(n.shape()[d], false, d == cd)});
+  for (auto& x : n.in) {
+    std::vector<std::vector<int>> op;
+    for (int d = 0; d < n.rank(); ++d)
+      op.push_back(d == cd ? std::vector<int>{r.add_factor(x->shape()[d], false, true)} : r.result[d]);
+    r.operands.push_back(op);
+  }
+  return r;
 }
 
 }  // namespace tessel

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -161,6 +162,98 @@ std::vector<std::vector<std::int64_t>> collective_groups(const DeviceMesh& mesh,
     out.push_back(members);
   }
   return out;
+}
+
+CommonMesh unify_meshes(const std::vector<MeshRef>& meshes) {
+  TESSEL_CHECK_INTERNAL(!meshes.empty());
+  CommonMesh cm;
+  const auto& ids = meshes[0]->device_ids();
+  const std::int64_t n = std::int64_t(ids.size());
+  // Cut points: the row-major strides of every axis, and n.
+  std::set<std::int64_t> cuts{1, n};
+  for (auto& m : meshes) {
+    if (m->device_ids() != ids) throw ShardingError("meshes over different device lists cannot be combined");
+    std::int64_t stride = 1;
+    for (int a = m->num_axes() - 1; a >= 0; --a) {
+      cuts.insert(stride);
+      stride *= m->axes()[a].size;
+    }
+  }
+  std::vector<std::int64_t> c(cuts.begin(), cuts.end());
+  for (size_t i = 1; i < c.size(); ++i)
+    if (c[i] % c[i - 1] != 0) throw ShardingError("mesh axes of these shardings do not nest into one mesh");
+  // Atoms from major to minor: between consecutive cuts.
+  std::vector<std::pair<std::int64_t, std::int64_t>> atoms;  // (stride, size)
+  for (int i = int(c.size()) - 1; i >= 1; --i) atoms.push_back({c[i - 1], c[i] / c[i - 1]});
+  // Names: an axis of the first mesh that owns the atom, suffixed when split.
+  std::vector<MeshAxis> axes(atoms.size());
+  for (auto& m : meshes) {
+    std::vector<std::vector<int>> of(m->num_axes());
+    std::int64_t stride = 1;
+    for (int a = m->num_axes() - 1; a >= 0; --a) {
+      std::int64_t lo = stride, hi = stride * m->axes()[a].size;
+      for (size_t k = 0; k < atoms.size(); ++k)
+        if (atoms[k].first >= lo && atoms[k].first < hi) of[a].push_back(int(k));
+      stride = hi;
+      for (size_t j = 0; j < of[a].size(); ++j) {
+        auto& ax = axes[of[a][j]];
+        if (ax.name.empty())
+          ax = {of[a].size() == 1 ? m->axes()[a].name : m->axes()[a].name + ":" + std::to_string(j),
+                atoms[of[a][j]].second};
+      }
+    }
+    cm.sources.push_back(m);
+    cm.atoms_of.push_back(of);
+  }
+  for (size_t k = 0; k < axes.size(); ++k)
+    if (axes[k].name.empty()) axes[k] = {"_atom" + std::to_string(k), atoms[k].second};
+  // Keep names unique.
+  std::set<std::string> seen;
+  for (auto& a : axes)
+    while (!seen.insert(a.name).second) a.name += "'";
+  cm.mesh = meshes.size() == 1 ? meshes[0] : std::make_shared<const DeviceMesh>(ids, axes);
+  if (meshes.size() == 1) {
+    cm.atoms_of[0].clear();
+    for (int a = 0; a < meshes[0]->num_axes(); ++a) cm.atoms_of[0].push_back({a});
+  }
+  return cm;
+}
+
+AxisSharding CommonMesh::rewrite(const AxisSharding& s) const {
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!(sources[i] == s.mesh || *sources[i] == *s.mesh)) continue;
+    AxisSharding out = replicated(mesh, s.rank());
+    for (int d = 0; d < s.rank(); ++d)
+      for (int a : s.dims[d]) out.dims[d].insert(out.dims[d].end(), atoms_of[i][a].begin(), atoms_of[i][a].end());
+    for (int a : s.unreduced) out.unreduced.insert(out.unreduced.end(), atoms_of[i][a].begin(), atoms_of[i][a].end());
+    return out;
+  }
+  throw InternalError("rewrite: the sharding's mesh is not one of the unified meshes");
+}
+
+std::optional<AxisSharding> CommonMesh::express_on(const AxisSharding& s, const MeshRef& target) const {
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!(sources[i] == target || *sources[i] == *target)) continue;
+    AxisSharding out = replicated(target, s.rank());
+    for (int d = 0; d < s.rank(); ++d) {
+      size_t k = 0;
+      while (k < s.dims[d].size()) {
+        int found = -1;
+        for (int a = 0; a < target->num_axes() && found < 0; ++a) {
+          const auto& at = atoms_of[i][a];
+          if (!at.empty() && k + at.size() <= s.dims[d].size() &&
+              std::equal(at.begin(), at.end(), s.dims[d].begin() + k))
+            found = a;
+        }
+        if (found < 0) return std::nullopt;
+        out.dims[d].push_back(found);
+        k += atoms_of[i][found].size();
+      }
+    }
+    if (!s.unreduced.empty()) return std::nullopt;
+    return out;
+  }
+  return std::nullopt;
 }
 
 AxisSharding replicated(MeshRef mesh, int rank) {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,22 @@ struct AxisSharding {
 // group the other axes are fixed and `axes` vary (row-major over them); groups
 // in order of the fixed coordinates. XLA's replica_groups.
 std::vector<std::vector<std::int64_t>> collective_groups(const DeviceMesh& mesh, const std::vector<int>& axes);
+
+// One mesh for shardings given on several meshes over the same device list
+// (in the same order): the common refinement of their axes. Axis sizes must
+// nest (e.g. (4, 2) and (8,) and (2, 4) refine to (2, 2, 2)); throws
+// ShardingError when they do not, or when the device lists differ.
+struct CommonMesh {
+  MeshRef mesh;
+  // The same sharding on the common mesh.
+  AxisSharding rewrite(const AxisSharding& s) const;
+  // `s` (on the common mesh) written on `target`, if it can be.
+  std::optional<AxisSharding> express_on(const AxisSharding& s, const MeshRef& target) const;
+
+  std::vector<MeshRef> sources;
+  std::vector<std::vector<std::vector<int>>> atoms_of;  // [source][axis] -> common axes
+};
+CommonMesh unify_meshes(const std::vector<MeshRef>& meshes);
 
 // A fully replicated sharding of rank `rank` over `mesh`.
 AxisSharding replicated(MeshRef mesh, int rank);

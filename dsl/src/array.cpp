@@ -13,9 +13,20 @@ namespace tessel {
 
 namespace detail {
 
-const ArrayImpl& concrete(const Array& x) {
+const ArrayImpl& impl_of(const Array& x) {
   if (!x.impl()) throw Error("use of an empty ts::Array handle (default-constructed, never assigned)");
   return *x.impl();
+}
+
+const ArrayImpl& concrete(const Array& x) {
+  const ArrayImpl& a = impl_of(x);
+  if (a.trace)
+    throw ConcretizationError("Abstract tracer value encountered where concrete value is expected: a traced array " +
+                              aval_str(a.dtype, a.shape) +
+                              " was used as a concrete value inside jit. Values that decide the program's shape or "
+                              "control flow must be static (pass them as C++ scalars or via static_argnums), or use "
+                              "ts::lax.cond / while_loop.");
+  return a;
 }
 
 Array make_array(DType dtype, Shape shape, bool weak_type, Sharding sharding, AxisSharding layout, bool committed,
@@ -52,9 +63,10 @@ void gather_to_host(const ArrayImpl& a, void* out) {
 using detail::concrete;
 
 const std::shared_ptr<detail::ArrayImpl>& Array::impl() const { return impl_; }
-const Shape& Array::shape() const { return concrete(*this).shape; }
-DType Array::dtype() const { return concrete(*this).dtype; }
-bool Array::weak_type() const { return concrete(*this).weak_type; }
+bool Array::is_tracer() const { return impl_ && impl_->trace; }
+const Shape& Array::shape() const { return detail::impl_of(*this).shape; }
+DType Array::dtype() const { return detail::impl_of(*this).dtype; }
+bool Array::weak_type() const { return detail::impl_of(*this).weak_type; }
 Sharding Array::sharding() const { return *concrete(*this).sharding; }
 bool Array::committed() const { return concrete(*this).committed; }
 
@@ -93,6 +105,8 @@ void Array::copy_to_host(DType as, void* out) const {
 }
 
 std::string Array::str() const {
+  const auto& ai = detail::impl_of(*this);
+  if (ai.trace) return "Traced<ShapedArray(" + aval_str(ai.dtype, ai.shape) + (ai.weak_type ? ", weak_type=True" : "") + ")>";
   const auto& a = concrete(*this);
   std::vector<unsigned char> host(std::size_t(numel(a.shape)) * dtype_size(a.dtype) + 1);
   detail::gather_to_host(a, host.data());

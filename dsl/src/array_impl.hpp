@@ -9,10 +9,13 @@
 #include <tessel/array.hpp>
 
 #include "runtime/buffer.hpp"
+#include "tracer/ir.hpp"
 #include "runtime/device.hpp"
 #include "tracer/sharding.hpp"
 
 namespace tessel::detail {
+
+struct TraceState;
 
 struct ArrayImpl {
   DType dtype = DType::float32;
@@ -23,10 +26,19 @@ struct ArrayImpl {
   bool committed = false;
   std::vector<rt::BufferRef> buffers;  // per flat mesh position of layout.mesh
 
+  // A tracer (inside jit) has a trace and the node it stands for instead.
+  std::shared_ptr<TraceState> trace;
+  NodeRef node;
+  // Made from a C++ scalar in an expression: traced as a constant, not an input.
+  bool literal = false;
+
   std::size_t tile_bytes() const { return std::size_t(numel(layout.tile_shape(shape))) * dtype_size(dtype); }
 };
 
-// The impl of a concrete array; throws Error for an empty handle.
+// The impl of any array (tracer or concrete); throws Error for an empty handle.
+const ArrayImpl& impl_of(const Array& x);
+// The impl of a concrete array; throws Error for an empty handle and
+// ConcretizationError for a tracer.
 const ArrayImpl& concrete(const Array& x);
 
 // A concrete array from its parts.

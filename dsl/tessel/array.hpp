@@ -23,6 +23,9 @@ struct ArrayImpl;
 }
 
 class Array;
+class IndexItem;
+class IndexUpdate;
+class Axes;
 
 // One device's piece of an array.
 class Shard {
@@ -71,9 +74,26 @@ class Array {
   template <class T>
   T item() const;
 
+  // Methods as on jax.Array (see ops.hpp for the functions).
+  Array astype(DType dtype) const;
+  Array T() const;
+  Array reshape(Shape shape) const;
+  Array index(const std::vector<IndexItem>& items) const;
+  IndexUpdate at(const std::vector<IndexItem>& items) const;
+  Array sum(const Axes& axis, bool keepdims = false) const;
+  Array sum() const;
+  Array mean(const Axes& axis, bool keepdims = false) const;
+  Array mean() const;
+  Array max(const Axes& axis, bool keepdims = false) const;
+  Array max() const;
+  Array min(const Axes& axis, bool keepdims = false) const;
+  Array min() const;
+
   // JAX's repr: "Array([[0., 1.],\n       [2., 3.]], dtype=float32)".
   std::string str() const;
   bool valid() const { return bool(impl_); }
+  // True inside ts::jit for values that depend on the traced inputs.
+  bool is_tracer() const;
   const std::shared_ptr<detail::ArrayImpl>& impl() const;
 
  private:

@@ -10,5 +10,7 @@
 #include <tessel/debug.hpp>
 #include <tessel/device.hpp>
 #include <tessel/device_put.hpp>
+#include <tessel/jit.hpp>
+#include <tessel/ops.hpp>
 #include <tessel/sharding.hpp>
 #include <tessel/tree.hpp>

@@ -1,0 +1,92 @@
+#include <tessel/jit.hpp>
+
+#include <sstream>
+
+#include "dsl/src/array_impl.hpp"
+#include "dsl/src/pipeline.hpp"
+#include "dsl/src/trace.hpp"
+
+namespace tessel::detail {
+
+Traced trace(const std::string& name, const std::vector<Array>& examples,
+             const std::function<std::vector<Array>(const std::vector<Array>&,
+                                                    std::function<std::any(const std::vector<Array>&)>&)>& fn) {
+  auto t = begin_trace();
+  Traced out;
+  std::vector<NodeRef> outs;
+  try {
+    std::vector<Array> tracers;
+    for (auto& e : examples) tracers.push_back(new_input(t, Aval{e.dtype(), e.shape(), e.weak_type()}));
+    for (auto& r : fn(tracers, out.rebuild)) outs.push_back(node_of(*t, r));
+  } catch (...) {
+    end_trace(t);
+    throw;
+  }
+  end_trace(t);
+  auto g = std::make_shared<Graph>();
+  g->name = name;
+  g->params = t->params;
+  g->outputs = outs;
+  out.graph = g;
+  out.captured = t->captured;
+  out.outputs = outs.size();
+  return out;
+}
+
+std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<Array>& args, const JitOptions& opt,
+                                            const std::vector<int>& arg_of_leaf, bool compile) {
+  const Graph& g = *std::static_pointer_cast<Graph>(t.graph);
+  LowerOptions lo;
+  lo.name = opt.name;
+  lo.in_shardings.assign(g.params.size(), std::nullopt);
+  for (size_t i = 0; i < arg_of_leaf.size(); ++i) {
+    int a = arg_of_leaf[i];
+    if (opt.in_shardings.size() == 1) lo.in_shardings[i] = opt.in_shardings[0];
+    else if (a < int(opt.in_shardings.size())) lo.in_shardings[i] = opt.in_shardings[a];
+  }
+  lo.out_shardings.assign(g.outputs.size(), std::nullopt);
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    if (opt.out_shardings.size() == 1) lo.out_shardings[k] = opt.out_shardings[0];
+    else if (k < opt.out_shardings.size()) lo.out_shardings[k] = opt.out_shardings[k];
+  }
+  return lower(g, args, lo, compile);
+}
+
+std::vector<Array> run_program(const Program& p, const std::vector<Array>& args) { return run(p, args); }
+
+std::string program_text(const Program& p, bool compiled) {
+  std::ostringstream os;
+  if (!compiled) {
+    os << "// traced program; sharding = what propagation chose, over " << p.common.mesh->str() << " on devices [";
+    const auto& ids = p.common.mesh->device_ids();
+    for (size_t i = 0; i < ids.size(); ++i) os << (i ? ", " : "") << ids[i];
+    os << "]\n" << p.global_text;
+    return os.str();
+  }
+  os << "// per-device SPMD program, run on " << p.common.mesh->size() << " device(s), mesh "
+     << p.common.mesh->str() << "\n"
+     << p.local_text << "// thunks\n"
+     << p.thunks_text;
+  return os.str();
+}
+
+std::map<std::string, double> program_cost(const Program& p) {
+  return {{"flops", p.cost.flops}, {"transcendentals", p.cost.transcendentals}, {"bytes accessed", p.cost.bytes_accessed}};
+}
+
+MemoryAnalysis program_memory(const Program& p) {
+  MemoryAnalysis m;
+  auto get = [&](const char* k) { auto it = p.memory.find(k); return it == p.memory.end() ? std::size_t(0) : it->second; };
+  m.argument_size_in_bytes = get("argument_size_in_bytes");
+  m.output_size_in_bytes = get("output_size_in_bytes");
+  m.temp_size_in_bytes = get("temp_size_in_bytes");
+  return m;
+}
+
+std::vector<CollectiveTraffic> program_communication(const Program& p) {
+  std::vector<CollectiveTraffic> out;
+  for (auto& c : p.communication) out.push_back({c.collective, c.bytes_per_device});
+  return out;
+}
+
+}  // namespace tessel::detail

@@ -1,0 +1,118 @@
+// Reductions.
+#include <algorithm>
+
+#include <tessel/ops.hpp>
+
+#include "dsl/src/compose.hpp"
+#include "dsl/src/trace.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel {
+
+using detail::apply1;
+namespace c = detail::compose;
+using NR = std::vector<NodeRef>;
+
+namespace {
+
+Array reduction(const char* name, Op op, const Array& x, const Axes& axis, bool keepdims) {
+  return apply1(name, {x}, [=](NodeTable& t, const NR& in) {
+    NodeRef v = in[0];
+    // As jnp: sums and products of booleans count in int32.
+    if ((op == Op::reduce_sum || op == Op::reduce_prod) && v->dtype() == DType::bool_)
+      v = c::cast(t, v, DType::int32, false);
+    return c::reduce(t, op, v, c::norm_axes(axis, v->rank(), name), keepdims);
+  });
+}
+
+std::int64_t count(const Shape& s, const std::vector<std::int64_t>& axes) {
+  std::int64_t n = 1;
+  for (auto a : axes) n *= s[a];
+  return n;
+}
+
+NodeRef mean_node(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& axes, bool keepdims) {
+  NodeRef f = c::to_inexact(t, x);
+  NodeRef s = c::reduce(t, Op::reduce_sum, f, axes, keepdims);
+  return build::binary(t, Op::div, s, c::full_like(t, s, double(count(x->shape(), axes))));
+}
+
+Array arg_reduction(const char* name, Op op, const Array& x, std::optional<int> axis, bool keepdims) {
+  return apply1(name, {x}, [=](NodeTable& t, const NR& in) {
+    NodeRef v = in[0];
+    std::int64_t ax;
+    if (!axis) {
+      v = build::reshape(t, v, {numel(v->shape())});
+      ax = 0;
+    } else {
+      ax = c::norm_axis(*axis, v->rank(), name);
+    }
+    if (numel(v->shape()) == 0 || v->shape()[ax] == 0)
+      throw ShapeError(std::string(name) + " of an empty axis of shape " + shape_str(v->shape()));
+    NodeRef r = build::arg_reduce(t, op, v, ax, DType::int32);
+    if (!keepdims) return r;
+    Shape kept = axis ? in[0]->shape() : Shape(in[0]->shape().size(), 1);
+    if (axis) kept[ax] = 1;
+    return build::reshape(t, r, kept);
+  });
+}
+
+}  // namespace
+
+Array sum(const Array& x, Axes axis, bool keepdims) { return reduction("tessel.sum", Op::reduce_sum, x, axis, keepdims); }
+Array max(const Array& x, Axes axis, bool keepdims) { return reduction("tessel.max", Op::reduce_max, x, axis, keepdims); }
+Array min(const Array& x, Axes axis, bool keepdims) { return reduction("tessel.min", Op::reduce_min, x, axis, keepdims); }
+Array prod(const Array& x, Axes axis, bool keepdims) {
+  return reduction("tessel.prod", Op::reduce_prod, x, axis, keepdims);
+}
+Array mean(const Array& x, Axes axis, bool keepdims) {
+  return apply1("tessel.mean", {x}, [=](NodeTable& t, const NR& in) {
+    return mean_node(t, in[0], c::norm_axes(axis, in[0]->rank(), "tessel.mean"), keepdims);
+  });
+}
+Array argmax(const Array& x, std::optional<int> axis, bool keepdims) {
+  return arg_reduction("tessel.argmax", Op::argmax, x, axis, keepdims);
+}
+Array argmin(const Array& x, std::optional<int> axis, bool keepdims) {
+  return arg_reduction("tessel.argmin", Op::argmin, x, axis, keepdims);
+}
+Array var(const Array& x, Axes axis, int ddof, bool keepdims) {
+  return apply1("tessel.var", {x}, [=](NodeTable& t, const NR& in) {
+    auto axes = c::norm_axes(axis, in[0]->rank(), "tessel.var");
+    NodeRef f = c::to_inexact(t, in[0]);
+    NodeRef m = c::broadcast_to(t, mean_node(t, f, axes, true), f->shape());
+    NodeRef d = build::binary(t, Op::sub, f, m);
+    NodeRef s = c::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, d, d), axes, keepdims);
+    return build::binary(t, Op::div, s, c::full_like(t, s, double(count(f->shape(), axes) - ddof)));
+  });
+}
+Array std(const Array& x, Axes axis, int ddof, bool keepdims) { return sqrt(var(x, axis, ddof, keepdims)); }
+Array logsumexp(const Array& x, Axes axis, bool keepdims) {
+  return apply1("tessel.logsumexp", {x}, [=](NodeTable& t, const NR& in) {
+    auto axes = c::norm_axes(axis, in[0]->rank(), "tessel.logsumexp");
+    NodeRef f = c::to_inexact(t, in[0]);
+    NodeRef m = c::reduce(t, Op::reduce_max, f, axes, true);
+    // A max of -inf (all -inf) or inf must not produce NaN: shift by 0 there.
+    NodeRef finite = build::unary(t, Op::is_finite, m);
+    m = build::select(t, finite, m, c::full_like(t, m, 0));
+    NodeRef e = build::unary(t, Op::exp, build::binary(t, Op::sub, f, c::broadcast_to(t, m, f->shape())));
+    NodeRef s = c::reduce(t, Op::reduce_sum, e, axes, true);
+    NodeRef r = build::binary(t, Op::add, build::unary(t, Op::log, s), m);
+    if (keepdims) return r;
+    Shape out;
+    for (int d = 0; d < f->rank(); ++d)
+      if (std::find(axes.begin(), axes.end(), d) == axes.end()) out.push_back(f->shape()[d]);
+    return build::reshape(t, r, out);
+  });
+}
+
+Array Array::sum(const Axes& axis, bool keepdims) const { return tessel::sum(*this, axis, keepdims); }
+Array Array::sum() const { return tessel::sum(*this); }
+Array Array::mean(const Axes& axis, bool keepdims) const { return tessel::mean(*this, axis, keepdims); }
+Array Array::mean() const { return tessel::mean(*this); }
+Array Array::max(const Axes& axis, bool keepdims) const { return tessel::max(*this, axis, keepdims); }
+Array Array::max() const { return tessel::max(*this); }
+Array Array::min(const Axes& axis, bool keepdims) const { return tessel::min(*this, axis, keepdims); }
+Array Array::min() const { return tessel::min(*this); }
+
+}  // namespace tessel

@@ -1,0 +1,354 @@
+// Shape operations and basic indexing.
+#include <algorithm>
+
+#include <tessel/ops.hpp>
+
+#include "dsl/src/compose.hpp"
+#include "dsl/src/trace.hpp"
+#include "tracer/errors.hpp"
+#include "tracer/promotion.hpp"
+
+namespace tessel {
+
+using detail::apply1;
+namespace c = detail::compose;
+using NR = std::vector<NodeRef>;
+
+Array reshape(const Array& x, Shape shape) {
+  const std::int64_t n = x.size();
+  int infer = -1;
+  std::int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) throw ShapeError("reshape: can only specify one unknown dimension, got " + shape_str(shape));
+      infer = int(i);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      throw ShapeError("cannot reshape array of shape " + shape_str(x.shape()) + " (size " + std::to_string(n) +
+                       ") into shape " + shape_str(shape));
+    shape[infer] = n / known;
+  }
+  return apply1("tessel.reshape", {x}, [shape](NodeTable& t, const NR& in) { return build::reshape(t, in[0], shape); });
+}
+
+Array ravel(const Array& x) { return reshape(x, {x.size()}); }
+
+Array transpose(const Array& x, std::vector<int> perm) {
+  if (perm.empty())
+    for (int i = x.ndim() - 1; i >= 0; --i) perm.push_back(i);
+  std::vector<std::int64_t> p;
+  for (int a : perm) p.push_back(c::norm_axis(a, x.ndim(), "tessel.transpose"));
+  return apply1("tessel.transpose", {x}, [p](NodeTable& t, const NR& in) { return build::transpose(t, in[0], p); });
+}
+
+Array broadcast_to(const Array& x, const Shape& shape) {
+  return apply1("tessel.broadcast_to", {x}, [shape](NodeTable& t, const NR& in) { return c::broadcast_to(t, in[0], shape); });
+}
+
+Array expand_dims(const Array& x, Axes axis) {
+  const int out_rank = x.ndim() + int(axis.all() ? 0 : axis.list().size());
+  auto axes = c::norm_axes(axis, out_rank, "tessel.expand_dims");
+  Shape s;
+  for (int i = 0, k = 0; i < out_rank; ++i)
+    s.push_back(std::find(axes.begin(), axes.end(), i) != axes.end() ? 1 : x.shape()[k++]);
+  return reshape(x, s);
+}
+
+Array squeeze(const Array& x, Axes axis) {
+  std::vector<std::int64_t> axes;
+  if (axis.all()) {
+    for (int i = 0; i < x.ndim(); ++i)
+      if (x.shape()[i] == 1) axes.push_back(i);
+  } else {
+    axes = c::norm_axes(axis, x.ndim(), "tessel.squeeze");
+    for (auto a : axes)
+      if (x.shape()[a] != 1)
+        throw ShapeError("squeeze: axis " + std::to_string(a) + " of shape " + shape_str(x.shape()) + " is not of size 1");
+  }
+  Shape s;
+  for (int i = 0; i < x.ndim(); ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) s.push_back(x.shape()[i]);
+  return reshape(x, s);
+}
+
+Array concatenate(const std::vector<Array>& xs, int axis) {
+  if (xs.empty()) throw ShapeError("concatenate needs at least one array");
+  return apply1("tessel.concatenate", xs, [axis](NodeTable& t, const NR& in) {
+    // Promote dtypes only (shapes must agree off the axis).
+    NR v = in;
+    PromotedType pt{v[0]->dtype(), v[0]->aval.weak_type};
+    for (size_t i = 1; i < v.size(); ++i) pt = promote_types(pt.dtype, pt.weak, v[i]->dtype(), v[i]->aval.weak_type);
+    for (auto& x : v) x = c::cast(t, x, pt.dtype, pt.weak);
+    return build::concatenate(t, v, c::norm_axis(axis, v[0]->rank(), "tessel.concatenate"));
+  });
+}
+
+Array stack(const std::vector<Array>& xs, int axis) {
+  if (xs.empty()) throw ShapeError("stack needs at least one array");
+  std::vector<Array> e;
+  for (auto& x : xs) {
+    if (x.shape() != xs[0].shape())
+      throw ShapeError("stack: all arrays must have the same shape, got " + shape_str(xs[0].shape()) + " and " +
+                       shape_str(x.shape()));
+    e.push_back(expand_dims(x, axis));
+  }
+  return concatenate(e, axis);
+}
+
+std::vector<Array> split(const Array& x, const std::vector<std::int64_t>& indices, int axis) {
+  const std::int64_t ax = c::norm_axis(axis, x.ndim(), "tessel.split");
+  std::vector<std::int64_t> cuts{0};
+  for (auto i : indices) cuts.push_back(std::clamp<std::int64_t>(i, cuts.back(), x.shape()[ax]));
+  cuts.push_back(x.shape()[ax]);
+  std::vector<Array> out;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    std::int64_t lo = cuts[k], hi = cuts[k + 1];
+    out.push_back(apply1("tessel.split", {x}, [=](NodeTable& t, const NR& in) {
+      std::vector<std::int64_t> a(in[0]->rank(), 0), b = in[0]->shape();
+      a[ax] = lo;
+      b[ax] = hi;
+      return build::slice(t, in[0], a, b);
+    }));
+  }
+  return out;
+}
+
+std::vector<Array> split(const Array& x, int sections, int axis) {
+  const std::int64_t ax = c::norm_axis(axis, x.ndim(), "tessel.split");
+  if (sections <= 0 || x.shape()[ax] % sections != 0)
+    throw ShapeError("split: array split does not result in an equal division: " + std::to_string(x.shape()[ax]) +
+                     " into " + std::to_string(sections) + " sections");
+  std::vector<std::int64_t> idx;
+  for (int k = 1; k < sections; ++k) idx.push_back(k * (x.shape()[ax] / sections));
+  return split(x, idx, axis);
+}
+
+Array pad(const Array& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, double value) {
+  if (widths.size() != size_t(x.ndim()) && widths.size() != 1)
+    throw ShapeError("pad: " + std::to_string(widths.size()) + " widths for an array of rank " + std::to_string(x.ndim()));
+  return apply1("tessel.pad", {x}, [=](NodeTable& t, const NR& in) {
+    std::vector<std::int64_t> lo, hi;
+    for (int d = 0; d < in[0]->rank(); ++d) {
+      auto w = widths.size() == 1 ? widths[0] : widths[d];
+      if (w.first < 0 || w.second < 0) throw ShapeError("pad: widths must be non-negative");
+      lo.push_back(w.first);
+      hi.push_back(w.second);
+    }
+    return build::pad(t, in[0], build::scalar(t, in[0]->dtype(), value), lo, hi);
+  });
+}
+
+Array flip(const Array& x, Axes axis) {
+  auto axes = c::norm_axes(axis, x.ndim(), "tessel.flip");
+  return apply1("tessel.flip", {x}, [axes](NodeTable& t, const NR& in) { return build::rev(t, in[0], axes); });
+}
+
+Array copy(const Array& x) {
+  return apply1("tessel.copy", {x}, [](NodeTable&, const NR& in) { return in[0]; });
+}
+
+namespace lax {
+Array iota(DType dtype, std::int64_t size) {
+  return apply1("lax.iota", {}, [=](NodeTable& t, const NR&) { return build::iota(t, dtype, {size}, 0); });
+}
+Array broadcasted_iota(DType dtype, const Shape& shape, int dimension) {
+  return apply1("lax.broadcasted_iota", {}, [=](NodeTable& t, const NR&) {
+    return build::iota(t, dtype, shape, c::norm_axis(dimension, int(shape.size()), "lax.broadcasted_iota"));
+  });
+}
+Array dynamic_slice(const Array& x, const std::vector<Array>& starts, const Shape& sizes) {
+  std::vector<Array> in{x};
+  in.insert(in.end(), starts.begin(), starts.end());
+  return apply1("lax.dynamic_slice", in, [sizes](NodeTable& t, const NR& v) {
+    return build::dynamic_slice(t, v[0], NR(v.begin() + 1, v.end()), sizes);
+  });
+}
+Array dynamic_update_slice(const Array& x, const Array& update, const std::vector<Array>& starts) {
+  std::vector<Array> in{x, update};
+  in.insert(in.end(), starts.begin(), starts.end());
+  return apply1("lax.dynamic_update_slice", in, [](NodeTable& t, const NR& v) {
+    return build::dynamic_update_slice(t, v[0], c::cast(t, v[1], v[0]->dtype(), v[0]->aval.weak_type),
+                                       NR(v.begin() + 2, v.end()));
+  });
+}
+Array rev(const Array& x, const std::vector<int>& dims) { return flip(x, Axes(dims)); }
+}  // namespace lax
+
+// ---------------------------------------------------------------- indexing
+
+namespace {
+
+// One array dimension's part of an index: start, step and length (numpy's
+// normalisation), and whether the dimension is dropped (an integer index).
+struct DimIndex {
+  std::int64_t start = 0, step = 1, len = 0;
+  bool drop = false;
+};
+
+struct ParsedIndex {
+  std::vector<DimIndex> dims;   // per array dim
+  Shape result;                 // shape x.index() returns
+  Shape kept;                   // the same with dropped dims as 1 and no new axes
+};
+
+ParsedIndex parse_index(const Shape& shape, const std::vector<IndexItem>& items) {
+  const int rank = int(shape.size());
+  int used = 0, ellipses = 0;
+  for (auto& it : items) {
+    if (std::holds_alternative<EllipsisTag>(it.v())) ++ellipses;
+    else if (!std::holds_alternative<NewAxisTag>(it.v())) ++used;
+  }
+  if (ellipses > 1) throw ShapeError("an index can only have a single ellipsis");
+  if (used > rank)
+    throw ShapeError("too many indices for array: array is " + std::to_string(rank) + "-dimensional, but " +
+                     std::to_string(used) + " were indexed");
+  ParsedIndex p;
+  int d = 0;
+  auto take = [&](const std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag>& v) {
+    const std::int64_t n = shape[d];
+    DimIndex di;
+    if (auto* i = std::get_if<std::int64_t>(&v)) {
+      std::int64_t k = *i < 0 ? *i + n : *i;
+      if (k < 0 || k >= n)
+        throw ShapeError("index " + std::to_string(*i) + " is out of bounds for axis " + std::to_string(d) +
+                         " with size " + std::to_string(n));
+      di = {k, 1, 1, true};
+    } else {
+      const SliceItem& s = std::get<SliceItem>(v);
+      std::int64_t step = s.step.value_or(1);
+      if (step == 0) throw ShapeError("slice step cannot be zero");
+      std::int64_t start, stop;
+      if (step > 0) {
+        start = s.start ? (*s.start < 0 ? *s.start + n : *s.start) : 0;
+        stop = s.stop ? (*s.stop < 0 ? *s.stop + n : *s.stop) : n;
+        start = std::clamp<std::int64_t>(start, 0, n);
+        stop = std::clamp<std::int64_t>(stop, 0, n);
+        di.len = stop > start ? ceil_div(stop - start, step) : 0;
+      } else {
+        start = s.start ? (*s.start < 0 ? *s.start + n : *s.start) : n - 1;
+        stop = s.stop ? (*s.stop < 0 ? *s.stop + n : *s.stop) : -1;
+        start = std::clamp<std::int64_t>(start, -1, n - 1);
+        stop = std::clamp<std::int64_t>(stop, -1, n - 1);
+        di.len = start > stop ? ceil_div(start - stop, -step) : 0;
+      }
+      di.start = start;
+      di.step = step;
+    }
+    p.dims.push_back(di);
+    if (!di.drop) p.result.push_back(di.len);
+    p.kept.push_back(di.len);
+    ++d;
+  };
+  for (auto& it : items) {
+    const auto& v = it.v();
+    if (std::holds_alternative<NewAxisTag>(v)) {
+      p.result.push_back(1);
+    } else if (std::holds_alternative<EllipsisTag>(v)) {
+      int fill = rank - used;
+      for (int k = 0; k < fill; ++k) take(SliceItem{});
+    } else {
+      take(v);
+    }
+  }
+  while (d < rank) take(SliceItem{});
+  return p;
+}
+
+// The window of a positive-step view: (low, step, length) per dim, with the
+// dims whose step was negative listed for reversal.
+struct Window {
+  std::vector<std::int64_t> lo, step;
+  std::vector<std::int64_t> reversed;
+};
+
+Window window(const ParsedIndex& p) {
+  Window w;
+  for (size_t d = 0; d < p.dims.size(); ++d) {
+    const DimIndex& di = p.dims[d];
+    if (di.step > 0 || di.len == 0) {
+      w.lo.push_back(di.len == 0 ? 0 : di.start);
+      w.step.push_back(std::abs(di.step));
+    } else {
+      // The same positions walked upwards, from the last one taken.
+      w.lo.push_back(di.start + (di.len - 1) * di.step);
+      w.step.push_back(-di.step);
+      w.reversed.push_back(std::int64_t(d));
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+Array index(const Array& x, const std::vector<IndexItem>& items) {
+  ParsedIndex p = parse_index(x.shape(), items);
+  Window w = window(p);
+  return apply1("tessel.index", {x}, [p, w](NodeTable& t, const NR& in) {
+    std::vector<std::int64_t> lo = w.lo, hi(lo.size()), step = w.step;
+    for (size_t d = 0; d < lo.size(); ++d) hi[d] = p.dims[d].len == 0 ? 0 : lo[d] + (p.dims[d].len - 1) * step[d] + 1;
+    NodeRef v = build::slice(t, in[0], lo, hi, step);
+    v = build::rev(t, v, w.reversed);
+    return build::reshape(t, v, p.result);
+  });
+}
+
+namespace {
+// The update v placed at the index positions of an array of shape `shape`:
+// (padded value, mask of the positions).
+std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DType dtype, const Shape& shape,
+                                           const ParsedIndex& p, const Window& w) {
+  NodeRef v = c::broadcast_to(t, c::cast(t, v_in, dtype, false), p.result, "at[].set");
+  v = build::reshape(t, v, p.kept);
+  v = build::rev(t, v, w.reversed);
+  std::vector<std::int64_t> lo = w.lo, hi(lo.size()), interior(lo.size());
+  for (size_t d = 0; d < lo.size(); ++d) {
+    std::int64_t len = p.dims[d].len;
+    std::int64_t last = len == 0 ? lo[d] - 1 : lo[d] + (len - 1) * w.step[d];
+    hi[d] = shape[d] - 1 - last;
+    interior[d] = w.step[d] - 1;
+    if (len == 0) lo[d] = 0, hi[d] = shape[d], interior[d] = 0;
+  }
+  NodeRef placed = build::pad(t, v, build::scalar(t, dtype, 0), lo, hi, interior);
+  NodeRef ones = build::broadcast_in_dim(t, build::scalar(t, DType::bool_, 1), p.kept, {});
+  NodeRef mask = build::pad(t, ones, build::scalar(t, DType::bool_, 0), lo, hi, interior);
+  return {placed, mask};
+}
+}  // namespace
+
+Array IndexUpdate::set(const Array& v) const {
+  ParsedIndex p = parse_index(x_.shape(), items_);
+  Window w = window(p);
+  return apply1("tessel.at.set", {x_, v}, [p, w](NodeTable& t, const NR& in) {
+    auto [placed, mask] = scatter_window(t, in[1], in[0]->dtype(), in[0]->shape(), p, w);
+    return build::select(t, mask, placed, in[0]);
+  });
+}
+
+Array IndexUpdate::add(const Array& v) const {
+  ParsedIndex p = parse_index(x_.shape(), items_);
+  Window w = window(p);
+  return apply1("tessel.at.add", {x_, v}, [p, w](NodeTable& t, const NR& in) {
+    auto [placed, mask] = scatter_window(t, in[1], in[0]->dtype(), in[0]->shape(), p, w);
+    return build::binary(t, Op::add, in[0], placed);
+  });
+}
+
+Array IndexUpdate::multiply(const Array& v) const {
+  ParsedIndex p = parse_index(x_.shape(), items_);
+  Window w = window(p);
+  return apply1("tessel.at.multiply", {x_, v}, [p, w](NodeTable& t, const NR& in) {
+    auto [placed, mask] = scatter_window(t, in[1], in[0]->dtype(), in[0]->shape(), p, w);
+    return build::select(t, mask, build::binary(t, Op::mul, in[0], placed), in[0]);
+  });
+}
+
+Array Array::T() const { return transpose(*this); }
+Array Array::reshape(Shape shape) const { return tessel::reshape(*this, std::move(shape)); }
+Array Array::index(const std::vector<IndexItem>& items) const { return tessel::index(*this, items); }
+IndexUpdate Array::at(const std::vector<IndexItem>& items) const { return IndexUpdate(*this, items); }
+
+}  // namespace tessel

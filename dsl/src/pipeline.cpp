@@ -1,0 +1,361 @@
+#include "dsl/src/pipeline.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include <tessel/device.hpp>
+
+#include "codegen/compile.hpp"
+#include "dsl/src/array_impl.hpp"
+#include "dsl/src/sharding_impl.hpp"
+#include "runtime/transfer.hpp"
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel::detail {
+
+namespace {
+
+std::mutex g_cache_mutex;
+std::unordered_map<std::string, std::shared_ptr<Program>> g_cache;
+std::atomic<std::size_t> g_compiles{0};
+std::atomic<int> g_dump_counter{0};
+
+std::string ids_str(const std::vector<int>& ids) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < ids.size(); ++i) os << (i ? ", " : "") << ids[i];
+  os << ']';
+  return os.str();
+}
+
+std::string arg_name(const LowerOptions& opt, size_t i) {
+  return opt.is_op ? "x" + std::to_string(i + 1) + " of " + opt.name : std::to_string(i) + " of jit(" + opt.name + ")";
+}
+
+// The device order committed arguments and given shardings agree on.
+std::vector<int> device_assignment(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt) {
+  std::optional<std::vector<int>> ids;
+  size_t first = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArrayImpl& a = concrete(args[i]);
+    if (!a.committed) continue;
+    const auto& mine = a.layout.mesh->device_ids();
+    if (!ids) {
+      ids = mine;
+      first = i;
+    } else if (*ids != mine) {
+      const ArrayImpl& f = concrete(args[first]);
+      throw DeviceMismatchError("Received incompatible devices for jitted computation. Got argument " +
+                                arg_name(opt, first) + " with shape " + aval_str(f.dtype, f.shape) +
+                                " and device ids " + ids_str(*ids) + " on platform cpu and argument " +
+                                arg_name(opt, i) + " with shape " + aval_str(a.dtype, a.shape) + " and device ids " +
+                                ids_str(mine) + " on platform cpu");
+    }
+  }
+  auto check = [&](const std::vector<int>& mine, const std::string& what) {
+    if (!ids) ids = mine;
+    else if (*ids != mine)
+      throw DeviceMismatchError("Received incompatible devices for jitted computation: " + what + " uses device ids " +
+                                ids_str(mine) + " but the computation runs on device ids " + ids_str(*ids));
+  };
+  for (auto& n : g.topo_order())
+    if (n->op == Op::sharding_constraint) check(n->p.sharding->mesh->device_ids(), "with_sharding_constraint");
+  for (auto& s : opt.in_shardings)
+    if (s) check(device_ids(sharding_devices(*s)), "in_shardings " + s->str());
+  for (auto& s : opt.out_shardings)
+    if (s) check(device_ids(sharding_devices(*s)), "out_shardings " + s->str());
+  if (ids) return *ids;
+  // Nothing committed: where the first (uncommitted) argument is, else the default device.
+  if (!args.empty()) return concrete(args[0]).layout.mesh->device_ids();
+  return {0};
+}
+
+bool same_placement(const AxisSharding& a, const AxisSharding& b, const Shape& shape) {
+  if (a.mesh->device_ids() != b.mesh->device_ids()) return false;
+  if (a.tile_shape(shape) != b.tile_shape(shape)) return false;
+  for (std::int64_t p = 0; p < a.mesh->size(); ++p)
+    if (a.shard_box(shape, p) != b.shard_box(shape, p)) return false;
+  return true;
+}
+
+// Rebuilds g in a fresh table with constraints moved onto the common mesh
+// and out_shardings added as constraints on the outputs.
+Graph rewrite_for_mesh(const Graph& g, const CommonMesh& cm, const std::vector<std::optional<AxisSharding>>& outs) {
+  NodeTable t;
+  std::unordered_map<const Node*, NodeRef> m;
+  Graph r;
+  r.name = g.name;
+  for (auto& n : g.topo_order()) {
+    std::vector<NodeRef> in;
+    for (auto& x : n->in) in.push_back(m.at(x.get()));
+    if (n->op == Op::sharding_constraint) m[n.get()] = build::sharding_constraint(t, in[0], cm.rewrite(*n->p.sharding));
+    else m[n.get()] = build::with_operands(t, *n, in);
+  }
+  for (auto& p : g.params) r.params.push_back(m.at(p.get()));
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    NodeRef o = m.at(g.outputs[i].get());
+    if (i < outs.size() && outs[i]) o = build::sharding_constraint(t, o, *outs[i]);
+    r.outputs.push_back(o);
+  }
+  return r;
+}
+
+CostAnalysis cost_of(const Graph& local) {
+  CostAnalysis c;
+  for (auto& n : local.topo_order()) {
+    const double size = double(numel(n->shape()));
+    double bytes = size * double(dtype_size(n->dtype()));
+    for (auto& x : n->in) bytes += double(numel(x->shape())) * double(dtype_size(x->dtype()));
+    switch (op_family(n->op)) {
+      case OpFamily::Leaf: case OpFamily::Annotation: break;
+      case OpFamily::Unary:
+        if (n->op == Op::sin || n->op == Op::cos || n->op == Op::tan || n->op == Op::tanh || n->op == Op::exp ||
+            n->op == Op::expm1 || n->op == Op::log || n->op == Op::log1p || n->op == Op::logistic ||
+            n->op == Op::erf_inv)
+          c.transcendentals += size;
+        else
+          c.flops += size;
+        c.bytes_accessed += bytes;
+        break;
+      case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select: case OpFamily::Convert:
+        c.flops += size;
+        c.bytes_accessed += bytes;
+        break;
+      case OpFamily::Shape: case OpFamily::Collective: c.bytes_accessed += bytes; break;
+      case OpFamily::Reduce:
+        c.flops += double(numel(n->in[0]->shape()));
+        c.bytes_accessed += bytes;
+        break;
+      case OpFamily::Dot: {
+        double k = 1;
+        for (auto d : n->p.dot.lhs_contract) k *= double(n->in[0]->shape()[d]);
+        c.flops += 2 * size * k;
+        c.bytes_accessed += bytes;
+        break;
+      }
+    }
+  }
+  return c;
+}
+
+std::vector<CommStat> communication_of(const Graph& local) {
+  std::vector<CommStat> out;
+  for (auto& n : local.topo_order()) {
+    if (op_family(n->op) != OpFamily::Collective) continue;
+    double in_bytes = double(numel(n->in[0]->shape())) * double(dtype_size(n->dtype()));
+    double out_bytes = double(numel(n->shape())) * double(dtype_size(n->dtype()));
+    double group = 1;
+    for (int a : n->p.mesh_axes) group *= double(n->p.mesh->axes()[a].size);
+    double moved = 0;
+    // Bytes each device reads from its peers, as the shared-memory collectives do.
+    switch (n->op) {
+      case Op::all_gather: moved = out_bytes - in_bytes; break;
+      case Op::all_reduce: moved = (group - 1) * in_bytes; break;
+      case Op::reduce_scatter: moved = (group - 1) * out_bytes; break;
+      case Op::all_to_all: moved = in_bytes * (group - 1) / group; break;
+      default: moved = in_bytes; break;  // collective_permute
+    }
+    out.push_back({op_name(n->op), moved});
+  }
+  return out;
+}
+
+Sharding user_sharding(const AxisSharding& s, const Shape& shape, const CommonMesh& cm, const std::vector<Array>& args,
+                       const Graph& g, const LowerOptions& opt) {
+  const auto& ids = s.mesh->device_ids();
+  if (ids.size() == 1) return SingleDeviceSharding(Device(ids[0]));
+  // The sharding of an argument that lays data out the same way.
+  for (auto& a : args) {
+    const ArrayImpl& ai = concrete(a);
+    if (ai.committed && ai.shape.size() == shape.size() && same_placement(ai.layout, s, shape)) return *ai.sharding;
+  }
+  // A NamedSharding on a mesh the user gave.
+  std::vector<Mesh> meshes;
+  for (auto& a : args)
+    if (concrete(a).committed && concrete(a).sharding->is_named()) meshes.push_back(concrete(a).sharding->as_named().mesh());
+  for (auto& o : opt.in_shardings)
+    if (o && o->is_named()) meshes.push_back(o->as_named().mesh());
+  for (auto& o : opt.out_shardings)
+    if (o && o->is_named()) meshes.push_back(o->as_named().mesh());
+  for (auto& n : g.topo_order())
+    if (n->op == Op::sharding_constraint) meshes.push_back(Mesh(n->p.sharding->mesh));
+  for (auto& m : meshes) {
+    auto e = cm.express_on(s, m.impl());
+    if (!e) continue;
+    std::vector<PartitionSpec::Entry> entries;
+    for (auto& d : e->dims) {
+      std::vector<std::string> names;
+      for (int a : d) names.push_back(m.impl()->axes()[a].name);
+      entries.push_back(names.empty() ? PartitionSpec::Entry(None)
+                                      : names.size() == 1 ? PartitionSpec::Entry(names[0]) : PartitionSpec::Entry::tuple(names));
+    }
+    while (!entries.empty() && entries.back().is_none()) entries.pop_back();
+    return NamedSharding(m, PartitionSpec::from_entries(entries));
+  }
+  // Otherwise name the common mesh itself.
+  std::vector<PartitionSpec::Entry> entries;
+  for (auto& d : s.dims) {
+    std::vector<std::string> names;
+    for (int a : d) names.push_back(s.mesh->axes()[a].name);
+    entries.push_back(names.empty() ? PartitionSpec::Entry(None) : PartitionSpec::Entry::tuple(names));
+  }
+  return NamedSharding(Mesh(s.mesh), PartitionSpec::from_entries(entries));
+}
+
+void dump(const Program& p, const std::string& name) {
+  const std::string dir = config().dump_dir;
+  if (dir.empty()) return;
+  std::filesystem::create_directories(dir);
+  const std::string base = dir + "/" + std::to_string(g_dump_counter++) + "." + name;
+  std::ofstream(base + ".1-traced.txt") << to_text(p.global);
+  std::ofstream(base + ".2-propagated.txt") << p.global_text;
+  std::ofstream(base + ".3-partitioned.txt") << p.local_text;
+  std::ofstream(base + ".4-thunks.txt") << p.thunks_text;
+}
+
+}  // namespace
+
+std::size_t compile_count() { return g_compiles.load(); }
+
+std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>& args, const LowerOptions& opt,
+                                     bool compile) {
+  // The cache key: the program, and how its arguments are laid out and committed.
+  std::ostringstream key;
+  key << to_text(g_in) << '|' << opt.name;
+  for (auto& a : args) {
+    const ArrayImpl& ai = concrete(a);
+    key << '|' << (ai.committed ? 'c' : 'u') << ids_str(ai.layout.mesh->device_ids()) << ai.layout.mesh->str()
+        << ai.layout.spec_str();
+  }
+  for (auto& s : opt.in_shardings) key << "|i" << (s ? s->str() : "-");
+  for (auto& s : opt.out_shardings) key << "|o" << (s ? s->str() : "-");
+  {
+    std::lock_guard<std::mutex> lk(g_cache_mutex);
+    auto it = g_cache.find(key.str());
+    if (it != g_cache.end() && (it->second->executable || !compile)) return it->second;
+  }
+
+  auto p = std::make_shared<Program>();
+  const std::vector<int> ids = device_assignment(g_in, args, opt);
+  // Meshes: those of committed arguments, constraints and given shardings.
+  std::vector<MeshRef> meshes;
+  auto add_mesh = [&](const MeshRef& m) {
+    for (auto& x : meshes)
+      if (x == m || *x == *m) return;
+    if (m->device_ids() == ids) meshes.push_back(m);
+  };
+  for (auto& a : args)
+    if (concrete(a).committed) add_mesh(concrete(a).layout.mesh);
+  for (auto& n : g_in.topo_order())
+    if (n->op == Op::sharding_constraint) add_mesh(n->p.sharding->mesh);
+  std::vector<std::optional<AxisSharding>> in_ax(g_in.params.size()), out_ax(g_in.outputs.size());
+  for (size_t i = 0; i < opt.in_shardings.size() && i < in_ax.size(); ++i)
+    if (opt.in_shardings[i]) {
+      in_ax[i] = axis_sharding(*opt.in_shardings[i], g_in.params[i]->shape());
+      add_mesh(in_ax[i]->mesh);
+    }
+  for (size_t i = 0; i < opt.out_shardings.size() && i < out_ax.size(); ++i)
+    if (opt.out_shardings[i]) {
+      out_ax[i] = axis_sharding(*opt.out_shardings[i], g_in.outputs[i]->shape());
+      add_mesh(out_ax[i]->mesh);
+    }
+  if (meshes.empty()) {
+    std::vector<Device> devs;
+    for (int id : ids) devs.emplace_back(id);
+    meshes.push_back(flat_mesh(devs));
+  }
+  p->common = unify_meshes(meshes);
+  const MeshRef mesh = p->common.mesh;
+  for (auto& o : out_ax)
+    if (o) o = p->common.rewrite(*o);
+  p->global = rewrite_for_mesh(g_in, p->common, out_ax);
+
+  PropagationInput pin;
+  pin.mesh = mesh;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArrayImpl& ai = concrete(args[i]);
+    std::optional<AxisSharding> fixed;
+    if (in_ax[i]) fixed = p->common.rewrite(*in_ax[i]);
+    if (ai.committed) {
+      AxisSharding mine = p->common.rewrite(ai.layout);
+      if (fixed && !same_placement(*fixed, mine, ai.shape))
+        throw ShardingError("argument " + arg_name(opt, i) + " is committed to " + ai.sharding->str() +
+                            " but in_shardings asks for " + opt.in_shardings[i]->str());
+      fixed = mine;
+    }
+    pin.params.push_back(fixed);
+  }
+  p->assignment = propagate(p->global, pin);
+  p->global_text = to_text(p->global, &p->assignment.value);
+  p->partitioned = partition(p->global, p->assignment);
+  verify(p->partitioned.local);
+  p->local_text = to_text(p->partitioned.local);
+  p->committed_outputs = false;
+  for (auto& a : args) p->committed_outputs = p->committed_outputs || concrete(a).committed;
+  for (auto& s : opt.in_shardings) p->committed_outputs = p->committed_outputs || bool(s);
+  for (auto& s : opt.out_shardings) p->committed_outputs = p->committed_outputs || bool(s);
+  for (size_t k = 0; k < p->global.outputs.size(); ++k)
+    p->output_user_shardings.push_back(
+        user_sharding(p->partitioned.output_shardings[k], p->global.outputs[k]->shape(), p->common, args, g_in, opt));
+  p->cost = cost_of(p->partitioned.local);
+  p->communication = communication_of(p->partitioned.local);
+  if (compile) {
+    auto c = codegen::compile(p->partitioned.local, {threads_per_device()});
+    p->executable = c.executable;
+    p->thunks_text = c.thunks_text;
+    ++g_compiles;
+    std::size_t arg = 0, out = 0, temp = 0;
+    std::vector<bool> seen(c.executable->slots.size(), false);
+    for (int s : c.executable->param_slots) arg += c.executable->slots[s].bytes, seen[s] = true;
+    for (int s : c.executable->output_slots)
+      if (!seen[s]) out += c.executable->slots[s].bytes, seen[s] = true;
+    for (size_t s = 0; s < seen.size(); ++s)
+      if (!seen[s]) temp += c.executable->slots[s].bytes;
+    p->memory = {{"argument_size_in_bytes", arg}, {"output_size_in_bytes", out}, {"temp_size_in_bytes", temp}};
+    dump(*p, opt.name);
+  }
+  std::lock_guard<std::mutex> lk(g_cache_mutex);
+  g_cache[key.str()] = p;
+  return p;
+}
+
+std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
+  TESSEL_CHECK_INTERNAL(p.executable, "running a program that was not compiled");
+  const MeshRef& mesh = p.common.mesh;
+  const std::size_t n = std::size_t(mesh->size());
+  std::vector<std::vector<rt::BufferRef>> inputs(n);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArrayImpl& a = concrete(args[i]);
+    const AxisSharding& want = p.partitioned.param_shardings[i];
+    std::vector<rt::BufferRef> bufs;
+    if (same_placement(a.layout, want, a.shape)) {
+      bufs = a.buffers;
+    } else {
+      const std::size_t es = dtype_size(a.dtype);
+      auto plan = rt::plan_transfer(a.shape, es, a.layout, want);
+      bufs = rt::run_transfer(plan, a.shape, es, a.layout, a.buffers, want);
+    }
+    for (size_t pos = 0; pos < n; ++pos) inputs[pos].push_back(bufs[pos]);
+  }
+  auto outs = p.executable->launch(mesh->device_ids(), inputs);
+  std::vector<Array> result;
+  for (size_t k = 0; k < p.global.outputs.size(); ++k) {
+    const Node& o = *p.global.outputs[k];
+    std::vector<rt::BufferRef> bufs;
+    for (size_t pos = 0; pos < n; ++pos) bufs.push_back(outs[pos][k]);
+    result.push_back(make_array(o.dtype(), o.shape(), o.aval.weak_type, p.output_user_shardings[k],
+                                p.partitioned.output_shardings[k], p.committed_outputs, std::move(bufs)));
+  }
+  return result;
+}
+
+std::vector<Array> execute(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt) {
+  return run(*lower(g, args, opt), args);
+}
+
+}  // namespace tessel::detail

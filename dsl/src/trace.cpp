@@ -1,0 +1,130 @@
+#include "dsl/src/trace.hpp"
+
+#include "dsl/src/array_impl.hpp"
+#include "dsl/src/pipeline.hpp"
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+
+#include <tessel/creation.hpp>
+
+namespace tessel::detail {
+
+namespace {
+thread_local std::vector<std::shared_ptr<TraceState>> t_traces;
+
+Array make_tracer(const std::shared_ptr<TraceState>& t, const NodeRef& n) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->dtype = n->dtype();
+  impl->shape = n->shape();
+  impl->weak_type = n->aval.weak_type;
+  impl->trace = t;
+  impl->node = n;
+  return Array(std::move(impl));
+}
+}  // namespace
+
+std::shared_ptr<TraceState> begin_trace() {
+  auto t = std::make_shared<TraceState>();
+  t_traces.push_back(t);
+  return t;
+}
+
+void end_trace(const std::shared_ptr<TraceState>& t) {
+  t->active = false;
+  if (!t_traces.empty() && t_traces.back() == t) t_traces.pop_back();
+}
+
+Array new_input(const std::shared_ptr<TraceState>& t, const Aval& a) {
+  NodeRef p = build::parameter(t->table, int(t->params.size()), a);
+  t->params.push_back(p);
+  return make_tracer(t, p);
+}
+
+NodeRef node_of(TraceState& t, const Array& x) {
+  const ArrayImpl& a = impl_of(x);
+  if (a.trace) {
+    if (a.trace.get() == &t) return a.node;
+    if (!a.trace->active)
+      throw ConcretizationError("a tracer of shape " + aval_str(a.dtype, a.shape) +
+                                " escaped the jit trace that made it (it was stored outside the traced function "
+                                "and used later)");
+    throw InternalError("a tracer of another (outer) trace reached an inner one");
+  }
+  auto it = t.captured_node.find(&a);
+  if (it != t.captured_node.end()) return it->second;
+  if (a.literal) {
+    // Baked in: a C++ scalar in an expression.
+    HostArray h;
+    h.dtype = a.dtype;
+    h.shape = a.shape;
+    h.bytes.resize(dtype_size(a.dtype));
+    gather_to_host(a, h.bytes.data());
+    return build::constant(t.table, std::make_shared<Literal>(std::move(h)), a.weak_type);
+  }
+  NodeRef p = build::parameter(t.table, int(t.params.size()), Aval{a.dtype, a.shape, a.weak_type});
+  t.params.push_back(p);
+  t.captured.push_back(x);
+  t.captured_node[&a] = p;
+  return p;
+}
+
+std::shared_ptr<TraceState> trace_of(const std::vector<Array>& xs) {
+  std::shared_ptr<TraceState> found;
+  for (auto& x : xs) {
+    const ArrayImpl& a = impl_of(x);
+    if (!a.trace) continue;
+    if (!a.trace->active)
+      throw ConcretizationError("a tracer of shape " + aval_str(a.dtype, a.shape) +
+                                " escaped the jit trace that made it and was used after the trace ended");
+    // The innermost: the one latest on this thread's stack.
+    if (!found) {
+      found = a.trace;
+    } else if (found != a.trace) {
+      for (auto it = t_traces.rbegin(); it != t_traces.rend(); ++it) {
+        if (*it == found) break;
+        if (*it == a.trace) {
+          found = a.trace;
+          break;
+        }
+      }
+    }
+  }
+  return found;
+}
+
+std::vector<Array> apply(const std::string& name, const std::vector<Array>& inputs, const BuildMany& build) {
+  if (auto t = trace_of(inputs)) {
+    std::vector<NodeRef> nodes;
+    for (auto& x : inputs) nodes.push_back(node_of(*t, x));
+    std::vector<Array> out;
+    for (auto& n : build(t->table, nodes)) out.push_back(make_tracer(t, n));
+    return out;
+  }
+  // Eager: the op as a one-op program through the pipeline (cached).
+  NodeTable table;
+  Graph g;
+  g.name = name;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ArrayImpl& a = impl_of(inputs[i]);
+    g.params.push_back(build::parameter(table, int(i), Aval{a.dtype, a.shape, a.weak_type}));
+  }
+  g.outputs = build(table, g.params);
+  LowerOptions opt;
+  opt.name = name;
+  opt.is_op = true;
+  return execute(g, inputs, opt);
+}
+
+Array apply1(const std::string& name, const std::vector<Array>& inputs, const BuildOne& build) {
+  return apply(name, inputs, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+    return std::vector<NodeRef>{build(t, in)};
+  })[0];
+}
+
+Array scalar_literal(double value, DType dtype, bool weak) {
+  Array a = full_weak({}, value, dtype, weak);
+  a.impl()->literal = true;
+  return a;
+}
+
+}  // namespace tessel::detail

@@ -1,0 +1,49 @@
+// Tracing: inside ts::jit an Array is a tracer standing for a node of the
+// graph being built. Every op of the DSL goes through apply(): with a tracer
+// among its inputs it adds nodes to that trace; with concrete inputs only it
+// runs at once as a one-op program through the same pipeline (eager mode).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <tessel/array.hpp>
+
+#include "tracer/ir.hpp"
+
+namespace tessel::detail {
+
+struct TraceState {
+  NodeTable table;
+  std::vector<NodeRef> params;   // explicit inputs first, then captured arrays
+  std::vector<Array> captured;   // concrete arrays the traced code closed over
+  std::unordered_map<const void*, NodeRef> captured_node;
+  bool active = true;
+};
+
+// Starts a trace on this thread (nested traces stack); end it with end_trace.
+std::shared_ptr<TraceState> begin_trace();
+void end_trace(const std::shared_ptr<TraceState>& t);
+// A tracer for a new explicit input of aval `a`.
+Array new_input(const std::shared_ptr<TraceState>& t, const Aval& a);
+// The node of x in trace t: its own node for a tracer of t, a captured
+// input (or, for scalar literals, a constant) for a concrete array.
+NodeRef node_of(TraceState& t, const Array& x);
+// The innermost active trace among xs' tracers, or null.
+std::shared_ptr<TraceState> trace_of(const std::vector<Array>& xs);
+
+using BuildMany = std::function<std::vector<NodeRef>(NodeTable&, const std::vector<NodeRef>&)>;
+using BuildOne = std::function<NodeRef(NodeTable&, const std::vector<NodeRef>&)>;
+
+// Runs `build` over the inputs' nodes: traced, or eagerly as a one-op program.
+std::vector<Array> apply(const std::string& name, const std::vector<Array>& inputs, const BuildMany& build);
+Array apply1(const std::string& name, const std::vector<Array>& inputs, const BuildOne& build);
+
+// A C++ scalar as an operand: a weakly typed (per its C++ type) 0-d array
+// that a trace bakes in as a constant.
+Array scalar_literal(double value, DType dtype, bool weak);
+
+}  // namespace tessel::detail

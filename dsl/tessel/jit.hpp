@@ -1,0 +1,271 @@
+// ts::jit: trace a C++ callable over pytrees of arrays once per argument
+// signature, propagate shardings, partition, compile, cache (API.md
+// "Transformations"). jit(f).lower(args...) and .compile() expose the stages.
+#pragma once
+
+#include <algorithm>
+#include <any>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include <tessel/array.hpp>
+#include <tessel/sharding.hpp>
+#include <tessel/tree.hpp>
+
+namespace tessel {
+
+struct JitOptions {
+  // Per positional argument (every array in it); one entry: every argument.
+  std::vector<std::optional<Sharding>> in_shardings;
+  // Per output array (flattened); one entry: every output.
+  std::vector<std::optional<Sharding>> out_shardings;
+  // Arguments traced as compile-time constants (their values key the cache).
+  // Non-array C++ values are always static.
+  std::vector<int> static_argnums;
+  // Accepted for JAX compatibility; tessel does not yet reuse donated buffers.
+  std::vector<int> donate_argnums;
+  // Name in messages, dumps and as_text.
+  std::string name = "f";
+};
+
+struct MemoryAnalysis {
+  std::size_t argument_size_in_bytes = 0, output_size_in_bytes = 0, temp_size_in_bytes = 0;
+};
+
+struct CollectiveTraffic {
+  std::string collective;     // XLA's spelling: "all-gather", "all-reduce", ...
+  double bytes_per_device = 0;  // read from peers by each device
+};
+
+namespace detail {
+struct Program;
+
+// What tracing a function gave: its graph, the arrays it closed over, and
+// how to rebuild its result from output arrays.
+struct Traced {
+  std::shared_ptr<void> graph;  // tessel::Graph
+  std::vector<Array> captured;
+  std::function<std::any(const std::vector<Array>&)> rebuild;
+  std::size_t outputs = 0;
+};
+
+// Traces fn over fresh tracers of the given avals (dtype, shape, weak).
+Traced trace(const std::string& name, const std::vector<Array>& examples,
+             const std::function<std::vector<Array>(const std::vector<Array>&, std::function<std::any(const std::vector<Array>&)>&)>& fn);
+// Lowers (and compiles) a traced program for arguments (inputs + captured).
+std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<Array>& args, const JitOptions& opt,
+                                            const std::vector<int>& arg_of_leaf, bool compile);
+std::vector<Array> run_program(const Program& p, const std::vector<Array>& args);
+std::string program_text(const Program& p, bool compiled);
+std::map<std::string, double> program_cost(const Program& p);
+MemoryAnalysis program_memory(const Program& p);
+std::vector<CollectiveTraffic> program_communication(const Program& p);
+
+// Appends the arrays of a pytree argument; static values go to the key.
+template <class T>
+void flatten_arg(const T& arg, bool is_static, std::vector<Array>& arrays, std::ostringstream& key) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    key << '#' << typeid(T).name() << '=' << arg;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    key << "#s=" << arg;
+  } else if constexpr (std::is_enum_v<T>) {
+    key << "#e=" << int(arg);
+  } else {
+    if (is_static) throw TypeError("static_argnums: only arithmetic, enum and std::string arguments can be static");
+    key << '[' << tree::structure(arg) << ']';
+    auto f = [&](const auto& leaf) {
+      using L = std::decay_t<decltype(leaf)>;
+      if constexpr (std::is_same_v<L, Array>) arrays.push_back(leaf);
+      else key << '#' << leaf;
+    };
+    tree::detail::each<tree::detail::ArrayLeaf>(arg, f);
+  }
+}
+
+// The argument with its arrays replaced, in order, from `next`.
+template <class T>
+T substitute(const T& arg, const std::vector<Array>& arrays, std::size_t& next) {
+  if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string> || std::is_enum_v<T>) {
+    return arg;
+  } else {
+    auto g = [&](const auto& leaf) {
+      using L = std::decay_t<decltype(leaf)>;
+      if constexpr (std::is_same_v<L, Array>) return arrays[next++];
+      else return leaf;
+    };
+    return tree::detail::rebuild<tree::detail::ArrayLeaf>(arg, g);
+  }
+}
+
+// A result of a Compiled call: converts to the traced function's result type.
+class AnyResult {
+ public:
+  explicit AnyResult(std::any v) : v_(std::move(v)) {}
+  template <class R>
+  operator R() const {
+    if (auto* r = std::any_cast<R>(&v_)) return *r;
+    throw TypeError(std::string("Compiled result is a ") + v_.type().name() + ", not a " + typeid(R).name());
+  }
+  template <class R>
+  R get() const {
+    return R(*this);
+  }
+
+ private:
+  std::any v_;
+};
+}  // namespace detail
+
+class Compiled {
+ public:
+  Compiled(std::shared_ptr<const detail::Program> p, std::function<std::any(const std::vector<Array>&)> call)
+      : p_(std::move(p)), call_(std::move(call)) {}
+  // The per-device program after partitioning (collectives named as XLA
+  // names them) and the thunks it compiled to.
+  std::string as_text() const { return detail::program_text(*p_, true); }
+  // {"flops", "transcendentals", "bytes accessed"} per device, as XLA's.
+  std::map<std::string, double> cost_analysis() const { return detail::program_cost(*p_); }
+  MemoryAnalysis memory_analysis() const { return detail::program_memory(*p_); }
+  // Bytes each device reads from its peers, per collective (JAX has no such report).
+  std::vector<CollectiveTraffic> communication() const { return detail::program_communication(*p_); }
+  template <class... Args>
+  detail::AnyResult operator()(const Args&... args) const {
+    std::vector<Array> arrays;
+    std::ostringstream key;
+    (detail::flatten_arg(args, false, arrays, key), ...);
+    return detail::AnyResult(call_(arrays));
+  }
+
+ private:
+  std::shared_ptr<const detail::Program> p_;
+  std::function<std::any(const std::vector<Array>&)> call_;
+};
+
+class Lowered {
+ public:
+  Lowered(std::shared_ptr<const detail::Program> p, std::function<Compiled()> compile)
+      : p_(std::move(p)), compile_(std::move(compile)) {}
+  // The traced program with the sharding propagation chose for every value.
+  std::string as_text() const { return detail::program_text(*p_, false); }
+  Compiled compile() const { return compile_(); }
+
+ private:
+  std::shared_ptr<const detail::Program> p_;
+  std::function<Compiled()> compile_;
+};
+
+template <class F>
+class Jitted {
+ public:
+  Jitted(F f, JitOptions opt) : f_(std::move(f)), opt_(std::move(opt)), cache_(std::make_shared<Cache>()) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
+    static_assert(!std::is_void_v<R>, "a jitted function must return its results");
+    Call c = prepare(args...);
+    // Called while tracing another function: trace straight through.
+    for (auto& a : c.arrays)
+      if (a.is_tracer()) return R(f_(args...));
+    const detail::Traced& t = traced<R>(c, args...);
+    auto inputs = c.arrays;
+    inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
+    auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, true);
+    return std::any_cast<R>(t.rebuild(detail::run_program(*p, inputs)));
+  }
+
+  template <class... Args>
+  Lowered lower(const Args&... args) const {
+    using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
+    Call c = prepare(args...);
+    const detail::Traced& t = traced<R>(c, args...);
+    auto inputs = c.arrays;
+    inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
+    auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, false);
+    // The trace lives in the cache, which the lambdas keep alive.
+    const detail::Traced* tp = &t;
+    auto cache = cache_;
+    JitOptions opt = opt_;
+    std::vector<int> aol = c.arg_of_leaf;
+    std::vector<Array> captured = t.captured;
+    return Lowered(p, [tp, cache, inputs, opt, aol, captured]() {
+      auto cp = detail::lower_traced(*tp, inputs, opt, aol, true);
+      return Compiled(cp, [cp, tp, cache, captured](const std::vector<Array>& args) {
+        auto all = args;
+        all.insert(all.end(), captured.begin(), captured.end());
+        return tp->rebuild(detail::run_program(*cp, all));
+      });
+    });
+  }
+
+ private:
+  struct Call {
+    std::vector<Array> arrays;
+    std::vector<int> arg_of_leaf;  // positional argument of each array
+    std::string key;
+  };
+  struct Cache {
+    std::mutex m;
+    std::map<std::string, std::unique_ptr<detail::Traced>> traces;
+  };
+
+  template <class... Args>
+  Call prepare(const Args&... args) const {
+    Call c;
+    std::ostringstream key;
+    int i = 0;
+    auto one = [&](const auto& a) {
+      bool is_static = std::find(opt_.static_argnums.begin(), opt_.static_argnums.end(), i) != opt_.static_argnums.end();
+      std::size_t before = c.arrays.size();
+      detail::flatten_arg(a, is_static, c.arrays, key);
+      for (std::size_t k = before; k < c.arrays.size(); ++k) c.arg_of_leaf.push_back(i);
+      key << '|';
+      ++i;
+    };
+    (one(args), ...);
+    for (auto& a : c.arrays) key << aval_str(a.dtype(), a.shape()) << (a.weak_type() ? "w" : "") << ',';
+    c.key = key.str();
+    return c;
+  }
+
+  template <class R, class... Args>
+  const detail::Traced& traced(const Call& c, const Args&... args) const {
+    std::lock_guard<std::mutex> lk(cache_->m);
+    const std::string key = std::string(typeid(R).name()) + c.key;
+    auto it = cache_->traces.find(key);
+    if (it != cache_->traces.end()) return *it->second;
+    auto t = std::make_unique<detail::Traced>(detail::trace(
+        opt_.name, c.arrays,
+        [&](const std::vector<Array>& tracers, std::function<std::any(const std::vector<Array>&)>& rebuild) {
+          std::size_t next = 0;
+          // Braced initialisation: arguments substituted left to right.
+          std::tuple<Args...> traced_args{detail::substitute(args, tracers, next)...};
+          R r = std::apply(f_, traced_args);
+          auto shape = std::make_shared<R>(r);
+          rebuild = [shape](const std::vector<Array>& outs) { return std::any(tree::unflatten(*shape, outs)); };
+          return tree::flatten(r);
+        }));
+    return *cache_->traces.emplace(key, std::move(t)).first->second;
+  }
+
+  F f_;
+  JitOptions opt_;
+  std::shared_ptr<Cache> cache_;
+};
+
+template <class F>
+Jitted<std::decay_t<F>> jit(F&& f, JitOptions opt = {}) {
+  return Jitted<std::decay_t<F>>(std::forward<F>(f), std::move(opt));
+}
+
+}  // namespace tessel

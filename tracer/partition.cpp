@@ -1,0 +1,281 @@
+#include "tracer/partition.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel {
+
+namespace {
+
+double identity_of(Op reduce_op, DType t) {
+  switch (reduce_op) {
+    case Op::max: return is_floating(t) ? -HUGE_VAL : (t == DType::uint32 ? 0.0 : -9.2233720368547758e18);
+    case Op::min: return is_floating(t) ? HUGE_VAL : 9.2233720368547758e18;
+    case Op::mul: return 1.0;
+    default: return 0.0;
+  }
+}
+
+struct Partitioner {
+  const Graph& g;
+  const ShardingAssignment& a;
+  MeshRef mesh;
+  NodeTable t;
+  std::unordered_map<const Node*, NodeRef> local;
+
+  std::int64_t tiles(const std::vector<int>& axes) const {
+    std::int64_t k = 1;
+    for (int x : axes) k *= mesh->axes()[x].size;
+    return k;
+  }
+
+  // This device's tile index along `axes`, times `scale`, as an int32 scalar.
+  NodeRef offset(const std::vector<int>& axes, std::int64_t scale) {
+    NodeRef i = build::axis_index(t, mesh, axes);
+    return build::binary(t, Op::mul, i, build::scalar(t, DType::int32, double(scale)));
+  }
+
+  NodeRef zero_i32() { return build::scalar(t, DType::int32, 0); }
+
+  // ---------------------------------------------------------------- resharding
+
+  // x holds an array of global shape G laid out as `from`; returns it as `to`.
+  NodeRef reshard(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) {
+    TESSEL_CHECK_INTERNAL(from.unreduced.empty() && to.unreduced.empty());
+    if (from.dims == to.dims) return x;
+    const int r = int(G.size());
+    if (NodeRef y = try_all_to_all(x, G, from, to)) return y;
+    std::vector<std::vector<int>> current(r);
+    for (int d = 0; d < r; ++d) {
+      const auto& F = from.dims[d];
+      const auto& T = to.dims[d];
+      if (F == T) {
+        current[d] = F;
+        continue;
+      }
+      size_t p = 0;
+      while (p < F.size() && p < T.size() && F[p] == T[p]) ++p;
+      const bool even = G[d] % tiles(F) == 0 && G[d] % tiles(T) == 0;
+      if (even) {
+        if (p < F.size()) x = build::all_gather(t, x, mesh, std::vector<int>(F.begin() + p, F.end()), d);
+        current[d] = std::vector<int>(F.begin(), F.begin() + p);
+      } else {
+        // Uneven tiles do not nest: gather the whole dim and cut off the padding.
+        if (!F.empty()) {
+          x = build::all_gather(t, x, mesh, F, d);
+          std::vector<std::int64_t> lo(r, 0), hi = x->shape();
+          hi[d] = G[d];
+          x = build::slice(t, x, lo, hi);
+        }
+        current[d] = {};
+      }
+    }
+    // Slice the axes `to` adds, all dims in one dynamic slice.
+    std::vector<NodeRef> starts(r);
+    std::vector<std::int64_t> slice_size(r, -1);
+    for (int d = 0; d < r; ++d) {
+      const auto& T = to.dims[d];
+      const auto& C = current[d];
+      starts[d] = zero_i32();
+      if (C.size() == T.size()) continue;
+      std::vector<int> S(T.begin() + C.size(), T.end());
+      const std::int64_t c_t = ceil_div(G[d], tiles(T));
+      if (x->shape()[d] < c_t * tiles(S)) {
+        // Pad so every tile, the last ones too, lies inside the array.
+        std::vector<std::int64_t> lo(r, 0), hi(r, 0);
+        hi[d] = c_t * tiles(S) - x->shape()[d];
+        x = build::pad(t, x, build::scalar(t, x->dtype(), 0), lo, hi);
+      }
+      starts[d] = offset(S, c_t);
+      slice_size[d] = c_t;
+    }
+    Shape sizes = x->shape();
+    bool any = false;
+    for (int d = 0; d < r; ++d)
+      if (slice_size[d] >= 0) sizes[d] = slice_size[d], any = true;
+    if (any) x = build::dynamic_slice(t, x, starts, sizes);
+    return x;
+  }
+
+  // One axis moving from the minor end of one dim to the minor end of
+  // another, all even: a single all-to-all.
+  NodeRef try_all_to_all(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) {
+    const int r = int(G.size());
+    int src = -1, dst = -1;
+    for (int d = 0; d < r; ++d) {
+      const auto& F = from.dims[d];
+      const auto& T = to.dims[d];
+      if (F == T) continue;
+      if (F.size() == T.size() + 1 && std::equal(T.begin(), T.end(), F.begin()) && src < 0) src = d;
+      else if (T.size() == F.size() + 1 && std::equal(F.begin(), F.end(), T.begin()) && dst < 0) dst = d;
+      else return nullptr;
+    }
+    if (src < 0 || dst < 0 || from.dims[src].back() != to.dims[dst].back()) return nullptr;
+    for (int d : {src, dst})
+      if (G[d] % tiles(from.dims[d]) != 0 || G[d] % tiles(to.dims[d]) != 0) return nullptr;
+    return build::all_to_all(t, x, mesh, {from.dims[src].back()}, dst, src);
+  }
+
+  // Replaces the padding of split, uneven dims `dims` of x (sharded as s) by `fill`.
+  NodeRef mask(NodeRef x, const Shape& G, const AxisSharding& s, const std::vector<int>& dims, double fill) {
+    NodeRef valid;
+    for (int d : dims) {
+      if (s.dims[d].empty() || G[d] % tiles(s.dims[d]) == 0) continue;
+      const std::int64_t c = ceil_div(G[d], tiles(s.dims[d]));
+      NodeRef idx = build::iota(t, DType::int32, x->shape(), d);
+      NodeRef off = build::broadcast_in_dim(t, offset(s.dims[d], c), x->shape(), {});
+      NodeRef global = build::binary(t, Op::add, idx, off);
+      NodeRef lim = build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(G[d])), x->shape(), {});
+      NodeRef ok = build::binary(t, Op::lt, global, lim);
+      valid = valid ? build::binary(t, Op::and_, valid, ok) : ok;
+    }
+    if (!valid) return x;
+    NodeRef f = build::broadcast_in_dim(t, build::scalar(t, x->dtype(), fill), x->shape(), {});
+    return build::select(t, valid, x, f);
+  }
+
+  // ---------------------------------------------------------------- ops
+
+  NodeRef emit(const NodeRef& n) {
+    const AxisSharding& value = a.value.at(n.get());
+    if (n->op == Op::parameter) {
+      Aval av = n->aval;
+      av.shape = value.tile_shape(n->shape());
+      return build::parameter(t, int(n->p.dims[0]), av);
+    }
+    FactorRule rule = rules(n->op).factors(*n);
+    const auto& fa = a.factor_axes.at(n.get());
+    // Operands as this op needs them.
+    std::vector<NodeRef> ops;
+    std::vector<AxisSharding> op_sh;
+    for (size_t k = 0; k < n->in.size(); ++k) {
+      const NodeRef& x = n->in[k];
+      AxisSharding want = sharding_from_factors(mesh, rule.operands[k], fa);
+      NodeRef lx = reshard(local.at(x.get()), x->shape(), a.value.at(x.get()), want);
+      // Padding of split, uneven reduced dims must not count.
+      std::vector<int> reduced_dims;
+      for (size_t d = 0; d < rule.operands[k].size(); ++d)
+        for (int f : rule.operands[k][d])
+          if (rule.reduction[f] && !fa[f].empty()) reduced_dims.push_back(int(d));
+      if (!reduced_dims.empty()) lx = mask(lx, x->shape(), want, reduced_dims, identity_of(rule.reduce_op, x->dtype()));
+      ops.push_back(lx);
+      op_sh.push_back(want);
+    }
+    AxisSharding natural = sharding_from_factors(mesh, rule.result, fa);
+    std::vector<int> unreduced;
+    for (size_t f = 0; f < fa.size(); ++f)
+      if (rule.reduction[f]) unreduced.insert(unreduced.end(), fa[f].begin(), fa[f].end());
+    NodeRef r = local_op(n, ops, op_sh, natural);
+    if (!unreduced.empty()) {
+      // Partial sums: reduce-scatter straight into the value's sharding when
+      // it splits one dim further by exactly these axes; else all-reduce.
+      int scatter_dim = -1;
+      bool others_equal = true;
+      for (int d = 0; d < n->rank(); ++d) {
+        const auto& V = value.dims[d];
+        const auto& N = natural.dims[d];
+        if (V == N) continue;
+        if (V.size() == N.size() + unreduced.size() && std::equal(N.begin(), N.end(), V.begin()) &&
+            std::vector<int>(V.begin() + N.size(), V.end()) == unreduced && n->shape()[d] % tiles(V) == 0 &&
+            scatter_dim < 0)
+          scatter_dim = d;
+        else
+          others_equal = false;
+      }
+      if (scatter_dim >= 0 && others_equal) {
+        return build::reduce_scatter(t, r, mesh, unreduced, scatter_dim, rule.reduce_op);
+      }
+      r = build::all_reduce(t, r, mesh, unreduced, rule.reduce_op);
+    }
+    return reshard(r, n->shape(), natural, value);
+  }
+
+  NodeRef local_op(const NodeRef& n, const std::vector<NodeRef>& ops, const std::vector<AxisSharding>& op_sh,
+                   const AxisSharding& natural) {
+    const Shape tile = natural.tile_shape(n->shape());
+    switch (n->op) {
+      case Op::parameter: break;
+      case Op::constant: {
+        NodeRef c = build::constant(t, n->p.literal, n->aval.weak_type);
+        return reshard(c, n->shape(), replicated(mesh, n->rank()), natural);
+      }
+      case Op::iota: {
+        const std::int64_t d = n->p.dims[0];
+        NodeRef i = build::iota(t, n->dtype(), tile, d);
+        if (natural.dims[d].empty()) return i;
+        NodeRef off = build::convert(t, offset(natural.dims[d], tile[d]), n->dtype());
+        return build::binary(t, Op::add, i, build::broadcast_in_dim(t, off, tile, {}));
+      }
+      case Op::broadcast_in_dim: return build::broadcast_in_dim(t, ops[0], tile, n->p.dims);
+      case Op::reshape: {
+        bool even = true;
+        const NodeRef& x = n->in[0];
+        for (int d = 0; d < x->rank(); ++d) even = even && x->shape()[d] % std::max<std::int64_t>(1, tiles(op_sh[0].dims[d])) == 0;
+        for (int d = 0; d < n->rank(); ++d) even = even && n->shape()[d] % tiles(natural.dims[d]) == 0;
+        if (even && numel(ops[0]->shape()) == numel(tile)) return build::reshape(t, ops[0], tile);
+        // Uneven: reshape the whole array, then take this device's part.
+        NodeRef whole = reshard(ops[0], x->shape(), op_sh[0], replicated(mesh, x->rank()));
+        NodeRef r = build::reshape(t, whole, n->shape());
+        return reshard(r, n->shape(), replicated(mesh, n->rank()), natural);
+      }
+      case Op::slice: {
+        std::vector<std::int64_t> lo = n->p.lo, hi = n->p.hi, step = n->p.step;
+        for (int d = 0; d < n->rank(); ++d)
+          if (!natural.dims[d].empty()) lo[d] = 0, hi[d] = ops[0]->shape()[d], step[d] = 1;
+        return build::slice(t, ops[0], lo, hi, step);
+      }
+      case Op::pad: {
+        std::vector<std::int64_t> lo = n->p.lo, hi = n->p.hi, in = n->p.step;
+        for (int d = 0; d < n->rank(); ++d)
+          if (!natural.dims[d].empty()) lo[d] = hi[d] = in[d] = 0;
+        return build::pad(t, ops[0], ops[1], lo, hi, in);
+      }
+      case Op::dynamic_slice: {
+        Shape sizes = n->p.lo;
+        for (int d = 0; d < n->rank(); ++d)
+          if (!natural.dims[d].empty()) sizes[d] = tile[d];
+        return build::dynamic_slice(t, ops[0], std::vector<NodeRef>(ops.begin() + 1, ops.end()), sizes);
+      }
+      case Op::sharding_constraint: return ops[0];
+      case Op::axis_index: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter: case Op::all_to_all:
+      case Op::collective_permute:
+        throw InternalError(std::string(op_name(n->op)) + " in a global program");
+      case Op::neg: case Op::sin: case Op::cos: case Op::tan: case Op::tanh: case Op::exp: case Op::expm1:
+      case Op::log: case Op::log1p: case Op::sqrt: case Op::rsqrt: case Op::logistic: case Op::erf_inv: case Op::erf:
+      case Op::abs: case Op::sign: case Op::floor: case Op::ceil: case Op::round: case Op::is_finite:
+      case Op::not_: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::pow:
+      case Op::max: case Op::min: case Op::atan2: case Op::and_: case Op::or_: case Op::xor_:
+      case Op::shift_left: case Op::shift_right_logical: case Op::eq: case Op::ne: case Op::lt: case Op::le:
+      case Op::gt: case Op::ge: case Op::select: case Op::convert: case Op::bitcast_convert:
+      case Op::transpose: case Op::rev: case Op::concatenate: case Op::dynamic_update_slice: case Op::reduce_sum:
+      case Op::reduce_max: case Op::reduce_min: case Op::reduce_prod: case Op::argmax: case Op::argmin:
+      case Op::dot_general:
+        return build::with_operands(t, *n, ops);
+    }
+    throw InternalError("partition: unhandled op");
+  }
+};
+
+}  // namespace
+
+PartitionedProgram partition(const Graph& g, const ShardingAssignment& a) {
+  Partitioner p{g, a, a.mesh, {}, {}};
+  PartitionedProgram out;
+  out.mesh = a.mesh;
+  for (auto& n : g.topo_order()) p.local[n.get()] = p.emit(n);
+  out.local.name = g.name;
+  for (auto& prm : g.params) {
+    out.local.params.push_back(p.local.at(prm.get()));
+    out.param_shardings.push_back(a.value.at(prm.get()));
+  }
+  for (auto& o : g.outputs) {
+    out.local.outputs.push_back(p.local.at(o.get()));
+    out.output_shardings.push_back(a.value.at(o.get()));
+  }
+  return out;
+}
+
+}  // namespace tessel

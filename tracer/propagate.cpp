@@ -1,0 +1,180 @@
+#include "tracer/propagate.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "tracer/errors.hpp"
+
+namespace tessel {
+
+AxisSharding sharding_from_factors(const MeshRef& mesh, const std::vector<std::vector<int>>& dims,
+                                   const std::vector<std::vector<int>>& factor_axes) {
+  AxisSharding s = replicated(mesh, int(dims.size()));
+  for (size_t d = 0; d < dims.size(); ++d)
+    for (int f : dims[d]) s.dims[d].insert(s.dims[d].end(), factor_axes[f].begin(), factor_axes[f].end());
+  return s;
+}
+
+namespace {
+
+struct Proposal {
+  std::vector<std::vector<int>> axes;  // per factor; empty: says nothing
+  std::vector<bool> speaks;
+};
+
+// What a participant's sharding says about its factors: a dim's axes go to its
+// factors major to minor, each factor taking axes while they divide what is
+// left of it; a factor must be fully split before the next takes any.
+Proposal propose(const FactorRule& r, const std::vector<std::vector<int>>& dims, const AxisSharding& s) {
+  Proposal p;
+  p.axes.assign(r.sizes.size(), {});
+  p.speaks.assign(r.sizes.size(), false);
+  const auto& axes = s.mesh->axes();
+  for (size_t d = 0; d < dims.size() && d < s.dims.size(); ++d) {
+    for (int f : dims[d]) p.speaks[f] = true;
+    size_t fi = 0;
+    std::int64_t left = dims[d].empty() ? 1 : r.sizes[dims[d][0]];
+    for (int a : s.dims[d]) {
+      while (fi < dims[d].size() && left == 1) {
+        ++fi;
+        left = fi < dims[d].size() ? r.sizes[dims[d][fi]] : 1;
+      }
+      if (fi >= dims[d].size()) break;
+      std::int64_t size = axes[a].size;
+      if (left % size != 0) break;  // not expressible on this factor: stop here
+      p.axes[dims[d][fi]].push_back(a);
+      left /= size;
+    }
+  }
+  return p;
+}
+
+struct OpState {
+  std::vector<std::vector<int>> axes;
+  std::vector<bool> set, fixed, conflicted;
+};
+
+void merge(OpState& st, const FactorRule& r, const Proposal& p, bool fixed) {
+  for (size_t f = 0; f < r.sizes.size(); ++f) {
+    if (!p.speaks[f] || r.need_replication[f]) continue;
+    if (!st.set[f]) {
+      // An axis may split only one factor.
+      bool clash = false;
+      for (size_t g = 0; g < r.sizes.size() && !clash; ++g)
+        if (g != f && st.set[g])
+          for (int a : p.axes[f])
+            if (std::find(st.axes[g].begin(), st.axes[g].end(), a) != st.axes[g].end()) clash = true;
+      if (clash || st.conflicted[f]) continue;
+      st.axes[f] = p.axes[f];
+      st.set[f] = true;
+      st.fixed[f] = fixed;
+    } else if (st.axes[f] != p.axes[f] && !st.fixed[f]) {
+      // Two participants disagree: the factor stays unsplit.
+      st.axes[f].clear();
+      st.conflicted[f] = true;
+    }
+  }
+}
+
+struct Propagator {
+  const Graph& g;
+  MeshRef mesh;
+  std::vector<NodeRef> order;
+  std::unordered_map<const Node*, AxisSharding> value;
+  std::unordered_map<const Node*, bool> fixed;
+  std::unordered_map<const Node*, std::string> reason;
+
+  // Runs one op's rule: fills its participants whose sharding is unknown.
+  // Returns the factor axes it settled on.
+  std::vector<std::vector<int>> visit(const NodeRef& n, bool assign) {
+    FactorRule r = rules(n->op).factors(*n);
+    OpState st;
+    st.axes.assign(r.sizes.size(), {});
+    st.set.assign(r.sizes.size(), false);
+    st.fixed.assign(r.sizes.size(), false);
+    st.conflicted.assign(r.sizes.size(), false);
+    auto known = [&](const Node* v) { return value.count(v) > 0; };
+    auto is_fixed = [&](const Node* v) { return fixed.count(v) && fixed.at(v); };
+    // Fixed participants first (the result, then operands), then the others.
+    for (int pass = 0; pass < 2; ++pass) {
+      bool want_fixed = pass == 0;
+      if (known(n.get()) && is_fixed(n.get()) == want_fixed && want_fixed)
+        merge(st, r, propose(r, r.result, value.at(n.get())), true);
+      for (size_t k = 0; k < n->in.size(); ++k) {
+        const Node* x = n->in[k].get();
+        if (known(x) && is_fixed(x) == want_fixed) merge(st, r, propose(r, r.operands[k], value.at(x)), want_fixed);
+      }
+      if (known(n.get()) && !is_fixed(n.get()) && !want_fixed) merge(st, r, propose(r, r.result, value.at(n.get())), false);
+    }
+    if (assign) {
+      auto describe = [&](const char* how) {
+        std::ostringstream os;
+        os << how << ' ' << op_name(n->op);
+        return os.str();
+      };
+      if (!known(n.get()) && n->op != Op::parameter) {
+        value[n.get()] = sharding_from_factors(mesh, r.result, st.axes);
+        reason[n.get()] = describe("result of");
+      }
+      for (size_t k = 0; k < n->in.size(); ++k) {
+        const Node* x = n->in[k].get();
+        if (!known(x)) {
+          value[x] = sharding_from_factors(mesh, r.operands[k], st.axes);
+          reason[x] = describe("operand of");
+        }
+      }
+    }
+    return st.axes;
+  }
+};
+
+}  // namespace
+
+ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
+  Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}};
+  for (size_t i = 0; i < g.params.size(); ++i)
+    if (i < in.params.size() && in.params[i]) {
+      p.value[g.params[i].get()] = *in.params[i];
+      p.fixed[g.params[i].get()] = true;
+      p.reason[g.params[i].get()] = "input " + std::to_string(i) + " (committed or in_shardings)";
+    }
+  for (auto& n : p.order)
+    if (n->op == Op::sharding_constraint) {
+      p.value[n.get()] = *n->p.sharding;
+      p.fixed[n.get()] = true;
+      p.reason[n.get()] = "with_sharding_constraint";
+    }
+  // Forward, backward, forward: enough for values to reach from any fixed one.
+  for (int round = 0; round < 3; ++round) {
+    if (round % 2 == 0) {
+      for (auto& n : p.order)
+        if (n->op != Op::parameter && (p.value.count(n.get()) || !n->in.empty())) {
+          bool any = p.value.count(n.get()) > 0;
+          for (auto& x : n->in) any = any || p.value.count(x.get());
+          if (any) p.visit(n, true);
+        }
+    } else {
+      for (auto it = p.order.rbegin(); it != p.order.rend(); ++it) {
+        const NodeRef& n = *it;
+        if (n->op == Op::parameter) continue;
+        bool any = p.value.count(n.get()) > 0;
+        for (auto& x : n->in) any = any || p.value.count(x.get());
+        if (any) p.visit(n, true);
+      }
+    }
+  }
+  ShardingAssignment out;
+  out.mesh = in.mesh;
+  for (auto& n : p.order)
+    if (!p.value.count(n.get())) {
+      p.value[n.get()] = replicated(in.mesh, n->rank());
+      p.reason[n.get()] = "no sharding reached it: replicated";
+    }
+  for (auto& n : p.order)
+    if (n->op != Op::parameter) out.factor_axes[n.get()] = p.visit(n, false);
+  out.value = std::move(p.value);
+  out.reason = std::move(p.reason);
+  return out;
+}
+
+}  // namespace tessel

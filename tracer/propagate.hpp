@@ -1,0 +1,45 @@
+// Sharding propagation over a traced (global) graph, with each op's factor
+// rule (tracer/rules.hpp): computation follows data.
+//
+// Every value gets an axis sharding over the program's one mesh. Fixed
+// shardings — committed inputs, in_shardings, sharding_constraint (and
+// out_shardings, which lowering turns into constraints) — never change; the
+// rules carry them forward to results and backward to open inputs, to a
+// fixpoint. Within one op, participants speak in priority order (fixed ones,
+// then operands in order, then the result); a factor on which two speak
+// differently stays unsplit, and an axis already given to one factor is not
+// given to another. What is still unknown at the end is replicated.
+//
+// A reduction factor split over axes makes the op's result partial over
+// them; the partitioner turns that into an all-reduce (or a reduce-scatter).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tracer/ir.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+struct PropagationInput {
+  MeshRef mesh;
+  std::vector<std::optional<AxisSharding>> params;  // fixed parameter shardings; nullopt: open
+};
+
+struct ShardingAssignment {
+  MeshRef mesh;
+  std::unordered_map<const Node*, AxisSharding> value;                   // every node's sharding (reduced)
+  std::unordered_map<const Node*, std::vector<std::vector<int>>> factor_axes;  // per op: mesh axes per factor
+  std::unordered_map<const Node*, std::string> reason;                   // what chose each value's sharding
+};
+
+ShardingAssignment propagate(const Graph& g, const PropagationInput& in);
+
+// The sharding of each dim of a participant from factor axes.
+AxisSharding sharding_from_factors(const MeshRef& mesh, const std::vector<std::vector<int>>& dims,
+                                   const std::vector<std::vector<int>>& factor_axes);
+
+}  // namespace tessel
