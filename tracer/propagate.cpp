@@ -41,7 +41,16 @@ Proposal propose(const FactorRule& r, const std::vector<std::vector<int>>& dims,
       }
       if (fi >= dims[d].size()) break;
       std::int64_t size = axes[a].size;
-      if (left % size != 0) break;  // not expressible on this factor: stop here
+      if (left % size != 0) {
+        // A dim of one factor may split unevenly (padded tiles), as long as
+        // every tile holds something; in compound dims tiles must nest.
+        std::int64_t split = size;
+        for (int b : p.axes[dims[d][fi]]) split *= axes[b].size;
+        if (dims[d].size() != 1 || split > r.sizes[dims[d][fi]]) break;
+        p.axes[dims[d][fi]].push_back(a);
+        left = 1;
+        continue;
+      }
       p.axes[dims[d][fi]].push_back(a);
       left /= size;
     }
@@ -51,12 +60,15 @@ Proposal propose(const FactorRule& r, const std::vector<std::vector<int>>& dims,
 
 struct OpState {
   std::vector<std::vector<int>> axes;
-  std::vector<bool> set, fixed, conflicted;
+  std::vector<bool> set, by_result, conflicted;
 };
 
-void merge(OpState& st, const FactorRule& r, const Proposal& p, bool fixed) {
+// `pinned`: the proposal of a fixed result (a constraint), which operands
+// cannot override. A replicated dim says nothing (slicing it is free).
+void merge(OpState& st, const FactorRule& r, const Proposal& p, bool pinned) {
   for (size_t f = 0; f < r.sizes.size(); ++f) {
     if (!p.speaks[f] || r.need_replication[f]) continue;
+    if (p.axes[f].empty() && !pinned) continue;
     if (!st.set[f]) {
       // An axis may split only one factor.
       bool clash = false;
@@ -67,13 +79,33 @@ void merge(OpState& st, const FactorRule& r, const Proposal& p, bool fixed) {
       if (clash || st.conflicted[f]) continue;
       st.axes[f] = p.axes[f];
       st.set[f] = true;
-      st.fixed[f] = fixed;
-    } else if (st.axes[f] != p.axes[f] && !st.fixed[f]) {
+      st.by_result[f] = pinned;
+    } else if (st.axes[f] != p.axes[f] && !st.by_result[f]) {
       // Two participants disagree: the factor stays unsplit.
       st.axes[f].clear();
       st.conflicted[f] = true;
     }
   }
+}
+
+// In a dim made of several factors, a factor can be split only when every
+// factor before it is split whole (the dim's tiles must stay contiguous).
+void legalize(OpState& st, const FactorRule& r, const DeviceMesh& mesh) {
+  auto walk = [&](const std::vector<int>& factors) {
+    bool blocked = false;
+    for (int f : factors) {
+      if (blocked) {
+        st.axes[f].clear();
+        continue;
+      }
+      std::int64_t split = 1;
+      for (int a : st.axes[f]) split *= mesh.axes()[a].size;
+      if (split != r.sizes[f]) blocked = true;
+    }
+  };
+  for (auto& op : r.operands)
+    for (auto& d : op) walk(d);
+  for (auto& d : r.result) walk(d);
 }
 
 struct Propagator {
@@ -91,7 +123,7 @@ struct Propagator {
     OpState st;
     st.axes.assign(r.sizes.size(), {});
     st.set.assign(r.sizes.size(), false);
-    st.fixed.assign(r.sizes.size(), false);
+    st.by_result.assign(r.sizes.size(), false);
     st.conflicted.assign(r.sizes.size(), false);
     auto known = [&](const Node* v) { return value.count(v) > 0; };
     auto is_fixed = [&](const Node* v) { return fixed.count(v) && fixed.at(v); };
@@ -102,10 +134,11 @@ struct Propagator {
         merge(st, r, propose(r, r.result, value.at(n.get())), true);
       for (size_t k = 0; k < n->in.size(); ++k) {
         const Node* x = n->in[k].get();
-        if (known(x) && is_fixed(x) == want_fixed) merge(st, r, propose(r, r.operands[k], value.at(x)), want_fixed);
+        if (known(x) && is_fixed(x) == want_fixed) merge(st, r, propose(r, r.operands[k], value.at(x)), false);
       }
       if (known(n.get()) && !is_fixed(n.get()) && !want_fixed) merge(st, r, propose(r, r.result, value.at(n.get())), false);
     }
+    legalize(st, r, *mesh);
     if (assign) {
       auto describe = [&](const char* how) {
         std::ostringstream os;
