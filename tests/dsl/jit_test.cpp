@@ -1,0 +1,190 @@
+// Tracing and jit: pytrees, static values, caching, errors, lowering text,
+// the eager cache, dumps, device placement rules and their errors.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "dsl/src/pipeline.hpp"
+#include "tests/common/golden.hpp"
+
+namespace ts = tessel;
+using ts::P;
+
+namespace demo {
+struct Params {
+  BOOST_HANA_DEFINE_STRUCT(Params, (ts::Array, w), (ts::Array, b));
+};
+}  // namespace demo
+
+TEST_CASE("jit traces once per signature and runs pytrees in and out") {
+  std::atomic<int> traces{0};
+  auto f = ts::jit([&](const std::pair<ts::Array, ts::Array>& p, const std::map<std::string, ts::Array>& m) {
+    ++traces;
+    return std::make_tuple(p.first * p.second, m.at("k") + 1.0, std::vector<ts::Array>{p.first});
+  });
+  auto a = ts::arange(4.0), b = ts::full({4}, 2.0f);
+  std::map<std::string, ts::Array> m{{"k", ts::zeros({2})}};
+  auto [x, y, z] = f(std::make_pair(a, b), m);
+  CHECK(x.to_vector<float>() == std::vector<float>{0, 2, 4, 6});
+  CHECK(y.to_vector<float>() == std::vector<float>{1, 1});
+  CHECK(z[0].to_vector<float>() == a.to_vector<float>());
+  f(std::make_pair(b, a), m);
+  CHECK(traces == 1);
+  f(std::make_pair(ts::arange(5.0), ts::arange(5.0)), m);  // new shape: a new trace
+  CHECK(traces == 2);
+
+  auto g = ts::jit([](const demo::Params& p, ts::Array x) { return demo::Params{p.w * x, p.b + x}; });
+  auto r = g(demo::Params{ts::ones({3}), ts::zeros({3})}, ts::arange(3.0));
+  CHECK(r.w.to_vector<float>() == std::vector<float>{0, 1, 2});
+}
+
+TEST_CASE("C++ scalars and static_argnums are compile-time values") {
+  std::atomic<int> traces{0};
+  auto f = ts::jit([&](ts::Array x, int n, double scale) {
+    ++traces;
+    ts::Array r = x;
+    for (int i = 1; i < n; ++i) r = r * x;  // a loop unrolled at trace time
+    return r * scale;
+  });
+  auto x = ts::arange(4.0);
+  CHECK(f(x, 3, 1.0).to_vector<float>() == std::vector<float>{0, 1, 8, 27});
+  CHECK(f(x, 2, 0.5).to_vector<float>() == std::vector<float>{0, 0.5f, 2, 4.5f});
+  CHECK(f(x, 3, 1.0).to_vector<float>() == std::vector<float>{0, 1, 8, 27});
+  CHECK(traces == 2);
+  auto g = ts::jit([](ts::Array x, std::string mode) { return mode == "double" ? x * 2.0 : x; }, {.static_argnums = {1}});
+  CHECK(g(x, std::string("double")).to_vector<float>() == std::vector<float>{0, 2, 4, 6});
+}
+
+TEST_CASE("a traced value used as a concrete one is a ConcretizationError") {
+  auto f = ts::jit([](ts::Array x) {
+    if (x.sum().item<float>() > 0) return x;  // control flow on a traced value
+    return -x;
+  });
+  CHECK_THROWS_AS(f(ts::arange(3.0)), ts::ConcretizationError);
+  ts::Array leaked;
+  auto g = ts::jit([&](ts::Array x) {
+    leaked = x * 2;
+    return x;
+  });
+  g(ts::arange(3.0));
+  CHECK(leaked.is_tracer());
+  CHECK_THROWS_AS(leaked + 1.0, ts::ConcretizationError);
+  CHECK(ts::to_string(leaked) == "Traced<ShapedArray(float32[3])>");
+}
+
+TEST_CASE("closed-over arrays become inputs, nested jit traces through") {
+  auto w = ts::arange(3.0) + 1.0;
+  auto inner = ts::jit([&](ts::Array x) { return x * w; });
+  auto outer = ts::jit([&](ts::Array x) { return inner(x) + inner(x * 2.0); });
+  CHECK(outer(ts::ones({3})).to_vector<float>() == std::vector<float>{3, 6, 9});
+}
+
+TEST_CASE("lower, compile, as_text, cost and memory analysis") {
+  auto f = ts::jit([](ts::Array a, ts::Array b) { return 2.0f * ts::sin(ts::dot(a, b)) + 1.0f; }, {.name = "layer"});
+  auto a = ts::ones({8, 16}), b = ts::ones({16, 4});
+  auto lowered = f.lower(a, b);
+  std::string lt = lowered.as_text();
+  CHECK(lt.find("func layer") != std::string::npos);
+  CHECK(lt.find("dot(") != std::string::npos);
+  CHECK(lt.find("sharding=P(") != std::string::npos);
+  auto compiled = lowered.compile();
+  std::string ct = compiled.as_text();
+  CHECK(ct.find("oneDNN matmul") != std::string::npos);
+  CHECK(ct.find("fusion") != std::string::npos);
+  auto cost = compiled.cost_analysis();
+  CHECK(cost.at("flops") >= 2.0 * 8 * 16 * 4);
+  CHECK(cost.at("transcendentals") == 32);
+  auto mem = compiled.memory_analysis();
+  CHECK(mem.argument_size_in_bytes == (8 * 16 + 16 * 4) * 4);
+  CHECK(mem.output_size_in_bytes == 8 * 4 * 4);
+  ts::Array r = compiled(a, b);
+  CHECK(r.to_vector<float>()[0] == doctest::Approx(2 * std::sin(16.0) + 1).epsilon(1e-5));
+}
+
+TEST_CASE("eager ops compile once per op and signature") {
+  auto x = ts::arange(16.0);
+  ts::cos(x).block_until_ready();
+  auto before = ts::detail::compile_count();
+  for (int i = 0; i < 5; ++i) ts::cos(x).block_until_ready();
+  CHECK(ts::detail::compile_count() == before);
+  ts::cos(ts::arange(17.0)).block_until_ready();
+  CHECK(ts::detail::compile_count() == before + 1);
+}
+
+TEST_CASE("TESSEL_DUMP_DIR writes every stage") {
+  auto dir = std::filesystem::temp_directory_path() / "tessel_dump_test";
+  std::filesystem::remove_all(dir);
+  ts::config().dump_dir = dir.string();
+  ts::jit([](ts::Array x) { return ts::exp(x) * 3.0; }, {.name = "dumped"})(ts::arange(5.0));
+  ts::config().dump_dir.clear();
+  int files = 0;
+  bool partitioned = false;
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    partitioned = partitioned || e.path().string().find("dumped.3-partitioned") != std::string::npos;
+  }
+  CHECK(files == 4);
+  CHECK(partitioned);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("committed arrays on different devices: DeviceMismatchError with JAX's message") {
+  auto x = ts::arange(24);
+  auto devs = ts::devices();
+  std::vector<ts::Device> first(devs.begin(), devs.begin() + 4), last(devs.begin() + 4, devs.end());
+  auto y = ts::device_put(x, ts::NamedSharding(ts::Mesh(first, "x"), P("x")));
+  auto z = ts::device_put(x, ts::NamedSharding(ts::Mesh(last, "x"), P("x")));
+  CHECK_THROWS_WITH_AS(y + z,
+                       "Received incompatible devices for jitted computation. Got argument x1 of tessel.add with shape "
+                       "int32[24] and device ids [0, 1, 2, 3] on platform cpu and argument x2 of tessel.add with shape "
+                       "int32[24] and device ids [4, 5, 6, 7] on platform cpu",
+                       ts::DeviceMismatchError);
+  std::vector<ts::Device> perm;
+  for (int i : {0, 1, 2, 3, 6, 7, 4, 5}) perm.push_back(devs[i]);
+  auto p1 = ts::device_put(x, ts::NamedSharding(ts::Mesh(devs, "x"), P("x")));
+  auto p2 = ts::device_put(x, ts::NamedSharding(ts::Mesh(perm, "x"), P("x")));
+  CHECK_THROWS_WITH_AS(p1 + p2, doctest::Contains("device ids [0, 1, 2, 3, 6, 7, 4, 5] on platform cpu"),
+                       ts::DeviceMismatchError);
+  // Uncommitted arrays move silently.
+  CHECK((y + ts::ones_like(y)).committed());
+  CHECK((y + ts::arange(24)).to_vector<int>()[23] == 46);
+  CHECK((y + ts::arange(y.size()).reshape(y.shape())).sharding() == y.sharding());
+}
+
+TEST_CASE("outputs of committed inputs are committed; of uncommitted ones, not") {
+  auto mesh = ts::make_mesh({4, 2}, {"a", "b"});
+  auto c = ts::device_put(ts::ones({8, 4}), ts::NamedSharding(mesh, P("a", "b")));
+  CHECK(ts::sin(c).committed());
+  CHECK_FALSE(ts::sin(ts::ones({8, 4})).committed());
+  CHECK(ts::sin(ts::ones({8, 4})).devices() == std::set<ts::Device>{ts::Device(0)});
+}
+
+TEST_CASE("in_shardings and out_shardings") {
+  auto mesh = ts::make_mesh({4, 2}, {"a", "b"});
+  auto f = ts::jit([](ts::Array x) { return x * 2.0; },
+                   {.in_shardings = {ts::NamedSharding(mesh, P("a"))}, .out_shardings = {ts::NamedSharding(mesh, P(ts::None, "b"))}});
+  auto y = f(ts::arange(32.0).reshape({8, 4}));
+  CHECK(y.sharding() == ts::Sharding(ts::NamedSharding(mesh, P(ts::None, "b"))));
+  CHECK(y.committed());
+  CHECK(y.to_vector<float>()[31] == 62);
+}
+
+TEST_CASE("programs launched from many host threads at once, with collectives, finish") {
+  auto mesh = ts::make_mesh({8}, {"x"});
+  auto a = ts::device_put(ts::ones({64, 64}), ts::NamedSharding(mesh, P("x")));
+  auto f = ts::jit([](ts::Array x) { return ts::sum(x, 0) + ts::sum(x.T(), 1); });
+  auto g = ts::jit([](ts::Array x) { return ts::dot(x.T(), x); });
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        auto r = (t % 2 ? f(a) : g(a)).to_vector<float>();
+        if (r[0] == (t % 2 ? 128.0f : 64.0f)) ++ok;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(ok == 40);
+}
