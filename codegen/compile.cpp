@@ -68,25 +68,32 @@ class AxisIndexThunk final : public rt::Thunk {
 
 // ------------------------------------------------------------------ collectives
 
-template <class F>
-void combine_typed(DType t, Op op, void* acc, const void* v, std::int64_t n, F&&) {
+// acc[i] = acc[i] (op) x[i], for n elements of dtype t.
+template <class T, Op op>
+void combine_loop(T* __restrict a, const T* __restrict x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (op == Op::add) {
+      if constexpr (std::is_same_v<T, bool>) a[i] = a[i] || x[i];
+      else if constexpr (std::is_integral_v<T>) a[i] = T(std::make_unsigned_t<T>(a[i]) + std::make_unsigned_t<T>(x[i]));
+      else a[i] = a[i] + x[i];
+    } else if constexpr (op == Op::max) {
+      if constexpr (std::is_floating_point_v<T>) a[i] = (a[i] != a[i] || x[i] != x[i]) ? T(NAN) : (x[i] > a[i] ? x[i] : a[i]);
+      else a[i] = x[i] > a[i] ? x[i] : a[i];
+    } else {
+      if constexpr (std::is_floating_point_v<T>) a[i] = (a[i] != a[i] || x[i] != x[i]) ? T(NAN) : (x[i] < a[i] ? x[i] : a[i]);
+      else a[i] = x[i] < a[i] ? x[i] : a[i];
+    }
+  }
+}
+
+void combine_typed(DType t, Op op, void* acc, const void* v, std::int64_t n) {
   visit_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     T* a = static_cast<T*>(acc);
     const T* x = static_cast<const T*>(v);
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (op == Op::add) {
-        if constexpr (std::is_same_v<T, bool>) a[i] = a[i] || x[i];
-        else if constexpr (std::is_integral_v<T>) a[i] = T(std::make_unsigned_t<T>(a[i]) + std::make_unsigned_t<T>(x[i]));
-        else a[i] = a[i] + x[i];
-      } else if (op == Op::max) {
-        if constexpr (std::is_floating_point_v<T>) a[i] = (a[i] != a[i] || x[i] != x[i]) ? T(NAN) : (x[i] > a[i] ? x[i] : a[i]);
-        else a[i] = x[i] > a[i] ? x[i] : a[i];
-      } else {
-        if constexpr (std::is_floating_point_v<T>) a[i] = (a[i] != a[i] || x[i] != x[i]) ? T(NAN) : (x[i] < a[i] ? x[i] : a[i]);
-        else a[i] = x[i] < a[i] ? x[i] : a[i];
-      }
-    }
+    if (op == Op::add) combine_loop<T, Op::add>(a, x, n);
+    else if (op == Op::max) combine_loop<T, Op::max>(a, x, n);
+    else combine_loop<T, Op::min>(a, x, n);
   });
 }
 
@@ -138,9 +145,21 @@ class CollectiveThunk final : public rt::Thunk {
         break;
       }
       case Op::all_reduce: {
+        // Reduce-scatter then all-gather over a flat view: each member sums
+        // one 1/n chunk from every peer, then copies the others' chunks.
         const std::int64_t count = numel(in_shape_);
-        std::memcpy(out, peers[0], std::size_t(count) * es);
-        for (std::int64_t k = 1; k < n; ++k) combine_typed(dtype_, p_.reduce_op, out, peers[k], count, 0);
+        const std::int64_t lo = count * std::int64_t(rank) / n, hi = count * std::int64_t(rank + 1) / n;
+        std::memcpy(out + lo * es, static_cast<const char*>(peers[0]) + lo * es, std::size_t(hi - lo) * es);
+        for (std::int64_t k = 1; k < n; ++k)
+          combine_typed(dtype_, p_.reduce_op, out + lo * es, static_cast<const char*>(peers[k]) + lo * es, hi - lo);
+        // Everyone's chunk is done once everyone has released the inputs.
+        ctx.comm->release(ctx.position, *group);
+        auto outs = ctx.comm->exchange(ctx.position, *group, out);
+        for (std::int64_t k = 0; k < n; ++k) {
+          if (k == std::int64_t(rank)) continue;
+          const std::int64_t a = count * k / n, b = count * (k + 1) / n;
+          std::memcpy(out + a * es, static_cast<const char*>(outs[k]) + a * es, std::size_t(b - a) * es);
+        }
         break;
       }
       case Op::reduce_scatter: {
@@ -150,7 +169,7 @@ class CollectiveThunk final : public rt::Thunk {
           const std::int64_t src_off = (o * n + std::int64_t(rank)) * len;
           std::memcpy(dst, static_cast<const char*>(peers[0]) + src_off * es, len * es);
           for (std::int64_t k = 1; k < n; ++k)
-            combine_typed(dtype_, p_.reduce_op, dst, static_cast<const char*>(peers[k]) + src_off * es, len, 0);
+            combine_typed(dtype_, p_.reduce_op, dst, static_cast<const char*>(peers[k]) + src_off * es, len);
         }
         break;
       }

@@ -1,5 +1,6 @@
 #include "codegen/jit.hpp"
 
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -87,6 +88,12 @@ std::vector<void*> Jit::compile(std::unique_ptr<llvm::Module> module, std::uniqu
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(*module, mam);
+  // Debug dumps: the optimised IR of every kernel module.
+  if (const char* dir = std::getenv("TESSEL_DUMP_DIR")) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(std::string(dir) + "/" + module->getName().str() + ".ll", ec);
+    if (!ec) module->print(os, nullptr);
+  }
 
   auto rt = impl_->jit->getMainJITDylib().createResourceTracker();
   if (auto e = impl_->jit->addIRModule(rt, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))

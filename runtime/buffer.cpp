@@ -1,6 +1,10 @@
 #include "runtime/buffer.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <new>
 
 namespace tessel::rt {
@@ -32,17 +36,86 @@ void Event::wait() const {
 }
 
 namespace {
+
 constexpr std::size_t kAlign = 64;
+
+std::size_t rounded(std::size_t bytes) {
+  // Large blocks by pages, so sizes that differ a little share blocks.
+  const std::size_t unit = bytes >= (1u << 20) ? 4096 : kAlign;
+  std::size_t r = (bytes + unit - 1) / unit * unit;
+  return r ? r : kAlign;
 }
 
-Buffer::Buffer(int device, std::size_t bytes) : device_(device), bytes_(bytes) {
-  std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-  if (rounded == 0) rounded = kAlign;
-  data_ = std::aligned_alloc(kAlign, rounded);
-  if (!data_) throw std::bad_alloc();
+struct Pool {
+  std::mutex m;
+  std::multimap<std::size_t, void*> free_blocks;
+  std::size_t cached = 0;
+  std::size_t cap = 0;
+  Pool() {
+    // At most a quarter of the machine's memory, and 8 GiB.
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    std::size_t phys = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : (std::size_t(8) << 30);
+    cap = std::min(phys / 4, std::size_t(8) << 30);
+  }
+  ~Pool() {
+    for (auto& [size, p] : free_blocks) std::free(p);
+  }
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // outlives every buffer freed at exit
+  return *p;
 }
 
-Buffer::~Buffer() { std::free(data_); }
+}  // namespace
+
+void* device_alloc(std::size_t bytes) {
+  const std::size_t r = rounded(bytes);
+  Pool& p = pool();
+  {
+    std::lock_guard<std::mutex> lk(p.m);
+    auto it = p.free_blocks.find(r);
+    if (it != p.free_blocks.end()) {
+      void* block = it->second;
+      p.free_blocks.erase(it);
+      p.cached -= r;
+      return block;
+    }
+  }
+  void* block = std::aligned_alloc(kAlign, r);
+  if (!block) {
+    // Out of memory: give the cache back and try once more.
+    std::lock_guard<std::mutex> lk(p.m);
+    for (auto& [size, q] : p.free_blocks) std::free(q);
+    p.free_blocks.clear();
+    p.cached = 0;
+    block = std::aligned_alloc(kAlign, r);
+    if (!block) throw std::bad_alloc();
+  }
+  return block;
+}
+
+void device_free(void* block, std::size_t bytes) {
+  if (!block) return;
+  const std::size_t r = rounded(bytes);
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lk(p.m);
+  if (p.cached + r > p.cap) {
+    std::free(block);
+    return;
+  }
+  p.free_blocks.emplace(r, block);
+  p.cached += r;
+}
+
+std::size_t cached_bytes() {
+  std::lock_guard<std::mutex> lk(pool().m);
+  return pool().cached;
+}
+
+Buffer::Buffer(int device, std::size_t bytes) : device_(device), bytes_(bytes), data_(device_alloc(bytes)) {}
+
+Buffer::~Buffer() { device_free(data_, bytes_); }
 
 std::shared_ptr<Buffer> Buffer::allocate(int device, std::size_t bytes) {
   return std::shared_ptr<Buffer>(new Buffer(device, bytes));

@@ -53,4 +53,12 @@ class Buffer {
 
 using BufferRef = std::shared_ptr<Buffer>;
 
+// Device memory comes from a caching allocator: freed blocks are kept (up to
+// a cap) and handed out again for the same size, so repeated programs do not
+// pay the kernel's page faults and zeroing for every new buffer.
+void* device_alloc(std::size_t bytes);
+void device_free(void* p, std::size_t bytes);
+// Bytes held in the cache now (for tests and reports).
+std::size_t cached_bytes();
+
 }  // namespace tessel::rt

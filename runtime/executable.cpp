@@ -53,21 +53,19 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
         for (size_t t = 0; t < e.thunks.size(); ++t) {
           for (int s : e.alloc_before[t]) {
             if (ctx.slots[s]) continue;
-            std::size_t bytes = (e.slots[s].bytes + 63) / 64 * 64;
-            owned[s] = std::aligned_alloc(64, bytes ? bytes : 64);
-            if (!owned[s]) throw std::bad_alloc();
+            owned[s] = device_alloc(e.slots[s].bytes);
             if (e.slots[s].zero_init) std::memset(owned[s], 0, e.slots[s].bytes);
             ctx.slots[s] = owned[s];
           }
           e.thunks[t]->run(ctx);
           for (int s : e.free_after[t])
-            if (owned[s]) std::free(owned[s]), owned[s] = nullptr, ctx.slots[s] = nullptr;
+            if (owned[s]) device_free(owned[s], e.slots[s].bytes), owned[s] = nullptr, ctx.slots[s] = nullptr;
         }
-        for (void* p : owned) std::free(p);
+        for (size_t s = 0; s < owned.size(); ++s) device_free(owned[s], e.slots[s].bytes);
         for (auto& o : outs)
           if (!o->ready().is_set()) o->ready().set();
       } catch (...) {
-        for (void* p : owned) std::free(p);
+        for (size_t s = 0; s < owned.size(); ++s) device_free(owned[s], e.slots[s].bytes);
         if (comm) comm->abort(std::current_exception());
         for (auto& o : outs)
           if (!o->ready().is_set()) o->ready().set_error(std::current_exception());

@@ -155,7 +155,7 @@ std::vector<CommStat> communication_of(const Graph& local) {
     // Bytes each device reads from its peers, as the shared-memory collectives do.
     switch (n->op) {
       case Op::all_gather: moved = out_bytes - in_bytes; break;
-      case Op::all_reduce: moved = (group - 1) * in_bytes; break;
+      case Op::all_reduce: moved = 2 * (group - 1) / group * in_bytes; break;  // reduce-scatter + all-gather
       case Op::reduce_scatter: moved = (group - 1) * out_bytes; break;
       case Op::all_to_all: moved = in_bytes * (group - 1) / group; break;
       default: moved = in_bytes; break;  // collective_permute

@@ -1,0 +1,37 @@
+// Host overhead of an eager op whose program is cached (time for the call to
+// return; the work is asynchronous), and the time to trace, lower, compile
+// and run a new small fused kernel.
+#include <tessel/tessel.hpp>
+
+#include "tests/bench/bench_util.hpp"
+
+namespace ts = tessel;
+
+int main() {
+  auto x = ts::arange(16.0);
+  ts::sin(x).block_until_ready();  // compile once
+  const int n = 20000;
+  std::vector<ts::Array> keep;
+  keep.reserve(n);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) keep.push_back(ts::sin(x));
+  double per_call = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
+  keep.back().block_until_ready();
+  double torch_s = bench::torch_seconds("x = torch.arange(16.0)", "y = torch.sin(x)", 2001);
+  std::printf("\neager dispatch of a cached op (sin of 16 floats)\n");
+  std::printf("  tessel host overhead per call: %.2f us (target < 20 us)\n", per_call * 1e6);
+  if (torch_s > 0) std::printf("  torch.sin per call:            %.2f us\n", torch_s * 1e6);
+
+  std::vector<double> compile;
+  for (int i = 0; i < 7; ++i) {
+    const float k = 1.0f + float(i) / 8;  // a new constant: a new kernel
+    auto f = ts::jit([k](ts::Array a) { return ts::exp(a * k) + ts::tanh(a) * 2.0f; });
+    auto a = std::chrono::steady_clock::now();
+    f(x).block_until_ready();
+    compile.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(compile.begin(), compile.end());
+  std::printf("new small fused kernel: trace + lower + compile + run, median of 7: %.1f ms (target < 50 ms)\n",
+              compile[compile.size() / 2] * 1e3);
+  return 0;
+}

@@ -1,0 +1,110 @@
+// Benchmark helpers: medians of repeated runs, the machine's floors (memory
+// bandwidth, peak FLOP rate) measured or read in the same run, and PyTorch's
+// time for the same work, run by /usr/bin/python3 in the same run.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace bench {
+
+inline double seconds(const std::function<void()>& f, int reps = 5, int warmup = 1) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+inline int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// Time to read `bytes` and write `bytes` with plain (write-allocating) stores on
+// every core: the memory floor of an elementwise kernel of that size.
+inline double copy_seconds(std::size_t bytes) {
+  const std::size_t n = bytes / sizeof(float);
+  std::unique_ptr<float[]> a(new float[n]), b(new float[n]);
+  for (std::size_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 0;
+  return seconds([&] {
+    std::vector<std::thread> ts;
+    const int c = cores();
+    for (int k = 0; k < c; ++k)
+      ts.emplace_back([&, k] {
+        std::size_t lo = n * k / c, hi = n * (k + 1) / c;
+        float* __restrict out = b.get();
+        const float* __restrict in = a.get();
+        for (std::size_t i = lo; i < hi; ++i) out[i] = in[i] * 1.0001f;
+      });
+    for (auto& t : ts) t.join();
+  }, 5, 1);
+}
+
+// Peak float32 FLOP rate: cores x clock x (2 FMA units x lanes x 2).
+inline double peak_flops() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  double mhz = 0;
+  bool avx512 = false, fma = false;
+  while (std::getline(f, line)) {
+    if (line.rfind("cpu MHz", 0) == 0 && mhz == 0) mhz = std::stod(line.substr(line.find(':') + 1));
+    if (line.rfind("flags", 0) == 0) {
+      avx512 = line.find(" avx512f") != std::string::npos;
+      fma = line.find(" fma") != std::string::npos;
+    }
+  }
+  const double lanes = avx512 ? 16 : 8;
+  return cores() * mhz * 1e6 * (fma ? 2 * lanes * 2 : lanes * 2);
+}
+
+// Seconds PyTorch (CPU, all cores) takes for `stmt` after `setup`, median of reps;
+// negative when PyTorch is not there.
+inline double torch_seconds(const std::string& setup, const std::string& stmt, int reps = 5) {
+  std::ostringstream py;
+  py << "import time, torch\n"
+     << "torch.set_num_threads(" << cores() << ")\n"
+     << setup << "\n"
+     << "def f():\n    " << stmt << "\n"
+     << "f()\n"
+     << "ts = []\n"
+     << "for _ in range(" << reps << "):\n"
+     << "    t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)\n"
+     << "ts.sort(); print(ts[len(ts) // 2])\n";
+  std::string path = "/tmp/tessel_bench_torch.py";
+  std::ofstream(path) << py.str();
+  FILE* p = popen(("/usr/bin/python3 " + path + " 2>/dev/null").c_str(), "r");
+  if (!p) return -1;
+  char buf[128] = {0};
+  std::string out;
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  int rc = pclose(p);
+  if (rc != 0 || out.empty()) return -1;
+  return std::stod(out);
+}
+
+inline void header(const std::string& title) {
+  std::printf("\n%s\n%-44s %12s %12s %8s %12s %9s\n", title.c_str(), "case", "floor (ms)", "tessel (ms)", "x floor",
+              "torch (ms)", "x torch");
+}
+
+inline void row(const std::string& name, double floor_s, double ours_s, double torch_s) {
+  std::printf("%-44s %12.2f %12.2f %8.2f ", name.c_str(), floor_s * 1e3, ours_s * 1e3, ours_s / floor_s);
+  if (torch_s > 0) std::printf("%12.2f %9.2f\n", torch_s * 1e3, ours_s / torch_s);
+  else std::printf("%12s %9s\n", "n/a", "n/a");
+  std::fflush(stdout);
+}
+
+}  // namespace bench
