@@ -1,6 +1,7 @@
 #include "codegen/compile.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <unordered_map>
@@ -64,6 +65,40 @@ class AxisIndexThunk final : public rt::Thunk {
   MeshRef mesh_;
   std::vector<int> axes_;
   int slot_;
+};
+
+// sort(keys, values) along one dim: a stable sort of each line.
+class SortThunk final : public rt::Thunk {
+ public:
+  SortThunk(const Node& n, int keys, int values, int out)
+      : keys_(keys), values_(values), out_(out), shape_(n.shape()), dim_(n.p.dims[0]), kt_(n.in[0]->dtype()),
+        vt_(n.dtype()) {}
+  void run(rt::ExecContext& ctx) const override {
+    const std::int64_t len = shape_[dim_], stride = row_major_strides(shape_)[dim_];
+    const std::size_t es = dtype_size(vt_);
+    const char* v = static_cast<const char*>(ctx.slots[values_]);
+    char* o = static_cast<char*>(ctx.slots[out_]);
+    std::vector<std::int64_t> order(len);
+    for (std::int64_t base = 0; base < numel(shape_); ++base) {
+      if ((base / stride) % len != 0) continue;
+      for (std::int64_t i = 0; i < len; ++i) order[i] = i;
+      visit_dtype(kt_, [&](auto tag) {
+        using K = decltype(tag);
+        const K* k = static_cast<const K*>(ctx.slots[keys_]);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::int64_t a, std::int64_t b) { return k[base + a * stride] < k[base + b * stride]; });
+      });
+      for (std::int64_t i = 0; i < len; ++i)
+        std::memcpy(o + (base + i * stride) * es, v + (base + order[i] * stride) * es, es);
+    }
+  }
+  std::string describe() const override { return "sort " + aval_str(vt_, shape_) + " (stable)"; }
+
+ private:
+  int keys_, values_, out_;
+  Shape shape_;
+  std::int64_t dim_;
+  DType kt_, vt_;
 };
 
 // ------------------------------------------------------------------ collectives
@@ -265,6 +300,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& options) {
         exe->uses_collectives = true;
         break;
       case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->p.literal, out); break;
+      case StepKind::Sort: thunk = std::make_unique<SortThunk>(*step.node, reads[0], reads[1], out); break;
       case StepKind::AxisIndex:
         thunk = std::make_unique<AxisIndexThunk>(step.node->p.mesh, step.node->p.mesh_axes, out);
         break;

@@ -244,7 +244,7 @@ class Emitter {
       case Op::parameter:
       case Op::axis_index:
       case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_prod: case Op::argmax:
-      case Op::argmin: case Op::dot_general: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter:
+      case Op::argmin: case Op::dot_general: case Op::sort: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter:
       case Op::all_to_all: case Op::collective_permute:
         throw InternalError(std::string(op_name(n.op)) + " reached the expression emitter unmaterialised");
       case Op::constant: return literal_scalar(*n.p.literal);
@@ -322,6 +322,7 @@ class Emitter {
         return compare(n.op, n.in[0]->dtype(), arg(0), arg(1));
 
       case Op::select: return b_.CreateSelect(arg(0), arg(1), arg(2));
+      case Op::threefry2x32: return threefry(arg(0), arg(1), arg(2), arg(3), int(n.p.dims[0]));
       case Op::convert: return convert_value(arg(0), n.in[0]->dtype(), t);
       case Op::bitcast_convert: return b_.CreateBitCast(arg(0), reg_type(t));
 
@@ -418,6 +419,26 @@ class Emitter {
       }
     }
     __builtin_unreachable();
+  }
+
+  // Threefry-2x32, 20 rounds (the reference: tracer/rules_elementwise.cpp).
+  // The two words come from the same rounds; LLVM shares them when both are used.
+  Value* threefry(Value* k0, Value* k1, Value* x0, Value* x1, int word) {
+    auto c = [&](std::uint32_t v) { return b_.getInt32(v); };
+    Value* ks[3] = {k0, k1, b_.CreateXor(b_.CreateXor(k0, k1), c(0x1BD11BDAu))};
+    static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+    x0 = b_.CreateAdd(x0, ks[0]);
+    x1 = b_.CreateAdd(x1, ks[1]);
+    for (int i = 0; i < 5; ++i) {
+      for (int r = 0; r < 4; ++r) {
+        x0 = b_.CreateAdd(x0, x1);
+        x1 = b_.CreateIntrinsic(llvm::Intrinsic::fshl, {b_.getInt32Ty()}, {x1, x1, c(std::uint32_t(rot[i % 2][r]))});
+        x1 = b_.CreateXor(x1, x0);
+      }
+      x0 = b_.CreateAdd(x0, ks[(i + 1) % 3]);
+      x1 = b_.CreateAdd(x1, b_.CreateAdd(ks[(i + 2) % 3], c(std::uint32_t(i + 1))));
+    }
+    return word == 0 ? x0 : x1;
   }
 
   // A dynamic start index, clamped to [0, limit] as XLA does.

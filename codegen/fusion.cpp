@@ -12,8 +12,10 @@ namespace {
 // Work per element of an op when inlined (a rough count of instructions).
 int own_cost(Op op) {
   switch (op) {
-    case Op::axis_index:
+    case Op::axis_index: case Op::sort:
       return 1000;
+    case Op::threefry2x32:
+      return 40;
     case Op::parameter: case Op::constant: case Op::iota: case Op::broadcast_in_dim: case Op::reshape: case Op::rev:
     case Op::transpose: case Op::slice: case Op::sharding_constraint: case Op::convert: case Op::bitcast_convert:
       return 0;
@@ -38,11 +40,11 @@ int own_cost(Op op) {
 
 bool always_materialized(const Node& n) {
   switch (op_family(n.op)) {
-    case OpFamily::Reduce: case OpFamily::Dot: case OpFamily::Collective: return true;
+    case OpFamily::Reduce: case OpFamily::Dot: case OpFamily::Collective: case OpFamily::Library: return true;
     case OpFamily::Leaf:
       return n.op == Op::parameter || n.op == Op::axis_index || (n.op == Op::constant && !n.shape().empty());
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
-    case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return false;
+    case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return false;
   }
   __builtin_unreachable();
 }
@@ -52,10 +54,11 @@ StepKind step_kind(const Node& n) {
     case OpFamily::Reduce: return StepKind::Reduce;
     case OpFamily::Dot: return StepKind::Dot;
     case OpFamily::Collective: return StepKind::Collective;
+    case OpFamily::Library: return StepKind::Sort;
     case OpFamily::Leaf:
       return n.op == Op::constant ? StepKind::Constant : n.op == Op::axis_index ? StepKind::AxisIndex : StepKind::Loop;
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
-    case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return StepKind::Loop;
+    case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return StepKind::Loop;
   }
   __builtin_unreachable();
 }
@@ -92,7 +95,7 @@ FusionPlan plan_fusion(const Graph& g) {
     if (always_materialized(*n)) plan.materialized.insert(n.get());
     // Library calls and collectives read their operands from memory.
     auto f = op_family(n->op);
-    if (f == OpFamily::Dot || f == OpFamily::Collective)
+    if (f == OpFamily::Dot || f == OpFamily::Collective || f == OpFamily::Library)
       for (auto& x : n->in) plan.materialized.insert(x.get());
   }
   // Values used more than once: materialise when recomputing them is not cheap.
@@ -107,7 +110,7 @@ FusionPlan plan_fusion(const Graph& g) {
   for (auto& n : order) {
     if (!plan.materialized.count(n.get()) || n->op == Op::parameter) continue;
     Step s{step_kind(*n), n, {}};
-    if (s.kind == StepKind::Dot || s.kind == StepKind::Collective) s.reads = n->in;
+    if (s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Sort) s.reads = n->in;
     else if (s.kind != StepKind::Constant) s.reads = leaves_of(n, plan.materialized);
     plan.steps.push_back(std::move(s));
   }

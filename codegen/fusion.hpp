@@ -26,6 +26,7 @@ enum class StepKind {
   Collective,  // a runtime collective
   Constant,    // a non-scalar literal copied into its buffer
   AxisIndex,   // the device's coordinate along mesh axes
+  Sort,        // a library sort
 };
 
 struct Step {

@@ -39,6 +39,8 @@ Jit::Jit() : impl_(std::make_unique<Impl>()) {
   llvm::InitializeNativeTargetAsmPrinter();
   auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host CPU");
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  // Contract a * b + c into FMAs, as XLA:CPU does (JAX's bits depend on it).
+  jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Fast;
   impl_->tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
   impl_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "creating the JIT");
   // Kernels may call libm (float64 transcendentals, pow, atan2).

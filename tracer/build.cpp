@@ -145,6 +145,14 @@ NodeRef arg_reduce(NodeTable& t, Op op, const NodeRef& x, std::int64_t axis, DTy
   return make(t, op, {x}, std::move(p));
 }
 
+NodeRef threefry2x32(NodeTable& t, const NodeRef& k0, const NodeRef& k1, const NodeRef& x0, const NodeRef& x1, int word) {
+  return make(t, Op::threefry2x32, {k0, k1, x0, x1}, dims_param({word}));
+}
+
+NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int64_t dim) {
+  return make(t, Op::sort, {keys, values}, dims_param({dim}));
+}
+
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims) {
   Params p;
   p.dot = dims;

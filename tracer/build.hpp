@@ -38,6 +38,10 @@ NodeRef dynamic_update_slice(NodeTable& t, const NodeRef& x, const NodeRef& upda
 NodeRef reduce(NodeTable& t, Op op, const NodeRef& x, const std::vector<std::int64_t>& axes);
 // op: argmax or argmin.
 NodeRef arg_reduce(NodeTable& t, Op op, const NodeRef& x, std::int64_t axis, DType index_dtype);
+// Word `word` (0 or 1) of Threefry-2x32 of counts (x0, x1) under key (k0, k1).
+NodeRef threefry2x32(NodeTable& t, const NodeRef& k0, const NodeRef& k1, const NodeRef& x0, const NodeRef& x1, int word);
+// values reordered by a stable sort of keys along dim.
+NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int64_t dim);
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims);
 
 NodeRef sharding_constraint(NodeTable& t, const NodeRef& x, const AxisSharding& sharding);

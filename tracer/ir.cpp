@@ -193,6 +193,8 @@ std::string attrs(const Node& n) {
     case Op::argmax:
     case Op::argmin: os << ", dimensions=" << ints(p.dims); break;
     case Op::concatenate: os << ", dimensions=" << ints(p.dims); break;
+    case Op::threefry2x32: os << ", word=" << p.dims[0]; break;
+    case Op::sort: os << ", dimension=" << p.dims[0]; break;
     case Op::slice: {
       os << ", slice={";
       for (size_t i = 0; i < p.lo.size(); ++i)

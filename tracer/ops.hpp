@@ -16,10 +16,12 @@ enum class OpFamily : std::uint8_t {
   Binary,      // elementwise, two operands of one shape and dtype
   Compare,     // elementwise, two operands, bool result
   Select,      // elementwise select(pred, on_true, on_false)
+  Nary,        // elementwise with several operands of one shape (threefry2x32)
   Convert,     // elementwise dtype change
   Shape,       // data movement: broadcast, reshape, transpose, slice, pad, concatenate, ...
   Reduce,      // reductions over axes
   Dot,         // dot_general
+  Library,     // run by a library routine on whole arrays (sort)
   Annotation,  // sharding_constraint: identity that pins a sharding
   Collective,  // made only by the partitioner and shard_map
 };
@@ -72,6 +74,7 @@ enum class OpFamily : std::uint8_t {
   X(gt, "compare-GT", Compare)                                   \
   X(ge, "compare-GE", Compare)                                   \
   X(select, "select", Select)                                    \
+  X(threefry2x32, "threefry2x32", Nary)                          \
   X(convert, "convert", Convert)                                 \
   X(bitcast_convert, "bitcast-convert", Convert)                 \
   X(broadcast_in_dim, "broadcast", Shape)                        \
@@ -89,6 +92,7 @@ enum class OpFamily : std::uint8_t {
   X(reduce_prod, "reduce-prod", Reduce)                          \
   X(argmax, "argmax", Reduce)                                    \
   X(argmin, "argmin", Reduce)                                    \
+  X(sort, "sort", Library)                                       \
   X(dot_general, "dot", Dot)                                     \
   X(sharding_constraint, "sharding-constraint", Annotation)      \
   X(all_gather, "all-gather", Collective)                        \
@@ -114,7 +118,7 @@ OpFamily op_family(Op op);
 inline bool is_elementwise(Op op) {
   auto f = op_family(op);
   return f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Compare || f == OpFamily::Select ||
-         f == OpFamily::Convert;
+         f == OpFamily::Nary || f == OpFamily::Convert;
 }
 // add, mul, max, min, and, or, xor, eq, ne.
 bool is_commutative(Op op);

@@ -249,7 +249,8 @@ struct Partitioner {
       case Op::not_: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::pow:
       case Op::max: case Op::min: case Op::atan2: case Op::and_: case Op::or_: case Op::xor_:
       case Op::shift_left: case Op::shift_right_logical: case Op::eq: case Op::ne: case Op::lt: case Op::le:
-      case Op::gt: case Op::ge: case Op::select: case Op::convert: case Op::bitcast_convert:
+      case Op::gt: case Op::ge: case Op::select: case Op::convert: case Op::bitcast_convert: case Op::threefry2x32:
+      case Op::sort:
       case Op::transpose: case Op::rev: case Op::concatenate: case Op::dynamic_update_slice: case Op::reduce_sum:
       case Op::reduce_max: case Op::reduce_min: case Op::reduce_prod: case Op::argmax: case Op::argmin:
       case Op::dot_general:

@@ -61,6 +61,9 @@ struct Rule;
 TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 
+// One Threefry-2x32 block (the reference kernel; tests use it for known answers).
+void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, std::uint32_t& x1);
+
 // Helpers the family files share.
 namespace rule_util {
 // "f32[4,8] and s32[4,8]" style operand lists for messages.

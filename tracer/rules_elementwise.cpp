@@ -385,6 +385,53 @@ void Rule<Op::select>::eval(const std::vector<const HostArray*>& in, const Param
     std::memcpy(out.bytes.data() + i * es, (pred[i] ? in[1] : in[2])->bytes.data() + i * es, es);
 }
 
+// ------------------------------------------------------------------ threefry2x32
+
+// The Threefry-2x32 block cipher (20 rounds), as JAX's threefry2x32_p:
+// operands key0, key1, count0, count1 (uint32, one shape); dims = {word}
+// picks output word 0 or 1 (two nodes share the rounds after CSE).
+namespace {
+inline std::uint32_t rotl(std::uint32_t v, int d) { return (v << d) | (v >> (32 - d)); }
+}  // namespace
+
+void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, std::uint32_t& x1) {
+  const std::uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  x0 += ks[0];
+  x1 += ks[1];
+  for (int i = 0; i < 5; ++i) {
+    for (int r = 0; r < 4; ++r) {
+      x0 += x1;
+      x1 = rotl(x1, rot[i % 2][r]);
+      x1 ^= x0;
+    }
+    x0 += ks[(i + 1) % 3];
+    x1 += ks[(i + 2) % 3] + std::uint32_t(i + 1);
+  }
+}
+
+Aval Rule<Op::threefry2x32>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::threefry2x32, in, 4);
+  for (auto& a : in)
+    if (a.dtype != DType::uint32 || a.shape != in[0].shape)
+      throw TypeError(cat("threefry2x32 takes four uint32 arrays of one shape, got ", avals_str(in)));
+  if (p.dims.size() != 1 || (p.dims[0] != 0 && p.dims[0] != 1)) throw InternalError("threefry2x32 needs its word in dims");
+  return Aval{DType::uint32, in[0].shape, false};
+}
+void Rule<Op::threefry2x32>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+                                  HostArray& out) {
+  rule_util::allocate(out, aval);
+  const std::int64_t n = numel(aval.shape);
+  auto u = [&](int k, std::int64_t i) { return reinterpret_cast<const std::uint32_t*>(in[k]->bytes.data())[i]; };
+  auto* y = reinterpret_cast<std::uint32_t*>(out.bytes.data());
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t x0 = u(2, i), x1 = u(3, i);
+    threefry2x32_block(u(0, i), u(1, i), x0, x1);
+    y[i] = p.dims[0] == 0 ? x0 : x1;
+  }
+}
+FactorRule Rule<Op::threefry2x32>::factors(const Node& n) { return elementwise_factors(n); }
+
 // ------------------------------------------------------------------ convert
 
 Aval Rule<Op::convert>::infer(const std::vector<Aval>& in, const Params&, const Aval& declared) {

@@ -5,6 +5,7 @@
 // round once: the compiled code, which accumulates in the dtype in another
 // order, is compared against them with a tolerance.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -217,6 +218,45 @@ FactorRule Rule<Op::reduce_min>::factors(const Node& n) { return reduce_factors(
 FactorRule Rule<Op::reduce_prod>::factors(const Node& n) { return reduce_factors(n, false, Op::mul); }
 FactorRule Rule<Op::argmax>::factors(const Node& n) { return reduce_factors(n, false, Op::max); }
 FactorRule Rule<Op::argmin>::factors(const Node& n) { return reduce_factors(n, false, Op::min); }
+
+// ------------------------------------------------------------------ sort
+
+// sort(keys, values): values reordered along dims[0] as a stable sort of the
+// keys orders them (lax.sort_key_val's values).
+Aval Rule<Op::sort>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+  expect_arity(Op::sort, in, 2);
+  if (in[0].shape != in[1].shape) throw ShapeError(cat("sort needs keys and values of one shape, got ", avals_str(in)));
+  if (p.dims.size() != 1 || p.dims[0] < 0 || p.dims[0] >= std::int64_t(in[0].shape.size()))
+    throw ShapeError(cat("sort dimension out of range for ", avals_str(in)));
+  return in[1];
+}
+void Rule<Op::sort>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  const Shape& s = aval.shape;
+  const std::int64_t d = p.dims[0], len = s[d], stride = row_major_strides(s)[d];
+  const std::size_t es = dtype_size(aval.dtype);
+  std::vector<std::int64_t> order(len);
+  for (std::int64_t base = 0; base < numel(s); ++base) {
+    if ((base / stride) % len != 0) continue;  // one line per start
+    for (std::int64_t i = 0; i < len; ++i) order[i] = i;
+    visit_dtype(in[0]->dtype, [&](auto tag) {
+      using K = decltype(tag);
+      const K* k = reinterpret_cast<const K*>(in[0]->bytes.data());
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::int64_t a, std::int64_t b) { return k[base + a * stride] < k[base + b * stride]; });
+    });
+    for (std::int64_t i = 0; i < len; ++i)
+      std::memcpy(out.bytes.data() + (base + i * stride) * es, in[1]->bytes.data() + (base + order[i] * stride) * es, es);
+  }
+}
+FactorRule Rule<Op::sort>::factors(const Node& n) {
+  FactorRule r;
+  std::vector<std::vector<int>> dims;
+  for (int d = 0; d < n.rank(); ++d) dims.push_back({r.add_factor(n.shape()[d], false, d == n.p.dims[0])});
+  r.operands = {dims, dims};
+  r.result = dims;
+  return r;
+}
 
 // ------------------------------------------------------------------ dot_general
 

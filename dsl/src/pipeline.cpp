@@ -122,11 +122,12 @@ CostAnalysis cost_of(const Graph& local) {
           c.flops += size;
         c.bytes_accessed += bytes;
         break;
-      case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select: case OpFamily::Convert:
+      case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select: case OpFamily::Nary:
+      case OpFamily::Convert:
         c.flops += size;
         c.bytes_accessed += bytes;
         break;
-      case OpFamily::Shape: case OpFamily::Collective: c.bytes_accessed += bytes; break;
+      case OpFamily::Shape: case OpFamily::Collective: case OpFamily::Library: c.bytes_accessed += bytes; break;
       case OpFamily::Reduce:
         c.flops += double(numel(n->in[0]->shape()));
         c.bytes_accessed += bytes;
@@ -168,12 +169,12 @@ std::vector<CommStat> communication_of(const Graph& local) {
 Sharding user_sharding(const AxisSharding& s, const Shape& shape, const CommonMesh& cm, const std::vector<Array>& args,
                        const Graph& g, const LowerOptions& opt) {
   const auto& ids = s.mesh->device_ids();
-  if (ids.size() == 1) return SingleDeviceSharding(Device(ids[0]));
   // The sharding of an argument that lays data out the same way.
   for (auto& a : args) {
     const ArrayImpl& ai = concrete(a);
     if (ai.committed && ai.shape.size() == shape.size() && same_placement(ai.layout, s, shape)) return *ai.sharding;
   }
+  if (ids.size() == 1) return SingleDeviceSharding(Device(ids[0]));
   // A NamedSharding on a mesh the user gave.
   std::vector<Mesh> meshes;
   for (auto& a : args)

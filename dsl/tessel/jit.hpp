@@ -234,6 +234,8 @@ class Jitted {
     };
     (one(args), ...);
     for (auto& a : c.arrays) key << aval_str(a.dtype(), a.shape()) << (a.weak_type() ? "w" : "") << ',';
+    // Settings that change what tracing builds.
+    key << "|tf" << config().threefry_partitionable;
     c.key = key.str();
     return c;
   }

@@ -12,5 +12,6 @@
 #include <tessel/device_put.hpp>
 #include <tessel/jit.hpp>
 #include <tessel/ops.hpp>
+#include <tessel/random.hpp>
 #include <tessel/sharding.hpp>
 #include <tessel/tree.hpp>
