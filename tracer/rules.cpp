@@ -2,13 +2,15 @@
 
 #include <sstream>
 
+#include "tracer/build.hpp"
 #include "tracer/errors.hpp"
 
 namespace tessel {
 
 namespace {
 const OpRules kRules[] = {
-#define TESSEL_X(e, text, family) {&Rule<Op::e>::infer, &Rule<Op::e>::eval, &Rule<Op::e>::factors},
+#define TESSEL_X(e, text, family) \
+  {&Rule<Op::e>::infer, &Rule<Op::e>::eval, &Rule<Op::e>::factors, &Rule<Op::e>::jvp, &Rule<Op::e>::transpose},
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
@@ -86,6 +88,43 @@ FactorRule leaf_factors(const Node& n) {
 }
 
 }  // namespace rule_util
+
+[[noreturn]] void rule_util::not_linear(const Node& n) {
+  throw InternalError(std::string(op_name(n.op)) + " is not linear: it has no transpose");
+}
+
+namespace ad {
+
+NodeRef add(NodeTable& t, const NodeRef& a, const NodeRef& b) {
+  if (!a) return b;
+  if (!b) return a;
+  return build::binary(t, Op::add, a, b);
+}
+
+NodeRef neg(NodeTable& t, const NodeRef& a) { return a ? build::unary(t, Op::neg, a) : nullptr; }
+
+NodeRef mul(NodeTable& t, const NodeRef& a, const NodeRef& b) { return a ? build::binary(t, Op::mul, a, b) : nullptr; }
+
+NodeRef div(NodeTable& t, const NodeRef& a, const NodeRef& b) { return a ? build::binary(t, Op::div, a, b) : nullptr; }
+
+NodeRef scalar_like(NodeTable& t, const NodeRef& like, double v) {
+  return build::broadcast_in_dim(t, build::scalar(t, like->dtype(), v, like->aval.weak_type), like->shape(), {});
+}
+
+NodeRef zeros_like(NodeTable& t, const NodeRef& like) { return scalar_like(t, like, 0.0); }
+
+NodeRef unbroadcast(NodeTable& t, const NodeRef& ct, const Shape& shape, const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> sum_axes;
+  std::vector<bool> kept(ct->rank(), false);
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (shape[i] == ct->shape()[dims[i]]) kept[dims[i]] = true;
+  for (int d = 0; d < ct->rank(); ++d)
+    if (!kept[d]) sum_axes.push_back(d);
+  NodeRef r = build::reduce(t, Op::reduce_sum, ct, sum_axes);
+  return build::reshape(t, r, shape);
+}
+
+}  // namespace ad
 
 int FactorRule::add_factor(std::int64_t size, bool is_reduction, bool replicate) {
   sizes.push_back(size);

@@ -43,6 +43,16 @@ struct OpRules {
   void (*eval)(const std::vector<const HostArray*>& in, const Params& p, const Aval& out_aval, HostArray& out);
   // The sharding rule (tracer/propagate.hpp uses it; so does the partitioner).
   FactorRule (*factors)(const Node& n);
+  // Forward-mode rule: the tangent of n's result from its operands' new
+  // primals x, their tangents tx (null: zero) and the new primal result y;
+  // null when the tangent is zero. Built only of ops linear in tx.
+  NodeRef (*jvp)(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                 const NodeRef& y);
+  // Transpose of a linear use of n: the cotangents of its linear operands
+  // (linear[k]) from the cotangent ct of its result. Throws for ops that are
+  // never linear.
+  void (*transpose)(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
+                    std::vector<NodeRef>& cts);
 };
 
 const OpRules& rules(Op op);
@@ -57,6 +67,10 @@ struct Rule;
     static void eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& out_aval, \
                      HostArray& out);                                                               \
     static FactorRule factors(const Node& n);                                                       \
+    static NodeRef jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                  \
+                       const std::vector<NodeRef>& tx, const NodeRef& y);                           \
+    static void transpose(NodeTable& t, const Node& n, const NodeRef& ct,                           \
+                          const std::vector<bool>& linear, std::vector<NodeRef>& cts);              \
   };
 TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
@@ -75,6 +89,20 @@ void allocate(HostArray& out, const Aval& aval);
 FactorRule elementwise_factors(const Node& n);    // every operand dim i and result dim i: factor i
 FactorRule replicated_factors(const Node& n);     // every dim its own factor, none splittable
 FactorRule leaf_factors(const Node& n);           // result dims free factors, no operands
+[[noreturn]] void not_linear(const Node& n);
 }  // namespace rule_util
+
+// Builders for the autodiff rules: zero-aware arithmetic on tangents and
+// cotangents (null means zero).
+namespace ad {
+NodeRef add(NodeTable& t, const NodeRef& a, const NodeRef& b);  // null-aware
+NodeRef neg(NodeTable& t, const NodeRef& a);
+NodeRef mul(NodeTable& t, const NodeRef& a, const NodeRef& b);  // b a primal coefficient
+NodeRef div(NodeTable& t, const NodeRef& a, const NodeRef& b);
+NodeRef scalar_like(NodeTable& t, const NodeRef& like, double v);  // v broadcast to like's shape and dtype
+NodeRef zeros_like(NodeTable& t, const NodeRef& like);
+// Sums ct down to `shape` over the dims a broadcast_in_dim(dims) added or stretched.
+NodeRef unbroadcast(NodeTable& t, const NodeRef& ct, const Shape& shape, const std::vector<std::int64_t>& dims);
+}  // namespace ad
 
 }  // namespace tessel

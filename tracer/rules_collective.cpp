@@ -4,6 +4,7 @@
 // (tracer/interpreter.hpp), which sees every device at once, never alone.
 #include <algorithm>
 
+#include "tracer/build.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -130,5 +131,84 @@ FactorRule Rule<Op::all_reduce>::factors(const Node& n) { return rule_util::repl
 FactorRule Rule<Op::reduce_scatter>::factors(const Node& n) { return rule_util::replicated_factors(n); }
 FactorRule Rule<Op::all_to_all>::factors(const Node& n) { return rule_util::replicated_factors(n); }
 FactorRule Rule<Op::collective_permute>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+
+// ------------------------------------------------------------------ autodiff
+
+NodeRef Rule<Op::axis_index>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&,
+                                  const NodeRef&) {
+  return nullptr;
+}
+void Rule<Op::axis_index>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                     std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+
+NodeRef Rule<Op::sharding_constraint>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                           const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::sharding_constraint(t, tx[0], *n.p.sharding) : nullptr;
+}
+void Rule<Op::sharding_constraint>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                              std::vector<NodeRef>& cts) {
+  cts[0] = build::sharding_constraint(t, ct, *n.p.sharding);
+}
+
+// Collectives are linear (all-reduce when it adds): the tangent takes the
+// same collective; transposes swap all-gather and reduce-scatter, reverse
+// permutations and all-to-alls, and keep the all-reduce of a sum.
+NodeRef Rule<Op::all_gather>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                  const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::all_gather(t, tx[0], n.p.mesh, n.p.mesh_axes, n.p.dims[0]) : nullptr;
+}
+void Rule<Op::all_gather>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                     std::vector<NodeRef>& cts) {
+  cts[0] = build::reduce_scatter(t, ct, n.p.mesh, n.p.mesh_axes, n.p.dims[0], Op::add);
+}
+
+NodeRef Rule<Op::all_reduce>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                  const std::vector<NodeRef>& tx, const NodeRef& y) {
+  if (!tx[0]) return nullptr;
+  if (n.p.reduce_op == Op::add) return build::all_reduce(t, tx[0], n.p.mesh, n.p.mesh_axes, Op::add);
+  // pmax / pmin: the tangents where the operand attains the result, averaged.
+  NodeRef at = build::convert(t, build::binary(t, Op::eq, x[0], y), x[0]->dtype());
+  NodeRef count = build::all_reduce(t, at, n.p.mesh, n.p.mesh_axes, Op::add);
+  NodeRef s = build::all_reduce(t, build::binary(t, Op::mul, tx[0], at), n.p.mesh, n.p.mesh_axes, Op::add);
+  return build::binary(t, Op::div, s, count);
+}
+void Rule<Op::all_reduce>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                     std::vector<NodeRef>& cts) {
+  if (n.p.reduce_op != Op::add) rule_util::not_linear(n);
+  cts[0] = build::all_reduce(t, ct, n.p.mesh, n.p.mesh_axes, Op::add);
+}
+
+NodeRef Rule<Op::reduce_scatter>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                      const std::vector<NodeRef>& tx, const NodeRef&) {
+  if (!tx[0]) return nullptr;
+  if (n.p.reduce_op != Op::add) throw Error("differentiating a reduce-scatter of max or min is not supported");
+  return build::reduce_scatter(t, tx[0], n.p.mesh, n.p.mesh_axes, n.p.dims[0], Op::add);
+}
+void Rule<Op::reduce_scatter>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                         std::vector<NodeRef>& cts) {
+  cts[0] = build::all_gather(t, ct, n.p.mesh, n.p.mesh_axes, n.p.dims[0]);
+}
+
+NodeRef Rule<Op::all_to_all>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                  const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::all_to_all(t, tx[0], n.p.mesh, n.p.mesh_axes, n.p.dims[0], n.p.dims[1]) : nullptr;
+}
+void Rule<Op::all_to_all>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                     std::vector<NodeRef>& cts) {
+  cts[0] = build::all_to_all(t, ct, n.p.mesh, n.p.mesh_axes, n.p.dims[1], n.p.dims[0]);
+}
+
+NodeRef Rule<Op::collective_permute>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                          const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::collective_permute(t, tx[0], n.p.mesh, n.p.pairs) : nullptr;
+}
+void Rule<Op::collective_permute>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                             std::vector<NodeRef>& cts) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> inv;
+  for (auto [s, d] : n.p.pairs) inv.push_back({d, s});
+  cts[0] = build::collective_permute(t, ct, n.p.mesh, inv);
+}
 
 }  // namespace tessel

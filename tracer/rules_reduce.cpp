@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "tracer/build.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -388,6 +389,147 @@ FactorRule Rule<Op::dot_general>::factors(const Node& n) {
   r.operands = {lhs, rhs};
   r.reduce_op = Op::add;
   return r;
+}
+
+// ------------------------------------------------------------------ autodiff
+
+NodeRef Rule<Op::reduce_sum>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                  const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::reduce(t, Op::reduce_sum, tx[0], n.p.dims) : nullptr;
+}
+void Rule<Op::reduce_sum>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                     std::vector<NodeRef>& cts) {
+  std::vector<std::int64_t> kept;
+  for (int d = 0; d < n.in[0]->rank(); ++d)
+    if (std::find(n.p.dims.begin(), n.p.dims.end(), d) == n.p.dims.end()) kept.push_back(d);
+  cts[0] = build::broadcast_in_dim(t, ct, n.in[0]->shape(), kept);
+}
+
+namespace {
+// Broadcast a reduced value back over the reduced axes.
+NodeRef expand(NodeTable& t, const NodeRef& v, const Node& n) {
+  std::vector<std::int64_t> kept;
+  for (int d = 0; d < n.in[0]->rank(); ++d)
+    if (std::find(n.p.dims.begin(), n.p.dims.end(), d) == n.p.dims.end()) kept.push_back(d);
+  return build::broadcast_in_dim(t, v, n.in[0]->shape(), kept);
+}
+// max and min: the mean of the tangents where the operand attains the result.
+NodeRef extremum_jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                     const NodeRef& y) {
+  if (!tx[0] || !is_floating(x[0]->dtype())) return nullptr;
+  NodeRef at = build::convert(t, build::binary(t, Op::eq, x[0], expand(t, y, n)), x[0]->dtype());
+  NodeRef count = build::reduce(t, Op::reduce_sum, at, n.p.dims);
+  NodeRef s = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, tx[0], at), n.p.dims);
+  return build::binary(t, Op::div, s, count);
+}
+}  // namespace
+
+NodeRef Rule<Op::reduce_max>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                  const std::vector<NodeRef>& tx, const NodeRef& y) {
+  return extremum_jvp(t, n, x, tx, y);
+}
+void Rule<Op::reduce_max>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                     std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+NodeRef Rule<Op::reduce_min>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                  const std::vector<NodeRef>& tx, const NodeRef& y) {
+  return extremum_jvp(t, n, x, tx, y);
+}
+void Rule<Op::reduce_min>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                     std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+NodeRef Rule<Op::reduce_prod>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                   const std::vector<NodeRef>& tx, const NodeRef& y) {
+  // d(prod x) = prod x * sum(dx / x) (for non-zero x).
+  if (!tx[0] || !is_floating(x[0]->dtype())) return nullptr;
+  NodeRef s = build::reduce(t, Op::reduce_sum, build::binary(t, Op::div, tx[0], x[0]), n.p.dims);
+  return build::binary(t, Op::mul, s, y);
+}
+void Rule<Op::reduce_prod>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                      std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+
+#define TESSEL_ZERO_AD(OP)                                                                                  \
+  NodeRef Rule<Op::OP>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&, \
+                            const NodeRef&) {                                                               \
+    return nullptr;                                                                                         \
+  }                                                                                                         \
+  void Rule<Op::OP>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,         \
+                               std::vector<NodeRef>&) {                                                     \
+    rule_util::not_linear(n);                                                                               \
+  }
+TESSEL_ZERO_AD(argmax)
+TESSEL_ZERO_AD(argmin)
+#undef TESSEL_ZERO_AD
+
+NodeRef Rule<Op::sort>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                            const NodeRef&) {
+  // The values' tangents move with them.
+  return tx[1] ? build::sort(t, x[0], tx[1], n.p.dims[0]) : nullptr;
+}
+void Rule<Op::sort>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&, std::vector<NodeRef>&) {
+  throw Error("reverse-mode differentiation through sort (a permutation) is not supported yet; use jvp");
+  (void)n;
+}
+
+NodeRef Rule<Op::dot_general>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                   const std::vector<NodeRef>& tx, const NodeRef&) {
+  NodeRef a = tx[0] ? build::dot_general(t, tx[0], x[1], n.p.dot) : nullptr;
+  NodeRef b = tx[1] ? build::dot_general(t, x[0], tx[1], n.p.dot) : nullptr;
+  return ad::add(t, a, b);
+}
+
+namespace {
+// JAX's _dot_general_transpose_lhs: the cotangent of the lhs from ct and the rhs.
+NodeRef dot_transpose_lhs(NodeTable& t, const NodeRef& ct, const NodeRef& y, const Shape& x_shape, const DotDims& d,
+                          bool swap) {
+  const int x_rank = int(x_shape.size()), y_rank = y->rank();
+  const auto& x_contract = swap ? d.rhs_contract : d.lhs_contract;
+  const auto& y_contract = swap ? d.lhs_contract : d.rhs_contract;
+  const auto& x_batch = swap ? d.rhs_batch : d.lhs_batch;
+  const auto& y_batch = swap ? d.lhs_batch : d.rhs_batch;
+  auto free_of = [](int rank, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+    std::vector<std::int64_t> f;
+    for (std::int64_t i = 0; i < rank; ++i)
+      if (std::find(a.begin(), a.end(), i) == a.end() && std::find(b.begin(), b.end(), i) == b.end()) f.push_back(i);
+    return f;
+  };
+  const auto x_kept = free_of(x_rank, x_contract, x_batch);
+  const auto y_kept = free_of(y_rank, y_contract, y_batch);
+  // ct dims: batch, then lhs free, then rhs free (of the original dot).
+  const std::int64_t nb = std::int64_t(x_batch.size());
+  std::vector<std::int64_t> ct_batch, ct_ykept;
+  for (std::int64_t i = 0; i < nb; ++i) ct_batch.push_back(i);
+  const std::int64_t lhs_free = swap ? std::int64_t(y_kept.size()) : std::int64_t(x_kept.size());
+  const std::int64_t y_free_start = swap ? nb : nb + lhs_free;
+  for (size_t i = 0; i < y_kept.size(); ++i) ct_ykept.push_back(y_free_start + std::int64_t(i));
+  DotDims dd{ct_ykept, y_kept, ct_batch, y_batch};
+  NodeRef r = build::dot_general(t, ct, y, dd);  // dims: batch, x kept (in ct order), y contracting (in y order)
+  // Permute into x's dim order.
+  std::vector<std::int64_t> r_dims;  // for each r dim, the x dim it is
+  r_dims.insert(r_dims.end(), x_batch.begin(), x_batch.end());
+  r_dims.insert(r_dims.end(), x_kept.begin(), x_kept.end());
+  // y's contracting dims appear in y order; their x counterparts:
+  std::vector<std::int64_t> yc_sorted = y_contract;
+  std::sort(yc_sorted.begin(), yc_sorted.end());
+  for (auto yc : yc_sorted) {
+    size_t k = size_t(std::find(y_contract.begin(), y_contract.end(), yc) - y_contract.begin());
+    r_dims.push_back(x_contract[k]);
+  }
+  std::vector<std::int64_t> perm(x_rank);
+  for (int i = 0; i < x_rank; ++i) perm[r_dims[i]] = i;
+  return build::transpose(t, r, perm);
+}
+}  // namespace
+
+void Rule<Op::dot_general>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
+                                      std::vector<NodeRef>& cts) {
+  if (linear[0] && linear[1]) rule_util::not_linear(n);
+  if (linear[0]) cts[0] = dot_transpose_lhs(t, ct, n.in[1], n.in[0]->shape(), n.p.dot, false);
+  if (linear[1]) cts[1] = dot_transpose_lhs(t, ct, n.in[0], n.in[1]->shape(), n.p.dot, true);
 }
 
 }  // namespace tessel

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "tracer/build.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -457,6 +458,164 @@ FactorRule Rule<Op::concatenate>::factors(const Node& n) {
     r.operands.push_back(op);
   }
   return r;
+}
+
+// ------------------------------------------------------------------ autodiff
+
+#define TESSEL_LEAF_AD(OP)                                                                                    \
+  NodeRef Rule<Op::OP>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&, \
+                            const NodeRef&) {                                                                  \
+    return nullptr;                                                                                            \
+  }                                                                                                            \
+  void Rule<Op::OP>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,            \
+                               std::vector<NodeRef>&) {                                                        \
+    rule_util::not_linear(n);                                                                                  \
+  }
+TESSEL_LEAF_AD(parameter)
+TESSEL_LEAF_AD(constant)
+TESSEL_LEAF_AD(iota)
+#undef TESSEL_LEAF_AD
+
+// Data movement is linear: the tangent moves the same way; the transpose
+// moves cotangents back.
+NodeRef Rule<Op::broadcast_in_dim>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                        const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::broadcast_in_dim(t, tx[0], n.shape(), n.p.dims) : nullptr;
+}
+void Rule<Op::broadcast_in_dim>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                           std::vector<NodeRef>& cts) {
+  cts[0] = ad::unbroadcast(t, ct, n.in[0]->shape(), n.p.dims);
+}
+
+NodeRef Rule<Op::reshape>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
+                               const NodeRef&) {
+  return tx[0] ? build::reshape(t, tx[0], n.shape()) : nullptr;
+}
+void Rule<Op::reshape>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                  std::vector<NodeRef>& cts) {
+  cts[0] = build::reshape(t, ct, n.in[0]->shape());
+}
+
+NodeRef Rule<Op::transpose>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                 const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::transpose(t, tx[0], n.p.dims) : nullptr;
+}
+void Rule<Op::transpose>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                    std::vector<NodeRef>& cts) {
+  std::vector<std::int64_t> inv(n.p.dims.size());
+  for (size_t i = 0; i < inv.size(); ++i) inv[n.p.dims[i]] = std::int64_t(i);
+  cts[0] = build::transpose(t, ct, inv);
+}
+
+NodeRef Rule<Op::rev>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
+                           const NodeRef&) {
+  return tx[0] ? build::rev(t, tx[0], n.p.dims) : nullptr;
+}
+void Rule<Op::rev>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                              std::vector<NodeRef>& cts) {
+  cts[0] = build::rev(t, ct, n.p.dims);
+}
+
+NodeRef Rule<Op::slice>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
+                             const NodeRef&) {
+  return tx[0] ? build::slice(t, tx[0], n.p.lo, n.p.hi, n.p.step) : nullptr;
+}
+void Rule<Op::slice>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                std::vector<NodeRef>& cts) {
+  // Zeros around the slice, and between its strided elements.
+  const Shape& s = n.in[0]->shape();
+  std::vector<std::int64_t> lo = n.p.lo, hi(s.size()), interior(s.size());
+  for (size_t d = 0; d < s.size(); ++d) {
+    std::int64_t len = n.shape()[d];
+    std::int64_t last = len ? n.p.lo[d] + (len - 1) * n.p.step[d] : n.p.lo[d] - 1;
+    hi[d] = s[d] - 1 - last;
+    interior[d] = n.p.step[d] - 1;
+    if (len == 0) lo[d] = 0, hi[d] = s[d], interior[d] = 0;
+  }
+  cts[0] = build::pad(t, ct, build::scalar(t, ct->dtype(), 0), lo, hi, interior);
+}
+
+NodeRef Rule<Op::pad>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                           const NodeRef&) {
+  if (!tx[0] && !tx[1]) return nullptr;
+  NodeRef op = tx[0] ? tx[0] : ad::zeros_like(t, x[0]);
+  NodeRef val = tx[1] ? tx[1] : build::scalar(t, x[1]->dtype(), 0);
+  return build::pad(t, op, val, n.p.lo, n.p.hi, n.p.step);
+}
+void Rule<Op::pad>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
+                              std::vector<NodeRef>& cts) {
+  // Undo negative padding with zeros, then take the operand's elements.
+  const int r = n.rank();
+  std::vector<std::int64_t> plo(r, 0), phi(r, 0), lo(r), hi(r), step(r);
+  for (int d = 0; d < r; ++d) {
+    plo[d] = std::max<std::int64_t>(0, -n.p.lo[d]);
+    phi[d] = std::max<std::int64_t>(0, -n.p.hi[d]);
+  }
+  NodeRef c = build::pad(t, ct, build::scalar(t, ct->dtype(), 0), plo, phi);
+  for (int d = 0; d < r; ++d) {
+    lo[d] = std::max<std::int64_t>(0, n.p.lo[d]);
+    step[d] = n.p.step[d] + 1;
+    hi[d] = lo[d] + (n.in[0]->shape()[d] - 1) * step[d] + 1;
+    if (n.in[0]->shape()[d] == 0) hi[d] = lo[d];
+  }
+  NodeRef op_ct = build::slice(t, c, lo, hi, step);
+  if (linear[0]) cts[0] = op_ct;
+  if (linear[1]) {
+    std::vector<std::int64_t> all(r);
+    for (int d = 0; d < r; ++d) all[d] = d;
+    NodeRef total = build::reduce(t, Op::reduce_sum, ct, all);
+    NodeRef inner = build::reduce(t, Op::reduce_sum, op_ct, all);
+    cts[1] = build::binary(t, Op::sub, total, inner);
+  }
+}
+
+NodeRef Rule<Op::concatenate>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                   const std::vector<NodeRef>& tx, const NodeRef&) {
+  bool any = false;
+  for (auto& v : tx) any = any || v;
+  if (!any) return nullptr;
+  std::vector<NodeRef> parts;
+  for (size_t k = 0; k < x.size(); ++k) parts.push_back(tx[k] ? tx[k] : ad::zeros_like(t, x[k]));
+  return build::concatenate(t, parts, n.p.dims[0]);
+}
+void Rule<Op::concatenate>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
+                                      std::vector<NodeRef>& cts) {
+  const std::int64_t d = n.p.dims[0];
+  std::int64_t off = 0;
+  for (size_t k = 0; k < n.in.size(); ++k) {
+    std::int64_t len = n.in[k]->shape()[d];
+    if (linear[k]) {
+      std::vector<std::int64_t> lo(n.rank(), 0), hi = ct->shape();
+      lo[d] = off;
+      hi[d] = off + len;
+      cts[k] = build::slice(t, ct, lo, hi);
+    }
+    off += len;
+  }
+}
+
+NodeRef Rule<Op::dynamic_slice>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                     const std::vector<NodeRef>& tx, const NodeRef&) {
+  if (!tx[0]) return nullptr;
+  return build::dynamic_slice(t, tx[0], std::vector<NodeRef>(x.begin() + 1, x.end()), n.p.lo);
+}
+void Rule<Op::dynamic_slice>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                        std::vector<NodeRef>& cts) {
+  cts[0] = build::dynamic_update_slice(t, ad::zeros_like(t, n.in[0]), ct,
+                                       std::vector<NodeRef>(n.in.begin() + 1, n.in.end()));
+}
+
+NodeRef Rule<Op::dynamic_update_slice>::jvp(NodeTable& t, const Node&, const std::vector<NodeRef>& x,
+                                            const std::vector<NodeRef>& tx, const NodeRef&) {
+  if (!tx[0] && !tx[1]) return nullptr;
+  return build::dynamic_update_slice(t, tx[0] ? tx[0] : ad::zeros_like(t, x[0]), tx[1] ? tx[1] : ad::zeros_like(t, x[1]),
+                                     std::vector<NodeRef>(x.begin() + 2, x.end()));
+}
+void Rule<Op::dynamic_update_slice>::transpose(NodeTable& t, const Node& n, const NodeRef& ct,
+                                               const std::vector<bool>& linear, std::vector<NodeRef>& cts) {
+  std::vector<NodeRef> starts(n.in.begin() + 2, n.in.end());
+  if (linear[0]) cts[0] = build::dynamic_update_slice(t, ct, ad::zeros_like(t, n.in[1]), starts);
+  if (linear[1]) cts[1] = build::dynamic_slice(t, ct, starts, n.in[1]->shape());
 }
 
 }  // namespace tessel

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <tessel/array.hpp>
+#include <tessel/autodiff.hpp>
 #include <tessel/creation.hpp>
 #include <tessel/debug.hpp>
 #include <tessel/device.hpp>

@@ -1,0 +1,95 @@
+#include <tessel/autodiff.hpp>
+
+#include <tessel/creation.hpp>
+
+#include "dsl/src/array_impl.hpp"
+#include "dsl/src/pipeline.hpp"
+#include "dsl/src/trace.hpp"
+#include "tracer/autodiff.hpp"
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel::detail {
+
+namespace {
+
+// Runs a graph on arrays: inline into the innermost trace when any argument
+// is a tracer, else as one compiled program through the pipeline.
+std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, const std::string& name) {
+  TESSEL_CHECK_INTERNAL(g.params.size() == args.size(), "call_graph: ", g.params.size(), " params, ", args.size(), " args");
+  return apply(name, args, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+    std::unordered_map<const Node*, NodeRef> m;
+    for (size_t i = 0; i < g.params.size(); ++i) m[g.params[i].get()] = in[i];
+    for (auto& n : g.topo_order()) {
+      if (n->op == Op::parameter) continue;
+      std::vector<NodeRef> ops;
+      for (auto& x : n->in) ops.push_back(m.at(x.get()));
+      m[n.get()] = build::with_operands(t, *n, ops);
+    }
+    std::vector<NodeRef> outs;
+    for (auto& o : g.outputs) outs.push_back(m.at(o.get()));
+    return outs;
+  });
+}
+
+const Graph& graph_of(const Traced& t) { return *std::static_pointer_cast<Graph>(t.graph); }
+
+void check_differentiable(const std::vector<Array>& inputs, const std::vector<bool>& wrt) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (wrt[i] && !is_floating(inputs[i].dtype()))
+      throw TypeError("grad requires real-valued inputs (float32 or float64), got " +
+                      aval_str(inputs[i].dtype(), inputs[i].shape()) +
+                      "; convert it, or differentiate with respect to another argument");
+}
+
+}  // namespace
+
+std::vector<Array> run_traced(const Traced& t, const std::vector<Array>& inputs) {
+  return call_graph(graph_of(t), inputs, "call");
+}
+
+std::vector<Array> run_vjp(const Traced& t, const std::vector<Array>& inputs, const std::vector<bool>& wrt,
+                           std::vector<Array> cts) {
+  check_differentiable(inputs, wrt);
+  const Graph& g = graph_of(t);
+  if (cts.empty()) {
+    // grad: one real scalar output, cotangent 1.
+    if (g.outputs.size() != 1 || !g.outputs[0]->shape().empty() || !is_floating(g.outputs[0]->dtype()))
+      throw TypeError("grad requires a function with one real scalar output, got " +
+                      std::to_string(g.outputs.size()) + " output(s)" +
+                      (g.outputs.empty() ? std::string() : ", the first " + g.outputs[0]->aval.str()) +
+                      "; use vjp for other outputs");
+    cts.push_back(full({}, 1.0, g.outputs[0]->dtype()));
+  }
+  if (cts.size() != g.outputs.size())
+    throw TypeError("vjp: " + std::to_string(cts.size()) + " cotangents for " + std::to_string(g.outputs.size()) +
+                    " outputs");
+  for (size_t k = 0; k < cts.size(); ++k)
+    if (cts[k].shape() != g.outputs[k]->shape())
+      throw ShapeError("vjp: the cotangent of output " + std::to_string(k) + " has shape " + shape_str(cts[k].shape()) +
+                       ", the output " + g.outputs[k]->aval.str());
+  Graph v = vjp_graph(g, wrt);
+  std::vector<Array> args = inputs;
+  args.insert(args.end(), cts.begin(), cts.end());
+  return call_graph(v, args, "vjp");
+}
+
+std::vector<Array> run_jvp(const Traced& t, const std::vector<Array>& inputs, const std::vector<bool>& wrt,
+                           const std::vector<Array>& tangents) {
+  check_differentiable(inputs, wrt);
+  const Graph& g = graph_of(t);
+  Graph j = jvp_graph(g, wrt);
+  std::vector<Array> args = inputs;
+  size_t k = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!wrt[i]) continue;
+    if (k >= tangents.size()) throw TypeError("jvp: fewer tangents than primals");
+    if (tangents[k].shape() != inputs[i].shape())
+      throw ShapeError("jvp: tangent " + std::to_string(k) + " has shape " + shape_str(tangents[k].shape()) +
+                       ", its primal " + shape_str(inputs[i].shape()));
+    args.push_back(astype(tangents[k++], inputs[i].dtype()));
+  }
+  return call_graph(j, args, "jvp");
+}
+
+}  // namespace tessel::detail

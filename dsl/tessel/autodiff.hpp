@@ -1,0 +1,198 @@
+// ts::grad, value_and_grad, vjp, jvp (API.md "Transformations"). Each traces
+// the function into a graph, transforms it (tracer/autodiff.hpp), and runs
+// the result: inline when called while tracing (so grad composes with jit
+// both ways), else as one compiled program.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <tuple>
+#include <typeinfo>
+#include <utility>
+
+#include <tessel/jit.hpp>
+#include <tessel/ops.hpp>
+
+namespace tessel {
+
+namespace detail {
+// Runs the traced function's vjp graph on inputs (arguments + captured) with
+// output cotangents `cts` (empty: one scalar output, cotangent 1); returns
+// the outputs, then the cotangents of the inputs marked in wrt.
+std::vector<Array> run_vjp(const Traced& t, const std::vector<Array>& inputs, const std::vector<bool>& wrt,
+                           std::vector<Array> cts);
+// Runs the jvp graph: outputs, then output tangents.
+std::vector<Array> run_jvp(const Traced& t, const std::vector<Array>& inputs, const std::vector<bool>& wrt,
+                           const std::vector<Array>& tangents);
+// Runs the traced function itself.
+std::vector<Array> run_traced(const Traced& t, const std::vector<Array>& inputs);
+
+// Traces f on args: the arrays of the arguments (flattened, in order), which
+// argument each came from, and the traced function.
+template <class F, class... Args>
+Traced trace_args(const F& f, const std::string& name, std::vector<Array>& arrays, std::vector<int>& arg_of_leaf,
+                  const Args&... args) {
+  using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
+  std::ostringstream key;
+  int i = 0;
+  auto one = [&](const auto& a) {
+    std::size_t before = arrays.size();
+    flatten_arg(a, false, arrays, key);
+    for (std::size_t k = before; k < arrays.size(); ++k) arg_of_leaf.push_back(i);
+    ++i;
+  };
+  (one(args), ...);
+  return trace(name, arrays,
+               [&](const std::vector<Array>& tracers, std::function<std::any(const std::vector<Array>&)>& rebuild) {
+                 std::size_t next = 0;
+                 std::tuple<Args...> traced_args{substitute(args, tracers, next)...};
+                 R r = std::apply(f, traced_args);
+                 auto shape = std::make_shared<R>(r);
+                 rebuild = [shape](const std::vector<Array>& outs) { return std::any(tree::unflatten(*shape, outs)); };
+                 return tree::flatten(r);
+               });
+}
+
+// Argument `which` of the tuple, as type A (it must be of that type).
+template <class A, std::size_t I = 0, class Tuple>
+const A& arg_as(const Tuple& args, int which) {
+  if constexpr (I < std::tuple_size_v<Tuple>) {
+    if (int(I) == which) {
+      using T = std::decay_t<std::tuple_element_t<I, Tuple>>;
+      if constexpr (std::is_same_v<T, A>) return std::get<I>(args);
+      else throw TypeError("grad: with a run-time argnum the differentiated argument must have the type of argument 0; "
+                           "use ts::grad<N>(f) for argument N of another type");
+    }
+    return arg_as<A, I + 1>(args, which);
+  } else {
+    throw TypeError("grad: argnum " + std::to_string(which) + " is out of range");
+  }
+}
+}  // namespace detail
+
+// The gradient of a function with one real scalar output, with respect to
+// argument Argnum (or, with Argnum = -1, the run-time argnum).
+template <class F, int Argnum = -1>
+class GradFn {
+ public:
+  GradFn(F f, int argnum, bool with_value) : f_(std::move(f)), argnum_(argnum), with_value_(with_value) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    constexpr std::size_t S = Argnum < 0 ? 0 : std::size_t(Argnum);
+    static_assert(S < sizeof...(Args), "grad: argnum out of range");
+    using A = std::decay_t<std::tuple_element_t<S, std::tuple<Args...>>>;
+    const int which = Argnum < 0 ? argnum_ : Argnum;
+    std::vector<Array> arrays;
+    std::vector<int> arg_of_leaf;
+    detail::Traced t = detail::trace_args(f_, "grad", arrays, arg_of_leaf, args...);
+    std::vector<bool> wrt(arrays.size() + t.captured.size(), false);
+    for (std::size_t k = 0; k < arrays.size(); ++k) wrt[k] = arg_of_leaf[k] == which;
+    auto inputs = arrays;
+    inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
+    std::vector<Array> outs = detail::run_vjp(t, inputs, wrt, {});
+    std::vector<Array> grads(outs.begin() + std::ptrdiff_t(t.outputs), outs.end());
+    std::size_t next = 0;
+    A g = detail::substitute(detail::arg_as<A>(std::forward_as_tuple(args...), which), grads, next);
+    if constexpr (true) {
+      if (with_value_) return std::any(std::make_pair(outs[0], g));
+      return std::any(g);
+    }
+  }
+
+ protected:
+  F f_;
+  int argnum_;
+  bool with_value_;
+};
+
+template <class F, int Argnum = -1>
+class Grad : public GradFn<F, Argnum> {
+ public:
+  using GradFn<F, Argnum>::GradFn;
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    constexpr std::size_t S = Argnum < 0 ? 0 : std::size_t(Argnum);
+    using A = std::decay_t<std::tuple_element_t<S, std::tuple<Args...>>>;
+    return std::any_cast<A>(GradFn<F, Argnum>::operator()(args...));
+  }
+};
+
+template <class F, int Argnum = -1>
+class ValueAndGrad : public GradFn<F, Argnum> {
+ public:
+  using GradFn<F, Argnum>::GradFn;
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    constexpr std::size_t S = Argnum < 0 ? 0 : std::size_t(Argnum);
+    using A = std::decay_t<std::tuple_element_t<S, std::tuple<Args...>>>;
+    return std::any_cast<std::pair<Array, A>>(GradFn<F, Argnum>::operator()(args...));
+  }
+};
+
+// jax.grad(f, argnums): f must return one real scalar array.
+template <class F>
+Grad<std::decay_t<F>> grad(F&& f, int argnum = 0) {
+  return Grad<std::decay_t<F>>(std::forward<F>(f), argnum, false);
+}
+template <int Argnum, class F>
+Grad<std::decay_t<F>, Argnum> grad(F&& f) {
+  return Grad<std::decay_t<F>, Argnum>(std::forward<F>(f), Argnum, false);
+}
+template <class F>
+ValueAndGrad<std::decay_t<F>> value_and_grad(F&& f, int argnum = 0) {
+  return ValueAndGrad<std::decay_t<F>>(std::forward<F>(f), argnum, true);
+}
+template <int Argnum, class F>
+ValueAndGrad<std::decay_t<F>, Argnum> value_and_grad(F&& f) {
+  return ValueAndGrad<std::decay_t<F>, Argnum>(std::forward<F>(f), Argnum, true);
+}
+
+// jax.vjp: (f(primals), a function from output cotangents to the primals' cotangents).
+template <class F, class... Args>
+auto vjp(const F& f, const Args&... primals) {
+  using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
+  std::vector<Array> arrays;
+  std::vector<int> arg_of_leaf;
+  auto t = std::make_shared<detail::Traced>(detail::trace_args(f, "vjp", arrays, arg_of_leaf, primals...));
+  auto inputs = arrays;
+  inputs.insert(inputs.end(), t->captured.begin(), t->captured.end());
+  R out = std::any_cast<R>(t->rebuild(detail::run_traced(*t, inputs)));
+  std::vector<bool> wrt(inputs.size(), false);
+  for (std::size_t k = 0; k < arrays.size(); ++k) wrt[k] = true;
+  std::tuple<Args...> saved{primals...};
+  std::function<std::tuple<Args...>(const R&)> fn = [t, inputs, wrt, saved](const R& ct) {
+    std::vector<Array> outs = detail::run_vjp(*t, inputs, wrt, tree::flatten(ct));
+    std::vector<Array> cts(outs.begin() + std::ptrdiff_t(t->outputs), outs.end());
+    std::size_t next = 0;
+    return std::apply([&](const auto&... p) { return std::tuple<Args...>{detail::substitute(p, cts, next)...}; }, saved);
+  };
+  return std::make_pair(out, fn);
+}
+
+// jax.jvp: (f(primals), the directional derivative along tangents).
+template <class F, class... Args>
+auto jvp(const F& f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) {
+  using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
+  std::vector<Array> arrays;
+  std::vector<int> arg_of_leaf;
+  detail::Traced t = std::apply(
+      [&](const auto&... p) { return detail::trace_args(f, "jvp", arrays, arg_of_leaf, p...); }, primals);
+  std::vector<Array> tans;
+  std::ostringstream key;
+  std::apply([&](const auto&... tg) { (detail::flatten_arg(tg, false, tans, key), ...); }, tangents);
+  auto inputs = arrays;
+  inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
+  std::vector<bool> wrt(inputs.size(), false);
+  for (std::size_t k = 0; k < arrays.size(); ++k) wrt[k] = true;
+  std::vector<Array> outs = detail::run_jvp(t, inputs, wrt, tans);
+  std::vector<Array> primal_out(outs.begin(), outs.begin() + std::ptrdiff_t(t.outputs));
+  std::vector<Array> tangent_out(outs.begin() + std::ptrdiff_t(t.outputs), outs.end());
+  return std::make_pair(std::any_cast<R>(t.rebuild(primal_out)), std::any_cast<R>(t.rebuild(tangent_out)));
+}
+template <class F>
+auto jvp(const F& f, const Array& primal, const Array& tangent) {
+  return jvp(f, std::tuple<Array>(primal), std::tuple<Array>(tangent));
+}
+
+}  // namespace tessel

@@ -1,0 +1,133 @@
+#include "tracer/autodiff.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+namespace {
+
+struct Linearized {
+  NodeTable t;
+  std::vector<NodeRef> params;           // primal params (new)
+  std::vector<NodeRef> tangent_params;   // per g param: its tangent param, or null
+  std::vector<NodeRef> outputs;          // primal outputs (new)
+  std::vector<NodeRef> output_tangents;  // null: zero
+};
+
+// Primal and tangent of every node, tangent params numbered from `first_tangent`.
+void linearize(const Graph& g, const std::vector<bool>& wrt, int first_tangent, Linearized& L) {
+  std::unordered_map<const Node*, NodeRef> primal, tangent;
+  int next = first_tangent;
+  for (size_t i = 0; i < g.params.size(); ++i) {
+    const NodeRef& p = g.params[i];
+    NodeRef np = build::parameter(L.t, int(i), p->aval);
+    primal[p.get()] = np;
+    L.params.push_back(np);
+    NodeRef tp;
+    if (i < wrt.size() && wrt[i] && is_floating(p->dtype())) {
+      Aval ta = p->aval;
+      ta.weak_type = false;
+      tp = build::parameter(L.t, next++, ta);
+    }
+    tangent[p.get()] = tp;
+    L.tangent_params.push_back(tp);
+  }
+  for (auto& n : g.topo_order()) {
+    if (n->op == Op::parameter) continue;
+    std::vector<NodeRef> x, tx;
+    for (auto& in : n->in) x.push_back(primal.at(in.get())), tx.push_back(tangent.at(in.get()));
+    NodeRef y = build::with_operands(L.t, *n, x);
+    primal[n.get()] = y;
+    bool any = false;
+    for (auto& v : tx) any = any || v;
+    tangent[n.get()] = any ? rules(n->op).jvp(L.t, *y, x, tx, y) : nullptr;
+  }
+  for (auto& o : g.outputs) {
+    L.outputs.push_back(primal.at(o.get()));
+    L.output_tangents.push_back(tangent.at(o.get()));
+  }
+}
+
+}  // namespace
+
+Graph jvp_graph(const Graph& g, const std::vector<bool>& wrt) {
+  Linearized L;
+  linearize(g, wrt, int(g.params.size()), L);
+  Graph out;
+  out.name = "jvp(" + g.name + ")";
+  out.params = L.params;
+  for (auto& tp : L.tangent_params)
+    if (tp) out.params.push_back(tp);
+  out.outputs = L.outputs;
+  for (size_t k = 0; k < L.outputs.size(); ++k) {
+    const NodeRef& tn = L.output_tangents[k];
+    out.outputs.push_back(tn ? tn : build::broadcast_in_dim(L.t, build::scalar(L.t, L.outputs[k]->dtype(), 0),
+                                                            L.outputs[k]->shape(), {}));
+  }
+  return out;
+}
+
+Graph vjp_graph(const Graph& g, const std::vector<bool>& wrt) {
+  Linearized L;
+  const int n_params = int(g.params.size()), n_out = int(g.outputs.size());
+  // Tangent params come after the cotangent params; they vanish from the result.
+  linearize(g, wrt, n_params + n_out, L);
+  // The linear part: nodes depending on tangent params, reachable from the output tangents.
+  std::unordered_set<const Node*> tangent_inputs;
+  for (auto& tp : L.tangent_params)
+    if (tp) tangent_inputs.insert(tp.get());
+  Graph lin;
+  for (auto& tn : L.output_tangents)
+    if (tn) lin.outputs.push_back(tn);
+  std::vector<NodeRef> order = lin.topo_order();
+  std::unordered_set<const Node*> linear;
+  for (auto& n : order) {
+    bool l = tangent_inputs.count(n.get()) > 0;
+    for (auto& in : n->in) l = l || linear.count(in.get());
+    if (l) linear.insert(n.get());
+  }
+  // Cotangents, pushed back through the linear nodes in reverse order.
+  std::vector<NodeRef> ct_params;
+  std::unordered_map<const Node*, NodeRef> ct;
+  for (int k = 0; k < n_out; ++k) {
+    Aval a = L.outputs[k]->aval;
+    a.weak_type = false;
+    NodeRef c = build::parameter(L.t, n_params + k, a);
+    ct_params.push_back(c);
+    const NodeRef& tn = L.output_tangents[k];
+    if (tn && linear.count(tn.get())) ct[tn.get()] = ad::add(L.t, ct[tn.get()], build::convert(L.t, c, tn->dtype()));
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const NodeRef& n = *it;
+    if (!linear.count(n.get()) || n->op == Op::parameter) continue;
+    auto found = ct.find(n.get());
+    if (found == ct.end() || !found->second) continue;
+    std::vector<bool> lin_in;
+    for (auto& in : n->in) lin_in.push_back(linear.count(in.get()) > 0);
+    std::vector<NodeRef> cts(n->in.size());
+    rules(n->op).transpose(L.t, *n, found->second, lin_in, cts);
+    for (size_t k = 0; k < n->in.size(); ++k)
+      if (lin_in[k] && cts[k]) ct[n->in[k].get()] = ad::add(L.t, ct[n->in[k].get()], cts[k]);
+  }
+  Graph out;
+  out.name = "vjp(" + g.name + ")";
+  out.params = L.params;
+  out.params.insert(out.params.end(), ct_params.begin(), ct_params.end());
+  out.outputs = L.outputs;
+  for (int i = 0; i < n_params; ++i) {
+    if (!(i < int(wrt.size()) && wrt[i])) continue;
+    const NodeRef& tp = L.tangent_params[i];
+    NodeRef c = tp && ct.count(tp.get()) ? ct.at(tp.get()) : nullptr;
+    const Aval& a = g.params[i]->aval;
+    if (!c) c = build::broadcast_in_dim(L.t, build::scalar(L.t, a.dtype, 0), a.shape, {});
+    out.outputs.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace tessel
