@@ -12,6 +12,7 @@
 #include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
 
 namespace tessel::codegen {
 
@@ -74,23 +75,7 @@ class SortThunk final : public rt::Thunk {
       : keys_(keys), values_(values), out_(out), shape_(n.shape()), dim_(n.p.dims[0]), kt_(n.in[0]->dtype()),
         vt_(n.dtype()) {}
   void run(rt::ExecContext& ctx) const override {
-    const std::int64_t len = shape_[dim_], stride = row_major_strides(shape_)[dim_];
-    const std::size_t es = dtype_size(vt_);
-    const char* v = static_cast<const char*>(ctx.slots[values_]);
-    char* o = static_cast<char*>(ctx.slots[out_]);
-    std::vector<std::int64_t> order(len);
-    for (std::int64_t base = 0; base < numel(shape_); ++base) {
-      if ((base / stride) % len != 0) continue;
-      for (std::int64_t i = 0; i < len; ++i) order[i] = i;
-      visit_dtype(kt_, [&](auto tag) {
-        using K = decltype(tag);
-        const K* k = static_cast<const K*>(ctx.slots[keys_]);
-        std::stable_sort(order.begin(), order.end(),
-                         [&](std::int64_t a, std::int64_t b) { return k[base + a * stride] < k[base + b * stride]; });
-      });
-      for (std::int64_t i = 0; i < len; ++i)
-        std::memcpy(o + (base + i * stride) * es, v + (base + order[i] * stride) * es, es);
-    }
+    sort_lines(kt_, vt_, shape_, dim_, ctx.slots[keys_], ctx.slots[values_], ctx.slots[out_]);
   }
   std::string describe() const override { return "sort " + aval_str(vt_, shape_) + " (stable)"; }
 

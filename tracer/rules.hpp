@@ -78,6 +78,12 @@ TESSEL_OPS(TESSEL_X)
 // One Threefry-2x32 block (the reference kernel; tests use it for known answers).
 void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, std::uint32_t& x1);
 
+// The sort primitive's kernel, shared by the interpreter and the compiled
+// thunk: each line of `values` along dim, reordered by a stable sort of the
+// same line of `keys` (NaNs last, as JAX). `shape` is both operands'.
+void sort_lines(DType key_dtype, DType value_dtype, const Shape& shape, std::int64_t dim, const void* keys,
+                const void* values, void* out);
+
 // Helpers the family files share.
 namespace rule_util {
 // "f32[4,8] and s32[4,8]" style operand lists for messages.

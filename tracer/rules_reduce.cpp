@@ -231,24 +231,38 @@ Aval Rule<Op::sort>::infer(const std::vector<Aval>& in, const Params& p, const A
     throw ShapeError(cat("sort dimension out of range for ", avals_str(in)));
   return in[1];
 }
+void sort_lines(DType key_dtype, DType value_dtype, const Shape& s, std::int64_t d, const void* keys,
+                const void* values, void* out) {
+  const std::int64_t len = s[d], stride = row_major_strides(s)[d];
+  const std::size_t es = dtype_size(value_dtype);
+  const char* v = static_cast<const char*>(values);
+  char* o = static_cast<char*>(out);
+  std::vector<std::int64_t> order(len);
+  visit_dtype(key_dtype, [&](auto tag) {
+    using K = decltype(tag);
+    const K* k = static_cast<const K*>(keys);
+    // A strict weak order with NaNs after every number.
+    auto less = [](K a, K b) {
+      if constexpr (std::is_floating_point_v<K>) {
+        if (std::isnan(a)) return false;
+        if (std::isnan(b)) return true;
+      }
+      return a < b;
+    };
+    for (std::int64_t base = 0; base < numel(s); ++base) {
+      if ((base / stride) % len != 0) continue;  // one line per start
+      for (std::int64_t i = 0; i < len; ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::int64_t a, std::int64_t b) { return less(k[base + a * stride], k[base + b * stride]); });
+      for (std::int64_t i = 0; i < len; ++i)
+        std::memcpy(o + (base + i * stride) * es, v + (base + order[i] * stride) * es, es);
+    }
+  });
+}
+
 void Rule<Op::sort>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
-  const Shape& s = aval.shape;
-  const std::int64_t d = p.dims[0], len = s[d], stride = row_major_strides(s)[d];
-  const std::size_t es = dtype_size(aval.dtype);
-  std::vector<std::int64_t> order(len);
-  for (std::int64_t base = 0; base < numel(s); ++base) {
-    if ((base / stride) % len != 0) continue;  // one line per start
-    for (std::int64_t i = 0; i < len; ++i) order[i] = i;
-    visit_dtype(in[0]->dtype, [&](auto tag) {
-      using K = decltype(tag);
-      const K* k = reinterpret_cast<const K*>(in[0]->bytes.data());
-      std::stable_sort(order.begin(), order.end(),
-                       [&](std::int64_t a, std::int64_t b) { return k[base + a * stride] < k[base + b * stride]; });
-    });
-    for (std::int64_t i = 0; i < len; ++i)
-      std::memcpy(out.bytes.data() + (base + i * stride) * es, in[1]->bytes.data() + (base + order[i] * stride) * es, es);
-  }
+  sort_lines(in[0]->dtype, aval.dtype, aval.shape, p.dims[0], in[0]->bytes.data(), in[1]->bytes.data(), out.bytes.data());
 }
 FactorRule Rule<Op::sort>::factors(const Node& n) {
   FactorRule r;
@@ -393,18 +407,6 @@ FactorRule Rule<Op::dot_general>::factors(const Node& n) {
 
 // ------------------------------------------------------------------ autodiff
 
-NodeRef Rule<Op::reduce_sum>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
-                                  const std::vector<NodeRef>& tx, const NodeRef&) {
-  return tx[0] ? build::reduce(t, Op::reduce_sum, tx[0], n.p.dims) : nullptr;
-}
-void Rule<Op::reduce_sum>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
-                                     std::vector<NodeRef>& cts) {
-  std::vector<std::int64_t> kept;
-  for (int d = 0; d < n.in[0]->rank(); ++d)
-    if (std::find(n.p.dims.begin(), n.p.dims.end(), d) == n.p.dims.end()) kept.push_back(d);
-  cts[0] = build::broadcast_in_dim(t, ct, n.in[0]->shape(), kept);
-}
-
 namespace {
 // Broadcast a reduced value back over the reduced axes.
 NodeRef expand(NodeTable& t, const NodeRef& v, const Node& n) {
@@ -424,6 +426,15 @@ NodeRef extremum_jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
 }
 }  // namespace
 
+NodeRef Rule<Op::reduce_sum>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                  const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::reduce(t, Op::reduce_sum, tx[0], n.p.dims) : nullptr;
+}
+void Rule<Op::reduce_sum>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                     std::vector<NodeRef>& cts) {
+  cts[0] = expand(t, ct, n);
+}
+
 NodeRef Rule<Op::reduce_max>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                   const std::vector<NodeRef>& tx, const NodeRef& y) {
   return extremum_jvp(t, n, x, tx, y);
@@ -441,11 +452,22 @@ void Rule<Op::reduce_min>::transpose(NodeTable&, const Node& n, const NodeRef&, 
   rule_util::not_linear(n);
 }
 NodeRef Rule<Op::reduce_prod>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
-                                   const std::vector<NodeRef>& tx, const NodeRef& y) {
-  // d(prod x) = prod x * sum(dx / x) (for non-zero x).
+                                   const std::vector<NodeRef>& tx, const NodeRef&) {
+  // d(prod x) = sum(dx_i * prod_{j != i} x_j). The product of the others is
+  // prod/x_i without zeros; with one zero in the line it is the product of
+  // the non-zeros at the zero and 0 elsewhere; with more, 0 everywhere.
   if (!tx[0] || !is_floating(x[0]->dtype())) return nullptr;
-  NodeRef s = build::reduce(t, Op::reduce_sum, build::binary(t, Op::div, tx[0], x[0]), n.p.dims);
-  return build::binary(t, Op::mul, s, y);
+  const DType dt = x[0]->dtype();
+  NodeRef zero = build::broadcast_in_dim(t, build::scalar(t, dt, 0), x[0]->shape(), {});
+  NodeRef one = build::broadcast_in_dim(t, build::scalar(t, dt, 1), x[0]->shape(), {});
+  NodeRef is_zero = build::binary(t, Op::eq, x[0], zero);
+  NodeRef nonzero = build::select(t, is_zero, one, x[0]);
+  NodeRef prod_nonzero = expand(t, build::reduce(t, Op::reduce_prod, nonzero, n.p.dims), n);
+  NodeRef zeros = expand(t, build::reduce(t, Op::reduce_sum, build::convert(t, is_zero, dt), n.p.dims), n);
+  NodeRef others = build::select(
+      t, build::binary(t, Op::eq, zeros, zero), build::binary(t, Op::div, prod_nonzero, nonzero),
+      build::select(t, build::binary(t, Op::and_, is_zero, build::binary(t, Op::eq, zeros, one)), prod_nonzero, zero));
+  return build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, tx[0], others), n.p.dims);
 }
 void Rule<Op::reduce_prod>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
                                       std::vector<NodeRef>&) {
@@ -470,9 +492,14 @@ NodeRef Rule<Op::sort>::jvp(NodeTable& t, const Node& n, const std::vector<NodeR
   // The values' tangents move with them.
   return tx[1] ? build::sort(t, x[0], tx[1], n.p.dims[0]) : nullptr;
 }
-void Rule<Op::sort>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&, std::vector<NodeRef>&) {
-  throw Error("reverse-mode differentiation through sort (a permutation) is not supported yet; use jvp");
-  (void)n;
+void Rule<Op::sort>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
+                              std::vector<NodeRef>& cts) {
+  if (linear[0]) throw Error("sort is not linear in its keys");
+  // The values moved by the permutation p (output i came from p[i]); its
+  // transpose sends ct[i] back to p[i]: sort ct by p.
+  const std::int64_t d = n.p.dims[0];
+  NodeRef p = build::sort(t, n.in[0], build::iota(t, DType::int32, n.shape(), d), d);
+  cts[1] = build::sort(t, p, ct, d);
 }
 
 NodeRef Rule<Op::dot_general>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,

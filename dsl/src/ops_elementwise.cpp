@@ -230,6 +230,7 @@ Array bitcast_convert_type(const Array& x, DType dtype) {
                 [dtype](NodeTable& t, const NR& in) { return build::bitcast_convert(t, in[0], dtype); });
 }
 Array erf_inv(const Array& x) { return float_unary("lax.erf_inv", Op::erf_inv, x); }
+Array erf(const Array& x) { return float_unary("lax.erf", Op::erf, x); }
 }  // namespace lax
 
 // Array methods that are one op.

@@ -76,6 +76,18 @@ Array argmax(const Array& x, std::optional<int> axis, bool keepdims) {
 Array argmin(const Array& x, std::optional<int> axis, bool keepdims) {
   return arg_reduction("tessel.argmin", Op::argmin, x, axis, keepdims);
 }
+Array sort(const Array& x, int axis) {
+  return apply1("tessel.sort", {x}, [=](NodeTable& t, const NR& in) {
+    const std::int64_t d = c::norm_axis(axis, in[0]->rank(), "tessel.sort");
+    return build::sort(t, in[0], in[0], d);
+  });
+}
+Array argsort(const Array& x, int axis) {
+  return apply1("tessel.argsort", {x}, [=](NodeTable& t, const NR& in) {
+    const std::int64_t d = c::norm_axis(axis, in[0]->rank(), "tessel.argsort");
+    return build::sort(t, in[0], build::iota(t, DType::int32, in[0]->shape(), d), d);
+  });
+}
 Array var(const Array& x, Axes axis, int ddof, bool keepdims) {
   return apply1("tessel.var", {x}, [=](NodeTable& t, const NR& in) {
     auto axes = c::norm_axes(axis, in[0]->rank(), "tessel.var");

@@ -99,6 +99,9 @@ Array min(const Array& x, Axes axis = {}, bool keepdims = false);
 Array prod(const Array& x, Axes axis = {}, bool keepdims = false);
 Array argmax(const Array& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
 Array argmin(const Array& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
+// Sorted along axis (stable; NaNs last), and the indices that sort it (int32).
+Array sort(const Array& x, int axis = -1);
+Array argsort(const Array& x, int axis = -1);
 Array var(const Array& x, Axes axis = {}, int ddof = 0, bool keepdims = false);
 Array std(const Array& x, Axes axis = {}, int ddof = 0, bool keepdims = false);
 Array logsumexp(const Array& x, Axes axis = {}, bool keepdims = false);
@@ -154,6 +157,7 @@ Array bitwise_or(const Array& a, const Array& b);
 Array bitwise_xor(const Array& a, const Array& b);
 Array bitcast_convert_type(const Array& x, DType dtype);
 Array erf_inv(const Array& x);
+Array erf(const Array& x);
 }  // namespace lax
 
 namespace nn {
