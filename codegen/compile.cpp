@@ -3,12 +3,14 @@
 #include <cmath>
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
 #include "codegen/dot.hpp"
 #include "codegen/emit.hpp"
 #include "codegen/fusion.hpp"
+#include "codegen/transpose_folding.hpp"
 #include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
 #include "tracer/errors.hpp"
@@ -131,6 +133,8 @@ class CollectiveThunk final : public rt::Thunk {
     text_ = os.str();
   }
 
+  bool waits_on_peers() const override { return true; }
+
   void run(rt::ExecContext& ctx) const override {
     const std::size_t es = dtype_size(dtype_);
     const void* mine = ctx.slots[in_];
@@ -143,8 +147,11 @@ class CollectiveThunk final : public rt::Thunk {
       for (auto [s, t] : p_.pairs)
         if (t == ctx.position) source = s;
       const std::size_t bytes = std::size_t(numel(in_shape_)) * es;
-      if (source >= 0) std::memcpy(out, peers[source], bytes);
-      else std::memset(out, 0, bytes);
+      {
+        rt::ComputeSlot slot;
+        if (source >= 0) std::memcpy(out, peers[source], bytes);
+        else std::memset(out, 0, bytes);
+      }
       ctx.comm->release(ctx.position, all);
       return;
     }
@@ -156,6 +163,9 @@ class CollectiveThunk final : public rt::Thunk {
     TESSEL_CHECK_INTERNAL(group, "position ", ctx.position, " is in no group");
     auto peers = ctx.comm->exchange(ctx.position, *group, mine);
     const std::int64_t n = std::int64_t(group->size());
+    // The copies and sums hold a compute slot (runtime/device.hpp); the waits
+    // for peers do not.
+    std::optional<rt::ComputeSlot> slot(std::in_place);
     switch (op_) {
       case Op::all_gather: {
         auto [outer, len] = blocks(in_shape_, p_.dims[0]);  // len: elements of one block
@@ -173,8 +183,10 @@ class CollectiveThunk final : public rt::Thunk {
         for (std::int64_t k = 1; k < n; ++k)
           combine_typed(dtype_, p_.reduce_op, out + lo * es, static_cast<const char*>(peers[k]) + lo * es, hi - lo);
         // Everyone's chunk is done once everyone has released the inputs.
+        slot.reset();
         ctx.comm->release(ctx.position, *group);
         auto outs = ctx.comm->exchange(ctx.position, *group, out);
+        slot.emplace();
         for (std::int64_t k = 0; k < n; ++k) {
           if (k == std::int64_t(rank)) continue;
           const std::int64_t a = count * k / n, b = count * (k + 1) / n;
@@ -223,6 +235,7 @@ class CollectiveThunk final : public rt::Thunk {
       }
       default: throw InternalError("not a collective");
     }
+    slot.reset();
     ctx.comm->release(ctx.position, *group);
   }
 
@@ -246,7 +259,8 @@ class CollectiveThunk final : public rt::Thunk {
 
 }  // namespace
 
-CompiledProgram compile(const Graph& g, const CompileOptions& options) {
+CompiledProgram compile(const Graph& program, const CompileOptions& options) {
+  const Graph g = fold_transposes_into_dots(program);
   FusionPlan plan = plan_fusion(g);
   auto exe = std::make_shared<rt::Executable>();
   std::unordered_map<const Node*, int> slot;

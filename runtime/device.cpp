@@ -3,6 +3,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -96,9 +97,19 @@ class Device {
 
 struct Runtime::Impl {
   std::mutex launch_mutex;
+  // Compute slots (ComputeSlot): 0 when the host has a core for every device thread.
+  std::mutex slot_mutex;
+  std::condition_variable slot_cv;
+  int slots_free = 0;
+  bool limited = false;
 };
 
 Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts), impl_(std::make_unique<Impl>()) {
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (opts.device_count * opts.threads_per_device > cores) {
+    impl_->limited = true;
+    impl_->slots_free = std::max(1, cores / opts.threads_per_device);
+  }
   for (int i = 0; i < opts.device_count; ++i) devices_.push_back(std::make_unique<Device>(i, opts.threads_per_device));
 }
 
@@ -123,6 +134,25 @@ Runtime& Runtime::start(const RuntimeOptions& opts) {
     throw Error(detail::cat("threads_per_device must be >= 1, got ", opts.threads_per_device));
   g_runtime.reset(new Runtime(opts));
   return *g_runtime;
+}
+
+ComputeSlot::ComputeSlot() {
+  if (!g_runtime || !g_runtime->impl_->limited) return;
+  auto& im = *g_runtime->impl_;
+  std::unique_lock<std::mutex> lk(im.slot_mutex);
+  im.slot_cv.wait(lk, [&] { return im.slots_free > 0; });
+  --im.slots_free;
+  held_ = true;
+}
+
+ComputeSlot::~ComputeSlot() {
+  if (!held_) return;
+  auto& im = *g_runtime->impl_;
+  {
+    std::lock_guard<std::mutex> lk(im.slot_mutex);
+    ++im.slots_free;
+  }
+  im.slot_cv.notify_one();
 }
 
 Runtime& Runtime::get() {

@@ -46,11 +46,30 @@ class Runtime {
   ~Runtime();
 
  private:
+  friend class ComputeSlot;
   explicit Runtime(const RuntimeOptions& opts);
   RuntimeOptions opts_;
   std::vector<std::unique_ptr<Device>> devices_;
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// Compute slots for hosts with fewer cores than device threads (8 devices
+// on 2 cores): a device holds a slot while it runs a thunk that computes, so
+// at most cores / threads_per_device devices compute at once and each runs
+// its kernel uncontended, instead of the OS time-slicing every device's
+// matmul through the same caches. Thunks that wait on other devices
+// (collectives) run without a slot, so the waiting cannot deadlock. Without
+// oversubscription a slot costs nothing.
+class ComputeSlot {
+ public:
+  ComputeSlot();
+  ~ComputeSlot();
+  ComputeSlot(const ComputeSlot&) = delete;
+  ComputeSlot& operator=(const ComputeSlot&) = delete;
+
+ private:
+  bool held_ = false;
 };
 
 // Runs f(i) for i in [begin, end) in chunks on the calling device's arena

@@ -1,11 +1,14 @@
 #include "runtime/executable.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
+#include "runtime/profile.hpp"
 #include "tracer/errors.hpp"
 
 namespace tessel::rt {
@@ -57,7 +60,19 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
             if (e.slots[s].zero_init) std::memset(owned[s], 0, e.slots[s].bytes);
             ctx.slots[s] = owned[s];
           }
-          e.thunks[t]->run(ctx);
+          const Thunk& thunk = *e.thunks[t];
+          // Computing thunks wait for a compute slot first; the profile
+          // counts the thunk's own time only.
+          std::optional<ComputeSlot> slot;
+          if (!thunk.waits_on_peers()) slot.emplace();
+          if (i == 0 && profile::enabled()) {
+            auto t0 = std::chrono::steady_clock::now();
+            thunk.run(ctx);
+            profile::record(thunk.describe(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          } else {
+            thunk.run(ctx);
+          }
+          slot.reset();
           for (int s : e.free_after[t])
             if (owned[s]) device_free(owned[s], e.slots[s].bytes), owned[s] = nullptr, ctx.slots[s] = nullptr;
         }

@@ -28,6 +28,8 @@ class Thunk {
   virtual void run(ExecContext& ctx) const = 0;
   // One line for Compiled::as_text and profiles.
   virtual std::string describe() const = 0;
+  // True for thunks that block until other devices arrive (collectives).
+  virtual bool waits_on_peers() const { return false; }
 };
 
 struct Slot {

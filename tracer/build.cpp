@@ -84,6 +84,20 @@ NodeRef transpose(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t
   bool identity = perm.size() == x->shape().size();
   for (size_t i = 0; identity && i < perm.size(); ++i) identity = perm[i] == std::int64_t(i);
   if (identity) return x;
+  // The transpose of a dot's result that swaps its lhs-free and rhs-free
+  // blocks (batch dims staying in front) is the dot with its operands
+  // swapped (XLA's algebraic simplifier does the same): no copy.
+  if (x->op == Op::dot_general) {
+    const DotDims& d = x->p.dot;
+    const std::int64_t nb = std::int64_t(d.lhs_batch.size());
+    const std::int64_t nl = x->in[0]->rank() - nb - std::int64_t(d.lhs_contract.size());
+    const std::int64_t nr = x->in[1]->rank() - nb - std::int64_t(d.rhs_contract.size());
+    std::vector<std::int64_t> swap;
+    for (std::int64_t i = 0; i < nb; ++i) swap.push_back(i);
+    for (std::int64_t i = 0; i < nr; ++i) swap.push_back(nb + nl + i);
+    for (std::int64_t i = 0; i < nl; ++i) swap.push_back(nb + i);
+    if (perm == swap) return dot_general(t, x->in[1], x->in[0], {d.rhs_contract, d.lhs_contract, d.rhs_batch, d.lhs_batch});
+  }
   return make(t, Op::transpose, {x}, dims_param(perm));
 }
 
