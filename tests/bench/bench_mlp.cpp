@@ -3,7 +3,7 @@
 // backward of the same network in the same run. Floor: the step's flops /
 // the cores' peak FMA rate.
 //
-//   bench_mlp [small|full] [reps]      (small: 784-2048x3-10, batch 2048)
+//   bench_mlp [small|full] [reps] [sharded-only]   (small: 784-2048x3-10, batch 2048)
 #include "samples/mlp.hpp"
 
 #include "tests/bench/bench_util.hpp"
@@ -14,6 +14,7 @@ using ts::P;
 int main(int argc, char** argv) {
   const bool full = argc > 1 && std::string(argv[1]) == "full";
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+  const bool sharded_only = argc > 3 && std::string(argv[3]) == "sharded-only";
   std::vector<std::int64_t> sizes = {784, 2048, 2048, 2048, 10};
   std::int64_t batch_size = 2048;
   if (full) sizes = {784, 8192, 8192, 8192, 10}, batch_size = 8192;
@@ -55,10 +56,12 @@ int main(int argc, char** argv) {
         << flops / 1e9 << " GFLOP (peak " << bench::peak_flops() / 1e9 << " GFLOP/s)";
   bench::header(title.str());
 
-  auto p1 = ts::device_put(params, ts::devices()[0]);
-  auto b1 = ts::device_put(batch, ts::devices()[0]);
-  double one = bench::seconds([&] { step(p1, b1); }, reps);
-  bench::row("tessel, 1 device", floor_s, one, torch_s);
+  if (!sharded_only) {
+    auto p1 = ts::device_put(params, ts::devices()[0]);
+    auto b1 = ts::device_put(batch, ts::devices()[0]);
+    double one = bench::seconds([&] { step(p1, b1); }, reps);
+    bench::row("tessel, 1 device", floor_s, one, torch_s);
+  }
 
   const int n = ts::device_count();
   auto mesh = ts::make_mesh({n}, {"batch"});

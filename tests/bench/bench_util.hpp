@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -85,7 +86,8 @@ inline double torch_seconds(const std::string& setup, const std::string& stmt, i
      << "ts.sort(); print(ts[len(ts) // 2])\n";
   std::string path = "/tmp/tessel_bench_torch.py";
   std::ofstream(path) << py.str();
-  FILE* p = popen(("/usr/bin/python3 " + path + " 2>/dev/null").c_str(), "r");
+  const char* python = std::getenv("TESSEL_BENCH_PYTHON");  // default: Debian's, with python3-torch
+  FILE* p = popen((std::string(python ? python : "/usr/bin/python3") + " " + path + " 2>/dev/null").c_str(), "r");
   if (!p) return -1;
   char buf[128] = {0};
   std::string out;
