@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "runtime/device.hpp"
 #include "tracer/errors.hpp"
 
 extern "C" {
@@ -132,8 +133,14 @@ class DotThunk final : public rt::Thunk {
       dnnl::memory::desc cmd({va_.dims[0], va_.dims[1], vb_.dims[2]}, dt::f32, dnnl::memory::format_tag::abc);
       pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(amd, bmd, cmd), engine());
       prim_ = dnnl::matmul(pd_);
+      // Large products run on the whole host, one at a time (runtime/device.hpp, ComputeSlot).
+      const double flops = 2.0 * double(va_.dims[0]) * double(va_.dims[1]) * double(va_.dims[2]) * double(vb_.dims[2]);
+      wide_ = flops >= kMachineWideFlops && rt::ComputeSlot::machine_wide_pays();
+      if (wide_) text_ += " machine-wide";
     }
   }
+
+  bool machine_wide() const override { return wide_; }
 
   void run(rt::ExecContext& ctx) const override {
     const void* a = ctx.slots[lhs_];
@@ -152,7 +159,8 @@ class DotThunk final : public rt::Thunk {
       b = bcopy.data();
     }
     if (dtype_ == DType::float32) {
-      if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
+      const int threads = wide_ ? rt::ComputeSlot::machine_threads() : threads_;
+      if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
       dnnl::stream s(engine());
       dnnl::memory am(pd_.src_desc(), engine(), const_cast<void*>(a));
       dnnl::memory bm(pd_.weights_desc(), engine(), const_cast<void*>(b));
@@ -174,7 +182,10 @@ class DotThunk final : public rt::Thunk {
     static dnnl::engine e(dnnl::engine::kind::cpu, 0);
     return e;
   }
+  // A 512^3 product: below it a dot is too short to be worth a host-wide turn.
+  static constexpr double kMachineWideFlops = 2.0 * 512 * 512 * 512;
   int lhs_, rhs_, out_, threads_;
+  bool wide_ = false;
   DType dtype_;
   Operand3 va_, vb_;
   dnnl::matmul::primitive_desc pd_;

@@ -97,19 +97,15 @@ class Device {
 
 struct Runtime::Impl {
   std::mutex launch_mutex;
-  // Compute slots (ComputeSlot): 0 when the host has a core for every device thread.
+  // The core budget (ComputeSlot).
   std::mutex slot_mutex;
   std::condition_variable slot_cv;
-  int slots_free = 0;
-  bool limited = false;
+  int cores = 1, cores_free = 1, machine_waiters = 0;
 };
 
 Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts), impl_(std::make_unique<Impl>()) {
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  if (opts.device_count * opts.threads_per_device > cores) {
-    impl_->limited = true;
-    impl_->slots_free = std::max(1, cores / opts.threads_per_device);
-  }
+  impl_->cores = std::max(int(std::max(1u, std::thread::hardware_concurrency())), opts.threads_per_device);
+  impl_->cores_free = impl_->cores;
   for (int i = 0; i < opts.device_count; ++i) devices_.push_back(std::make_unique<Device>(i, opts.threads_per_device));
 }
 
@@ -136,23 +132,43 @@ Runtime& Runtime::start(const RuntimeOptions& opts) {
   return *g_runtime;
 }
 
-ComputeSlot::ComputeSlot() {
-  if (!g_runtime || !g_runtime->impl_->limited) return;
+ComputeSlot::ComputeSlot(Width w) {
+  if (!g_runtime) return;
   auto& im = *g_runtime->impl_;
+  const int want = w == Width::machine ? im.cores : g_runtime->opts_.threads_per_device;
   std::unique_lock<std::mutex> lk(im.slot_mutex);
-  im.slot_cv.wait(lk, [&] { return im.slots_free > 0; });
-  --im.slots_free;
-  held_ = true;
+  if (w == Width::machine) {
+    ++im.machine_waiters;
+    im.slot_cv.wait(lk, [&] { return im.cores_free >= want; });
+    --im.machine_waiters;
+  } else {
+    im.slot_cv.wait(lk, [&] { return im.cores_free >= want && im.machine_waiters == 0; });
+  }
+  im.cores_free -= want;
+  held_ = want;
 }
 
 ComputeSlot::~ComputeSlot() {
   if (!held_) return;
   auto& im = *g_runtime->impl_;
+  bool machine_waiting;
   {
     std::lock_guard<std::mutex> lk(im.slot_mutex);
-    ++im.slots_free;
+    im.cores_free += held_;
+    machine_waiting = im.machine_waiters > 0;
   }
-  im.slot_cv.notify_one();
+  // Device-wide waiters all want the same number of cores: waking one is
+  // enough (and on a 2-core host waking all of them costs measurably).
+  if (machine_waiting || held_ > g_runtime->opts_.threads_per_device) im.slot_cv.notify_all();
+  else im.slot_cv.notify_one();
+}
+
+int ComputeSlot::machine_threads() { return g_runtime ? g_runtime->impl_->cores : 1; }
+
+bool ComputeSlot::machine_wide_pays() {
+  if (!g_runtime) return false;
+  const auto& o = g_runtime->opts_;
+  return o.threads_per_device < g_runtime->impl_->cores && o.device_count * o.threads_per_device <= g_runtime->impl_->cores;
 }
 
 Runtime& Runtime::get() {

@@ -54,22 +54,33 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
 };
 
-// Compute slots for hosts with fewer cores than device threads (8 devices
-// on 2 cores): a device holds a slot while it runs a thunk that computes, so
-// at most cores / threads_per_device devices compute at once and each runs
-// its kernel uncontended, instead of the OS time-slicing every device's
-// matmul through the same caches. Thunks that wait on other devices
-// (collectives) run without a slot, so the waiting cannot deadlock. Without
-// oversubscription a slot costs nothing.
+// The host's cores as a budget that thunks draw on while they compute.
+// Devices are virtual on a shared-memory host, so two effects need a referee:
+// with more device threads than cores (8 devices on 2 cores), time-slicing
+// every device's matmul through the same caches is slower than letting
+// cores / threads_per_device devices compute at once; and independent matmuls
+// on every device at once are memory-bound where one matmul on all cores is
+// not (measured: 8 concurrent 1024x8192x8192 matmuls on 2 threads each ran at
+// a third of one on 16 threads). A thunk holds `threads_per_device` cores;
+// a machine-wide one (a large dot) holds all of them and runs on all of
+// them, waiters for it going first. Thunks that wait on other devices
+// (collectives) hold nothing while they wait, so the waiting cannot deadlock.
 class ComputeSlot {
  public:
-  ComputeSlot();
+  enum class Width { device, machine };
+  explicit ComputeSlot(Width w = Width::device);
   ~ComputeSlot();
   ComputeSlot(const ComputeSlot&) = delete;
   ComputeSlot& operator=(const ComputeSlot&) = delete;
+  // Threads a machine-wide thunk may use: every core.
+  static int machine_threads();
+  // Whether machine-wide thunks pay: not when the host is already
+  // oversubscribed (measured on 2 cores x 8 devices: one 2-thread matmul at
+  // a time ran the MLP step 1.5x slower than two 1-thread ones side by side).
+  static bool machine_wide_pays();
 
  private:
-  bool held_ = false;
+  int held_ = 0;
 };
 
 // Runs f(i) for i in [begin, end) in chunks on the calling device's arena

@@ -64,7 +64,8 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
           // Computing thunks wait for a compute slot first; the profile
           // counts the thunk's own time only.
           std::optional<ComputeSlot> slot;
-          if (!thunk.waits_on_peers()) slot.emplace();
+          if (!thunk.waits_on_peers())
+            slot.emplace(thunk.machine_wide() ? ComputeSlot::Width::machine : ComputeSlot::Width::device);
           if (i == 0 && profile::enabled()) {
             auto t0 = std::chrono::steady_clock::now();
             thunk.run(ctx);

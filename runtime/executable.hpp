@@ -28,8 +28,11 @@ class Thunk {
   virtual void run(ExecContext& ctx) const = 0;
   // One line for Compiled::as_text and profiles.
   virtual std::string describe() const = 0;
-  // True for thunks that block until other devices arrive (collectives).
+  // True for thunks that block until other devices arrive (collectives):
+  // they take their compute slots themselves, around their copies.
   virtual bool waits_on_peers() const { return false; }
+  // True for thunks that run on every core of the host (large dots).
+  virtual bool machine_wide() const { return false; }
 };
 
 struct Slot {
