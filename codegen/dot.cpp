@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <unordered_map>
 
+#include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
 #include "tracer/errors.hpp"
 
@@ -131,7 +133,14 @@ class DotThunk final : public rt::Thunk {
       dnnl::memory::desc bmd({vb_.dims[0], vb_.dims[1], vb_.dims[2]}, dt::f32,
                              {vb_.strides[0], vb_.strides[1], vb_.strides[2]});
       dnnl::memory::desc cmd({va_.dims[0], va_.dims[1], vb_.dims[2]}, dt::f32, dnnl::memory::format_tag::abc);
-      pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(amd, bmd, cmd), engine());
+      // Our own scratchpad per run: oneDNN's library-managed one is shared by
+      // every primitive in the process (unless it is built for concurrent
+      // execution, which Debian's is not), and devices run dots concurrently.
+      // Seen on AVX-512 hosts, where the brgemm kernels use a scratchpad.
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(amd, bmd, cmd), attr, engine());
+      scratch_bytes_ = pd_.scratchpad_desc().get_size();
       prim_ = dnnl::matmul(pd_);
       // Large products run on the whole host, one at a time (runtime/device.hpp, ComputeSlot).
       const double flops = 2.0 * double(va_.dims[0]) * double(va_.dims[1]) * double(va_.dims[2]) * double(vb_.dims[2]);
@@ -165,8 +174,12 @@ class DotThunk final : public rt::Thunk {
       dnnl::memory am(pd_.src_desc(), engine(), const_cast<void*>(a));
       dnnl::memory bm(pd_.weights_desc(), engine(), const_cast<void*>(b));
       dnnl::memory cm(pd_.dst_desc(), engine(), c);
-      prim_.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+      void* scratch = scratch_bytes_ ? rt::device_alloc(scratch_bytes_) : nullptr;
+      if (scratch) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pd_.scratchpad_desc(), engine(), scratch));
+      prim_.execute(s, args);
       s.wait();
+      if (scratch) rt::device_free(scratch, scratch_bytes_);
       return;
     }
     visit_dtype(dtype_, [&](auto tag) {
@@ -186,6 +199,7 @@ class DotThunk final : public rt::Thunk {
   static constexpr double kMachineWideFlops = 2.0 * 512 * 512 * 512;
   int lhs_, rhs_, out_, threads_;
   bool wide_ = false;
+  std::size_t scratch_bytes_ = 0;
   DType dtype_;
   Operand3 va_, vb_;
   dnnl::matmul::primitive_desc pd_;

@@ -1,6 +1,8 @@
 #include "codegen/host.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "codegen/llvm_headers.hpp"
 
@@ -14,12 +16,18 @@ int HostCpu::float32_lanes() const {
   return 4;
 }
 
+bool avx512_disabled() {
+  const char* v = std::getenv("TESSEL_NO_AVX512");
+  return v && *v && std::string(v) != "0";
+}
+
 const HostCpu& host_cpu() {
   static const HostCpu cpu = [] {
     HostCpu c;
     c.name = llvm::sys::getHostCPUName().str();
+    const bool no_avx512 = avx512_disabled();
     for (auto& kv : llvm::sys::getHostCPUFeatures())
-      if (kv.getValue()) c.features.push_back(kv.getKey().str());
+      if (kv.getValue() && !(no_avx512 && kv.getKey().starts_with("avx512"))) c.features.push_back(kv.getKey().str());
     std::sort(c.features.begin(), c.features.end());
     return c;
   }();

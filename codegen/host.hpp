@@ -17,4 +17,8 @@ struct HostCpu {
 // Asks LLVM once and caches the answer.
 const HostCpu& host_cpu();
 
+// TESSEL_NO_AVX512=1: generate code as if the CPU had no AVX-512 (kernels
+// then match an AVX2 machine's; useful to tell a vector-width bug from others).
+bool avx512_disabled();
+
 }  // namespace tessel::codegen

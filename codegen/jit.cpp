@@ -1,5 +1,7 @@
 #include "codegen/jit.hpp"
 
+#include "codegen/host.hpp"
+
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -39,6 +41,7 @@ Jit::Jit() : impl_(std::make_unique<Impl>()) {
   llvm::InitializeNativeTargetAsmPrinter();
   auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host CPU");
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (avx512_disabled()) jtmb.addFeatures({"-avx512f"});
   // Contract a * b + c into FMAs, as XLA:CPU does (JAX's bits depend on it).
   jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Fast;
   impl_->tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");

@@ -24,6 +24,7 @@ Config make_config() {
   Config c;
   c.device_count = env_int("TESSEL_DEVICE_COUNT", 8);
   c.threefry_partitionable = env_int("TESSEL_THREEFRY_PARTITIONABLE", 1) != 0;
+  c.threads_per_device = env_int("TESSEL_THREADS_PER_DEVICE", 0);
   if (const char* d = std::getenv("TESSEL_DUMP_DIR")) c.dump_dir = d;
   return c;
 }
