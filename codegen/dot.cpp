@@ -192,7 +192,24 @@ class DotThunk final : public rt::Thunk {
 
  private:
   static dnnl::engine& engine() {
-    static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+    static dnnl::engine e = warmed_up_engine();
+    return e;
+  }
+  // oneDNN initialises some statics on its first execution (tracing hooks
+  // behind pthread_once). Doing that here, on the compiling thread, orders
+  // them before Runtime::synchronize_at_exit's handler, so exit() waits for
+  // running dots before destroying them (else: a crash at exit).
+  static dnnl::engine warmed_up_engine() {
+    dnnl::engine e(dnnl::engine::kind::cpu, 0);
+    using tag = dnnl::memory::format_tag;
+    dnnl::memory::desc md({2, 2}, dnnl::memory::data_type::f32, tag::ab);
+    dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), e));
+    float a[4] = {1, 2, 3, 4}, c[4];
+    dnnl::stream s(e);
+    prim.execute(s, {{DNNL_ARG_SRC, dnnl::memory(md, e, a)},
+                     {DNNL_ARG_WEIGHTS, dnnl::memory(md, e, a)},
+                     {DNNL_ARG_DST, dnnl::memory(md, e, c)}});
+    s.wait();
     return e;
   }
   // A 512^3 product: below it a dot is too short to be worth a host-wide turn.

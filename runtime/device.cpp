@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -195,6 +196,12 @@ void Runtime::launch(const std::vector<int>& device_ids,
 
 void Runtime::synchronize() {
   for (auto& d : devices_) d->drain();
+}
+
+void Runtime::synchronize_at_exit() {
+  std::atexit([] {
+    if (g_runtime) g_runtime->synchronize();
+  });
 }
 
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,

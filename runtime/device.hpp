@@ -42,6 +42,13 @@ class Runtime {
   void launch(const std::vector<int>& device_ids, const std::function<std::function<void()>(int)>& task_for);
   // Waits until every task enqueued so far on every device has run.
   void synchronize();
+  // Makes exit() wait for the devices before it destroys anything constructed
+  // up to now. Launches are asynchronous, so work may still be running when
+  // main() returns; exit() destroys function-local statics (the JIT's code,
+  // oneDNN's kernels) in reverse order of construction, and the runtime itself
+  // is older than all of them. Call it after constructing something kernels
+  // use: the handler registered last runs first.
+  static void synchronize_at_exit();
 
   ~Runtime();
 

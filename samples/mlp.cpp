@@ -53,6 +53,7 @@ Params train(Params params, const Batch& batch, int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::cout << std::unitbuf;  // a long run: show each line as it comes
   bool small = false;
   int steps = 30, loops = 5;
   for (int i = 1; i < argc; ++i) {

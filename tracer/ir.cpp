@@ -262,11 +262,17 @@ std::string attrs(const Node& n) {
 
 }  // namespace
 
-std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSharding>* shardings) {
+std::unordered_map<const Node*, int> value_numbers(const Graph& g) {
+  std::unordered_map<const Node*, int> name;
+  for (auto& n : g.topo_order()) name.emplace(n.get(), int(name.size()));
+  return name;
+}
+
+std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSharding>* shardings,
+                    const std::unordered_map<const Node*, std::string>* notes) {
   std::ostringstream os;
   auto order = g.topo_order();
-  std::unordered_map<const Node*, int> name;
-  for (auto& n : order) name.emplace(n.get(), int(name.size()));
+  std::unordered_map<const Node*, int> name = value_numbers(g);
   os << "func " << g.name << "(";
   for (size_t i = 0; i < g.params.size(); ++i) os << (i ? ", " : "") << '%' << name[g.params[i].get()];
   os << ") {\n";
@@ -279,6 +285,10 @@ std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSh
     if (shardings) {
       auto it = shardings->find(n.get());
       if (it != shardings->end()) os << "  sharding=" << it->second.spec_str();
+    }
+    if (notes) {
+      auto it = notes->find(n.get());
+      if (it != notes->end()) os << "  // " << it->second;
     }
     os << '\n';
   }

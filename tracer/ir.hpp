@@ -112,10 +112,13 @@ struct Graph {
   std::vector<NodeRef> topo_order() const;
 };
 
+// The number each value gets in to_text (%0, %1, ...): its position in topo_order.
+std::unordered_map<const Node*, int> value_numbers(const Graph& g);
+
 // HLO-like text of a graph; `shardings` (optional, by node) are printed after
-// each value.
-std::string to_text(const Graph& g,
-                    const std::unordered_map<const Node*, AxisSharding>* shardings = nullptr);
+// each value, then `notes` (optional, by node) as comments.
+std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSharding>* shardings = nullptr,
+                    const std::unordered_map<const Node*, std::string>* notes = nullptr);
 
 // Checks the invariants the builders establish (operand avals against each
 // op's rule); throws InternalError naming the node. Run between passes in

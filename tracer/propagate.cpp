@@ -115,6 +115,7 @@ struct Propagator {
   std::unordered_map<const Node*, AxisSharding> value;
   std::unordered_map<const Node*, bool> fixed;
   std::unordered_map<const Node*, std::string> reason;
+  std::unordered_map<const Node*, const Node*> via;
 
   // Runs one op's rule: fills its participants whose sharding is unknown.
   // Returns the factor axes it settled on.
@@ -140,20 +141,17 @@ struct Propagator {
     }
     legalize(st, r, *mesh);
     if (assign) {
-      auto describe = [&](const char* how) {
-        std::ostringstream os;
-        os << how << ' ' << op_name(n->op);
-        return os.str();
-      };
       if (!known(n.get()) && n->op != Op::parameter) {
         value[n.get()] = sharding_from_factors(mesh, r.result, st.axes);
-        reason[n.get()] = describe("result of");
+        reason[n.get()] = std::string(op_name(n->op)) + "'s rule, from its operands";
+        via[n.get()] = n.get();
       }
       for (size_t k = 0; k < n->in.size(); ++k) {
         const Node* x = n->in[k].get();
         if (!known(x)) {
           value[x] = sharding_from_factors(mesh, r.operands[k], st.axes);
-          reason[x] = describe("operand of");
+          reason[x] = std::string(op_name(n->op)) + "'s rule, back from its user: operand " + std::to_string(k) + " of";
+          via[x] = n.get();
         }
       }
     }
@@ -164,12 +162,12 @@ struct Propagator {
 }  // namespace
 
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
-  Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}};
+  Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}, {}};
   for (size_t i = 0; i < g.params.size(); ++i)
     if (i < in.params.size() && in.params[i]) {
       p.value[g.params[i].get()] = *in.params[i];
       p.fixed[g.params[i].get()] = true;
-      p.reason[g.params[i].get()] = "input " + std::to_string(i) + " (committed or in_shardings)";
+      p.reason[g.params[i].get()] = "input " + std::to_string(i) + ": its own sharding (committed, or in_shardings)";
     }
   for (auto& n : p.order)
     if (n->op == Op::sharding_constraint) {
@@ -202,11 +200,13 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
     if (!p.value.count(n.get())) {
       p.value[n.get()] = replicated(in.mesh, n->rank());
       p.reason[n.get()] = "no sharding reached it: replicated";
+      p.via.erase(n.get());
     }
   for (auto& n : p.order)
     if (n->op != Op::parameter) out.factor_axes[n.get()] = p.visit(n, false);
   out.value = std::move(p.value);
   out.reason = std::move(p.reason);
+  out.via = std::move(p.via);
   return out;
 }
 

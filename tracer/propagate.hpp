@@ -34,6 +34,7 @@ struct ShardingAssignment {
   std::unordered_map<const Node*, AxisSharding> value;                   // every node's sharding (reduced)
   std::unordered_map<const Node*, std::vector<std::vector<int>>> factor_axes;  // per op: mesh axes per factor
   std::unordered_map<const Node*, std::string> reason;                   // what chose each value's sharding
+  std::unordered_map<const Node*, const Node*> via;                      // the op whose rule chose it (if a rule did)
 };
 
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in);

@@ -70,6 +70,26 @@ std::string program_text(const Program& p, bool compiled) {
   return os.str();
 }
 
+std::string program_explanation(const Program& p) {
+  const Graph& g = p.global;
+  auto number = value_numbers(g);
+  std::unordered_map<const Node*, std::string> notes;
+  for (auto& [n, why] : p.assignment.reason) {
+    std::string note = why;
+    auto via = p.assignment.via.find(n);
+    if (via != p.assignment.via.end() && via->second != n && number.count(via->second))
+      note += " %" + std::to_string(number.at(via->second));
+    notes[n] = note;
+  }
+  std::ostringstream os;
+  os << "// why each value has its sharding, over " << p.common.mesh->str() << "\n"
+     << to_text(g, &p.assignment.value, &notes);
+  for (size_t k = 0; k < p.output_user_shardings.size() && k < g.outputs.size(); ++k)
+    os << "// output " << k << " (%" << number.at(g.outputs[k].get()) << ") is delivered as "
+       << p.output_user_shardings[k] << "\n";
+  return os.str();
+}
+
 std::map<std::string, double> program_cost(const Program& p) {
   return {{"flops", p.cost.flops}, {"transcendentals", p.cost.transcendentals}, {"bytes accessed", p.cost.bytes_accessed}};
 }

@@ -76,6 +76,19 @@ Array argmax(const Array& x, std::optional<int> axis, bool keepdims) {
 Array argmin(const Array& x, std::optional<int> axis, bool keepdims) {
   return arg_reduction("tessel.argmin", Op::argmin, x, axis, keepdims);
 }
+Array AllTag::operator()(const Array& x, Axes axis, bool keepdims) const {
+  return equal(sum(logical_not(astype(x, DType::bool_)), axis, keepdims), array(std::int32_t(0)));
+}
+Array any(const Array& x, Axes axis, bool keepdims) {
+  return greater(sum(astype(x, DType::bool_), axis, keepdims), array(std::int32_t(0)));
+}
+Array isclose(const Array& a, const Array& b, double rtol, double atol) {
+  // As numpy: infinities are close only to themselves, NaNs to nothing.
+  auto finite = logical_and(isfinite(a), isfinite(b));
+  return logical_or(equal(a, b), logical_and(finite, less_equal(abs(a - b), atol + rtol * abs(b))));
+}
+Array allclose(const Array& a, const Array& b, double rtol, double atol) { return tessel::all(isclose(a, b, rtol, atol)); }
+
 Array sort(const Array& x, int axis) {
   return apply1("tessel.sort", {x}, [=](NodeTable& t, const NR& in) {
     const std::int64_t d = c::norm_axis(axis, in[0]->rank(), "tessel.sort");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <any>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,7 @@ std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<A
                                             const std::vector<int>& arg_of_leaf, bool compile);
 std::vector<Array> run_program(const Program& p, const std::vector<Array>& args);
 std::string program_text(const Program& p, bool compiled);
+std::string program_explanation(const Program& p);
 std::map<std::string, double> program_cost(const Program& p);
 MemoryAnalysis program_memory(const Program& p);
 std::vector<CollectiveTraffic> program_communication(const Program& p);
@@ -157,6 +159,10 @@ class Lowered {
       : p_(std::move(p)), compile_(std::move(compile)) {}
   // The traced program with the sharding propagation chose for every value.
   std::string as_text() const { return detail::program_text(*p_, false); }
+  // as_text, with what chose each value's sharding: an input's own, a
+  // with_sharding_constraint, or an op's sharding rule applied from its
+  // operands or back from its user (ts::debug::explain_sharding prints it).
+  std::string explain_sharding() const { return detail::program_explanation(*p_); }
   Compiled compile() const { return compile_(); }
 
  private:
@@ -269,5 +275,14 @@ template <class F>
 Jitted<std::decay_t<F>> jit(F&& f, JitOptions opt = {}) {
   return Jitted<std::decay_t<F>>(std::forward<F>(f), std::move(opt));
 }
+
+namespace debug {
+// Prints, for every value of jitted(args...), its sharding and what chose it
+// (users ask JAX for this: jax#20381). Lowers without running.
+template <class F, class... Args>
+void explain_sharding(const Jitted<F>& jitted, const Args&... args) {
+  std::cout << jitted.lower(args...).explain_sharding();
+}
+}  // namespace debug
 
 }  // namespace tessel

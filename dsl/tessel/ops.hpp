@@ -99,6 +99,11 @@ Array min(const Array& x, Axes axis = {}, bool keepdims = false);
 Array prod(const Array& x, Axes axis = {}, bool keepdims = false);
 Array argmax(const Array& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
 Array argmin(const Array& x, std::optional<int> axis = std::nullopt, bool keepdims = false);
+// Truth reductions (bool results; ts::all(x) is the call of the indexing tag
+// ts::all, below), and closeness as numpy: |a - b| <= atol + rtol * |b|.
+Array any(const Array& x, Axes axis = {}, bool keepdims = false);
+Array isclose(const Array& a, const Array& b, double rtol = 1e-5, double atol = 1e-8);
+Array allclose(const Array& a, const Array& b, double rtol = 1e-5, double atol = 1e-8);
 // Sorted along axis (stable; NaNs last), and the indices that sort it (int32).
 Array sort(const Array& x, int axis = -1);
 Array argsort(const Array& x, int axis = -1);
@@ -246,7 +251,10 @@ inline SliceItem slice(std::optional<std::int64_t> start, std::optional<std::int
                        std::optional<std::int64_t> step = std::nullopt) {
   return {start, stop, step};
 }
-struct AllTag {};
+// ts::all is both the "whole dimension" index item and jnp.all: ts::all(x, axis).
+struct AllTag {
+  Array operator()(const Array& x, Axes axis = {}, bool keepdims = false) const;
+};
 struct EllipsisTag {};
 struct NewAxisTag {};
 inline constexpr AllTag all{};

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "dsl/src/pipeline.hpp"
@@ -187,4 +188,37 @@ TEST_CASE("programs launched from many host threads at once, with collectives, f
     });
   for (auto& th : threads) th.join();
   CHECK(ok == 40);
+}
+
+TEST_CASE("explain_sharding names what chose every value's sharding") {
+  auto mesh = ts::make_mesh({4, 2}, {"x", "y"});
+  auto xs = ts::device_put(ts::ones({64, 64}), ts::NamedSharding(mesh, P("x", "y")));
+  auto ws = ts::device_put(ts::ones({64, 16}), ts::NamedSharding(mesh, P("y", ts::None)));
+  auto h = ts::jit([&](ts::Array x, ts::Array w) {
+    auto hidden = ts::with_sharding_constraint(ts::dot(x, w), ts::NamedSharding(mesh, P("x", ts::None)));
+    return ts::tanh(hidden) * 2.0;
+  });
+  const std::string text = h.lower(xs, ws).explain_sharding();
+  auto line_with = [&](const std::string& what) {
+    std::istringstream is(text);
+    for (std::string l; std::getline(is, l);)
+      if (l.find(what) != std::string::npos) return l;
+    FAIL("no line with '" << what << "' in\n" << text);
+    return std::string();
+  };
+  CHECK(line_with("parameter(0)").find("sharding=P('x', 'y')  // input 0: its own sharding") != std::string::npos);
+  CHECK(line_with("parameter(1)").find("// input 1: its own sharding") != std::string::npos);
+  CHECK(line_with(" dot(").find("sharding=P('x', None)  // dot's rule, from its operands") != std::string::npos);
+  CHECK(line_with("sharding-constraint(").find("// with_sharding_constraint") != std::string::npos);
+  CHECK(line_with(" tanh(").find("// tanh's rule, from its operands") != std::string::npos);
+  // The broadcast scalar got its sharding back from the multiply that uses it, which the note names.
+  const std::string mul = line_with(" multiply(");
+  const std::string mul_id = mul.substr(mul.find('%'), mul.find(' ', mul.find('%')) - mul.find('%'));
+  CHECK(line_with(" broadcast(").find("// multiply's rule, back from its user: operand 1 of " + mul_id) !=
+        std::string::npos);
+  CHECK(text.find("// output 0 (" + mul_id + ") is delivered as NamedSharding(mesh=Mesh('x': 4, 'y': 2), spec=P('x'))") !=
+        std::string::npos);
+  // A value no sharding reaches is replicated, and says so.
+  auto k = ts::jit([](ts::Array x) { return std::make_pair(x + 1.0, ts::zeros({3}) + 1.0); });
+  CHECK(k.lower(xs).explain_sharding().find("no sharding reached it: replicated") != std::string::npos);
 }

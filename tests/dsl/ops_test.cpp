@@ -124,6 +124,30 @@ TEST_CASE("reductions with axes and keepdims") {
            {9}, 1e-5);
 }
 
+TEST_CASE("truth reductions: all, any, isclose, allclose (numpy's definitions)") {
+  auto x = ts::array(std::vector<float>{1, 0, 2, 3, 4, 5, 0, 0, 0}, {3, 3});
+  check_op("all axis 1", [](auto& v) { return ts::astype(ts::all(v[0], 1), ts::float32); }, {x}, V{0, 1, 0}, {3});
+  check_op("any axis 1", [](auto& v) { return ts::astype(ts::any(v[0], 1), ts::float32); }, {x}, V{1, 1, 0}, {3});
+  check_op("any axis 0 keepdims", [](auto& v) { return ts::astype(ts::any(v[0], 0, true), ts::float32); }, {x},
+           V{1, 1, 1}, {1, 3});
+  CHECK(ts::all(x).dtype() == ts::bool_);
+  CHECK_FALSE(ts::all(x).item<bool>());
+  CHECK(ts::any(x).item<bool>());
+  CHECK(ts::all(ts::ones({0})).item<bool>());   // empty: all true, any false
+  CHECK_FALSE(ts::any(ts::ones({0})).item<bool>());
+  auto a = ts::array(std::vector<float>{1.0f, 100.0f, INFINITY, NAN, -INFINITY, 0.0f});
+  auto b = ts::array(std::vector<float>{1.000005f, 100.002f, INFINITY, NAN, INFINITY, 1e-9f});
+  // |a-b| <= 1e-8 + 1e-5 |b|: 5e-6 <= 1e-5 yes; 2e-3 <= 1e-3 no; equal infs yes; NaN no; opposite infs no.
+  CHECK(ts::isclose(a, b).to_vector<bool>() == std::vector<bool>{true, false, true, false, false, true});
+  CHECK_FALSE(ts::allclose(a, b).item<bool>());
+  CHECK_FALSE(ts::allclose(a, a).item<bool>());  // NaN is never close, not even to itself
+  auto s = ts::astype(ts::arange(10), ts::float32);
+  CHECK(ts::allclose(s, s + 0.01f, 0.0, 0.02).item<bool>());
+  CHECK_FALSE(ts::allclose(s, s + 0.03f, 0.0, 0.02).item<bool>());
+  CHECK(ts::allclose(ts::arange(5), ts::arange(5)).item<bool>());  // integers are finite
+  CHECK_FALSE(ts::allclose(ts::arange(5), ts::arange(5) + 1).item<bool>());
+}
+
 TEST_CASE("argmax and argmin: first of ties, NaN wins") {
   auto x = ts::array(std::vector<float>{1, 5, 5, 2, 0, 0, 9, 9, NAN, 3, NAN, 1}, {3, 4});
   CHECK(ts::argmax(x, 1).to_vector<int>() == std::vector<int>{1, 2, 0});
