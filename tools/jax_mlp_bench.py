@@ -4,7 +4,7 @@
 #   python3 tools/jax_mlp_bench.py [small|full] [reps]
 import sys, time
 import jax, jax.numpy as jnp
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 full = len(sys.argv) > 1 and sys.argv[1] == "full"
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -47,10 +47,11 @@ def timeit(name, params, batch):
 
 
 params, batch = init_model(jax.random.key(0), sizes, B)
-mesh = jax.make_mesh((8,), ("batch",))
+# Auto axes, as the tutorial (JAX 0.11 defaults to Explicit ones).
+mesh = jax.make_mesh((8,), ("batch",), axis_types=(AxisType.Auto,))
 timeit("8 devices, data parallel", jax.device_put(params, NamedSharding(mesh, P())),
        jax.device_put(batch, NamedSharding(mesh, P("batch"))))
-mesh = jax.make_mesh((4, 2), ("batch", "model"))
+mesh = jax.make_mesh((4, 2), ("batch", "model"), axis_types=(AxisType.Auto,) * 2)
 rep = NamedSharding(mesh, P())
 (W1, b1), (W2, b2), (W3, b3), (W4, b4) = params
 pm = [(jax.device_put(W1, rep), jax.device_put(b1, rep)),
