@@ -5,7 +5,9 @@
 // too.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <random>
 
 #include "dsl/src/array_impl.hpp"
@@ -257,6 +259,35 @@ std::string compare(const ts::Array& got, const ts::HostArray& want) {
   return "";
 }
 
+// Every device's shard holds the reference's values at the index its
+// sharding gives it: the layout the compiler reports is the one in memory.
+std::string shards_hold_their_slices(const ts::Array& got, const ts::HostArray& want) {
+  const ts::Shape& shape = want.shape;
+  std::vector<std::int64_t> stride(shape.size(), 1);
+  for (int d = int(shape.size()) - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
+  for (auto& shard : got.addressable_shards()) {
+    const ts::Index& index = shard.index();
+    ts::Shape local;
+    for (auto& sl : index) local.push_back(sl.stop - sl.start);
+    auto data = shard.data().to_vector<float>();
+    if (std::int64_t(data.size()) != ts::numel(local))
+      return "shard on " + ts::to_string(shard.device()) + ": " + std::to_string(data.size()) + " values for " +
+             ts::shape_str(local);
+    for (std::int64_t i = 0; i < ts::numel(local); ++i) {
+      std::int64_t rest = i, flat = 0;
+      for (int d = int(local.size()) - 1; d >= 0; --d) {
+        flat += (index[d].start + rest % local[d]) * stride[d];
+        rest /= local[d];
+      }
+      double w = want.as_double(flat);
+      if (std::fabs(data[i] - w) > 1e-3 * std::fabs(w) + 1e-3)
+        return "shard on " + ts::to_string(shard.device()) + ", local element " + std::to_string(i) + ": got " +
+               std::to_string(data[i]) + ", want " + std::to_string(w);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("random programs: partitioned and compiled results equal the reference interpreter") {
@@ -269,7 +300,7 @@ TEST_CASE("random programs: partitioned and compiled results equal the reference
                                         {{6}, {"x"}},    {{7}, {"x"}},       {{8}, {"x"}},
                                         {{4, 2}, {"x", "y"}}, {{2, 2, 2}, {"x", "y", "z"}}, {{3, 2}, {"x", "y"}}};
   std::mt19937 rng(2026);
-  int programs = 0, ops = 0;
+  int programs = 0, ops = 0, constrained_outputs = 0;
   for (int trial = 0; trial < 36; ++trial) {
     const MeshSpec& ms = meshes[trial % meshes.size()];
     std::vector<ts::Device> devs = ts::devices();
@@ -314,6 +345,18 @@ TEST_CASE("random programs: partitioned and compiled results equal the reference
     for (int k = 0; k < 3; ++k) {
       CAPTURE(k);
       CHECK(compare(got[k], want[k]) == "");
+      CHECK(shards_hold_their_slices(got[k], want[k]) == "");
+      // An output made by with_sharding_constraint has exactly that sharding.
+      const int made_by = prog.outputs[k] - int(prog.inputs.size());
+      if (made_by >= 0 && prog.code[made_by].kind == K::Constraint) {
+        CHECK(got[k].sharding().is_equivalent_to(ts::NamedSharding(mesh, prog.code[made_by].spec), got[k].ndim()));
+        ++constrained_outputs;
+      }
+      // Committed inputs put the program on their mesh (a constraint does too when it is live).
+      if (std::any_of(inputs.begin(), inputs.end(), [](const ts::Array& a) { return a.committed(); })) {
+        auto mesh_list = mesh.devices();
+        CHECK(got[k].devices() == std::set<ts::Device>(mesh_list.begin(), mesh_list.end()));
+      }
     }
     // Eager: every op its own program, through the same pipeline.
     if (trial % 6 == 0) {
@@ -323,5 +366,6 @@ TEST_CASE("random programs: partitioned and compiled results equal the reference
     ++programs;
   }
   CHECK(programs == 36);
+  CHECK(constrained_outputs > 0);
   CHECK(ops >= 36 * 20);
 }
