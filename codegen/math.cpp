@@ -103,30 +103,38 @@ struct F {
     return r;
   }
 
-  // sin and cos, Cephes sinf/cosf: reduce by multiples of pi/4 in three parts.
+  // sin and cos by one odd minimax polynomial on [-pi/2, pi/2]: sin writes
+  // x = q*pi + r, cos writes x = q*pi/2 + r with q odd, and the parity of q
+  // gives the sign. One polynomial and no octant selects (the Cephes way
+  // evaluates both sin's and cos's and picks) makes 2*sin(x)+1 memory-bound.
+  // pi in four parts, each with few enough bits that q * part is exact with
+  // FMA for |q| < 2^16, so |x| up to ~2e5 reduces to within 1 ulp.
   llvm::Value* sincos(llvm::Value* x, bool want_cos) {
-    llvm::Value* ax = abs(x);
-    llvm::Value* j = to_int(mul(ax, c(1.27323954473516)));      // 4/pi
-    j = b.CreateAnd(b.CreateAdd(j, ci(1)), ci(~1));              // even octant
-    llvm::Value* y = b.CreateSIToFP(j, t);
-    llvm::Value* r = fma(y, c(-0.78515625), ax);
-    r = fma(y, c(-2.4187564849853515625e-4), r);
-    r = fma(y, c(-3.77489497744594108e-8), r);
+    llvm::Value* q;  // the multiple of pi/2 (cos) or pi (sin), an integer-valued float
+    llvm::Value* h;  // q in multiples of pi
+    if (want_cos) {
+      q = fma(roundeven(fma(x, c(0.3183098861837907), c(-0.5))), c(2.0), c(1.0));
+      h = mul(q, c(0.5));
+    } else {
+      q = roundeven(mul(x, c(0.3183098861837907)));
+      h = q;
+    }
+    llvm::Value* r = fma(h, c(-3.140625), x);
+    r = fma(h, c(-0.0009670257568359375), r);
+    r = fma(h, c(-6.2771141529083251953e-07), r);
+    r = fma(h, c(-1.2154201256553420762e-10), r);
     llvm::Value* z = mul(r, r);
-    llvm::Value* s = fma(mul(poly(z, {-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1}), z), r, r);
-    llvm::Value* cc =
-        add(fma(mul(poly(z, {2.443315711809948E-005, -1.388731625493765E-003, 4.166664568298827E-002}), z), z,
-                mul(z, c(-0.5))),
-            c(1.0));
-    // Octant j (mod 8) picks the polynomial and the sign.
-    if (want_cos) j = b.CreateAdd(j, ci(2));
-    llvm::Value* swap = b.CreateICmpNE(b.CreateAnd(j, ci(2)), ci(0));
-    llvm::Value* neg = b.CreateICmpNE(b.CreateAnd(j, ci(4)), ci(0));
-    llvm::Value* v = sel(swap, cc, s);
-    v = sel(neg, b.CreateFNeg(v), v);
-    if (!want_cos) v = sel(lt(x, c(0.0)), b.CreateFNeg(v), v);
+    llvm::Value* p = poly(z, {2.6083159809786593541503e-06, -0.0001981069071916863322258, 0.00833307858556509017944336,
+                              -0.166666597127914428710938});
+    llvm::Value* v = fma(mul(p, z), r, r);
+    // sin: odd q flips the sign; cos (q odd): q = 1 mod 4 flips it (cos x = -sin(x - pi/2)).
+    llvm::Value* qi = to_int(q);
+    llvm::Value* flip = want_cos ? b.CreateICmpEQ(b.CreateAnd(qi, ci(2)), ci(0))
+                                 : b.CreateICmpNE(b.CreateAnd(qi, ci(1)), ci(0));
+    v = sel(flip, b.CreateFNeg(v), v);
+    if (!want_cos) v = sel(eq(x, c(0.0)), x, v);  // sin(-0) = -0
     // Too large to reduce in float (and inf, NaN): NaN, as the ranges allow.
-    return sel(b.CreateFCmpULT(ax, c(8388608.0)), v, c(std::nan("")));
+    return sel(b.CreateFCmpULT(abs(x), c(8388608.0)), v, c(std::nan("")));
   }
 
   llvm::Value* tanh(llvm::Value* x) {
