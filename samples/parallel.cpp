@@ -3,6 +3,10 @@
 // disagree, JAX errors" and "Constraining shardings of intermediates in
 // jitted code", plus what tessel adds: the collectives in the compiled
 // program, the bytes they move, and why each value got its sharding.
+//
+//   ./tessel run samples/parallel.cpp [--full]
+//
+// The products are 2048x2048 by default; --full uses the tutorial's 8192x8192.
 #include <tessel/tessel.hpp>
 
 #include <chrono>
