@@ -161,6 +161,54 @@ struct Propagator {
 
 }  // namespace
 
+namespace {
+
+// A partial sum whose only user constrains it to split one dim by exactly
+// the reduced axes takes that sharding itself, so the partitioner emits one
+// reduce-scatter instead of an all-reduce and a slice (XLA forms the same
+// reduce-scatter from the all-reduce + dynamic-slice pair after the fact).
+void scatter_into_constraints(const Graph& g, const std::vector<NodeRef>& order, const ShardingAssignment& out,
+                              std::unordered_map<const Node*, AxisSharding>& value,
+                              std::unordered_map<const Node*, std::string>& reason,
+                              std::unordered_map<const Node*, const Node*>& via) {
+  std::unordered_map<const Node*, int> uses;
+  for (auto& n : order)
+    for (auto& x : n->in) ++uses[x.get()];
+  for (auto& o : g.outputs) ++uses[o.get()];
+  for (auto& c : order) {
+    if (c->op != Op::sharding_constraint) continue;
+    const Node* n = c->in[0].get();
+    if (uses[n] != 1 || n->op == Op::parameter || !out.factor_axes.count(n)) continue;
+    FactorRule r = rules(n->op).factors(*n);
+    const auto& fa = out.factor_axes.at(n);
+    std::vector<int> unreduced;
+    for (size_t f = 0; f < fa.size(); ++f)
+      if (r.reduction[f]) unreduced.insert(unreduced.end(), fa[f].begin(), fa[f].end());
+    if (unreduced.empty()) continue;
+    const AxisSharding natural = sharding_from_factors(out.mesh, r.result, fa);
+    const AxisSharding& want = value.at(c.get());
+    int scatter_dim = -1;
+    bool fits = want.rank() == natural.rank();
+    for (int d = 0; fits && d < natural.rank(); ++d) {
+      const auto& N = natural.dims[d];
+      const auto& W = want.dims[d];
+      if (W == N) continue;
+      const bool extends = scatter_dim < 0 && W.size() == N.size() + unreduced.size() &&
+                           std::equal(N.begin(), N.end(), W.begin()) &&
+                           std::vector<int>(W.begin() + N.size(), W.end()) == unreduced &&
+                           n->shape()[d] % want.num_tiles(d) == 0;
+      if (extends) scatter_dim = d;
+      else fits = false;
+    }
+    if (!fits || scatter_dim < 0) continue;
+    value[n] = want;
+    reason[n] = std::string(op_name(n->op)) + "'s partial sums, scattered as its user asks: with_sharding_constraint";
+    via[n] = c.get();
+  }
+}
+
+}  // namespace
+
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
   Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}, {}};
   for (size_t i = 0; i < g.params.size(); ++i)
@@ -204,6 +252,7 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
     }
   for (auto& n : p.order)
     if (n->op != Op::parameter) out.factor_axes[n.get()] = p.visit(n, false);
+  scatter_into_constraints(g, p.order, out, p.value, p.reason, p.via);
   out.value = std::move(p.value);
   out.reason = std::move(p.reason);
   out.via = std::move(p.via);

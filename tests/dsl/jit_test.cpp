@@ -222,3 +222,34 @@ TEST_CASE("explain_sharding names what chose every value's sharding") {
   auto k = ts::jit([](ts::Array x) { return std::make_pair(x + 1.0, ts::zeros({3}) + 1.0); });
   CHECK(k.lower(xs).explain_sharding().find("no sharding reached it: replicated") != std::string::npos);
 }
+
+TEST_CASE("all-reduce and reduce-scatter of many cache tiles, every op and device count") {
+  // 65592 / 8 = 8199: each member reduces two 32 KiB tiles of float32, the last one ragged.
+  const std::int64_t rows = 8, cols = 65592;
+  std::vector<std::int32_t> v(rows * cols);
+  for (std::int64_t i = 0; i < rows * cols; ++i) v[i] = std::int32_t((i * 7919) % 1009) - 500;
+  std::vector<double> sum(cols, 0), mx(cols, -1e9);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) sum[c] += v[r * cols + c], mx[c] = std::max<double>(mx[c], v[r * cols + c]);
+  for (int d = 1; d <= 8; ++d) {
+    CAPTURE(d);
+    auto all_devices = ts::devices();
+    std::vector<ts::Device> devs(all_devices.begin(), all_devices.begin() + d);
+    ts::Mesh mesh(devs, "x");
+    for (ts::DType dt : {ts::float32, ts::int32}) {
+      auto x = ts::device_put(ts::astype(ts::array(v, {rows, cols}), dt), ts::NamedSharding(mesh, P("x", ts::None)));
+      auto all_sum = ts::jit([](ts::Array a) { return ts::sum(a, 0); });
+      auto all_max = ts::jit([](ts::Array a) { return ts::max(a, 0); });
+      auto scattered = ts::jit([&](ts::Array a) {
+        return ts::with_sharding_constraint(ts::sum(a, 0), ts::NamedSharding(mesh, P("x")));
+      });
+      CHECK(all_sum(x).to_vector<double>() == sum);
+      CHECK(all_max(x).to_vector<double>() == mx);
+      CHECK(scattered(x).to_vector<double>() == sum);
+      if (d > 1 && rows % d == 0 && cols % d == 0) {
+        CHECK(all_sum.lower(x).compile().as_text().find("all-reduce(") != std::string::npos);
+        CHECK(scattered.lower(x).compile().as_text().find("reduce-scatter(") != std::string::npos);
+      }
+    }
+  }
+}
