@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   bool full = argc > 1 && std::string(argv[1]) == "--full";
   const int64_t n = full ? 8192 : 2048;
   std::cout << std::unitbuf;
+  if (ts::device_count() < 8) {
+    std::cerr << "this sample needs 8 devices (TESSEL_DEVICE_COUNT=8, the default)\n";
+    return 2;
+  }
   section("Computation follows data sharding and is automatically parallelized");
   auto mesh = ts::make_mesh({4, 2}, {"a", "b"});
   auto x = ts::random::normal(ts::random::key(0), {n, n});
