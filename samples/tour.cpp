@@ -22,6 +22,10 @@ std::vector<float> iota(std::int64_t n) {
 }  // namespace
 
 int main() {
+  if (ts::device_count() < 8) {
+    std::cerr << "this sample needs 8 devices (TESSEL_DEVICE_COUNT=8, the default)\n";
+    return 2;
+  }
   section("Devices");
   std::cout << "[";
   for (auto& d : ts::devices()) std::cout << (d.id() ? ", " : "") << d;
