@@ -98,6 +98,19 @@ FactorRule leaf_factors(const Node& n);           // result dims free factors, n
 [[noreturn]] void not_linear(const Node& n);
 }  // namespace rule_util
 
+// The autodiff rules of a primitive with no derivative to carry: its tangent
+// is zero (piecewise constant, integer-valued, or a leaf of the graph) and it
+// is not linear, so it has no transpose.
+#define TESSEL_NO_DERIVATIVE(OP)                                                                              \
+  NodeRef Rule<Op::OP>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&, \
+                            const NodeRef&) {                                                                  \
+    return nullptr;                                                                                            \
+  }                                                                                                            \
+  void Rule<Op::OP>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,            \
+                               std::vector<NodeRef>&) {                                                        \
+    rule_util::not_linear(n);                                                                                  \
+  }
+
 // Builders for the autodiff rules: zero-aware arithmetic on tangents and
 // cotangents (null means zero).
 namespace ad {

@@ -134,14 +134,7 @@ FactorRule Rule<Op::collective_permute>::factors(const Node& n) { return rule_ut
 
 // ------------------------------------------------------------------ autodiff
 
-NodeRef Rule<Op::axis_index>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&,
-                                  const NodeRef&) {
-  return nullptr;
-}
-void Rule<Op::axis_index>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
-                                     std::vector<NodeRef>&) {
-  rule_util::not_linear(n);
-}
+TESSEL_NO_DERIVATIVE(axis_index)
 
 NodeRef Rule<Op::sharding_constraint>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                            const std::vector<NodeRef>& tx, const NodeRef&) {

@@ -543,35 +543,25 @@ TESSEL_UNARY_AD(abs, un(t, Op::sign, X))
 #undef TESSEL_UNARY_AD
 
 // Piecewise constant or non-float results: zero tangents.
-#define TESSEL_ZERO_AD(OP)                                                                                  \
-  NodeRef Rule<Op::OP>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&, \
-                            const NodeRef&) {                                                               \
-    return nullptr;                                                                                         \
-  }                                                                                                         \
-  void Rule<Op::OP>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,         \
-                               std::vector<NodeRef>&) {                                                     \
-    rule_util::not_linear(n);                                                                               \
-  }
-TESSEL_ZERO_AD(sign)
-TESSEL_ZERO_AD(floor)
-TESSEL_ZERO_AD(ceil)
-TESSEL_ZERO_AD(round)
-TESSEL_ZERO_AD(is_finite)
-TESSEL_ZERO_AD(not_)
-TESSEL_ZERO_AD(and_)
-TESSEL_ZERO_AD(or_)
-TESSEL_ZERO_AD(xor_)
-TESSEL_ZERO_AD(shift_left)
-TESSEL_ZERO_AD(shift_right_logical)
-TESSEL_ZERO_AD(eq)
-TESSEL_ZERO_AD(ne)
-TESSEL_ZERO_AD(lt)
-TESSEL_ZERO_AD(le)
-TESSEL_ZERO_AD(gt)
-TESSEL_ZERO_AD(ge)
-TESSEL_ZERO_AD(bitcast_convert)
-TESSEL_ZERO_AD(threefry2x32)
-#undef TESSEL_ZERO_AD
+TESSEL_NO_DERIVATIVE(sign)
+TESSEL_NO_DERIVATIVE(floor)
+TESSEL_NO_DERIVATIVE(ceil)
+TESSEL_NO_DERIVATIVE(round)
+TESSEL_NO_DERIVATIVE(is_finite)
+TESSEL_NO_DERIVATIVE(not_)
+TESSEL_NO_DERIVATIVE(and_)
+TESSEL_NO_DERIVATIVE(or_)
+TESSEL_NO_DERIVATIVE(xor_)
+TESSEL_NO_DERIVATIVE(shift_left)
+TESSEL_NO_DERIVATIVE(shift_right_logical)
+TESSEL_NO_DERIVATIVE(eq)
+TESSEL_NO_DERIVATIVE(ne)
+TESSEL_NO_DERIVATIVE(lt)
+TESSEL_NO_DERIVATIVE(le)
+TESSEL_NO_DERIVATIVE(gt)
+TESSEL_NO_DERIVATIVE(ge)
+TESSEL_NO_DERIVATIVE(bitcast_convert)
+TESSEL_NO_DERIVATIVE(threefry2x32)
 
 NodeRef Rule<Op::neg>::jvp(NodeTable& t, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
                            const NodeRef&) {

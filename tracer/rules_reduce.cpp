@@ -474,18 +474,8 @@ void Rule<Op::reduce_prod>::transpose(NodeTable&, const Node& n, const NodeRef&,
   rule_util::not_linear(n);
 }
 
-#define TESSEL_ZERO_AD(OP)                                                                                  \
-  NodeRef Rule<Op::OP>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&, \
-                            const NodeRef&) {                                                               \
-    return nullptr;                                                                                         \
-  }                                                                                                         \
-  void Rule<Op::OP>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,         \
-                               std::vector<NodeRef>&) {                                                     \
-    rule_util::not_linear(n);                                                                               \
-  }
-TESSEL_ZERO_AD(argmax)
-TESSEL_ZERO_AD(argmin)
-#undef TESSEL_ZERO_AD
+TESSEL_NO_DERIVATIVE(argmax)
+TESSEL_NO_DERIVATIVE(argmin)
 
 NodeRef Rule<Op::sort>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
                             const NodeRef&) {

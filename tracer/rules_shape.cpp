@@ -462,19 +462,9 @@ FactorRule Rule<Op::concatenate>::factors(const Node& n) {
 
 // ------------------------------------------------------------------ autodiff
 
-#define TESSEL_LEAF_AD(OP)                                                                                    \
-  NodeRef Rule<Op::OP>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&, \
-                            const NodeRef&) {                                                                  \
-    return nullptr;                                                                                            \
-  }                                                                                                            \
-  void Rule<Op::OP>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,            \
-                               std::vector<NodeRef>&) {                                                        \
-    rule_util::not_linear(n);                                                                                  \
-  }
-TESSEL_LEAF_AD(parameter)
-TESSEL_LEAF_AD(constant)
-TESSEL_LEAF_AD(iota)
-#undef TESSEL_LEAF_AD
+TESSEL_NO_DERIVATIVE(parameter)
+TESSEL_NO_DERIVATIVE(constant)
+TESSEL_NO_DERIVATIVE(iota)
 
 // Data movement is linear: the tangent moves the same way; the transpose
 // moves cotangents back.
