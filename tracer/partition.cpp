@@ -165,29 +165,13 @@ struct Partitioner {
       op_sh.push_back(want);
     }
     AxisSharding natural = sharding_from_factors(mesh, rule.result, fa);
-    std::vector<int> unreduced;
-    for (size_t f = 0; f < fa.size(); ++f)
-      if (rule.reduction[f]) unreduced.insert(unreduced.end(), fa[f].begin(), fa[f].end());
+    const std::vector<int> unreduced = unreduced_axes(rule, fa);
     NodeRef r = local_op(n, ops, op_sh, natural);
     if (!unreduced.empty()) {
       // Partial sums: reduce-scatter straight into the value's sharding when
       // it splits one dim further by exactly these axes; else all-reduce.
-      int scatter_dim = -1;
-      bool others_equal = true;
-      for (int d = 0; d < n->rank(); ++d) {
-        const auto& V = value.dims[d];
-        const auto& N = natural.dims[d];
-        if (V == N) continue;
-        if (V.size() == N.size() + unreduced.size() && std::equal(N.begin(), N.end(), V.begin()) &&
-            std::vector<int>(V.begin() + N.size(), V.end()) == unreduced && n->shape()[d] % tiles(V) == 0 &&
-            scatter_dim < 0)
-          scatter_dim = d;
-        else
-          others_equal = false;
-      }
-      if (scatter_dim >= 0 && others_equal) {
-        return build::reduce_scatter(t, r, mesh, unreduced, scatter_dim, rule.reduce_op);
-      }
+      const int scatter_dim = reduce_scatter_dim(natural, value, unreduced, n->shape());
+      if (scatter_dim >= 0) return build::reduce_scatter(t, r, mesh, unreduced, scatter_dim, rule.reduce_op);
       r = build::all_reduce(t, r, mesh, unreduced, rule.reduce_op);
     }
     return reshard(r, n->shape(), natural, value);

@@ -181,26 +181,10 @@ void scatter_into_constraints(const Graph& g, const std::vector<NodeRef>& order,
     if (uses[n] != 1 || n->op == Op::parameter || !out.factor_axes.count(n)) continue;
     FactorRule r = rules(n->op).factors(*n);
     const auto& fa = out.factor_axes.at(n);
-    std::vector<int> unreduced;
-    for (size_t f = 0; f < fa.size(); ++f)
-      if (r.reduction[f]) unreduced.insert(unreduced.end(), fa[f].begin(), fa[f].end());
+    const std::vector<int> unreduced = unreduced_axes(r, fa);
     if (unreduced.empty()) continue;
-    const AxisSharding natural = sharding_from_factors(out.mesh, r.result, fa);
     const AxisSharding& want = value.at(c.get());
-    int scatter_dim = -1;
-    bool fits = want.rank() == natural.rank();
-    for (int d = 0; fits && d < natural.rank(); ++d) {
-      const auto& N = natural.dims[d];
-      const auto& W = want.dims[d];
-      if (W == N) continue;
-      const bool extends = scatter_dim < 0 && W.size() == N.size() + unreduced.size() &&
-                           std::equal(N.begin(), N.end(), W.begin()) &&
-                           std::vector<int>(W.begin() + N.size(), W.end()) == unreduced &&
-                           n->shape()[d] % want.num_tiles(d) == 0;
-      if (extends) scatter_dim = d;
-      else fits = false;
-    }
-    if (!fits || scatter_dim < 0) continue;
+    if (reduce_scatter_dim(sharding_from_factors(out.mesh, r.result, fa), want, unreduced, n->shape()) < 0) continue;
     value[n] = want;
     reason[n] = std::string(op_name(n->op)) + "'s partial sums, scattered as its user asks: with_sharding_constraint";
     via[n] = c.get();
@@ -208,6 +192,29 @@ void scatter_into_constraints(const Graph& g, const std::vector<NodeRef>& order,
 }
 
 }  // namespace
+
+std::vector<int> unreduced_axes(const FactorRule& rule, const std::vector<std::vector<int>>& factor_axes) {
+  std::vector<int> axes;
+  for (size_t f = 0; f < factor_axes.size(); ++f)
+    if (rule.reduction[f]) axes.insert(axes.end(), factor_axes[f].begin(), factor_axes[f].end());
+  return axes;
+}
+
+int reduce_scatter_dim(const AxisSharding& natural, const AxisSharding& value, const std::vector<int>& unreduced,
+                       const Shape& shape) {
+  if (value.rank() != natural.rank()) return -1;
+  int dim = -1;
+  for (int d = 0; d < natural.rank(); ++d) {
+    const auto& N = natural.dims[d];
+    const auto& V = value.dims[d];
+    if (V == N) continue;
+    const bool extends = dim < 0 && V.size() == N.size() + unreduced.size() && std::equal(N.begin(), N.end(), V.begin()) &&
+                         std::vector<int>(V.begin() + N.size(), V.end()) == unreduced && shape[d] % value.num_tiles(d) == 0;
+    if (!extends) return -1;
+    dim = d;
+  }
+  return dim;
+}
 
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
   Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}, {}};

@@ -43,4 +43,14 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in);
 AxisSharding sharding_from_factors(const MeshRef& mesh, const std::vector<std::vector<int>>& dims,
                                    const std::vector<std::vector<int>>& factor_axes);
 
+// The mesh axes of an op's sharded reduction factors: those its result holds partial sums over.
+std::vector<int> unreduced_axes(const FactorRule& rule, const std::vector<std::vector<int>>& factor_axes);
+
+// The dim along which `value` splits `natural` further by exactly the
+// partial-sum axes `unreduced`, every other dim equal and the split even:
+// where one reduce-scatter turns partial sums laid out as `natural` into
+// `value`. -1 when there is none.
+int reduce_scatter_dim(const AxisSharding& natural, const AxisSharding& value, const std::vector<int>& unreduced,
+                       const Shape& shape);
+
 }  // namespace tessel
