@@ -71,11 +71,12 @@ const A& arg_as(const Tuple& args, int which) {
 }  // namespace detail
 
 // The gradient of a function with one real scalar output, with respect to
-// argument Argnum (or, with Argnum = -1, the run-time argnum).
-template <class F, int Argnum = -1>
+// argument Argnum (or, with Argnum = -1, the run-time argnum); WithValue
+// returns (value, gradient) as jax.value_and_grad.
+template <class F, int Argnum = -1, bool WithValue = false>
 class GradFn {
  public:
-  GradFn(F f, int argnum, bool with_value) : f_(std::move(f)), argnum_(argnum), with_value_(with_value) {}
+  GradFn(F f, int argnum) : f_(std::move(f)), argnum_(argnum) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
@@ -94,58 +95,36 @@ class GradFn {
     std::vector<Array> grads(outs.begin() + std::ptrdiff_t(t.outputs), outs.end());
     std::size_t next = 0;
     A g = detail::substitute(detail::arg_as<A>(std::forward_as_tuple(args...), which), grads, next);
-    if constexpr (true) {
-      if (with_value_) return std::any(std::make_pair(outs[0], g));
-      return std::any(g);
-    }
+    if constexpr (WithValue) return std::make_pair(outs[0], g);
+    else return g;
   }
 
- protected:
+ private:
   F f_;
   int argnum_;
-  bool with_value_;
 };
 
 template <class F, int Argnum = -1>
-class Grad : public GradFn<F, Argnum> {
- public:
-  using GradFn<F, Argnum>::GradFn;
-  template <class... Args>
-  auto operator()(const Args&... args) const {
-    constexpr std::size_t S = Argnum < 0 ? 0 : std::size_t(Argnum);
-    using A = std::decay_t<std::tuple_element_t<S, std::tuple<Args...>>>;
-    return std::any_cast<A>(GradFn<F, Argnum>::operator()(args...));
-  }
-};
-
+using Grad = GradFn<F, Argnum, false>;
 template <class F, int Argnum = -1>
-class ValueAndGrad : public GradFn<F, Argnum> {
- public:
-  using GradFn<F, Argnum>::GradFn;
-  template <class... Args>
-  auto operator()(const Args&... args) const {
-    constexpr std::size_t S = Argnum < 0 ? 0 : std::size_t(Argnum);
-    using A = std::decay_t<std::tuple_element_t<S, std::tuple<Args...>>>;
-    return std::any_cast<std::pair<Array, A>>(GradFn<F, Argnum>::operator()(args...));
-  }
-};
+using ValueAndGrad = GradFn<F, Argnum, true>;
 
 // jax.grad(f, argnums): f must return one real scalar array.
 template <class F>
 Grad<std::decay_t<F>> grad(F&& f, int argnum = 0) {
-  return Grad<std::decay_t<F>>(std::forward<F>(f), argnum, false);
+  return Grad<std::decay_t<F>>(std::forward<F>(f), argnum);
 }
 template <int Argnum, class F>
 Grad<std::decay_t<F>, Argnum> grad(F&& f) {
-  return Grad<std::decay_t<F>, Argnum>(std::forward<F>(f), Argnum, false);
+  return Grad<std::decay_t<F>, Argnum>(std::forward<F>(f), Argnum);
 }
 template <class F>
 ValueAndGrad<std::decay_t<F>> value_and_grad(F&& f, int argnum = 0) {
-  return ValueAndGrad<std::decay_t<F>>(std::forward<F>(f), argnum, true);
+  return ValueAndGrad<std::decay_t<F>>(std::forward<F>(f), argnum);
 }
 template <int Argnum, class F>
 ValueAndGrad<std::decay_t<F>, Argnum> value_and_grad(F&& f) {
-  return ValueAndGrad<std::decay_t<F>, Argnum>(std::forward<F>(f), Argnum, true);
+  return ValueAndGrad<std::decay_t<F>, Argnum>(std::forward<F>(f), Argnum);
 }
 
 // jax.vjp: (f(primals), a function from output cotangents to the primals' cotangents).
