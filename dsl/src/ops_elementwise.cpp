@@ -33,6 +33,14 @@ Array binary_op(const char* name, Op op, const Array& a, const Array& b) {
   return apply1(name, {a, b}, [op, name](NodeTable& t, const NR& in) { return c::binary(t, op, in[0], in[1], name); });
 }
 
+// A binary op with a floating result: promoted operands, integers made inexact (true division, power, atan2).
+Array inexact_binary_op(const char* name, Op op, const Array& a, const Array& b) {
+  return apply1(name, {a, b}, [op, name](NodeTable& t, const NR& in) {
+    auto v = c::promote(t, {in[0], in[1]}, name);
+    return build::binary(t, op, c::to_inexact(t, v[0]), c::to_inexact(t, v[1]));
+  });
+}
+
 }  // namespace
 
 Array negative(const Array& x) { return numeric_unary("tessel.negative", Op::neg, x); }
@@ -90,12 +98,7 @@ Array isfinite(const Array& x) {
 Array add(const Array& a, const Array& b) { return binary_op("tessel.add", Op::add, a, b); }
 Array subtract(const Array& a, const Array& b) { return binary_op("tessel.subtract", Op::sub, a, b); }
 Array multiply(const Array& a, const Array& b) { return binary_op("tessel.multiply", Op::mul, a, b); }
-Array divide(const Array& a, const Array& b) {
-  return apply1("tessel.divide", {a, b}, [](NodeTable& t, const NR& in) {
-    auto v = c::promote(t, {in[0], in[1]}, "tessel.divide");
-    return build::binary(t, Op::div, c::to_inexact(t, v[0]), c::to_inexact(t, v[1]));
-  });
-}
+Array divide(const Array& a, const Array& b) { return inexact_binary_op("tessel.divide", Op::div, a, b); }
 Array floor_divide(const Array& a, const Array& b) {
   return apply1("tessel.floor_divide", {a, b}, [](NodeTable& t, const NR& in) {
     auto v = c::promote(t, {in[0], in[1]}, "tessel.floor_divide");
@@ -124,12 +127,7 @@ Array remainder(const Array& a, const Array& b) {
     return build::select(t, fix, build::binary(t, Op::add, r, v[1]), r);
   });
 }
-Array power(const Array& a, const Array& b) {
-  return apply1("tessel.power", {a, b}, [](NodeTable& t, const NR& in) {
-    auto v = c::promote(t, {in[0], in[1]}, "tessel.power");
-    return build::binary(t, Op::pow, c::to_inexact(t, v[0]), c::to_inexact(t, v[1]));
-  });
-}
+Array power(const Array& a, const Array& b) { return inexact_binary_op("tessel.power", Op::pow, a, b); }
 Array pow(const Array& a, const Array& b) { return power(a, b); }
 Array pow(const Array& x, int n) {
   return apply1("tessel.integer_pow", {x}, [n](NodeTable& t, const NR& in) {
@@ -151,12 +149,7 @@ Array pow(const Array& x, int n) {
 }
 Array maximum(const Array& a, const Array& b) { return binary_op("tessel.maximum", Op::max, a, b); }
 Array minimum(const Array& a, const Array& b) { return binary_op("tessel.minimum", Op::min, a, b); }
-Array arctan2(const Array& a, const Array& b) {
-  return apply1("tessel.arctan2", {a, b}, [](NodeTable& t, const NR& in) {
-    auto v = c::promote(t, {in[0], in[1]}, "tessel.arctan2");
-    return build::binary(t, Op::atan2, c::to_inexact(t, v[0]), c::to_inexact(t, v[1]));
-  });
-}
+Array arctan2(const Array& a, const Array& b) { return inexact_binary_op("tessel.arctan2", Op::atan2, a, b); }
 Array logical_and(const Array& a, const Array& b) {
   return apply1("tessel.logical_and", {a, b}, [](NodeTable& t, const NR& in) {
     return c::binary(t, Op::and_, c::cast(t, in[0], DType::bool_, false), c::cast(t, in[1], DType::bool_, false),
