@@ -337,7 +337,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   for (size_t s = 0; s < last.size(); ++s)
     if (!keep[s] && last[s] >= 0) exe->free_after[last[s]].push_back(int(s));
   for (auto& t : exe->thunks) text << "  " << t->describe() << '\n';
-  // The kernels and oneDNN primitives just built may have created statics;
+  // The kernels just built may have created statics (the JIT's);
   // exit() must let running launches finish before destroying them.
   rt::Runtime::synchronize_at_exit();
   return {exe, text.str()};

@@ -1,6 +1,7 @@
 // The code generator's entry: a per-device program (local shapes,
 // collectives explicit) to an executable of thunks — fused loop kernels from
-// LLVM, oneDNN matmuls, collectives and constants — over buffer slots.
+// LLVM, matrix products (codegen/gemm.hpp), collectives and constants — over
+// buffer slots.
 #pragma once
 
 #include <memory>

@@ -1,20 +1,12 @@
 #include "codegen/dot.hpp"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <algorithm>
 #include <cstring>
 #include <sstream>
-#include <unordered_map>
 
-#include "runtime/buffer.hpp"
+#include "codegen/gemm.hpp"
 #include "runtime/device.hpp"
 #include "tracer/errors.hpp"
-
-extern "C" {
-void omp_set_num_threads(int);
-int omp_get_max_threads(void);
-}
 
 namespace tessel::codegen {
 
@@ -123,25 +115,10 @@ class DotThunk final : public rt::Thunk {
     std::ostringstream os;
     os << "dot " << n.in[0]->aval.str() << " x " << n.in[1]->aval.str() << " -> " << n.aval.str() << " as ["
        << va_.dims[0] << ',' << va_.dims[1] << ',' << va_.dims[2] << "]x[" << vb_.dims[1] << ',' << vb_.dims[2] << ']'
-       << (dtype_ == DType::float32 ? " (oneDNN matmul)" : " (loop)") << (va_.needs_copy ? " lhs-copy" : "")
-       << (vb_.needs_copy ? " rhs-copy" : "");
+       << (uses_gemm() ? std::string(" (gemm ") + gemm::isa_name(gemm::best_isa()) + ")" : std::string(" (loop)"))
+       << (va_.needs_copy ? " lhs-copy" : "") << (vb_.needs_copy ? " rhs-copy" : "");
     text_ = os.str();
-    if (dtype_ == DType::float32) {
-      using dt = dnnl::memory::data_type;
-      dnnl::memory::desc amd({va_.dims[0], va_.dims[1], va_.dims[2]}, dt::f32,
-                             {va_.strides[0], va_.strides[1], va_.strides[2]});
-      dnnl::memory::desc bmd({vb_.dims[0], vb_.dims[1], vb_.dims[2]}, dt::f32,
-                             {vb_.strides[0], vb_.strides[1], vb_.strides[2]});
-      dnnl::memory::desc cmd({va_.dims[0], va_.dims[1], vb_.dims[2]}, dt::f32, dnnl::memory::format_tag::abc);
-      // Our own scratchpad per run: oneDNN's library-managed one is shared by
-      // every primitive in the process (unless it is built for concurrent
-      // execution, which Debian's is not), and devices run dots concurrently.
-      // Seen on AVX-512 hosts, where the brgemm kernels use a scratchpad.
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(amd, bmd, cmd), attr, engine());
-      scratch_bytes_ = pd_.scratchpad_desc().get_size();
-      prim_ = dnnl::matmul(pd_);
+    if (uses_gemm()) {
       // Large products run on the whole host, one at a time (runtime/device.hpp, ComputeSlot).
       const double flops = 2.0 * double(va_.dims[0]) * double(va_.dims[1]) * double(va_.dims[2]) * double(vb_.dims[2]);
       wide_ = flops >= kMachineWideFlops && rt::ComputeSlot::machine_wide_pays();
@@ -167,21 +144,10 @@ class DotThunk final : public rt::Thunk {
       permute_copy(b, bcopy.data(), vb_.shape, vb_.perm, es);
       b = bcopy.data();
     }
-    if (dtype_ == DType::float32) {
-      const int threads = wide_ ? rt::ComputeSlot::machine_threads() : threads_;
-      if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
-      dnnl::stream s(engine());
-      dnnl::memory am(pd_.src_desc(), engine(), const_cast<void*>(a));
-      dnnl::memory bm(pd_.weights_desc(), engine(), const_cast<void*>(b));
-      dnnl::memory cm(pd_.dst_desc(), engine(), c);
-      std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-      void* scratch = scratch_bytes_ ? rt::device_alloc(scratch_bytes_) : nullptr;
-      if (scratch) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pd_.scratchpad_desc(), engine(), scratch));
-      prim_.execute(s, args);
-      s.wait();
-      if (scratch) rt::device_free(scratch, scratch_bytes_);
-      return;
-    }
+    if (dtype_ == DType::float32)
+      return run_gemm(static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c));
+    if (dtype_ == DType::float64)
+      return run_gemm(static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(c));
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
       loop_matmul(static_cast<const T*>(a), va_, static_cast<const T*>(b), vb_, static_cast<T*>(c));
@@ -191,36 +157,32 @@ class DotThunk final : public rt::Thunk {
   std::string describe() const override { return text_; }
 
  private:
-  static dnnl::engine& engine() {
-    static dnnl::engine e = warmed_up_engine();
-    return e;
+  bool uses_gemm() const { return dtype_ == DType::float32 || dtype_ == DType::float64; }
+
+  template <class T>
+  void run_gemm(const T* a, const T* b, T* c) const {
+    gemm::Operands<T> op;
+    op.batch = va_.dims[0], op.m = va_.dims[1], op.k = va_.dims[2], op.n = vb_.dims[2];
+    op.a = a, op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
+    op.b = b, op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
+    op.c = c;
+    if (wide_)
+      gemm::matmul(op, rt::ComputeSlot::machine_threads(),
+                   [](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
+                     rt::parallel_for_machine(0, n, 1, task);
+                   });
+    else
+      gemm::matmul(op, threads_, [](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
+        rt::parallel_for(0, n, 1, task);
+      });
   }
-  // oneDNN initialises some statics on its first execution (tracing hooks
-  // behind pthread_once). Doing that here, on the compiling thread, orders
-  // them before Runtime::synchronize_at_exit's handler, so exit() waits for
-  // running dots before destroying them (else: a crash at exit).
-  static dnnl::engine warmed_up_engine() {
-    dnnl::engine e(dnnl::engine::kind::cpu, 0);
-    using tag = dnnl::memory::format_tag;
-    dnnl::memory::desc md({2, 2}, dnnl::memory::data_type::f32, tag::ab);
-    dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), e));
-    float a[4] = {1, 2, 3, 4}, c[4];
-    dnnl::stream s(e);
-    prim.execute(s, {{DNNL_ARG_SRC, dnnl::memory(md, e, a)},
-                     {DNNL_ARG_WEIGHTS, dnnl::memory(md, e, a)},
-                     {DNNL_ARG_DST, dnnl::memory(md, e, c)}});
-    s.wait();
-    return e;
-  }
+
   // A 512^3 product: below it a dot is too short to be worth a host-wide turn.
   static constexpr double kMachineWideFlops = 2.0 * 512 * 512 * 512;
   int lhs_, rhs_, out_, threads_;
   bool wide_ = false;
-  std::size_t scratch_bytes_ = 0;
   DType dtype_;
   Operand3 va_, vb_;
-  dnnl::matmul::primitive_desc pd_;
-  dnnl::matmul prim_;
   std::string text_;
 };
 

@@ -1,5 +1,7 @@
-// dot_general as a thunk: float32 through oneDNN's matmul (on the calling
-// device's threads), other dtypes through a plain blocked loop. Operands whose
+// dot_general as a thunk: float32 and float64 through tessel's own matrix
+// product (codegen/gemm.hpp) on the calling device's threads, or on every core
+// for a large product when that pays (ComputeSlot); integer dtypes through a
+// plain loop. Operands whose
 // batch, free and contracting dimensions are each contiguous in memory are
 // passed with strides (transposes cost nothing); others are first copied
 // into that order.

@@ -102,11 +102,15 @@ struct Runtime::Impl {
   std::mutex slot_mutex;
   std::condition_variable slot_cv;
   int cores = 1, cores_free = 1, machine_waiters = 0;
+  // Where machine-wide thunks run their loops: every core, the caller's slot
+  // reserved. Owned by the runtime so that it outlives every launch.
+  std::unique_ptr<tbb::task_arena> machine_arena;
 };
 
 Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts), impl_(std::make_unique<Impl>()) {
   impl_->cores = std::max(int(std::max(1u, std::thread::hardware_concurrency())), opts.threads_per_device);
   impl_->cores_free = impl_->cores;
+  impl_->machine_arena = std::make_unique<tbb::task_arena>(impl_->cores, 1);
   for (int i = 0; i < opts.device_count; ++i) devices_.push_back(std::make_unique<Device>(i, opts.threads_per_device));
 }
 
@@ -213,6 +217,19 @@ void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
   }
   tbb::parallel_for(tbb::blocked_range<std::int64_t>(begin, end, std::max<std::int64_t>(grain, 1)),
                     [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+}
+
+void parallel_for_machine(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                          const std::function<void(std::int64_t, std::int64_t)>& f) {
+  if (end <= begin) return;
+  if (!g_runtime || g_runtime->impl_->cores <= 1 || end - begin <= grain) {
+    f(begin, end);
+    return;
+  }
+  g_runtime->impl_->machine_arena->execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(begin, end, std::max<std::int64_t>(grain, 1)),
+                      [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+  });
 }
 
 int current_device() { return tls_device; }

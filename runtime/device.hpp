@@ -44,8 +44,8 @@ class Runtime {
   void synchronize();
   // Makes exit() wait for the devices before it destroys anything constructed
   // up to now. Launches are asynchronous, so work may still be running when
-  // main() returns; exit() destroys function-local statics (the JIT's code,
-  // oneDNN's kernels) in reverse order of construction, and the runtime itself
+  // main() returns; exit() destroys function-local statics (the JIT's code
+  // among them) in reverse order of construction, and the runtime itself
   // is older than all of them. Call it after constructing something kernels
   // use: the handler registered last runs first.
   static void synchronize_at_exit();
@@ -54,6 +54,8 @@ class Runtime {
 
  private:
   friend class ComputeSlot;
+  friend void parallel_for_machine(std::int64_t, std::int64_t, std::int64_t,
+                                   const std::function<void(std::int64_t, std::int64_t)>&);
   explicit Runtime(const RuntimeOptions& opts);
   RuntimeOptions opts_;
   std::vector<std::unique_ptr<Device>> devices_;
@@ -94,6 +96,10 @@ class ComputeSlot {
 // (plain loop when the device has one thread).
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& f);
+// The same on every core of the host: for a thunk holding a machine-wide
+// ComputeSlot (ComputeSlot::machine_threads() threads).
+void parallel_for_machine(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                          const std::function<void(std::int64_t, std::int64_t)>& f);
 
 // Id of the device whose driver runs the calling thread, or -1 on a host thread.
 int current_device();

@@ -68,8 +68,11 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
             slot.emplace(thunk.machine_wide() ? ComputeSlot::Width::machine : ComputeSlot::Width::device);
           if (i == 0 && profile::enabled()) {
             auto t0 = std::chrono::steady_clock::now();
+            const double c0 = profile::thread_cpu_seconds();
             thunk.run(ctx);
-            profile::record(thunk.describe(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            profile::record(thunk.describe(),
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                            profile::thread_cpu_seconds() - c0);
           } else {
             thunk.run(ctx);
           }

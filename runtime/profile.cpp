@@ -1,5 +1,7 @@
 #include "runtime/profile.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +14,7 @@ namespace tessel::rt::profile {
 namespace {
 
 struct Entry {
-  double seconds = 0;
+  double seconds = 0, cpu = 0;
   long count = 0;
 };
 
@@ -22,12 +24,14 @@ struct Profile {
   ~Profile() {
     std::vector<std::pair<std::string, Entry>> v(entries.begin(), entries.end());
     std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.seconds > b.second.seconds; });
-    double total = 0;
-    for (auto& e : v) total += e.second.seconds;
-    std::fprintf(stderr, "tessel profile (launch position 0): %.1f ms in thunks\n", total * 1e3);
+    double total = 0, cpu = 0;
+    for (auto& e : v) total += e.second.seconds, cpu += e.second.cpu;
+    std::fprintf(stderr, "tessel profile (launch position 0): %.1f ms in thunks, %.1f ms of it on the CPU\n",
+                 total * 1e3, cpu * 1e3);
+    std::fprintf(stderr, "%10s %6s %10s %7s\n", "wall (ms)", "wall%", "cpu (ms)", "count");
     for (auto& [what, e] : v)
-      std::fprintf(stderr, "%10.2f ms %5.1f%% %6ld x  %s\n", e.seconds * 1e3, 100 * e.seconds / total, e.count,
-                   what.c_str());
+      std::fprintf(stderr, "%10.2f %5.1f%% %10.2f %6ldx  %s\n", e.seconds * 1e3, 100 * e.seconds / total, e.cpu * 1e3,
+                   e.count, what.c_str());
   }
 };
 
@@ -46,12 +50,19 @@ bool enabled() {
   return on;
 }
 
-void record(const std::string& what, double seconds) {
+void record(const std::string& what, double wall_seconds, double cpu_seconds) {
   Profile& p = instance();
   std::lock_guard<std::mutex> lock(p.mu);
   Entry& e = p.entries[what];
-  e.seconds += seconds;
+  e.seconds += wall_seconds;
+  e.cpu += cpu_seconds;
   e.count += 1;
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 }  // namespace tessel::rt::profile

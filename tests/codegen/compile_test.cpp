@@ -141,7 +141,7 @@ TEST_CASE("reductions: row and column strategies, argmax, all dtypes") {
   }
 }
 
-TEST_CASE("dot_general: plain, transposed operands, batched, f32 by oneDNN and f64/int by loops") {
+TEST_CASE("dot_general: plain, transposed operands, batched, f32/f64 by codegen/gemm and int by loops") {
   std::mt19937 rng(9);
   struct Case {
     Shape a, b;

@@ -1,6 +1,6 @@
 // Returning from main() while launches still run must neither crash nor cut
 // them short: exit() waits for the devices before destroying the JIT's code
-// and oneDNN's kernels (Runtime::synchronize_at_exit). Run as its own process,
+// (Runtime::synchronize_at_exit). Run as its own process,
 // since what it tests is process exit; the exit status is the verdict.
 #include <tessel/tessel.hpp>
 

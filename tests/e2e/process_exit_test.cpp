@@ -11,8 +11,9 @@
 TEST_CASE("returning from main() with launches in flight exits cleanly, every time") {
   const auto exe = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "exit_while_running";
   REQUIRE(std::filesystem::exists(exe));
-  // The race it guards against (a device thread inside a oneDNN kernel while exit()
-  // destroys oneDNN's statics) crashed about one run in five before the fix.
+  // The race it guards against (a device thread inside a kernel while exit()
+  // destroys the statics it uses; then oneDNN's) crashed about one run in five
+  // before the fix.
   for (int run = 0; run < 10; ++run) {
     int status = std::system((exe.string() + " >/dev/null 2>&1").c_str());
     INFO("run " << run << " raw status " << status);

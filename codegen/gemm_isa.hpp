@@ -1,0 +1,33 @@
+// Between gemm.cpp (dispatch) and the per-ISA kernel files: the operands, and
+// the entry points each ISA file defines. Only plain types cross this line
+// (see gemm_kernel.inc on why).
+#pragma once
+
+#include <cstdint>
+
+namespace tessel::codegen::gemm {
+
+template <class T>
+struct Operands {
+  std::int64_t batch = 1, m = 0, n = 0, k = 0;
+  const T* a = nullptr;  // a[bi*a_bs + i*a_rs + p*a_cs]
+  std::int64_t a_bs = 0, a_rs = 0, a_cs = 1;
+  const T* b = nullptr;  // b[bi*b_bs + p*b_rs + j*b_cs]
+  std::int64_t b_bs = 0, b_rs = 0, b_cs = 1;
+  T* c = nullptr;  // c[bi*m*n + i*n + j], written (not accumulated)
+};
+
+// parallel(ctx, n, task, task_ctx) runs task(task_ctx, lo, hi) over [0, n).
+using TaskFn = void (*)(void* task_ctx, std::int64_t lo, std::int64_t hi);
+using ParallelForFn = void (*)(void* ctx, std::int64_t n, TaskFn task, void* task_ctx);
+
+#define TESSEL_GEMM_DECLARE(isa)                                                                 \
+  void matmul_##isa(const Operands<float>& op, int threads, ParallelForFn parallel, void* ctx);  \
+  void matmul_##isa(const Operands<double>& op, int threads, ParallelForFn parallel, void* ctx); \
+  int tile_rows_##isa();
+TESSEL_GEMM_DECLARE(sse2)
+TESSEL_GEMM_DECLARE(avx2)
+TESSEL_GEMM_DECLARE(avx512)
+#undef TESSEL_GEMM_DECLARE
+
+}  // namespace tessel::codegen::gemm
