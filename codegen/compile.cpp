@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "codegen/dot.hpp"
+#include "codegen/schedule.hpp"
 #include "codegen/emit.hpp"
 #include "codegen/fusion.hpp"
 #include "codegen/transpose_folding.hpp"
@@ -277,6 +278,7 @@ class CollectiveThunk final : public rt::Thunk {
 CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   const Graph g = fold_transposes_into_dots(program);
   FusionPlan plan = plan_fusion(g);
+  sink_collectives(plan.steps);
   auto exe = std::make_shared<rt::Executable>();
   std::unordered_map<const Node*, int> slot;
   auto slot_of = [&](const NodeRef& n) {

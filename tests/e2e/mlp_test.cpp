@@ -83,4 +83,13 @@ TEST_CASE("the MLP's gradient step communicates as data parallelism requires") {
   CHECK(text.find("all-reduce") != std::string::npos);
   CHECK(text.find("all-gather") == std::string::npos);
   CHECK(text.find("all-to-all") == std::string::npos);
+  // The gradients' all-reduces are read only by the outputs: the schedule
+  // (codegen/schedule.hpp) puts them after all the compute, so the devices
+  // meet once at the end instead of once per layer.
+  REQUIRE(text.find("// thunks") != std::string::npos);
+  const std::string thunks = text.substr(text.find("// thunks"));
+  const auto first_all_reduce = thunks.find("all-reduce"), last_dot = thunks.rfind("(gemm ");
+  REQUIRE(last_dot != std::string::npos);
+  CHECK(first_all_reduce > last_dot);
+  CHECK(thunks.find("fusion", first_all_reduce) == std::string::npos);
 }
