@@ -17,27 +17,17 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include <sys/resource.h>
 
 namespace bench {
 
 inline double seconds(const std::function<void()>& f, int reps = 5, int warmup = 1) {
   for (int i = 0; i < warmup; ++i) f();
-  rusage ru0; getrusage(RUSAGE_SELF, &ru0);
-  auto w0 = std::chrono::steady_clock::now();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     auto a = std::chrono::steady_clock::now();
     f();
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
   }
-  rusage ru1; getrusage(RUSAGE_SELF, &ru1);
-  auto tv = [](timeval v) { return v.tv_sec + v.tv_usec * 1e-6; };
-  double cpu = tv(ru1.ru_utime) - tv(ru0.ru_utime) + tv(ru1.ru_stime) - tv(ru0.ru_stime);
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-  std::fprintf(stderr, "UTIL cpu %.3f s wall %.3f s util %.2f cores sys %.3f\n", cpu, wall, cpu / wall, tv(ru1.ru_stime) - tv(ru0.ru_stime));
-  for (double x : t) std::fprintf(stderr, " %.0f", x * 1e3);
-  std::fprintf(stderr, "\n");
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
