@@ -76,8 +76,10 @@ struct Pool {
 void* system_alloc(std::size_t r) {
   constexpr std::size_t kHuge = std::size_t(2) << 20;
   if (r < kHuge) return std::aligned_alloc(kAlign, r);
-  void* block = std::aligned_alloc(kHuge, r);
-  if (block) madvise(block, r, MADV_HUGEPAGE);  // advice only: failure changes nothing but speed
+  // posix_memalign: aligned_alloc requires the size to be a multiple of the alignment.
+  void* block = nullptr;
+  if (posix_memalign(&block, kHuge, r) != 0) return nullptr;
+  madvise(block, r, MADV_HUGEPAGE);  // advice only: failure changes nothing but speed
   return block;
 }
 
