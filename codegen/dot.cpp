@@ -166,15 +166,12 @@ class DotThunk final : public rt::Thunk {
     op.a = a, op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
     op.b = b, op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
     op.c = c;
-    if (wide_)
-      gemm::matmul(op, rt::ComputeSlot::machine_threads(),
-                   [](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
-                     rt::parallel_for_machine(0, n, 1, task);
-                   });
-    else
-      gemm::matmul(op, threads_, [](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
-        rt::parallel_for(0, n, 1, task);
-      });
+    const bool wide = wide_;
+    gemm::matmul(op, wide ? rt::ComputeSlot::machine_threads() : threads_,
+                 [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
+                   if (wide) rt::parallel_for_machine(0, n, 1, task);
+                   else rt::parallel_for(0, n, 1, task);
+                 });
   }
 
   // A 512^3 product: below it a dot is too short to be worth a host-wide turn.

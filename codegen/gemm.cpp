@@ -23,12 +23,12 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
-namespace {
-
 void run_parallel(void* ctx, std::int64_t n, TaskFn task, void* task_ctx) {
   const ParallelFor& parallel = *static_cast<const ParallelFor*>(ctx);
   parallel(n, [&](std::int64_t lo, std::int64_t hi) { task(task_ctx, lo, hi); });
 }
+
+namespace {
 
 template <class T>
 void dispatch(const Operands<T>& op, int threads, const ParallelFor& parallel, Isa isa) {

@@ -28,6 +28,10 @@ namespace tessel::codegen::gemm {
 // Runs task(lo, hi) over [0, n) in any split, possibly in parallel.
 using ParallelFor = std::function<void(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task)>;
 
+// The ParallelForFn the per-ISA entry points (gemm_isa.hpp) take, running
+// tasks through the ParallelFor that `ctx` points to.
+void run_parallel(void* ctx, std::int64_t n, TaskFn task, void* task_ctx);
+
 // The kernels this build has; `best_isa` is the widest the CPU runs
 // (respecting TESSEL_NO_AVX512).
 enum class Isa { sse2, avx2, avx512 };

@@ -21,10 +21,9 @@ struct Operands {
 using TaskFn = void (*)(void* task_ctx, std::int64_t lo, std::int64_t hi);
 using ParallelForFn = void (*)(void* ctx, std::int64_t n, TaskFn task, void* task_ctx);
 
-#define TESSEL_GEMM_DECLARE(isa)                                                                 \
-  void matmul_##isa(const Operands<float>& op, int threads, ParallelForFn parallel, void* ctx);  \
-  void matmul_##isa(const Operands<double>& op, int threads, ParallelForFn parallel, void* ctx); \
-  int tile_rows_##isa();
+#define TESSEL_GEMM_DECLARE(isa)                                                                \
+  void matmul_##isa(const Operands<float>& op, int threads, ParallelForFn parallel, void* ctx); \
+  void matmul_##isa(const Operands<double>& op, int threads, ParallelForFn parallel, void* ctx);
 TESSEL_GEMM_DECLARE(sse2)
 TESSEL_GEMM_DECLARE(avx2)
 TESSEL_GEMM_DECLARE(avx512)

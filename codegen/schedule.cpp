@@ -11,21 +11,13 @@ void sink_collectives(std::vector<Step>& steps) {
   std::vector<Step*> pending;
   std::unordered_map<const Node*, std::size_t> pending_at;  // node -> index in `pending`
   std::vector<bool> placed;
-  // Places pending collective i after the pending collectives it reads.
+  // Places pending collective i, after the pending collectives it reads.
   auto place = [&](auto&& self, std::size_t i) -> void {
     if (placed[i]) return;
     placed[i] = true;
-    for (const NodeRef& r : pending[i]->reads) {
-      auto it = pending_at.find(r.get());
-      if (it != pending_at.end()) self(self, it->second);
-    }
+    for (const NodeRef& r : pending[i]->reads)
+      if (auto it = pending_at.find(r.get()); it != pending_at.end()) self(self, it->second);
     order.push_back(std::move(*pending[i]));
-  };
-  auto place_reads_of = [&](const Step& s) {
-    for (const NodeRef& r : s.reads) {
-      auto it = pending_at.find(r.get());
-      if (it != pending_at.end()) place(place, it->second);
-    }
   };
   for (Step& s : steps) {
     if (s.kind == StepKind::Collective) {
@@ -34,7 +26,8 @@ void sink_collectives(std::vector<Step>& steps) {
       placed.push_back(false);
       continue;
     }
-    place_reads_of(s);
+    for (const NodeRef& r : s.reads)
+      if (auto it = pending_at.find(r.get()); it != pending_at.end()) place(place, it->second);
     order.push_back(std::move(s));
   }
   for (std::size_t i = 0; i < pending.size(); ++i) place(place, i);

@@ -208,6 +208,15 @@ void Runtime::synchronize_at_exit() {
   });
 }
 
+namespace {
+// f over [begin, end) in chunks of at least `grain`, on the arena the caller is in.
+void blocked_loop(std::int64_t begin, std::int64_t end, std::int64_t grain,
+                  const std::function<void(std::int64_t, std::int64_t)>& f) {
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(begin, end, std::max<std::int64_t>(grain, 1)),
+                    [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+}
+}  // namespace
+
 void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
                   const std::function<void(std::int64_t, std::int64_t)>& f) {
   if (end <= begin) return;
@@ -215,8 +224,7 @@ void parallel_for(std::int64_t begin, std::int64_t end, std::int64_t grain,
     f(begin, end);
     return;
   }
-  tbb::parallel_for(tbb::blocked_range<std::int64_t>(begin, end, std::max<std::int64_t>(grain, 1)),
-                    [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+  blocked_loop(begin, end, grain, f);
 }
 
 void parallel_for_machine(std::int64_t begin, std::int64_t end, std::int64_t grain,
@@ -226,10 +234,7 @@ void parallel_for_machine(std::int64_t begin, std::int64_t end, std::int64_t gra
     f(begin, end);
     return;
   }
-  g_runtime->impl_->machine_arena->execute([&] {
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(begin, end, std::max<std::int64_t>(grain, 1)),
-                      [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
-  });
+  g_runtime->impl_->machine_arena->execute([&] { blocked_loop(begin, end, grain, f); });
 }
 
 int current_device() { return tls_device; }

@@ -53,13 +53,7 @@ template <class T>
 void run(int kernel, const gemm::Operands<T>& op, int threads) {
   const gemm::ParallelFor parallel = threads_for(threads);
   if (kernel != kAvx512TilingOnAvx2) return gemm::matmul(op, threads, parallel, Isa(kernel));
-  gemm::matmul_avx512_tiling_on_avx2(
-      op, threads,
-      [](void* ctx, std::int64_t n, gemm::TaskFn task, void* task_ctx) {
-        (*static_cast<const gemm::ParallelFor*>(ctx))(
-            n, [&](std::int64_t lo, std::int64_t hi) { task(task_ctx, lo, hi); });
-      },
-      const_cast<gemm::ParallelFor*>(&parallel));
+  gemm::matmul_avx512_tiling_on_avx2(op, threads, gemm::run_parallel, const_cast<gemm::ParallelFor*>(&parallel));
 }
 
 enum class Layout { row_major, transposed, strided };
