@@ -119,14 +119,18 @@ class DotThunk final : public rt::Thunk {
        << (va_.needs_copy ? " lhs-copy" : "") << (vb_.needs_copy ? " rhs-copy" : "");
     text_ = os.str();
     if (uses_gemm()) {
-      // Large products run on the whole host, one at a time (runtime/device.hpp, ComputeSlot).
+      // Large products run on the whole host, one at a time; where that does
+      // not pay, only when nothing else computes (runtime/device.hpp, ComputeSlot).
       const double flops = 2.0 * double(va_.dims[0]) * double(va_.dims[1]) * double(va_.dims[2]) * double(vb_.dims[2]);
-      wide_ = flops >= kMachineWideFlops && rt::ComputeSlot::machine_wide_pays();
-      if (wide_) text_ += " machine-wide";
+      if (flops >= kMachineWideFlops) {
+        const bool pays = rt::ComputeSlot::machine_wide_pays();
+        width_ = pays ? rt::ComputeSlot::Width::machine : rt::ComputeSlot::Width::machine_if_idle;
+        text_ += pays ? " machine-wide" : " machine-wide-if-idle";
+      }
     }
   }
 
-  bool machine_wide() const override { return wide_; }
+  rt::ComputeSlot::Width width() const override { return width_; }
 
   void run(rt::ExecContext& ctx) const override {
     const void* a = ctx.slots[lhs_];
@@ -145,9 +149,11 @@ class DotThunk final : public rt::Thunk {
       b = bcopy.data();
     }
     if (dtype_ == DType::float32)
-      return run_gemm(static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c));
+      return run_gemm(static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c),
+                      ctx.machine_wide);
     if (dtype_ == DType::float64)
-      return run_gemm(static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(c));
+      return run_gemm(static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(c),
+                      ctx.machine_wide);
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
       loop_matmul(static_cast<const T*>(a), va_, static_cast<const T*>(b), vb_, static_cast<T*>(c));
@@ -160,13 +166,12 @@ class DotThunk final : public rt::Thunk {
   bool uses_gemm() const { return dtype_ == DType::float32 || dtype_ == DType::float64; }
 
   template <class T>
-  void run_gemm(const T* a, const T* b, T* c) const {
+  void run_gemm(const T* a, const T* b, T* c, bool wide) const {
     gemm::Operands<T> op;
     op.batch = va_.dims[0], op.m = va_.dims[1], op.k = va_.dims[2], op.n = vb_.dims[2];
     op.a = a, op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
     op.b = b, op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
     op.c = c;
-    const bool wide = wide_;
     gemm::matmul(op, wide ? rt::ComputeSlot::machine_threads() : threads_,
                  [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
                    if (wide) rt::parallel_for_machine(0, n, 1, task);
@@ -177,7 +182,7 @@ class DotThunk final : public rt::Thunk {
   // A 512^3 product: below it a dot is too short to be worth a host-wide turn.
   static constexpr double kMachineWideFlops = 2.0 * 512 * 512 * 512;
   int lhs_, rhs_, out_, threads_;
-  bool wide_ = false;
+  rt::ComputeSlot::Width width_ = rt::ComputeSlot::Width::device;
   DType dtype_;
   Operand3 va_, vb_;
   std::string text_;

@@ -4,6 +4,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +26,8 @@ std::unique_ptr<Runtime> g_runtime;
 
 class Device {
  public:
-  Device(int id, int threads) : id_(id), arena_(threads, 1) {
+  // busy counts the devices running a task (ComputeSlot::Width::machine_if_idle).
+  Device(int id, int threads, std::atomic<int>* busy) : id_(id), arena_(threads, 1), busy_(busy) {
     thread_ = std::thread([this] { drive(); });
   }
   ~Device() {
@@ -67,6 +69,7 @@ class Device {
           task = std::move(queue_.front());
           queue_.pop_front();
         }
+        busy_->fetch_add(1);
         try {
           task();
         } catch (const std::exception& e) {
@@ -77,6 +80,7 @@ class Device {
           std::fprintf(stderr, "tessel: device %d: uncaught error in a task\n", id_);
         }
         task = nullptr;
+        busy_->fetch_sub(1);
         {
           std::lock_guard<std::mutex> lk(m_);
           ++finished_;
@@ -88,6 +92,7 @@ class Device {
 
   int id_;
   tbb::task_arena arena_;
+  std::atomic<int>* busy_;
   std::thread thread_;
   std::mutex m_;
   std::condition_variable cv_, done_cv_;
@@ -101,7 +106,8 @@ struct Runtime::Impl {
   // The core budget (ComputeSlot).
   std::mutex slot_mutex;
   std::condition_variable slot_cv;
-  int cores = 1, cores_free = 1, machine_waiters = 0;
+  int cores = 1, cores_free = 1, machine_waiters = 0, device_waiters = 0;
+  std::atomic<int> busy_devices{0};
   // Where machine-wide thunks run their loops: every core, the caller's slot
   // reserved. Owned by the runtime so that it outlives every launch.
   std::unique_ptr<tbb::task_arena> machine_arena;
@@ -111,7 +117,7 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts), impl_(std::make_uniq
   impl_->cores = std::max(int(std::max(1u, std::thread::hardware_concurrency())), opts.threads_per_device);
   impl_->cores_free = impl_->cores;
   impl_->machine_arena = std::make_unique<tbb::task_arena>(impl_->cores, 1);
-  for (int i = 0; i < opts.device_count; ++i) devices_.push_back(std::make_unique<Device>(i, opts.threads_per_device));
+  for (int i = 0; i < opts.device_count; ++i) devices_.push_back(std::make_unique<Device>(i, opts.threads_per_device, &impl_->busy_devices));
 }
 
 Runtime::~Runtime() {
@@ -140,17 +146,27 @@ Runtime& Runtime::start(const RuntimeOptions& opts) {
 ComputeSlot::ComputeSlot(Width w) {
   if (!g_runtime) return;
   auto& im = *g_runtime->impl_;
-  const int want = w == Width::machine ? im.cores : g_runtime->opts_.threads_per_device;
   std::unique_lock<std::mutex> lk(im.slot_mutex);
+  if (w == Width::machine_if_idle) {
+    // Idle: no other device has a task under way, so none will want cores
+    // while this one computes.
+    const bool alone = im.busy_devices.load() <= (current_device() >= 0 ? 1 : 0);
+    const bool idle = alone && im.cores_free == im.cores && im.device_waiters == 0 && im.machine_waiters == 0;
+    w = idle ? Width::machine : Width::device;
+  }
+  const int want = w == Width::machine ? im.cores : g_runtime->opts_.threads_per_device;
   if (w == Width::machine) {
     ++im.machine_waiters;
     im.slot_cv.wait(lk, [&] { return im.cores_free >= want; });
     --im.machine_waiters;
   } else {
+    ++im.device_waiters;
     im.slot_cv.wait(lk, [&] { return im.cores_free >= want && im.machine_waiters == 0; });
+    --im.device_waiters;
   }
   im.cores_free -= want;
   held_ = want;
+  machine_ = w == Width::machine;
 }
 
 ComputeSlot::~ComputeSlot() {

@@ -76,11 +76,18 @@ class Runtime {
 // (collectives) hold nothing while they wait, so the waiting cannot deadlock.
 class ComputeSlot {
  public:
-  enum class Width { device, machine };
+  // machine_if_idle: every core when no other device has a task under way
+  // and no thunk computes or waits for cores, else the device's share. For oversubscribed hosts, where taking
+  // turns machine-wide does not pay while every device computes, but a
+  // program on one device would otherwise leave all cores but its own idle
+  // (JAX's CPU devices share one pool: a one-device program uses the host).
+  enum class Width { device, machine, machine_if_idle };
   explicit ComputeSlot(Width w = Width::device);
   ~ComputeSlot();
   ComputeSlot(const ComputeSlot&) = delete;
   ComputeSlot& operator=(const ComputeSlot&) = delete;
+  // Whether this slot holds every core (the holder runs on parallel_for_machine).
+  bool machine_wide() const { return machine_; }
   // Threads a machine-wide thunk may use: every core.
   static int machine_threads();
   // Whether machine-wide thunks pay: not when the host is already
@@ -90,6 +97,7 @@ class ComputeSlot {
 
  private:
   int held_ = 0;
+  bool machine_ = false;
 };
 
 // Runs f(i) for i in [begin, end) in chunks on the calling device's arena

@@ -64,8 +64,8 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
           // Computing thunks wait for a compute slot first; the profile
           // counts the thunk's own time only.
           std::optional<ComputeSlot> slot;
-          if (!thunk.waits_on_peers())
-            slot.emplace(thunk.machine_wide() ? ComputeSlot::Width::machine : ComputeSlot::Width::device);
+          if (!thunk.waits_on_peers()) slot.emplace(thunk.width());
+          ctx.machine_wide = slot && slot->machine_wide();
           if (i == 0 && profile::enabled()) {
             auto t0 = std::chrono::steady_clock::now();
             const double c0 = profile::thread_cpu_seconds();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/buffer.hpp"
+#include "runtime/device.hpp"
 
 namespace tessel::rt {
 
@@ -20,6 +21,7 @@ struct ExecContext {
   int position = 0;               // flat position in the launch's device list (the mesh)
   std::vector<void*> slots;       // buffer of every slot
   Communicator* comm = nullptr;   // the launch's collectives (null when it has none)
+  bool machine_wide = false;      // the running thunk holds every core (ComputeSlot)
 };
 
 class Thunk {
@@ -31,8 +33,9 @@ class Thunk {
   // True for thunks that block until other devices arrive (collectives):
   // they take their compute slots themselves, around their copies.
   virtual bool waits_on_peers() const { return false; }
-  // True for thunks that run on every core of the host (large dots).
-  virtual bool machine_wide() const { return false; }
+  // The cores a computing thunk asks for (large dots ask for every core);
+  // ExecContext::machine_wide says what it got.
+  virtual ComputeSlot::Width width() const { return ComputeSlot::Width::device; }
 };
 
 struct Slot {

@@ -110,3 +110,39 @@ TEST_CASE("the runtime cannot be restarted with other options") {
   o.threads_per_device = r.threads_per_device();
   CHECK_THROWS_AS(rt::Runtime::start(o), Error);
 }
+
+TEST_CASE("a machine_if_idle compute slot takes every core only while nothing else computes") {
+  auto& r = runtime();
+  r.synchronize();
+  {
+    rt::ComputeSlot alone(rt::ComputeSlot::Width::machine_if_idle);
+    CHECK(alone.machine_wide());
+  }
+  rt::ComputeSlot device_share;
+  CHECK_FALSE(device_share.machine_wide());
+  if (rt::ComputeSlot::machine_threads() >= 2 * r.threads_per_device()) {
+    rt::ComputeSlot second(rt::ComputeSlot::Width::machine_if_idle);
+    CHECK_FALSE(second.machine_wide());
+  }
+}
+
+TEST_CASE("a machine_if_idle compute slot stays on its device while another device has a task under way") {
+  auto& r = runtime();
+  r.synchronize();
+  std::atomic<bool> started{false}, release{false};
+  r.launch({1}, [&](int) -> std::function<void()> {
+    return [&] {
+      started = true;
+      while (!release) std::this_thread::yield();
+    };
+  });
+  while (!started) std::this_thread::yield();
+  {
+    rt::ComputeSlot slot(rt::ComputeSlot::Width::machine_if_idle);
+    CHECK_FALSE(slot.machine_wide());
+  }
+  release = true;
+  r.synchronize();
+  rt::ComputeSlot after(rt::ComputeSlot::Width::machine_if_idle);
+  CHECK(after.machine_wide());
+}
