@@ -30,12 +30,21 @@ class KernelThunk final : public rt::Thunk {
     for (size_t i = 0; i < slots_.size(); ++i) bufs[i] = ctx.slots[slots_[i]];
     // Chunks of at least ~32K elements of work each.
     const std::int64_t grain = std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, k_.work_per_item));
-    rt::parallel_for(0, k_.items, grain,
-                     [&](std::int64_t b, std::int64_t e) { k_.fn(bufs.data(), b, e); });
+    auto chunk = [&](std::int64_t b, std::int64_t e) { k_.fn(bufs.data(), b, e); };
+    if (ctx.machine_wide) rt::parallel_for_machine(0, k_.items, grain, chunk);
+    else rt::parallel_for(0, k_.items, grain, chunk);
   }
   std::string describe() const override { return text_; }
+  // A large loop nest takes every core when no other device has work (a
+  // program on one device uses the whole host, as JAX's CPU devices do).
+  rt::ComputeSlot::Width width() const override {
+    return k_.items * k_.work_per_item >= kMachineWork ? rt::ComputeSlot::Width::machine_if_idle
+                                                       : rt::ComputeSlot::Width::device;
+  }
 
  private:
+  // Elements of work (~1 ms on one core) below which a turn on every core costs more than it saves.
+  static constexpr std::int64_t kMachineWork = std::int64_t(1) << 20;
   Kernel k_;
   std::vector<int> slots_;
   std::string text_;

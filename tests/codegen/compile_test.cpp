@@ -45,6 +45,34 @@ TEST_CASE("2 * sin(x) + 1 fuses into one kernel and matches the interpreter") {
   CHECK(c.executable->thunks.size() == 1);
 }
 
+TEST_CASE("large loop nests and dots ask for every core, and equal the interpreter when they get it") {
+  // On one device of an idle runtime, machine_if_idle slots are granted
+  // (tests/runtime): these runs take the machine-wide paths.
+  using W = rt::ComputeSlot::Width;
+  std::mt19937 rng(3);
+  const Shape big = {1031, 1029};  // > 2^20 elements, ragged
+  G b;
+  auto x = b.param(DType::float32, big);
+  auto two = build::broadcast_in_dim(b.t, build::scalar(b.t, DType::float32, 2), big, {});
+  b.g.outputs = {build::binary(b.t, Op::mul, two, build::unary(b.t, Op::sin, x))};
+  check_against_interpreter(b.g, {random_host<float>(DType::float32, big, rng, -100, 100)});
+  CHECK(codegen::compile(b.g, {1}).executable->thunks[0]->width() == W::machine_if_idle);
+
+  G small;
+  auto xs = small.param(DType::float32, {37, 129});
+  small.g.outputs = {build::unary(small.t, Op::sin, xs)};
+  CHECK(codegen::compile(small.g, {1}).executable->thunks[0]->width() == W::device);
+
+  for (DType dt : {DType::float32, DType::float64}) {
+    G d;
+    auto p = d.param(dt, {613, 577}), q = d.param(dt, {577, 701});
+    d.g.outputs = {build::dot_general(d.t, p, q, {{1}, {0}, {}, {}})};
+    check_against_interpreter(d.g, {random_host<float>(dt, {613, 577}, rng), random_host<float>(dt, {577, 701}, rng)},
+                              1e-5, 1e-4);
+    CHECK(codegen::compile(d.g, {1}).executable->thunks[0]->width() != W::device);
+  }
+}
+
 TEST_CASE("every transcendental is within a few ulp over a wide range") {
   for (Op op : {Op::sin, Op::cos, Op::tan, Op::tanh, Op::exp, Op::expm1, Op::log, Op::log1p, Op::logistic,
                 Op::sqrt, Op::rsqrt, Op::erf_inv}) {
