@@ -77,10 +77,11 @@ class Runtime {
 class ComputeSlot {
  public:
   // machine_if_idle: every core when no other device has a task under way
-  // and no thunk computes or waits for cores, else the device's share. For oversubscribed hosts, where taking
-  // turns machine-wide does not pay while every device computes, but a
-  // program on one device would otherwise leave all cores but its own idle
-  // (JAX's CPU devices share one pool: a one-device program uses the host).
+  // and no thunk computes or waits for cores, else the device's share. For
+  // oversubscribed hosts, where taking turns machine-wide does not pay while
+  // every device computes, but a program on one device would otherwise leave
+  // all cores but its own idle (JAX's CPU devices share one pool: a
+  // one-device program uses the host).
   enum class Width { device, machine, machine_if_idle };
   explicit ComputeSlot(Width w = Width::device);
   ~ComputeSlot();
