@@ -47,26 +47,6 @@ std::size_t rounded(std::size_t bytes) {
   return r ? r : kAlign;
 }
 
-struct Pool {
-  std::mutex m;
-  std::multimap<std::size_t, void*> free_blocks;
-  std::size_t cached = 0;
-  std::size_t cap = 0;
-  Pool() {
-    // At most half of the machine's memory, and 32 GiB: the data-parallel
-    // MLP step on 8 devices frees and reallocates about 10 GiB per step at
-    // full size; what the cache cannot hold comes back from the system as
-    // fresh pages that the kernel zeroes (a quarter of all CPU time with the
-    // old 6 GiB cap on a 24 GiB host).
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    std::size_t phys = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : (std::size_t(8) << 30);
-    cap = std::min(phys / 2, std::size_t(32) << 30);
-  }
-  ~Pool() {
-    for (auto& [size, p] : free_blocks) std::free(p);
-  }
-};
-
 // A fresh block from the system. Blocks of 2 MiB and more are 2 MiB-aligned
 // and asked to be backed by huge pages: a fresh 256 MiB gradient is 65536
 // page faults (each zeroing 4 KiB) otherwise, and the data-parallel MLP step
@@ -83,56 +63,126 @@ void* system_alloc(std::size_t r) {
   return block;
 }
 
-Pool& pool() {
-  static Pool* p = new Pool();  // outlives every buffer freed at exit
+// Half of the machine's memory, and at most 32 GiB: the data-parallel MLP step
+// on 8 devices frees and reallocates about 10 GiB per step at full size; what
+// the cache cannot hold comes back from the system as fresh pages that the
+// kernel zeroes (a quarter of all CPU time with an old 6 GiB cap on a 24 GiB
+// host).
+std::size_t default_cap() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  std::size_t phys = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : (std::size_t(8) << 30);
+  return std::min(phys / 2, std::size_t(32) << 30);
+}
+
+BlockCache& pool() {
+  static BlockCache* p = new BlockCache(default_cap());  // outlives every buffer freed at exit
   return *p;
 }
 
 }  // namespace
 
-void* device_alloc(std::size_t bytes) {
-  const std::size_t r = rounded(bytes);
-  Pool& p = pool();
-  {
-    std::lock_guard<std::mutex> lk(p.m);
-    auto it = p.free_blocks.find(r);
-    if (it != p.free_blocks.end()) {
-      void* block = it->second;
-      p.free_blocks.erase(it);
-      p.cached -= r;
-      return block;
-    }
+BlockCache::~BlockCache() { clear(); }
+
+template <class More>
+std::vector<BlockCache::Entry> BlockCache::evict_oldest(More more) {
+  std::vector<Entry> out;
+  while (!by_age_.empty() && more(by_age_.front())) {
+    Entry e = by_age_.front();
+    // The oldest block of a size is the first of its equal range (allocate
+    // takes the newest), so this finds it at once.
+    auto [lo, hi] = by_size_.equal_range(e.size);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == by_age_.begin()) {
+        by_size_.erase(it);
+        break;
+      }
+    by_age_.pop_front();
+    cached_ -= e.size;
+    out.push_back(e);
   }
-  void* block = system_alloc(r);
+  return out;
+}
+
+bool BlockCache::stale(const Entry& e) const { return e.freed_at + cap_ < clock_; }
+
+void BlockCache::give_back(const std::vector<Entry>& blocks) {
+  for (auto& e : blocks) std::free(e.block);
+}
+
+void* BlockCache::allocate(std::size_t bytes) {
+  const std::size_t r = rounded(bytes);
+  std::vector<Entry> stale_blocks;
+  void* block = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    clock_ += r;
+    auto it = by_size_.upper_bound(r);
+    if (it != by_size_.begin() && (--it)->first == r) {  // the newest block of this size
+      block = it->second->block;
+      by_age_.erase(it->second);
+      by_size_.erase(it);
+      cached_ -= r;
+    } else {
+      fresh_ += r;
+    }
+    stale_blocks = evict_oldest([&](const Entry& e) { return stale(e); });
+  }
+  give_back(stale_blocks);
+  if (block) return block;
+  block = system_alloc(r);
   if (!block) {
     // Out of memory: give the cache back and try once more.
-    std::lock_guard<std::mutex> lk(p.m);
-    for (auto& [size, q] : p.free_blocks) std::free(q);
-    p.free_blocks.clear();
-    p.cached = 0;
+    clear();
     block = system_alloc(r);
     if (!block) throw std::bad_alloc();
   }
   return block;
 }
 
-void device_free(void* block, std::size_t bytes) {
+void BlockCache::free(void* block, std::size_t bytes) {
   if (!block) return;
   const std::size_t r = rounded(bytes);
-  Pool& p = pool();
-  std::lock_guard<std::mutex> lk(p.m);
-  if (p.cached + r > p.cap) {
-    std::free(block);
-    return;
+  std::vector<Entry> stale_blocks;
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    stale_blocks = evict_oldest([&](const Entry& e) { return stale(e); });
+    if (cached_ + r <= cap_) {
+      by_age_.push_back({r, block, clock_});
+      by_size_.emplace(r, std::prev(by_age_.end()));
+      cached_ += r;
+      block = nullptr;
+    }
   }
-  p.free_blocks.emplace(r, block);
-  p.cached += r;
+  give_back(stale_blocks);
+  std::free(block);  // the cache is full of blocks in use: keep those
 }
 
-std::size_t cached_bytes() {
-  std::lock_guard<std::mutex> lk(pool().m);
-  return pool().cached;
+std::size_t BlockCache::cached() const {
+  std::lock_guard<std::mutex> lk(m_);
+  return cached_;
 }
+
+std::size_t BlockCache::fresh() const {
+  std::lock_guard<std::mutex> lk(m_);
+  return fresh_;
+}
+
+void BlockCache::clear() {
+  std::vector<Entry> all;
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    all = evict_oldest([](const Entry&) { return true; });
+  }
+  give_back(all);
+}
+
+void* device_alloc(std::size_t bytes) { return pool().allocate(bytes); }
+
+void device_free(void* block, std::size_t bytes) { pool().free(block, bytes); }
+
+std::size_t cached_bytes() { return pool().cached(); }
+
+std::size_t fresh_bytes() { return pool().fresh(); }
 
 Buffer::Buffer(int device, std::size_t bytes) : device_(device), bytes_(bytes), data_(device_alloc(bytes)) {}
 

@@ -7,8 +7,11 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <list>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace tessel::rt {
 
@@ -53,12 +56,57 @@ class Buffer {
 
 using BufferRef = std::shared_ptr<Buffer>;
 
-// Device memory comes from a caching allocator: freed blocks are kept (up to
-// a cap) and handed out again for the same size, so repeated programs do not
-// pay the kernel's page faults and zeroing for every new buffer.
+// Freed blocks kept for reuse, by size, so that repeated programs do not pay
+// the kernel's page faults and zeroing for every new buffer. Holds at most
+// `cap` bytes. A block that is not asked for again before `cap` more bytes
+// have been asked for is stale: what runs now wants other sizes (the program
+// or its layout changed), and the block goes back to the system. When the
+// cache is full, a freed block goes back instead of one the cache holds (a
+// repeated program larger than the cap then reuses a fixed part of its
+// blocks every run, where evicting the oldest would reuse none).
+// Thread-safe.
+class BlockCache {
+ public:
+  explicit BlockCache(std::size_t cap) : cap_(cap) {}
+  ~BlockCache();
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+  // A block of `bytes` (rounded up), from the cache if it holds one of that size.
+  void* allocate(std::size_t bytes);
+  void free(void* block, std::size_t bytes);
+  // Bytes held now.
+  std::size_t cached() const;
+  // Bytes taken from the system so far (the misses).
+  std::size_t fresh() const;
+  // Gives every cached block back to the system.
+  void clear();
+
+ private:
+  struct Entry {
+    std::size_t size;
+    void* block;
+    std::size_t freed_at;  // clock_ when freed
+  };
+  bool stale(const Entry& e) const;
+  // Removes the oldest blocks while more(oldest); returns them, for
+  // give_back outside the lock.
+  template <class More>
+  std::vector<Entry> evict_oldest(More more);
+  static void give_back(const std::vector<Entry>& blocks);
+  const std::size_t cap_;
+  mutable std::mutex m_;
+  std::list<Entry> by_age_;  // oldest first
+  std::multimap<std::size_t, std::list<Entry>::iterator> by_size_;
+  std::size_t cached_ = 0, fresh_ = 0;
+  std::size_t clock_ = 0;  // bytes handed out so far
+};
+
+// Device memory: the process's BlockCache, its cap half the machine's memory
+// and at most 32 GiB.
 void* device_alloc(std::size_t bytes);
 void device_free(void* p, std::size_t bytes);
-// Bytes held in the cache now (for tests and reports).
+// Bytes held in the cache now, and taken from the system so far (for tests and reports).
 std::size_t cached_bytes();
+std::size_t fresh_bytes();
 
 }  // namespace tessel::rt

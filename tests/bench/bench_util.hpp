@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <immintrin.h>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -54,21 +55,57 @@ inline double copy_seconds(std::size_t bytes) {
   }, 5, 1);
 }
 
-// Peak float32 FLOP rate: cores x clock x (2 FMA units x lanes x 2).
-inline double peak_flops() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  double mhz = 0;
-  bool avx512 = false, fma = false;
-  while (std::getline(f, line)) {
-    if (line.rfind("cpu MHz", 0) == 0 && mhz == 0) mhz = std::stod(line.substr(line.find(':') + 1));
-    if (line.rfind("flags", 0) == 0) {
-      avx512 = line.find(" avx512f") != std::string::npos;
-      fma = line.find(" fma") != std::string::npos;
-    }
+namespace detail {
+// Independent FMA chains in registers, `iters` times 12 FMAs of a vector;
+// returns a lane of their sum so the work cannot be dropped. A macro because
+// each ISA's copy needs its own target attribute to be compiled inline.
+#define TESSEL_BENCH_FMA_CHAINS(V, FMA, SET1)                              \
+  V acc[12];                                                               \
+  for (int i = 0; i < 12; ++i) acc[i] = SET1(float(i));                    \
+  const V a = SET1(0.999999f), b = SET1(1e-7f);                            \
+  for (long k = 0; k < iters; ++k)                                         \
+    for (int i = 0; i < 12; ++i) acc[i] = FMA(acc[i], a, b);               \
+  V s = acc[0];                                                            \
+  for (int i = 1; i < 12; ++i) s = FMA(acc[i], a, s);                      \
+  float out[sizeof(V) / sizeof(float)];                                    \
+  std::memcpy(out, &s, sizeof out);                                        \
+  return out[0];
+__attribute__((target("avx2,fma"))) inline float fma_chains8(long iters) {
+  TESSEL_BENCH_FMA_CHAINS(__m256, _mm256_fmadd_ps, _mm256_set1_ps)
+}
+__attribute__((target("avx512f"))) inline float fma_chains16(long iters) {
+  TESSEL_BENCH_FMA_CHAINS(__m512, _mm512_fmadd_ps, _mm512_set1_ps)
+}
+#undef TESSEL_BENCH_FMA_CHAINS
+
+// FLOP/s of `chains` on every core at once, run for about a quarter second.
+inline double all_core_rate(float (*chains)(long), int lanes) {
+  volatile float sink = chains(1000);  // warm up the units (AVX-512 licences, clocks)
+  long iters = 1 << 20;
+  for (;;) {
+    std::vector<std::thread> ts;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int c = 0; c < cores(); ++c) ts.emplace_back([&] { sink = chains(iters); });
+    for (auto& t : ts) t.join();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > 0.25) return double(cores()) * double(iters) * 12 * 2 * lanes / s;
+    iters *= 2;
   }
-  const double lanes = avx512 ? 16 : 8;
-  return cores() * mhz * 1e6 * (fma ? 2 * lanes * 2 : lanes * 2);
+}
+}  // namespace detail
+
+// Peak float32 FLOP rate, measured once: every core running independent FMA
+// chains with the widest vectors the CPU has. Read off the CPU flags it would
+// be wrong by 2x on CPUs whose 512-bit FMAs issue as two 256-bit halves
+// (AMD Zen 4) or that have one 512-bit FMA unit, and by the turbo clock on all.
+inline double peak_flops() {
+  static const double peak = [] {
+    double rate = 0;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) rate = detail::all_core_rate(detail::fma_chains8, 8);
+    if (__builtin_cpu_supports("avx512f")) rate = std::max(rate, detail::all_core_rate(detail::fma_chains16, 16));
+    return rate > 0 ? rate : 1e9 * cores();  // neither: no floor worth printing
+  }();
+  return peak;
 }
 
 // Seconds PyTorch (CPU, all cores) takes for `stmt` after `setup`, median of reps;

@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <barrier>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include <tessel/tessel.hpp>
 
@@ -87,6 +89,69 @@ TEST_CASE("buffers are aligned and owned by a device") {
   CHECK(reinterpret_cast<std::uintptr_t>(b->data()) % 64 == 0);
   auto z = rt::Buffer::allocate(0, 0);
   CHECK(z->data() != nullptr);
+}
+
+TEST_CASE("the block cache hands a freed block out again for the same size") {
+  rt::BlockCache cache(1 << 20);
+  void* a = cache.allocate(1000);
+  cache.free(a, 1000);
+  CHECK(cache.cached() == 1024);  // rounded to cache lines
+  CHECK(cache.allocate(1000) == a);
+  CHECK(cache.cached() == 0);
+  cache.free(a, 1000);
+}
+
+TEST_CASE("a full block cache keeps the blocks it holds and gives the freed one back") {
+  rt::BlockCache cache(3 * 1024);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(cache.allocate(1024));
+  for (void* b : blocks) cache.free(b, 1024);
+  CHECK(cache.cached() == 3 * 1024);
+  std::set<void*> reused;
+  for (int i = 0; i < 3; ++i) reused.insert(cache.allocate(1024));
+  CHECK(reused == std::set<void*>(blocks.begin(), blocks.begin() + 3));  // the last freed went back
+  CHECK(cache.fresh() == 4 * 1024);
+  for (void* b : reused) cache.free(b, 1024);
+}
+
+TEST_CASE("a block not asked for within a cache's worth of requests goes back") {
+  rt::BlockCache cache(4096);
+  void* a = cache.allocate(1024);
+  cache.free(a, 1024);
+  auto request = [&] {
+    void* x = cache.allocate(2048);
+    cache.free(x, 2048);
+  };
+  request(), request();  // 4 KiB asked for since a was freed: a is not stale yet
+  CHECK(cache.cached() == 1024 + 2048);
+  request();  // 6 KiB: stale
+  CHECK(cache.cached() == 2048);
+  CHECK(cache.fresh() == 1024 + 2048);  // the 2 KiB block was asked for: kept throughout
+}
+
+TEST_CASE("after a program changes, the block cache comes to hold the new program's blocks") {
+  // Two 'programs' each allocating then freeing their own sizes, as the MLP
+  // does when the tutorial moves from data to model parallelism. The cap
+  // holds one program's blocks and a half: keeping the old program's blocks
+  // would leave the new one taking most of its blocks from the system on
+  // every run.
+  const std::vector<std::size_t> first = {64 << 10, 64 << 10, 128 << 10, 32 << 10};
+  const std::vector<std::size_t> second = {48 << 10, 96 << 10, 96 << 10, 80 << 10};
+  const std::size_t footprint = (64 + 64 + 128 + 32) << 10, second_footprint = (48 + 96 + 96 + 80) << 10;
+  rt::BlockCache cache(footprint * 3 / 2);
+  auto run = [&](const std::vector<std::size_t>& sizes) {
+    std::vector<void*> live;
+    for (auto n : sizes) live.push_back(cache.allocate(n));
+    for (size_t i = 0; i < sizes.size(); ++i) cache.free(live[i], sizes[i]);
+  };
+  run(first), run(first);
+  CHECK(cache.cached() == footprint);
+  CHECK(cache.fresh() == footprint);
+  for (int i = 0; i < 3; ++i) run(second);
+  const std::size_t fresh = cache.fresh();
+  run(second);
+  CHECK(cache.fresh() == fresh);  // every block from the cache
+  CHECK(cache.cached() == second_footprint);
 }
 
 TEST_CASE("parallel_for covers the range exactly once") {
