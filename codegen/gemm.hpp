@@ -1,9 +1,9 @@
 // tessel's own matrix product for float32 and float64: C = A . B with A, B at
 // any element strides (transposed operands are read in place) and C row-major.
 //
-// Why our own and not oneDNN's: measured on the 2-core AMD host, oneDNN 2.7's
-// sgemm ran 256x2048x2048 at 38 GFLOP/s when B was 32-byte aligned and at
-// 65 when it was not (its copy/no-copy heuristic), which cost the data-parallel
+// Why our own and not oneDNN's: measured on the 2-core AMD host, Debian's
+// oneDNN (2.6) sgemm ran 256x2048x2048 at 38 GFLOP/s when B was 32-byte
+// aligned and at 65 when it was not (its copy/no-copy heuristic), which cost the data-parallel
 // MLP step a fifth of its time; on the 16-core Sapphire Rapids host it ran
 // 8192^3 1.7x slower than PyTorch's MKL; and it runs on OpenMP threads beside
 // our TBB arenas. This one runs on the caller's tasks, so it lives inside the
