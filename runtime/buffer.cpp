@@ -103,7 +103,7 @@ std::vector<BlockCache::Entry> BlockCache::evict_oldest(More more) {
   return out;
 }
 
-bool BlockCache::stale(const Entry& e) const { return e.freed_at + cap_ < clock_; }
+bool BlockCache::stale(const Entry& e) const { return e.freed_at + 2 * cap_ < clock_; }
 
 void BlockCache::give_back(const std::vector<Entry>& blocks) {
   for (auto& e : blocks) std::free(e.block);
