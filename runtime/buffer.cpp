@@ -154,7 +154,7 @@ void BlockCache::free(void* block, std::size_t bytes) {
     }
   }
   give_back(stale_blocks);
-  std::free(block);  // the cache is full of blocks in use: keep those
+  std::free(block);  // the cache is full of blocks still being reused: keep those
 }
 
 std::size_t BlockCache::cached() const {

@@ -80,12 +80,13 @@ __attribute__((target("avx512f"))) inline float fma_chains16(long iters) {
 
 // FLOP/s of `chains` on every core at once, run for about a quarter second.
 inline double all_core_rate(float (*chains)(long), int lanes) {
-  volatile float sink = chains(1000);  // warm up the units (AVX-512 licences, clocks)
+  std::vector<float> sums(cores() + 1);  // one per thread, so that no two threads write one place
+  sums.back() = chains(1000);            // warm up the units (AVX-512 licences, clocks)
   long iters = 1 << 20;
   for (;;) {
     std::vector<std::thread> ts;
     auto t0 = std::chrono::steady_clock::now();
-    for (int c = 0; c < cores(); ++c) ts.emplace_back([&] { sink = chains(iters); });
+    for (int c = 0; c < cores(); ++c) ts.emplace_back([&, c] { sums[c] = chains(iters); });
     for (auto& t : ts) t.join();
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s > 0.25) return double(cores()) * double(iters) * 12 * 2 * lanes / s;
