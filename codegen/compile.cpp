@@ -21,6 +21,16 @@ namespace tessel::codegen {
 
 namespace {
 
+class EmptyThunk final : public rt::Thunk {
+ public:
+  explicit EmptyThunk(std::string text) : text_(std::move(text)) {}
+  void run(rt::ExecContext&) const override {}
+  std::string describe() const override { return text_; }
+
+ private:
+  std::string text_;
+};
+
 class KernelThunk final : public rt::Thunk {
  public:
   KernelThunk(Kernel k, std::vector<int> slots, std::string text)
@@ -300,15 +310,27 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   };
   for (auto& p : g.params) exe->param_slots.push_back(slot_of(p));
   std::ostringstream text;
+  std::size_t code_bytes = 0;
   for (auto& step : plan.steps) {
     int out = slot_of(step.node);
     std::vector<int> reads;
     for (auto& r : step.reads) reads.push_back(slot_of(r));
     std::unique_ptr<rt::Thunk> thunk;
+    // An empty result needs no work (and no kernel: its loops would divide
+    // by zero sizes). Every device holds the same shapes, so collectives
+    // skipped here are skipped on every device.
+    if (numel(step.node->shape()) == 0) {
+      thunk = std::make_unique<EmptyThunk>("empty " + step.node->aval.str() + " root=" + op_name(step.node->op));
+      exe->alloc_before.push_back({out});
+      exe->free_after.push_back({});
+      exe->thunks.push_back(std::move(thunk));
+      continue;
+    }
     switch (step.kind) {
       case StepKind::Loop:
       case StepKind::Reduce: {
         Kernel k = compile_kernel(step);
+        code_bytes += k.code->code_bytes;
         std::vector<int> bufs{out};
         bufs.insert(bufs.end(), reads.begin(), reads.end());
         std::ostringstream os;
@@ -351,7 +373,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   // The kernels just built may have created statics (the JIT's);
   // exit() must let running launches finish before destroying them.
   rt::Runtime::synchronize_at_exit();
-  return {exe, text.str()};
+  return {exe, text.str(), code_bytes};
 }
 
 }  // namespace tessel::codegen

@@ -19,6 +19,7 @@ struct CompileOptions {
 struct CompiledProgram {
   std::shared_ptr<rt::Executable> executable;
   std::string thunks_text;  // one line per thunk
+  std::size_t code_bytes = 0;  // machine code of its kernels (shared kernels counted in each program)
 };
 
 CompiledProgram compile(const Graph& program, const CompileOptions& options);

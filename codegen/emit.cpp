@@ -13,6 +13,7 @@
 #include "codegen/llvm_headers.hpp"
 #include "codegen/math.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
 
 namespace tessel::codegen {
 
@@ -25,58 +26,6 @@ using Index = std::vector<Value*>;
 constexpr std::int64_t kRowBlock = 8192;
 // Column reductions: output columns per work item.
 constexpr std::int64_t kColumnBlock = 2048;
-
-// ------------------------------------------------------------------ the cache key
-
-std::string params_text(const Node& n) {
-  std::ostringstream os;
-  auto vec = [&](const std::vector<std::int64_t>& v) {
-    os << '[';
-    for (auto x : v) os << x << ',';
-    os << ']';
-  };
-  vec(n.p.dims);
-  vec(n.p.lo);
-  vec(n.p.hi);
-  vec(n.p.step);
-  vec(n.p.dot.lhs_contract);
-  vec(n.p.dot.rhs_contract);
-  vec(n.p.dot.lhs_batch);
-  vec(n.p.dot.rhs_batch);
-  os << int(n.p.dtype);
-  if (n.p.literal) {
-    os << 'k';
-    for (unsigned char c : n.p.literal->bytes) os << std::hex << int(c) << std::dec << '.';
-  }
-  return os.str();
-}
-
-std::string describe(const Step& step, const std::unordered_set<const Node*>& leaves) {
-  std::ostringstream os;
-  std::unordered_map<const Node*, int> seen;
-  std::unordered_map<const Node*, int> leaf_no;
-  for (size_t i = 0; i < step.reads.size(); ++i) leaf_no[step.reads[i].get()] = int(i);
-  std::function<void(const NodeRef&, bool)> walk = [&](const NodeRef& n, bool root) {
-    if (!root && leaves.count(n.get())) {
-      os << 'L' << leaf_no.at(n.get()) << n->aval.str();
-      return;
-    }
-    auto it = seen.find(n.get());
-    if (it != seen.end()) {
-      os << '#' << it->second;
-      return;
-    }
-    seen[n.get()] = int(seen.size());
-    os << '(' << op_name(n->op) << ' ' << n->aval.str() << ' ' << params_text(*n);
-    for (auto& x : n->in) {
-      os << ' ';
-      walk(x, false);
-    }
-    os << ')';
-  };
-  walk(step.node, true);
-  return os.str();
-}
 
 // ------------------------------------------------------------------ the emitter
 
@@ -572,23 +521,7 @@ class Emitter {
     std::vector<bool> reduced;  // per input dim
   };
 
-  Value* identity(Op op, DType t) {
-    const bool fl = is_floating(t);
-    switch (op) {
-      case Op::reduce_sum: return constant(t, 0);
-      case Op::reduce_prod: return constant(t, 1);
-      case Op::reduce_max:
-        if (fl) return constant(t, -HUGE_VAL);
-        if (t == DType::bool_) return b_.getFalse();
-        if (t == DType::uint32) return constant(t, 0);
-        return llvm::ConstantInt::get(reg_type(t), llvm::APInt::getSignedMinValue(reg_type(t)->getIntegerBitWidth()));
-      default:  // reduce_min
-        if (fl) return constant(t, HUGE_VAL);
-        if (t == DType::bool_) return b_.getTrue();
-        if (t == DType::uint32) return llvm::ConstantInt::get(reg_type(t), llvm::APInt::getMaxValue(32));
-        return llvm::ConstantInt::get(reg_type(t), llvm::APInt::getSignedMaxValue(reg_type(t)->getIntegerBitWidth()));
-    }
-  }
+  Value* identity(Op op, DType t) { return literal_scalar(reduction_identity(op, t)); }
 
   Value* combine(Op op, DType t, Value* acc, Value* v) {
     const bool fl = is_floating(t);
@@ -754,9 +687,10 @@ class Emitter {
 // The kernel shape (items, work) without building IR: what emit_* return.
 std::pair<std::int64_t, std::int64_t> kernel_shape(const Step& step) {
   const Node& root = *step.node;
+  if (numel(root.shape()) == 0) return {0, 1};  // an empty result: nothing to compute
   if (step.kind == StepKind::Loop) {
     const Shape& s = root.shape();
-    if (s.empty() || numel(s) == 0) return {1, 1};
+    if (s.empty()) return {1, 1};
     const std::int64_t last = s.back(), block = std::min(last, kRowBlock);
     return {numel(s) / last * ceil_div(last, block), block};
   }
@@ -782,22 +716,22 @@ std::pair<std::int64_t, std::int64_t> kernel_shape(const Step& step) {
 
 Kernel compile_kernel(const Step& step) {
   TESSEL_CHECK_INTERNAL(step.kind == StepKind::Loop || step.kind == StepKind::Reduce);
-  std::unordered_set<const Node*> leaves;
-  for (auto& r : step.reads) leaves.insert(r.get());
   Kernel k;
-  k.key = (step.kind == StepKind::Loop ? "loop " : "reduce ") + describe(step, leaves);
+  // Exact structure and bits of the kernel's expression (tracer/key.hpp).
+  k.key = (step.kind == StepKind::Loop ? "L" : "R") + fingerprint(step.node, step.reads).bytes();
   auto [items, work] = kernel_shape(step);
   k.items = items;
   k.work_per_item = work;
-  k.fn = reinterpret_cast<KernelFn>(Jit::get().cached(k.key, [&]() -> void* {
+  k.code = Jit::get().cached(k.key, [&]() -> ModuleRef {
     static std::atomic<int> counter{0};
     const std::string name = "tessel_kernel_" + std::to_string(counter++);
     auto ctx = std::make_unique<llvm::LLVMContext>();
     auto m = Jit::get().new_module(name, *ctx);
     Emitter e(step, *ctx, *m);
     e.build(name);
-    return Jit::get().compile(std::move(m), std::move(ctx), {name})[0];
-  }));
+    return Jit::get().compile(std::move(m), std::move(ctx), {name});
+  });
+  k.fn = reinterpret_cast<KernelFn>(k.code->symbols.at(0));
   return k;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "codegen/fusion.hpp"
+#include "codegen/jit.hpp"
 
 namespace tessel::codegen {
 
@@ -27,6 +28,7 @@ struct Kernel {
   std::int64_t items = 0;          // work items: the range to split
   std::int64_t work_per_item = 0;  // elements touched per item (for the grain size)
   std::string key;                 // what the kernel cache knows it by
+  ModuleRef code;                  // keeps the kernel's machine code alive
 };
 
 // The compiled kernel of a Loop or Reduce step (cached by its description).

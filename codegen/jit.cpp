@@ -2,6 +2,7 @@
 
 #include "codegen/host.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -15,9 +16,24 @@ struct Jit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
   std::mutex mutex;
-  std::unordered_map<std::string, void*> cache;
-  int modules = 0;
+  std::unordered_map<std::string, std::weak_ptr<const CompiledModule>> cache;
+  std::size_t live = 0;          // CompiledModules alive
+  std::size_t object_bytes = 0;  // bytes of all object files the JIT linked
+  std::size_t sweep_at = 64;     // cache size at which expired entries are dropped
 };
+
+struct CompiledModule::Impl {
+  Jit::Impl* jit = nullptr;
+  llvm::orc::ResourceTrackerSP tracker;
+};
+
+CompiledModule::~CompiledModule() {
+  if (!impl || !impl->tracker) return;
+  std::lock_guard<std::mutex> lk(impl->jit->mutex);
+  --impl->jit->live;
+  // Nothing can call into the module now: its last holder is gone.
+  if (auto e = impl->tracker->remove()) llvm::consumeError(std::move(e));
+}
 
 namespace {
 
@@ -46,6 +62,13 @@ Jit::Jit() : impl_(std::make_unique<Impl>()) {
   jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Fast;
   impl_->tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
   impl_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "creating the JIT");
+  // Measure each object file (a module's code size, for the compile cache's bound).
+  Impl* self = impl_.get();
+  impl_->jit->getObjTransformLayer().setTransform(
+      [self](std::unique_ptr<llvm::MemoryBuffer> obj) -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
+        self->object_bytes += obj->getBufferSize();
+        return std::move(obj);
+      });
   // Kernels may call libm (float64 transcendentals, pow, atan2).
   auto& dylib = impl_->jit->getMainJITDylib();
   dylib.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
@@ -56,8 +79,9 @@ Jit::Jit() : impl_(std::make_unique<Impl>()) {
 Jit::~Jit() = default;
 
 Jit& Jit::get() {
-  static Jit jit;
-  return jit;
+  // Never destroyed: modules held by caches that outlive main free into it.
+  static Jit* jit = new Jit;
+  return *jit;
 }
 
 const llvm::TargetMachine& Jit::target_machine() const { return *impl_->tm; }
@@ -69,8 +93,8 @@ std::unique_ptr<llvm::Module> Jit::new_module(const std::string& name, llvm::LLV
   return m;
 }
 
-std::vector<void*> Jit::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                                const std::vector<std::string>& symbols) {
+ModuleRef Jit::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
+                       const std::vector<std::string>& symbols) {
   std::lock_guard<std::mutex> lk(impl_->mutex);
   {
     std::string err;
@@ -103,29 +127,50 @@ std::vector<void*> Jit::compile(std::unique_ptr<llvm::Module> module, std::uniqu
   auto rt = impl_->jit->getMainJITDylib().createResourceTracker();
   if (auto e = impl_->jit->addIRModule(rt, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     throw InternalError("adding a module to the JIT: " + to_string(std::move(e)));
-  std::vector<void*> out;
+  auto out = std::make_shared<CompiledModule>();
+  const std::size_t before = impl_->object_bytes;
   for (auto& s : symbols) {
     auto addr = unwrap(impl_->jit->lookup(s), "looking up a kernel");
-    out.push_back(addr.toPtr<void*>());
+    out->symbols.push_back(addr.toPtr<void*>());
   }
-  ++impl_->modules;
+  out->code_bytes = impl_->object_bytes - before;
+  out->impl = std::make_unique<CompiledModule::Impl>();
+  out->impl->jit = impl_.get();
+  out->impl->tracker = rt;
+  ++impl_->live;
   return out;
 }
 
-void* Jit::cached(const std::string& key, const std::function<void*()>& make) {
+ModuleRef Jit::cached(const std::string& key, const std::function<ModuleRef()>& make) {
   {
     std::lock_guard<std::mutex> lk(impl_->mutex);
     auto it = impl_->cache.find(key);
-    if (it != impl_->cache.end()) return it->second;
+    if (it != impl_->cache.end())
+      if (auto m = it->second.lock()) return m;
   }
-  void* f = make();
+  ModuleRef m = make();
   std::lock_guard<std::mutex> lk(impl_->mutex);
-  return impl_->cache.emplace(key, f).first->second;
+  auto& slot = impl_->cache[key];
+  if (auto other = slot.lock()) return other;  // another thread built it meanwhile
+  slot = m;
+  // Drop the entries of modules that are gone (amortised: when the table doubles).
+  if (impl_->cache.size() >= impl_->sweep_at) {
+    std::erase_if(impl_->cache, [](const auto& kv) { return kv.second.expired(); });
+    impl_->sweep_at = std::max<std::size_t>(64, 2 * impl_->cache.size());
+  }
+  return m;
 }
 
 std::size_t Jit::cache_size() const {
   std::lock_guard<std::mutex> lk(impl_->mutex);
-  return impl_->cache.size();
+  std::size_t n = 0;
+  for (auto& [k, w] : impl_->cache) n += !w.expired();
+  return n;
+}
+
+std::size_t Jit::live_modules() const {
+  std::lock_guard<std::mutex> lk(impl_->mutex);
+  return impl_->live;
 }
 
 }  // namespace tessel::codegen

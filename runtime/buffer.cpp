@@ -1,4 +1,5 @@
 #include "runtime/buffer.hpp"
+#include "tracer/errors.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -134,7 +135,9 @@ void* BlockCache::allocate(std::size_t bytes) {
     // Out of memory: give the cache back and try once more.
     clear();
     block = system_alloc(r);
-    if (!block) throw std::bad_alloc();
+    if (!block)
+      throw ResourceExhaustedError("RESOURCE_EXHAUSTED: could not allocate " + std::to_string(bytes) +
+                                   " bytes of device memory (the host is out of memory)");
   }
   return block;
 }

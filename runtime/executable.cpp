@@ -1,5 +1,8 @@
 #include "runtime/executable.hpp"
 
+#include <unistd.h>
+#include <algorithm>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -92,6 +95,31 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     };
   });
   return outputs;
+}
+
+std::size_t Executable::peak_bytes() const {
+  std::vector<bool> fixed(slots.size(), false);
+  for (int s : param_slots) fixed[s] = true;
+  std::size_t outs = 0;
+  for (int s : output_slots)
+    if (!fixed[s]) outs += slots[s].bytes, fixed[s] = true;
+  std::size_t live = 0, peak = 0;
+  for (size_t t = 0; t < thunks.size(); ++t) {
+    for (int s : alloc_before[t])
+      if (!fixed[s]) live += slots[s].bytes;
+    peak = std::max(peak, live);
+    for (int s : free_after[t])
+      if (!fixed[s]) live -= slots[s].bytes;
+  }
+  return outs + peak;
+}
+
+std::size_t host_memory_bytes() {
+  static const std::size_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? std::size_t(pages) * std::size_t(size) : std::size_t(1) << 40;
+  }();
+  return bytes;
 }
 
 std::string Executable::describe() const {

@@ -60,6 +60,12 @@ class Executable : public std::enable_shared_from_this<Executable> {
                                              const std::vector<std::vector<BufferRef>>& inputs) const;
 
   std::string describe() const;
+  // The most memory one device holds at once for a run: its outputs plus the
+  // largest set of temporaries alive together (parameters exist already).
+  std::size_t peak_bytes() const;
 };
+
+// The host's physical memory: no run may need more (ResourceExhaustedError).
+std::size_t host_memory_bytes();
 
 }  // namespace tessel::rt

@@ -45,6 +45,21 @@ class ConcretizationError : public Error {
   using Error::Error;
 };
 
+// Memory that cannot be had (JAX's RESOURCE_EXHAUSTED): raised before any
+// device allocates, never std::bad_alloc or an OOM kill.
+class ResourceExhaustedError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A value out of range that is not a shape, dtype or sharding (JAX's
+// ValueError): a bad environment variable, an empty reduction without an
+// identity, a NaN bound, a setting changed too late.
+class ValueError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A bug in tessel, not in the user's program.
 class InternalError : public std::logic_error {
  public:

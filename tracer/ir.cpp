@@ -1,6 +1,8 @@
 #include "tracer/ir.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <functional>
 #include <sstream>
@@ -66,7 +68,19 @@ std::shared_ptr<const Literal> Literal::scalar(DType t, double v) {
   l->bytes.resize(dtype_size(t));
   visit_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    T x = T(v);
+    T x;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // Defined for every double (a cast out of range is undefined): NaN is
+      // 0, values beyond the dtype saturate. Exact identities use
+      // reduction_identity, never this.
+      using L = std::numeric_limits<T>;
+      if (std::isnan(v)) x = 0;
+      else if (v <= double(L::lowest())) x = L::lowest();
+      else if (v >= double(L::max())) x = L::max();
+      else x = T(v);
+    } else {
+      x = T(v);
+    }
     std::memcpy(l->bytes.data(), &x, sizeof(T));
   });
   return l;
@@ -99,6 +113,7 @@ std::size_t Params::hash() const {
 }
 
 NodeRef NodeTable::make(Op op, std::vector<NodeRef> in, Aval aval, Params p) {
+  check_shape(aval.shape, aval.dtype, op_name(op));
   std::size_t h = std::size_t(op);
   for (auto& x : in) mix(h, std::hash<const void*>()(x.get()));
   mix(h, std::size_t(aval.dtype));
@@ -148,6 +163,88 @@ std::vector<NodeRef> Graph::topo_order() const {
   for (auto& p : params) visit(p);
   for (auto& o : outputs) visit(o);
   return order;
+}
+
+namespace {
+
+void add_aval(Key& k, const Aval& a) { k.pod(a.dtype).pod(a.weak_type).seq(a.shape); }
+
+void add_params(Key& k, const Params& p) {
+  k.seq(p.dims).seq(p.lo).seq(p.hi).seq(p.step);
+  k.seq(p.dot.lhs_contract).seq(p.dot.rhs_contract).seq(p.dot.lhs_batch).seq(p.dot.rhs_batch);
+  k.pod(p.dtype);
+  if (p.literal) {
+    k.tag('L').pod(p.literal->dtype).seq(p.literal->shape).raw(p.literal->bytes.data(), p.literal->bytes.size());
+  } else {
+    k.tag('-');
+  }
+  if (p.sharding) add_to_key(k, *p.sharding);
+  else k.tag('-');
+  if (p.mesh) add_to_key(k, *p.mesh);
+  else k.tag('-');
+  k.seq(p.mesh_axes).pod(p.reduce_op).pod(std::uint64_t(p.pairs.size()));
+  for (auto& [a, b] : p.pairs) k.pod(a).pod(b);
+}
+
+// Nodes in `order` (operands first), each as op, aval, params and its operands'
+// positions in `order`; nodes of `leaf_no` as their input number and aval.
+void add_nodes(Key& k, const std::vector<NodeRef>& order, std::unordered_map<const Node*, std::int64_t>& number,
+               const std::unordered_map<const Node*, std::int64_t>& leaf_no) {
+  for (auto& n : order) {
+    auto leaf = leaf_no.find(n.get());
+    if (leaf != leaf_no.end()) {
+      k.tag('I').pod(leaf->second);
+      add_aval(k, n->aval);
+    } else {
+      k.tag('N').pod(n->op);
+      add_aval(k, n->aval);
+      add_params(k, n->p);
+      k.pod(std::uint64_t(n->in.size()));
+      for (auto& x : n->in) k.pod(number.at(x.get()));
+    }
+    number.emplace(n.get(), std::int64_t(number.size()));
+  }
+}
+
+}  // namespace
+
+Key fingerprint(const Graph& g) {
+  Key k;
+  std::unordered_map<const Node*, std::int64_t> number;
+  auto order = g.topo_order();
+  k.pod(std::uint64_t(order.size()));
+  add_nodes(k, order, number, {});
+  k.pod(std::uint64_t(g.params.size()));
+  for (auto& p : g.params) k.pod(number.at(p.get()));
+  k.pod(std::uint64_t(g.outputs.size()));
+  for (auto& o : g.outputs) k.pod(number.at(o.get()));
+  return k;
+}
+
+Key fingerprint(const NodeRef& root, const std::vector<NodeRef>& leaves) {
+  std::unordered_map<const Node*, std::int64_t> leaf_no;
+  for (size_t i = 0; i < leaves.size(); ++i) leaf_no.emplace(leaves[i].get(), std::int64_t(i));
+  // Operands first, not entering leaves (iterative: kernels may be deep).
+  std::vector<NodeRef> order;
+  std::unordered_set<const Node*> seen{root.get()};
+  std::vector<std::pair<NodeRef, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    const bool is_leaf = n != root && leaf_no.count(n.get());
+    if (!is_leaf && i < n->in.size()) {
+      NodeRef c = n->in[i++];
+      if (seen.insert(c.get()).second) stack.push_back({c, 0});
+    } else {
+      order.push_back(n);
+      stack.pop_back();
+    }
+  }
+  if (leaf_no.count(root.get())) leaf_no.erase(root.get());
+  Key k;
+  std::unordered_map<const Node*, std::int64_t> number;
+  k.pod(std::uint64_t(order.size()));
+  add_nodes(k, order, number, leaf_no);
+  return k;
 }
 
 namespace {

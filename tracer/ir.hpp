@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tracer/dtype.hpp"
+#include "tracer/key.hpp"
 #include "tracer/ops.hpp"
 #include "tracer/shape.hpp"
 #include "tracer/sharding.hpp"
@@ -119,6 +120,14 @@ std::unordered_map<const Node*, int> value_numbers(const Graph& g);
 // each value, then `notes` (optional, by node) as comments.
 std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSharding>* shardings = nullptr,
                     const std::unordered_map<const Node*, std::string>* notes = nullptr);
+
+// Exact structural keys (tracer/key.hpp): every node's op, aval and every
+// parameter bit (constants' bytes, shardings, meshes), operands by position.
+// Equal keys mean the same program, so caches key on them, never on text.
+Key fingerprint(const Graph& g);
+// The subgraph computing `root`, with the nodes of `leaves` as numbered
+// inputs (leaves[i] is input i, keyed by its aval only).
+Key fingerprint(const NodeRef& root, const std::vector<NodeRef>& leaves);
 
 // Checks the invariants the builders establish (operand avals against each
 // op's rule); throws InternalError naming the node. Run between passes in

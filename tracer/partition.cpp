@@ -5,19 +5,11 @@
 
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
 
 namespace tessel {
 
 namespace {
-
-double identity_of(Op reduce_op, DType t) {
-  switch (reduce_op) {
-    case Op::max: return is_floating(t) ? -HUGE_VAL : (t == DType::uint32 ? 0.0 : -9.2233720368547758e18);
-    case Op::min: return is_floating(t) ? HUGE_VAL : 9.2233720368547758e18;
-    case Op::mul: return 1.0;
-    default: return 0.0;
-  }
-}
 
 struct Partitioner {
   const Graph& g;
@@ -120,7 +112,7 @@ struct Partitioner {
   }
 
   // Replaces the padding of split, uneven dims `dims` of x (sharded as s) by `fill`.
-  NodeRef mask(NodeRef x, const Shape& G, const AxisSharding& s, const std::vector<int>& dims, double fill) {
+  NodeRef mask(NodeRef x, const Shape& G, const AxisSharding& s, const std::vector<int>& dims, const Literal& fill) {
     NodeRef valid;
     for (int d : dims) {
       if (s.dims[d].empty() || G[d] % tiles(s.dims[d]) == 0) continue;
@@ -133,7 +125,7 @@ struct Partitioner {
       valid = valid ? build::binary(t, Op::and_, valid, ok) : ok;
     }
     if (!valid) return x;
-    NodeRef f = build::broadcast_in_dim(t, build::scalar(t, x->dtype(), fill), x->shape(), {});
+    NodeRef f = build::broadcast_in_dim(t, build::constant(t, std::make_shared<const Literal>(fill)), x->shape(), {});
     return build::select(t, valid, x, f);
   }
 
@@ -160,7 +152,7 @@ struct Partitioner {
       for (size_t d = 0; d < rule.operands[k].size(); ++d)
         for (int f : rule.operands[k][d])
           if (rule.reduction[f] && !fa[f].empty()) reduced_dims.push_back(int(d));
-      if (!reduced_dims.empty()) lx = mask(lx, x->shape(), want, reduced_dims, identity_of(rule.reduce_op, x->dtype()));
+      if (!reduced_dims.empty()) lx = mask(lx, x->shape(), want, reduced_dims, reduction_identity(rule.reduce_op, x->dtype()));
       ops.push_back(lx);
       op_sh.push_back(want);
     }

@@ -42,7 +42,10 @@ namespace rule_util {
 
 std::string avals_str(const std::vector<Aval>& in) {
   std::ostringstream os;
-  for (size_t i = 0; i < in.size(); ++i) os << (i ? (i + 1 == in.size() ? " and " : ", ") : "") << in[i].str();
+  // As JAX names them in messages: float32[4,8].
+  for (size_t i = 0; i < in.size(); ++i)
+    os << (i ? (i + 1 == in.size() ? " and " : ", ") : "") << aval_str(in[i].dtype, in[i].shape)
+       << (in[i].weak_type ? "{weak}" : "");
   return os.str();
 }
 

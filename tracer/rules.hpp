@@ -75,6 +75,13 @@ struct Rule;
 TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 
+// The identity of a reduction, exactly for dtype t (never through a double):
+// 0 for reduce_sum/add, 1 for reduce_prod/mul, the dtype's lowest value
+// (-inf for floats, false for bool) for reduce_max/max/argmax and its highest
+// (+inf, true) for reduce_min/min/argmin. The one place identities live: the
+// reference kernels, the partitioner's padding masks and codegen read it.
+Literal reduction_identity(Op op, DType t);
+
 // One Threefry-2x32 block (the reference kernel; tests use it for known answers).
 void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, std::uint32_t& x1);
 

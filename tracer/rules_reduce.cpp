@@ -74,6 +74,30 @@ Aval reduce_infer(Op op, const std::vector<Aval>& in, const Params& p, bool nume
   return Aval{in[0].dtype, reduced_shape(op, in[0], p.dims), in[0].weak_type};
 }
 
+}  // namespace
+
+Literal reduction_identity(Op op, DType t) {
+  Literal l;
+  l.dtype = t;
+  l.bytes.resize(dtype_size(t));
+  visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    using L = std::numeric_limits<T>;
+    T v{};
+    switch (op) {
+      case Op::reduce_sum: case Op::add: v = T(0); break;
+      case Op::reduce_prod: case Op::mul: v = T(1); break;
+      case Op::reduce_max: case Op::max: case Op::argmax: v = L::has_infinity ? T(-L::infinity()) : L::lowest(); break;
+      case Op::reduce_min: case Op::min: case Op::argmin: v = L::has_infinity ? L::infinity() : L::max(); break;
+      default: TESSEL_CHECK_INTERNAL(false, "no reduction identity for ", op_name(op));
+    }
+    std::memcpy(l.bytes.data(), &v, sizeof(T));
+  });
+  return l;
+}
+
+namespace {
+
 // kind: 0 sum, 1 prod, 2 max, 3 min
 void reduce_eval(int kind, const HostArray& x, const Params& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
@@ -82,11 +106,10 @@ void reduce_eval(int kind, const HostArray& x, const Params& p, const Aval& aval
     using A = Acc<T>;
     const std::int64_t n_out = numel(aval.shape);
     std::vector<A> acc(n_out);
-    A init;
-    if (kind == 0) init = A(0);
-    else if (kind == 1) init = A(1);
-    else if constexpr (std::is_floating_point_v<T>) init = kind == 2 ? -HUGE_VAL : HUGE_VAL;
-    else init = kind == 2 ? A(std::numeric_limits<T>::lowest()) : A(std::numeric_limits<T>::max());
+    const Literal id = reduction_identity(kind == 0 ? Op::add : kind == 1 ? Op::mul : kind == 2 ? Op::max : Op::min, x.dtype);
+    T id_value;
+    std::memcpy(&id_value, id.bytes.data(), sizeof(T));
+    const A init = A(id_value);
     std::fill(acc.begin(), acc.end(), init);
     const T* v = reinterpret_cast<const T*>(x.bytes.data());
     for_each_reduced(x.shape, p.dims, [&](std::int64_t o, std::int64_t i) {
@@ -293,14 +316,16 @@ Aval Rule<Op::dot_general>::infer(const std::vector<Aval>& in, const Params& p, 
   const auto& d = p.dot;
   const Shape &a = in[0].shape, &b = in[1].shape;
   auto bad = [&](const std::string& why) {
-    return ShapeError(cat("dot_general ", why, ": lhs ", in[0].str(), ", rhs ", in[1].str(), ", contracting ",
+    return ShapeError(cat("dot_general ", why, ": lhs ", aval_str(in[0].dtype, in[0].shape), ", rhs ",
+                          aval_str(in[1].dtype, in[1].shape), ", contracting ",
                           vec_str(d.lhs_contract), " x ", vec_str(d.rhs_contract), ", batch ", vec_str(d.lhs_batch),
                           " x ", vec_str(d.rhs_batch)));
   };
   if (in[0].dtype != in[1].dtype) throw TypeError(cat("dot_general needs operands of one dtype, got ", avals_str(in)));
   if (is_bool(in[0].dtype)) throw TypeError(cat("dot_general of boolean operands ", avals_str(in)));
   if (d.lhs_contract.size() != d.rhs_contract.size() || d.lhs_batch.size() != d.rhs_batch.size())
-    throw bad("dimension lists differ in length");
+    throw bad(cat("dimension lists differ in length (", d.lhs_contract.size(), " and ", d.rhs_contract.size(),
+                  " contracting, ", d.lhs_batch.size(), " and ", d.rhs_batch.size(), " batch)"));
   std::set<std::int64_t> ls, rs;
   auto check = [&](std::int64_t i, int r, std::set<std::int64_t>& s) {
     if (i < 0 || i >= r || !s.insert(i).second) throw bad("a dimension is out of range or repeated");

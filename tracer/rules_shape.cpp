@@ -273,9 +273,15 @@ void Rule<Op::concatenate>::eval(const std::vector<const HostArray*>& in, const 
 Aval Rule<Op::dynamic_slice>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
   if (in.empty()) throw InternalError("dynamic_slice needs an operand");
   const Shape& s = in[0].shape;
+  for (size_t i = 1; i < in.size(); ++i)
+    if (!is_integral(in[i].dtype) || is_bool(in[i].dtype))
+      throw TypeError(cat("dynamic_slice start indices must be integers, got ", avals_str(in)));
   bool ok = in.size() == s.size() + 1 && p.lo.size() == s.size();
   for (size_t i = 0; ok && i < s.size(); ++i)
-    ok = in[i + 1].shape.empty() && is_integral(in[i + 1].dtype) && 0 <= p.lo[i] && p.lo[i] <= s[i];
+    ok = in[i + 1].shape.empty() && 0 <= p.lo[i] && p.lo[i] <= s[i];
+  if (in.size() != s.size() + 1)
+    throw ShapeError(cat("dynamic_slice of an array of rank ", s.size(), " needs ", s.size(), " start indices, got ",
+                         in.size() - 1, ": ", avals_str(in)));
   if (!ok)
     throw ShapeError(cat("dynamic_slice of sizes ", vec_str(p.lo), " needs one integer scalar start per dimension of ",
                          shape_str(s), ", got ", avals_str(in)));
@@ -299,8 +305,13 @@ Aval Rule<Op::dynamic_update_slice>::infer(const std::vector<Aval>& in, const Pa
   if (in.size() < 2) throw InternalError("dynamic_update_slice needs an operand and an update");
   const Shape& s = in[0].shape;
   const Shape& u = in[1].shape;
-  bool ok = in.size() == s.size() + 2 && u.size() == s.size() && in[0].dtype == in[1].dtype;
-  for (size_t i = 0; ok && i < s.size(); ++i) ok = u[i] <= s[i] && in[i + 2].shape.empty() && is_integral(in[i + 2].dtype);
+  if (in[0].dtype != in[1].dtype)
+    throw TypeError(cat("dynamic_update_slice update must have the operand's dtype, got ", avals_str(in)));
+  for (size_t i = 2; i < in.size(); ++i)
+    if (!is_integral(in[i].dtype) || is_bool(in[i].dtype))
+      throw TypeError(cat("dynamic_update_slice start indices must be integers, got ", avals_str(in)));
+  bool ok = in.size() == s.size() + 2 && u.size() == s.size();
+  for (size_t i = 0; ok && i < s.size(); ++i) ok = u[i] <= s[i] && in[i + 2].shape.empty();
   if (!ok)
     throw ShapeError(cat("dynamic_update_slice needs an update no larger than the operand, of its dtype, and one "
                          "integer scalar start per dimension, got ",
@@ -354,6 +365,8 @@ FactorRule Rule<Op::transpose>::factors(const Node& n) {
 FactorRule Rule<Op::reshape>::factors(const Node& n) {
   const Shape& in = n.in[0]->shape();
   const Shape& out = n.shape();
+  // An empty array has nothing to split (and its zero sizes divide nothing).
+  if (numel(in) == 0 || numel(out) == 0) return rule_util::replicated_factors(n);
   FactorRule r;
   std::vector<std::vector<int>> op(in.size());
   r.result.assign(out.size(), {});

@@ -13,6 +13,28 @@ std::int64_t numel(const Shape& s) {
   return n;
 }
 
+std::int64_t checked_bytes(const Shape& s, std::int64_t element_bytes) {
+  std::int64_t n = element_bytes;
+  bool zero = false;
+  for (auto d : s) zero = zero || d == 0;
+  if (zero) return 0;
+  for (auto d : s) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  }
+  return n;
+}
+
+void check_shape(const Shape& s, DType t, const std::string& where) {
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] < 0)
+      throw ShapeError(detail::cat(where, ": negative dimensions are not allowed, got shape ", shape_str(s), " (",
+                                   dtype_name(t), ")"));
+  // A zero dimension makes the array empty, whatever the others are.
+  if (checked_bytes(s, 1) < 0 || checked_bytes(s, std::int64_t(dtype_size(t))) < 0)
+    throw ShapeError(detail::cat(where, ": shape ", shape_str(s), " of ", dtype_name(t),
+                                 " has more elements or bytes than an int64 can count"));
+}
+
 std::vector<std::int64_t> row_major_strides(const Shape& s) {
   std::vector<std::int64_t> st(s.size(), 1);
   for (int i = int(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];

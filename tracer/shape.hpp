@@ -13,6 +13,13 @@ using Shape = std::vector<std::int64_t>;
 
 // Number of elements (1 for a scalar).
 std::int64_t numel(const Shape& s);
+// Throws ShapeError, naming `where` and the shape, unless every dimension
+// is >= 0 and the element count and byte size (elements of dtype t) fit in
+// an int64. Nodes check their avals with it where they are built, arrays
+// where they are made.
+void check_shape(const Shape& s, DType t, const std::string& where);
+// The shape's element count times `element_bytes`, or -1 when it overflows an int64.
+std::int64_t checked_bytes(const Shape& s, std::int64_t element_bytes);
 // Row-major element strides.
 std::vector<std::int64_t> row_major_strides(const Shape& s);
 // "(4, 8)" as Python prints a tuple; "()" and "(3,)" included.

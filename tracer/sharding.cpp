@@ -30,8 +30,9 @@ DeviceMesh::DeviceMesh(std::vector<int> device_ids, std::vector<MeshAxis> axes)
                             " must equal the product of mesh_shape (", shape.str(),
                             axes_.size() == 1 ? ",)" : ")"));
   }
-  std::set<int> ids(device_ids_.begin(), device_ids_.end());
-  if (ids.size() != device_ids_.size()) throw ShardingError("a mesh lists the same device twice");
+  std::set<int> ids;
+  for (int id : device_ids_)
+    if (!ids.insert(id).second) throw ShardingError(cat("a mesh lists the same device twice: device id ", id));
   strides_.assign(axes_.size(), 1);
   for (int i = int(axes_.size()) - 2; i >= 0; --i) strides_[i] = strides_[i + 1] * axes_[i + 1].size;
 }
@@ -373,6 +374,20 @@ AxisSharding sharding_from_tiles(const std::vector<int>& device_ids, const Shape
       for (size_t i = 0; i < all.size(); ++i)
         if (all[i].sd.stride == it->stride && all[i].space_dim == int(d)) out.dims[d].push_back(int(i));
   return out;
+}
+
+void add_to_key(Key& k, const DeviceMesh& m) {
+  k.tag('M').seq(m.device_ids()).pod(std::uint64_t(m.axes().size()));
+  for (auto& a : m.axes()) k.str(a.name).pod(a.size);
+}
+
+void add_to_key(Key& k, const AxisSharding& s) {
+  k.tag('S');
+  if (s.mesh) add_to_key(k, *s.mesh);
+  else k.tag('-');
+  k.pod(std::uint64_t(s.dims.size()));
+  for (auto& d : s.dims) k.seq(d);
+  k.seq(s.unreduced);
 }
 
 }  // namespace tessel

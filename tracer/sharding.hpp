@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "tracer/key.hpp"
 #include "tracer/shape.hpp"
 
 namespace tessel {
@@ -105,6 +106,10 @@ struct CommonMesh {
   std::vector<std::vector<std::vector<int>>> atoms_of;  // [source][axis] -> common axes
 };
 CommonMesh unify_meshes(const std::vector<MeshRef>& meshes);
+
+// Exact structure for cache keys (tracer/key.hpp).
+void add_to_key(Key& k, const DeviceMesh& m);
+void add_to_key(Key& k, const AxisSharding& s);
 
 // A fully replicated sharding of rank `rank` over `mesh`.
 AxisSharding replicated(MeshRef mesh, int rank);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "dsl/src/array_impl.hpp"
+#include "runtime/executable.hpp"
 #include "dsl/src/numpy_format.hpp"
 #include "dsl/src/sharding_impl.hpp"
 #include "runtime/transfer.hpp"
@@ -56,6 +57,13 @@ void gather_to_host(const ArrayImpl& a, void* out) {
     rt::copy_region(a.buffers[p]->data(), tile, b.start, out, a.shape, std::vector<std::int64_t>(a.shape.size(), 0), b,
                     elem);
   }
+}
+
+void check_allocation(std::size_t bytes, std::size_t devices, const std::string& what) {
+  const std::size_t host = rt::host_memory_bytes();
+  if (devices == 0 || bytes <= host / devices) return;
+  throw ResourceExhaustedError(cat("RESOURCE_EXHAUSTED: ", what, " needs ", bytes, " bytes on each of ", devices,
+                                   " device(s), more than the host's ", host, " bytes of memory"));
 }
 
 }  // namespace detail

@@ -50,4 +50,8 @@ void gather_to_host(const ArrayImpl& a, void* out);
 
 rt::Runtime& runtime();
 
+// RESOURCE_EXHAUSTED unless `bytes` on each of `devices` devices fit in the
+// host's memory (all devices share it); `what` says what needed it.
+void check_allocation(std::size_t bytes, std::size_t devices, const std::string& what);
+
 }  // namespace tessel::detail

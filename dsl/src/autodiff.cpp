@@ -57,7 +57,8 @@ std::vector<Array> run_vjp(const Traced& t, const std::vector<Array>& inputs, co
     if (g.outputs.size() != 1 || !g.outputs[0]->shape().empty() || !is_floating(g.outputs[0]->dtype()))
       throw TypeError("grad requires a function with one real scalar output, got " +
                       std::to_string(g.outputs.size()) + " output(s)" +
-                      (g.outputs.empty() ? std::string() : ", the first " + g.outputs[0]->aval.str()) +
+                      (g.outputs.empty() ? std::string()
+                                         : ", the first " + aval_str(g.outputs[0]->dtype(), g.outputs[0]->shape())) +
                       "; use vjp for other outputs");
     cts.push_back(full({}, 1.0, g.outputs[0]->dtype()));
   }
@@ -83,12 +84,23 @@ std::vector<Array> run_jvp(const Traced& t, const std::vector<Array>& inputs, co
   size_t k = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!wrt[i]) continue;
-    if (k >= tangents.size()) throw TypeError("jvp: fewer tangents than primals");
+    if (k >= tangents.size())
+      throw TypeError(cat("jvp: ", tangents.size(), " tangent arrays for more primal arrays; primal and tangent "
+                          "arguments must have the same tree structure"));
     if (tangents[k].shape() != inputs[i].shape())
-      throw ShapeError("jvp: tangent " + std::to_string(k) + " has shape " + shape_str(tangents[k].shape()) +
-                       ", its primal " + shape_str(inputs[i].shape()));
-    args.push_back(astype(tangents[k++], inputs[i].dtype()));
+      throw ShapeError("jvp called with different primal and tangent shapes: tangent " + std::to_string(k) +
+                       " has shape " + shape_str(tangents[k].shape()) + ", its primal " +
+                       aval_str(inputs[i].dtype(), inputs[i].shape()));
+    if (tangents[k].dtype() != inputs[i].dtype())
+      throw TypeError("primal and tangent arguments to jvp do not match; dtypes must be equal. Got primal " +
+                      aval_str(inputs[i].dtype(), inputs[i].shape()) + " and so expected tangent dtype " +
+                      dtype_name(inputs[i].dtype()) + ", but got tangent " +
+                      aval_str(tangents[k].dtype(), tangents[k].shape()) + " (tangent " + std::to_string(k) + ")");
+    args.push_back(tangents[k++]);
   }
+  if (k != tangents.size())
+    throw TypeError(cat("jvp: ", tangents.size(), " tangent arrays for ", k,
+                        " primal arrays; primal and tangent arguments must have the same tree structure"));
   return call_graph(j, args, "jvp");
 }
 

@@ -16,10 +16,11 @@ namespace {
 // An uncommitted array on the default device whose buffer `fill` writes.
 template <class Fill>
 Array make_host(DType dtype, const Shape& shape, bool weak, Fill&& fill) {
-  for (auto d : shape)
-    if (d < 0) throw ShapeError("negative dimension in shape " + shape_str(shape));
+  check_shape(shape, dtype, "creating an array");
+  const std::size_t bytes = std::size_t(numel(shape)) * dtype_size(dtype);
+  check_allocation(bytes, 1, "creating an array of " + aval_str(dtype, shape));
   Device dev = devices().at(0);
-  auto buf = rt::Buffer::allocate(dev.id(), std::size_t(numel(shape)) * dtype_size(dtype));
+  auto buf = rt::Buffer::allocate(dev.id(), bytes);
   fill(buf->data());
   buf->ready().set();
   return make_array(dtype, shape, weak, SingleDeviceSharding(dev), replicated(flat_mesh({dev}), int(shape.size())),
@@ -65,8 +66,15 @@ Array ones(const Shape& shape, DType dtype) { return detail::full_weak(shape, 1.
 Array full(const Shape& shape, double value, DType dtype) { return detail::full_weak(shape, value, dtype, false); }
 
 Array arange(double start, double stop, double step, DType dtype) {
-  if (step == 0) throw Error("arange: step must not be zero");
-  std::int64_t n = std::max<std::int64_t>(0, std::int64_t(std::ceil((stop - start) / step)));
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    throw ValueError(detail::cat("arange: start, stop and step must be finite, got start=", start, " stop=", stop,
+                                 " step=", step));
+  if (step == 0) throw ValueError(detail::cat("arange: step must not be zero (start=", start, ", stop=", stop, ")"));
+  const double count = std::ceil((stop - start) / step);
+  if (count > 9.2e18)
+    throw ShapeError(detail::cat("arange: start=", start, " stop=", stop, " step=", step, " gives ", count,
+                                 " elements, more than an int64 can count"));
+  std::int64_t n = std::max<std::int64_t>(0, std::int64_t(count));
   return detail::make_host(dtype, {n}, false, [&](void* out) {
     if (is_floating(dtype))
       detail::fill_values<double>(dtype, out, n, [&](std::int64_t i) { return start + double(i) * step; });
@@ -85,7 +93,7 @@ Array eye(std::int64_t n, std::optional<std::int64_t> m_opt, std::int64_t k, DTy
 }
 
 Array linspace(double start, double stop, std::int64_t num, bool endpoint, DType dtype) {
-  if (num < 0) throw ShapeError("linspace: num must be non-negative, got " + std::to_string(num));
+  if (num < 0) throw ValueError("linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
   const std::int64_t div = endpoint ? num - 1 : num;
   // As JAX: start + i * delta, computed in the dtype's own arithmetic (in
   // float64 for integer dtypes), with the endpoint exactly `stop`.

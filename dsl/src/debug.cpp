@@ -282,6 +282,7 @@ bool stdout_is_terminal() {
 }  // namespace
 
 std::string sharding_text(const Shape& shape, const Sharding& sharding, const VisualizeOptions& opts) {
+  check_shape(shape, DType::float32, "sharding_text");
   return render(shape, sharding, opts, opts.use_color.value_or(false));
 }
 

@@ -1,6 +1,9 @@
 #include <tessel/device.hpp>
 
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <string>
 #include <sstream>
 #include <thread>
 
@@ -11,20 +14,17 @@ namespace tessel {
 
 namespace {
 
-int env_int(const char* name, int fallback) {
+int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (*end != '\0') throw Error(detail::cat("environment variable ", name, "='", v, "' is not an integer"));
-  return int(x);
+  if (!v) return fallback;
+  return detail::parse_env_int(name, v, lo, hi);
 }
 
 Config make_config() {
   Config c;
-  c.device_count = env_int("TESSEL_DEVICE_COUNT", 8);
-  c.threefry_partitionable = env_int("TESSEL_THREEFRY_PARTITIONABLE", 1) != 0;
-  c.threads_per_device = env_int("TESSEL_THREADS_PER_DEVICE", 0);
+  c.device_count = env_int("TESSEL_DEVICE_COUNT", 8, 1, kMaxDevices);
+  c.threefry_partitionable = env_int("TESSEL_THREEFRY_PARTITIONABLE", 1, 0, 1) != 0;
+  c.threads_per_device = env_int("TESSEL_THREADS_PER_DEVICE", 0, 0, kMaxThreadsPerDevice);
   if (const char* d = std::getenv("TESSEL_DUMP_DIR")) c.dump_dir = d;
   return c;
 }
@@ -37,13 +37,49 @@ Config& config() {
 }
 
 namespace detail {
+
+int parse_env_int(const char* name, const char* text, int lo, int hi) {
+  // Strictly: optional sign, decimal digits, nothing else, within [lo, hi].
+  std::string s(text);
+  bool ok = !s.empty();
+  for (size_t i = 0; ok && i < s.size(); ++i) ok = std::isdigit((unsigned char)s[i]) || (i == 0 && s[i] == '-' && s.size() > 1);
+  long long x = 0;
+  if (ok) {
+    errno = 0;
+    char* end = nullptr;
+    x = std::strtoll(s.c_str(), &end, 10);
+    ok = errno == 0 && *end == '\0';
+  }
+  if (!ok)
+    throw ValueError(cat("environment variable ", name, "='", s, "' is not a decimal integer (expected ", lo, "..", hi,
+                         ")"));
+  if (x < lo || x > hi)
+    throw ValueError(cat("environment variable ", name, "=", s, " is out of range: expected ", lo, "..", hi));
+  return int(x);
+}
+
 // Starts the runtime from config() on first use.
 rt::Runtime& runtime() {
-  if (rt::Runtime::started()) return rt::Runtime::get();
+  if (rt::Runtime::started()) {
+    rt::Runtime& r = rt::Runtime::get();
+    const Config& c = config();
+    if (c.device_count != r.device_count())
+      throw ValueError(cat("config().device_count was changed to ", c.device_count, " after the runtime started with ",
+                           r.device_count(), " devices; set it (or TESSEL_DEVICE_COUNT) before first use"));
+    if (c.threads_per_device != 0 && c.threads_per_device != r.threads_per_device())
+      throw ValueError(cat("config().threads_per_device was changed to ", c.threads_per_device,
+                           " after the runtime started with ", r.threads_per_device(),
+                           " threads per device; set it (or TESSEL_THREADS_PER_DEVICE) before first use"));
+    return r;
+  }
   const Config& c = config();
-  if (c.device_count < 1 || c.device_count > 64)
-    throw Error(cat("device_count must be in 1..64 (config().device_count or TESSEL_DEVICE_COUNT), got ",
-                    c.device_count));
+  if (c.device_count < 1 || c.device_count > kMaxDevices)
+    throw ValueError(cat("device_count must be in 1..", kMaxDevices,
+                         " (config().device_count or TESSEL_DEVICE_COUNT), got ", c.device_count));
+  if (c.threads_per_device < 0 || c.threads_per_device > kMaxThreadsPerDevice)
+    throw ValueError(cat("threads_per_device must be in 0..", kMaxThreadsPerDevice,
+                         " (config().threads_per_device or TESSEL_THREADS_PER_DEVICE; 0: cores / devices), got ",
+                         c.threads_per_device));
   int hw = int(std::thread::hardware_concurrency());
   if (hw < 1) hw = 1;
   rt::RuntimeOptions opts;

@@ -15,6 +15,12 @@ Array device_put(const Array& x, const Sharding& sharding) {
   return detail::make_array(a.dtype, a.shape, a.weak_type, sharding, dst, true, std::move(bufs));
 }
 
-Array device_put(const Array& x, const Device& device) { return device_put(x, Sharding(SingleDeviceSharding(device))); }
+Array device_put(const Array& x, const Device& device) {
+  const int n = device_count();
+  if (device.id() < 0 || device.id() >= n)
+    throw ValueError(detail::cat("device_put: device id ", device.id(), " does not exist; there are ", n,
+                                 " devices (ids 0..", n - 1, ")"));
+  return device_put(x, Sharding(SingleDeviceSharding(device)));
+}
 
 }  // namespace tessel

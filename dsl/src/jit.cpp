@@ -5,8 +5,17 @@
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/pipeline.hpp"
 #include "dsl/src/trace.hpp"
+#include "tracer/errors.hpp"
 
 namespace tessel::detail {
+
+namespace {
+std::string ids(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+}  // namespace
 
 Traced trace(const std::string& name, const std::vector<Array>& examples,
              const std::function<std::vector<Array>(const std::vector<Array>&,
@@ -44,6 +53,10 @@ std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<A
     if (opt.in_shardings.size() == 1) lo.in_shardings[i] = opt.in_shardings[0];
     else if (a < int(opt.in_shardings.size())) lo.in_shardings[i] = opt.in_shardings[a];
   }
+  if (opt.out_shardings.size() > 1 && opt.out_shardings.size() != g.outputs.size())
+    throw ShardingError(cat("jit(", opt.name, "): out_shardings has ", opt.out_shardings.size(),
+                            " entries but the function returns ", g.outputs.size(),
+                            " arrays (give one sharding per output array, or one for all)"));
   lo.out_shardings.assign(g.outputs.size(), std::nullopt);
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     if (opt.out_shardings.size() == 1) lo.out_shardings[k] = opt.out_shardings[0];
@@ -53,6 +66,62 @@ std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<A
 }
 
 std::vector<Array> run_program(const Program& p, const std::vector<Array>& args) { return run(p, args); }
+
+void check_jit_options(const JitOptions& opt, std::size_t nargs) {
+  const int n = int(nargs);
+  for (int s : opt.static_argnums)
+    if (s >= n || s < -n)
+      throw ValueError(cat("jit(", opt.name, "): static_argnums contains ", s, " but the function was called with ", n,
+                           " positional argument", n == 1 ? "" : "s", " (valid: ", -n, " .. ", n - 1, ")"));
+  for (int s : opt.donate_argnums)
+    if (s >= n || s < -n)
+      throw ValueError(cat("jit(", opt.name, "): donate_argnums contains ", s, " but the function was called with ", n,
+                           " positional arguments"));
+  if (opt.in_shardings.size() > 1 && opt.in_shardings.size() != nargs)
+    throw ShardingError(cat("jit(", opt.name, "): in_shardings has ", opt.in_shardings.size(),
+                            " entries but the function was called with ", n,
+                            " positional arguments (give one per positional argument, or one for all)"));
+}
+
+void check_compiled_args(const Program& p, const std::vector<Array>& args, std::size_t captured) {
+  const Graph& g = p.global;
+  const std::size_t want = g.params.size() - captured;
+  auto list = [&](auto aval_of, std::size_t n) {
+    std::string s = "(";
+    for (std::size_t i = 0; i < n; ++i) s += (i ? ", " : "") + aval_of(i);
+    return s + ")";
+  };
+  auto compiled = [&] { return list([&](std::size_t i) { return aval_str(g.params[i]->dtype(), g.params[i]->shape()); }, want); };
+  auto called = [&] {
+    return list([&](std::size_t i) { return aval_str(args[i].dtype(), args[i].shape()); }, args.size());
+  };
+  if (args.size() != want)
+    throw TypeError(cat("Compiled ", g.name, " called with ", args.size(), " array argument", args.size() == 1 ? "" : "s",
+                        " but was compiled for ", want, ": compiled for ", compiled(), ", called with ", called()));
+  for (std::size_t i = 0; i < want; ++i) {
+    const Aval& a = g.params[i]->aval;
+    if (args[i].dtype() != a.dtype || args[i].shape() != a.shape)
+      throw TypeError(cat("Argument types differ from the types for which this computation was compiled. Argument ", i,
+                          " of ", g.name, " was compiled for ", aval_str(a.dtype, a.shape), " and called with ",
+                          aval_str(args[i].dtype(), args[i].shape()), ": compiled for ", compiled(), ", called with ",
+                          called()));
+  }
+  for (std::size_t i = 0; i < want; ++i) {
+    const ArrayImpl& ai = concrete(args[i]);
+    if (!ai.committed) continue;  // uncommitted arrays move, as in a jit call
+    const AxisSharding& c = p.partitioned.param_shardings[i];
+    bool same = ai.layout.mesh->device_ids() == c.mesh->device_ids() &&
+                ai.layout.tile_shape(ai.shape) == c.tile_shape(ai.shape);
+    for (std::int64_t pos = 0; same && pos < c.mesh->size(); ++pos)
+      same = ai.layout.shard_box(ai.shape, pos) == c.shard_box(ai.shape, pos);
+    if (!same)
+      throw ShardingError(cat("Compiled object called with input sharding(s) does not match the sharding(s) the "
+                              "computation was compiled with. For argument ", i, " (", aval_str(ai.dtype, ai.shape),
+                              ") of ", g.name, ": compiled with ", c.spec_str(), " over ", c.mesh->str(),
+                              " on devices ", ids(c.mesh->device_ids()), " and called with ", ai.sharding->str(),
+                              " on devices ", ids(ai.layout.mesh->device_ids())));
+  }
+}
 
 std::string program_text(const Program& p, bool compiled) {
   std::ostringstream os;

@@ -41,6 +41,22 @@ Array inexact_binary_op(const char* name, Op op, const Array& a, const Array& b)
   });
 }
 
+// lax's binary ops do not promote: operands of one dtype (a weakly typed
+// scalar takes the other's).
+Array lax_binary(const char* name, Op op, const Array& a, const Array& b) {
+  if (a.dtype() != b.dtype() && !a.weak_type() && !b.weak_type())
+    throw TypeError(std::string(name) + " requires arguments to have the same dtypes, got " +
+                    aval_str(a.dtype(), a.shape()) + " and " + aval_str(b.dtype(), b.shape()));
+  return binary_op(name, op, a, b);
+}
+
+// lax's floating-point functions take floating-point operands only.
+Array lax_float_unary(const char* name, Op op, const Array& x) {
+  if (!is_floating(x.dtype()))
+    throw TypeError(std::string(name) + " requires a floating-point operand, got " + aval_str(x.dtype(), x.shape()));
+  return float_unary(name, op, x);
+}
+
 }  // namespace
 
 Array negative(const Array& x) { return numeric_unary("tessel.negative", Op::neg, x); }
@@ -211,19 +227,19 @@ Array with_sharding_constraint(const Array& x, const Sharding& sharding) {
 
 namespace lax {
 Array convert_element_type(const Array& x, DType dtype) { return astype(x, dtype); }
-Array shift_left(const Array& a, const Array& b) { return binary_op("lax.shift_left", Op::shift_left, a, b); }
+Array shift_left(const Array& a, const Array& b) { return lax_binary("lax.shift_left", Op::shift_left, a, b); }
 Array shift_right_logical(const Array& a, const Array& b) {
-  return binary_op("lax.shift_right_logical", Op::shift_right_logical, a, b);
+  return lax_binary("lax.shift_right_logical", Op::shift_right_logical, a, b);
 }
-Array bitwise_and(const Array& a, const Array& b) { return binary_op("lax.bitwise_and", Op::and_, a, b); }
-Array bitwise_or(const Array& a, const Array& b) { return binary_op("lax.bitwise_or", Op::or_, a, b); }
-Array bitwise_xor(const Array& a, const Array& b) { return binary_op("lax.bitwise_xor", Op::xor_, a, b); }
+Array bitwise_and(const Array& a, const Array& b) { return lax_binary("lax.bitwise_and", Op::and_, a, b); }
+Array bitwise_or(const Array& a, const Array& b) { return lax_binary("lax.bitwise_or", Op::or_, a, b); }
+Array bitwise_xor(const Array& a, const Array& b) { return lax_binary("lax.bitwise_xor", Op::xor_, a, b); }
 Array bitcast_convert_type(const Array& x, DType dtype) {
   return apply1("lax.bitcast_convert_type", {x},
                 [dtype](NodeTable& t, const NR& in) { return build::bitcast_convert(t, in[0], dtype); });
 }
-Array erf_inv(const Array& x) { return float_unary("lax.erf_inv", Op::erf_inv, x); }
-Array erf(const Array& x) { return float_unary("lax.erf", Op::erf, x); }
+Array erf_inv(const Array& x) { return lax_float_unary("lax.erf_inv", Op::erf_inv, x); }
+Array erf(const Array& x) { return lax_float_unary("lax.erf", Op::erf, x); }
 }  // namespace lax
 
 // Array methods that are one op.

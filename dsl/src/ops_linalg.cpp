@@ -1,6 +1,7 @@
 // dot, matmul, tensordot, outer, einsum: all one dot_general, with
 // transposes and reshapes around it.
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include <tessel/ops.hpp>
@@ -15,6 +16,7 @@ namespace tessel {
 using detail::apply1;
 namespace c = detail::compose;
 using NR = std::vector<NodeRef>;
+using detail::cat;
 
 namespace {
 
@@ -44,7 +46,9 @@ Array dot(const Array& a, const Array& b) {
 Array matmul(const Array& a, const Array& b) {
   return apply1("tessel.matmul", {a, b}, [](NodeTable& t, const NR& in) {
     auto [x, y] = operands(t, in[0], in[1], "tessel.matmul");
-    if (x->rank() == 0 || y->rank() == 0) throw ShapeError("matmul: operands must not be scalars");
+    if (x->rank() == 0 || y->rank() == 0)
+      throw ShapeError(cat("matmul: operands must not be scalars (rank 0), got shapes ", shape_str(x->shape()),
+                           " and ", shape_str(y->shape())));
     const bool xv = x->rank() == 1, yv = y->rank() == 1;
     if (xv) x = build::reshape(t, x, {1, x->shape()[0]});
     if (yv) y = build::reshape(t, y, {y->shape()[0], 1});
@@ -73,7 +77,9 @@ Array matmul(const Array& a, const Array& b) {
 Array tensordot(const Array& a, const Array& b, const std::pair<std::vector<int>, std::vector<int>>& axes) {
   return apply1("tessel.tensordot", {a, b}, [axes](NodeTable& t, const NR& in) {
     auto [x, y] = operands(t, in[0], in[1], "tessel.tensordot");
-    if (axes.first.size() != axes.second.size()) throw ShapeError("tensordot: axes lists differ in length");
+    if (axes.first.size() != axes.second.size())
+      throw ShapeError(cat("tensordot: axes lists differ in length: ", axes.first.size(), " axes of ",
+                           shape_str(x->shape()), " and ", axes.second.size(), " axes of ", shape_str(y->shape())));
     DotDims d;
     for (size_t i = 0; i < axes.first.size(); ++i) {
       d.lhs_contract.push_back(c::norm_axis(axes.first[i], x->rank(), "tessel.tensordot"));
@@ -84,6 +90,9 @@ Array tensordot(const Array& a, const Array& b, const std::pair<std::vector<int>
 }
 
 Array tensordot(const Array& a, const Array& b, int n) {
+  if (n < 0 || n > a.ndim() || n > b.ndim())
+    throw ShapeError(cat("tensordot: axes=", n, " must be between 0 and the ranks of ", shape_str(a.shape()), " and ",
+                         shape_str(b.shape())));
   std::pair<std::vector<int>, std::vector<int>> axes;
   for (int i = 0; i < n; ++i) axes.first.push_back(a.ndim() - n + i), axes.second.push_back(i);
   return tensordot(a, b, axes);
@@ -132,6 +141,9 @@ NodeRef diagonal_labels(NodeTable& t, NodeRef x, std::string& labels) {
     --i;
     // Keep x where index i == index j, sum over j.
     const Shape& s = x->shape();
+    if (s[i] != s[j])
+      throw ShapeError(cat("einsum: label '", labels[i], "' repeats in one operand over dimensions of sizes ", s[i],
+                           " and ", s[j], " (shape ", shape_str(s), "); a repeated label takes a diagonal"));
     NodeRef ii = build::iota(t, DType::int32, s, std::int64_t(i));
     NodeRef jj = build::iota(t, DType::int32, s, std::int64_t(j));
     NodeRef keep = build::binary(t, Op::eq, ii, jj);
@@ -147,7 +159,16 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
   std::string spec;
   for (char ch : spec_in)
     if (ch != ' ') spec += ch;
+  for (char ch : spec)
+    if (!std::isalpha((unsigned char)ch) && ch != ',' && ch != '-' && ch != '>')
+      throw ValueError(cat("einsum: invalid character '", ch, "' in subscripts '", spec_in,
+                           "' (labels are letters; ellipsis is not supported)"));
   auto arrow = spec.find("->");
+  if (arrow != std::string::npos && spec.find("->", arrow + 2) != std::string::npos)
+    throw ValueError(cat("einsum: subscripts '", spec_in, "' have more than one '->'"));
+  if (std::count(spec.begin(), spec.end(), '-') != std::count(spec.begin(), spec.end(), '>') ||
+      std::count(spec.begin(), spec.end(), '-') > 1)
+    throw ValueError(cat("einsum: subscripts '", spec_in, "' have a stray '-' or '>' (the output follows '->')"));
   std::string lhs = arrow == std::string::npos ? spec : spec.substr(0, arrow);
   std::vector<std::string> terms;
   for (size_t p = 0;;) {
@@ -157,7 +178,7 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
     p = q + 1;
   }
   if (terms.size() != operands_in.size())
-    throw ShapeError("einsum: " + std::to_string(terms.size()) + " terms in '" + spec_in + "' for " +
+    throw ValueError("einsum: " + std::to_string(terms.size()) + " terms in '" + spec_in + "' for " +
                      std::to_string(operands_in.size()) + " operands");
   std::string out;
   if (arrow != std::string::npos) {
@@ -170,6 +191,9 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
     for (auto& [ch, n] : count)
       if (n == 1) out += ch;
   }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out.find(out[i], i + 1) != std::string::npos)
+      throw ValueError(cat("einsum: output subscript '", out[i], "' appears more than once in '", spec_in, "'"));
   for (size_t k = 0; k < terms.size(); ++k)
     if (std::int64_t(terms[k].size()) != operands_in[k].ndim())
       throw ShapeError("einsum: term '" + terms[k] + "' has " + std::to_string(terms[k].size()) +
@@ -209,7 +233,9 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
         if (al.find(bl[j]) == std::string::npos) res += bl[j];
       for (size_t i = 0; i < d.lhs_batch.size(); ++i)
         if (x->shape()[d.lhs_batch[i]] != y->shape()[d.rhs_batch[i]])
-          throw ShapeError("einsum: label sizes differ");
+          throw ShapeError(cat("einsum: label '", res[i], "' has size ", x->shape()[d.lhs_batch[i]], " in one operand (",
+                               shape_str(x->shape()), ") and ", y->shape()[d.rhs_batch[i]], " in another (",
+                               shape_str(y->shape()), ")"));
       acc = build::dot_general(t, x, y, d);
       al = res;
     }
@@ -217,7 +243,7 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
     std::vector<std::int64_t> perm;
     for (char ch : out) {
       auto p = al.find(ch);
-      if (p == std::string::npos) throw ShapeError(std::string("einsum: output label '") + ch + "' is in no operand");
+      if (p == std::string::npos) throw ValueError(std::string("einsum: output label '") + ch + "' is in no operand");
       perm.push_back(std::int64_t(p));
     }
     return build::transpose(t, acc, perm);

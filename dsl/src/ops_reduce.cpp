@@ -12,6 +12,7 @@ namespace tessel {
 using detail::apply1;
 namespace c = detail::compose;
 using NR = std::vector<NodeRef>;
+using detail::cat;
 
 namespace {
 
@@ -21,7 +22,15 @@ Array reduction(const char* name, Op op, const Array& x, const Axes& axis, bool 
     // As jnp: sums and products of booleans count in int32.
     if ((op == Op::reduce_sum || op == Op::reduce_prod) && v->dtype() == DType::bool_)
       v = c::cast(t, v, DType::int32, false);
-    return c::reduce(t, op, v, c::norm_axes(axis, v->rank(), name), keepdims);
+    auto axes = c::norm_axes(axis, v->rank(), name);
+    // As JAX: max and min have no identity, so an empty reduced axis is an error.
+    if (op == Op::reduce_max || op == Op::reduce_min)
+      for (auto a : axes)
+        if (v->shape()[a] == 0)
+          throw ValueError(cat("zero-size array to reduction operation ", op == Op::reduce_max ? "max" : "min",
+                               " which has no identity: ", name, " over axis ", a, " of ",
+                               aval_str(v->dtype(), v->shape())));
+    return c::reduce(t, op, v, axes, keepdims);
   });
 }
 
@@ -47,8 +56,9 @@ Array arg_reduction(const char* name, Op op, const Array& x, std::optional<int> 
     } else {
       ax = c::norm_axis(*axis, v->rank(), name);
     }
-    if (numel(v->shape()) == 0 || v->shape()[ax] == 0)
-      throw ShapeError(std::string(name) + " of an empty axis of shape " + shape_str(v->shape()));
+    if (v->shape()[ax] == 0)
+      throw ValueError(cat("attempt to get ", op == Op::argmax ? "argmax" : "argmin", " of an empty sequence: ", name,
+                           " over axis ", ax, " of ", aval_str(in[0]->dtype(), in[0]->shape())));
     NodeRef r = build::arg_reduce(t, op, v, ax, DType::int32);
     if (!keepdims) return r;
     Shape kept = axis ? in[0]->shape() : Shape(in[0]->shape().size(), 1);

@@ -76,7 +76,7 @@ Array squeeze(const Array& x, Axes axis) {
 }
 
 Array concatenate(const std::vector<Array>& xs, int axis) {
-  if (xs.empty()) throw ShapeError("concatenate needs at least one array");
+  if (xs.empty()) throw ValueError("concatenate: need at least one array to concatenate");
   return apply1("tessel.concatenate", xs, [axis](NodeTable& t, const NR& in) {
     // Promote dtypes only (shapes must agree off the axis).
     NR v = in;
@@ -88,7 +88,7 @@ Array concatenate(const std::vector<Array>& xs, int axis) {
 }
 
 Array stack(const std::vector<Array>& xs, int axis) {
-  if (xs.empty()) throw ShapeError("stack needs at least one array");
+  if (xs.empty()) throw ValueError("stack: need at least one array to stack");
   std::vector<Array> e;
   for (auto& x : xs) {
     if (x.shape() != xs[0].shape())
@@ -119,7 +119,9 @@ std::vector<Array> split(const Array& x, const std::vector<std::int64_t>& indice
 
 std::vector<Array> split(const Array& x, int sections, int axis) {
   const std::int64_t ax = c::norm_axis(axis, x.ndim(), "tessel.split");
-  if (sections <= 0 || x.shape()[ax] % sections != 0)
+  if (sections <= 0)
+    throw ValueError("split: number of sections must be larger than 0, got " + std::to_string(sections));
+  if (x.shape()[ax] % sections != 0)
     throw ShapeError("split: array split does not result in an equal division: " + std::to_string(x.shape()[ax]) +
                      " into " + std::to_string(sections) + " sections");
   std::vector<std::int64_t> idx;
@@ -134,7 +136,10 @@ Array pad(const Array& x, const std::vector<std::pair<std::int64_t, std::int64_t
     std::vector<std::int64_t> lo, hi;
     for (int d = 0; d < in[0]->rank(); ++d) {
       auto w = widths.size() == 1 ? widths[0] : widths[d];
-      if (w.first < 0 || w.second < 0) throw ShapeError("pad: widths must be non-negative");
+      if (w.first < 0 || w.second < 0)
+        throw ShapeError("pad: widths must be non-negative, got (" + std::to_string(w.first) + ", " +
+                         std::to_string(w.second) + ") for dimension " + std::to_string(d) + " of shape " +
+                         shape_str(in[0]->shape()));
       lo.push_back(w.first);
       hi.push_back(w.second);
     }
@@ -171,7 +176,10 @@ Array dynamic_update_slice(const Array& x, const Array& update, const std::vecto
   std::vector<Array> in{x, update};
   in.insert(in.end(), starts.begin(), starts.end());
   return apply1("lax.dynamic_update_slice", in, [](NodeTable& t, const NR& v) {
-    return build::dynamic_update_slice(t, v[0], c::cast(t, v[1], v[0]->dtype(), v[0]->aval.weak_type),
+    // As lax: the update must have the operand's dtype (a weakly typed scalar takes it).
+    NodeRef u = v[1];
+    if (u->aval.weak_type) u = c::cast(t, u, v[0]->dtype(), v[0]->aval.weak_type);
+    return build::dynamic_update_slice(t, v[0], u,
                                        NR(v.begin() + 2, v.end()));
   });
 }
@@ -220,7 +228,9 @@ ParsedIndex parse_index(const Shape& shape, const std::vector<IndexItem>& items)
     } else {
       const SliceItem& s = std::get<SliceItem>(v);
       std::int64_t step = s.step.value_or(1);
-      if (step == 0) throw ShapeError("slice step cannot be zero");
+      if (step == 0)
+        throw ValueError("slice step cannot be zero: step 0 on axis " + std::to_string(d) + " of shape " +
+                         shape_str(shape));
       std::int64_t start, stop;
       if (step > 0) {
         start = s.start ? (*s.start < 0 ? *s.start + n : *s.start) : 0;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <list>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -20,8 +21,60 @@ namespace tessel::detail {
 
 namespace {
 
-std::mutex g_cache_mutex;
-std::unordered_map<std::string, std::shared_ptr<Program>> g_cache;
+// The compile cache: programs by exact key (tracer/key.hpp), least recently
+// used first out when config()'s bounds are exceeded. A program leaves the
+// cache; Compiled objects that hold it keep it alive, and its machine code
+// goes when the last of them does.
+class ProgramCache {
+ public:
+  std::shared_ptr<Program> find(const Key& k, bool need_executable) {
+    std::lock_guard<std::mutex> lk(m_);
+    auto it = index_.find(k);
+    if (it == index_.end()) return nullptr;
+    if (need_executable && !it->second->program->executable) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second);  // most recent first
+    return it->second->program;
+  }
+  void insert(Key k, std::shared_ptr<Program> p, std::size_t bytes) {
+    std::lock_guard<std::mutex> lk(m_);
+    auto it = index_.find(k);
+    if (it != index_.end()) {
+      bytes_ -= it->second->bytes;
+      lru_.erase(it->second);
+      index_.erase(it);
+    }
+    lru_.push_front({k, std::move(p), bytes});
+    index_.emplace(std::move(k), lru_.begin());
+    bytes_ += bytes;
+    const Config& c = config();
+    while (lru_.size() > 1 && (lru_.size() > c.compile_cache_max_entries || bytes_ > c.compile_cache_max_bytes)) {
+      bytes_ -= lru_.back().bytes;
+      index_.erase(lru_.back().key);
+      lru_.pop_back();
+    }
+  }
+  CacheStats stats() {
+    std::lock_guard<std::mutex> lk(m_);
+    return {lru_.size(), bytes_};
+  }
+
+ private:
+  struct Entry {
+    Key key;
+    std::shared_ptr<Program> program;
+    std::size_t bytes = 0;
+  };
+  std::mutex m_;
+  std::list<Entry> lru_;
+  std::unordered_map<Key, std::list<Entry>::iterator, Key::Hash> index_;
+  std::size_t bytes_ = 0;
+};
+
+ProgramCache& program_cache() {
+  static ProgramCache* c = new ProgramCache;  // outlives every static that may compile at exit
+  return *c;
+}
+
 std::atomic<std::size_t> g_compiles{0};
 std::atomic<int> g_dump_counter{0};
 
@@ -211,7 +264,11 @@ Sharding user_sharding(const AxisSharding& s, const Shape& shape, const CommonMe
 void dump(const Program& p, const std::string& name) {
   const std::string dir = config().dump_dir;
   if (dir.empty()) return;
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec))
+    throw ValueError("config().dump_dir / TESSEL_DUMP_DIR '" + dir + "' is not a directory that can be created or written" +
+                     (ec ? ": " + ec.message() : std::string()));
   const std::string base = dir + "/" + std::to_string(g_dump_counter++) + "." + name;
   std::ofstream(base + ".1-traced.txt") << to_text(p.global);
   std::ofstream(base + ".2-propagated.txt") << p.global_text;
@@ -222,24 +279,46 @@ void dump(const Program& p, const std::string& name) {
 }  // namespace
 
 std::size_t compile_count() { return g_compiles.load(); }
+CacheStats compile_cache_stats() { return program_cache().stats(); }
+
+namespace {
+
+// What a compiled program depends on, exactly: the program's structure and
+// bits, its name (messages), and how each argument is laid out, committed and
+// sharded as the user sees it (output shardings are expressed in its terms).
+Key program_key(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt) {
+  Key k = fingerprint(g);
+  k.str(opt.name).pod(opt.is_op).pod(std::uint64_t(args.size()));
+  for (auto& a : args) {
+    const ArrayImpl& ai = concrete(a);
+    k.pod(ai.committed);
+    add_to_key(k, ai.layout);
+    if (ai.committed) add_to_key(k, *ai.sharding);
+  }
+  auto shardings = [&](const std::vector<std::optional<Sharding>>& v) {
+    k.pod(std::uint64_t(v.size()));
+    for (auto& s : v) {
+      k.pod(s.has_value());
+      if (s) add_to_key(k, *s);
+    }
+  };
+  shardings(opt.in_shardings);
+  shardings(opt.out_shardings);
+  return k;
+}
+
+// What a cached program costs to keep: its texts and its kernels' code.
+std::size_t program_bytes(const Program& p, std::size_t code_bytes) {
+  return sizeof(Program) + p.global_text.size() + p.local_text.size() + p.thunks_text.size() + code_bytes +
+         256 * std::size_t(p.partitioned.local.topo_order().size());
+}
+
+}  // namespace
 
 std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>& args, const LowerOptions& opt,
                                      bool compile) {
-  // The cache key: the program, and how its arguments are laid out and committed.
-  std::ostringstream key;
-  key << to_text(g_in) << '|' << opt.name;
-  for (auto& a : args) {
-    const ArrayImpl& ai = concrete(a);
-    key << '|' << (ai.committed ? 'c' : 'u') << ids_str(ai.layout.mesh->device_ids()) << ai.layout.mesh->str()
-        << ai.layout.spec_str();
-  }
-  for (auto& s : opt.in_shardings) key << "|i" << (s ? s->str() : "-");
-  for (auto& s : opt.out_shardings) key << "|o" << (s ? s->str() : "-");
-  {
-    std::lock_guard<std::mutex> lk(g_cache_mutex);
-    auto it = g_cache.find(key.str());
-    if (it != g_cache.end() && (it->second->executable || !compile)) return it->second;
-  }
+  Key key = program_key(g_in, args, opt);
+  if (auto hit = program_cache().find(key, compile)) return hit;
 
   auto p = std::make_shared<Program>();
   const std::vector<int> ids = device_assignment(g_in, args, opt);
@@ -305,8 +384,10 @@ std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>
         user_sharding(p->partitioned.output_shardings[k], p->global.outputs[k]->shape(), p->common, args, g_in, opt));
   p->cost = cost_of(p->partitioned.local);
   p->communication = communication_of(p->partitioned.local);
+  std::size_t code_bytes = 0;
   if (compile) {
     auto c = codegen::compile(p->partitioned.local, {threads_per_device()});
+    code_bytes = c.code_bytes;
     p->executable = c.executable;
     p->thunks_text = c.thunks_text;
     ++g_compiles;
@@ -317,16 +398,50 @@ std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>
       if (!seen[s]) out += c.executable->slots[s].bytes, seen[s] = true;
     for (size_t s = 0; s < seen.size(); ++s)
       if (!seen[s]) temp += c.executable->slots[s].bytes;
+    p->peak_bytes = c.executable->peak_bytes();
     p->memory = {{"argument_size_in_bytes", arg}, {"output_size_in_bytes", out}, {"temp_size_in_bytes", temp}};
     dump(*p, opt.name);
   }
-  std::lock_guard<std::mutex> lk(g_cache_mutex);
-  g_cache[key.str()] = p;
+  program_cache().insert(std::move(key), p, program_bytes(*p, code_bytes));
   return p;
 }
 
+namespace {
+
+std::string bytes_str(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (b >= 1024 && u < 6) b /= 1024, ++u;
+  std::ostringstream os;
+  os.precision(u ? 3 : 0);
+  os << std::fixed << b << ' ' << units[u];
+  return os.str();
+}
+
+// RESOURCE_EXHAUSTED before any device allocates: what the run needs on all
+// its devices together (they share the host's memory) beyond the host's memory.
+void check_memory(const Program& p) {
+  const double n = double(p.common.mesh->size());
+  const double need = double(p.peak_bytes) * n;
+  if (need <= double(rt::host_memory_bytes())) return;
+  std::string largest;
+  double most = -1;
+  for (auto& node : p.partitioned.local.topo_order()) {
+    const double b = double(numel(node->shape())) * double(dtype_size(node->dtype()));
+    if (b > most) most = b, largest = aval_str(node->dtype(), node->shape());
+  }
+  throw ResourceExhaustedError("RESOURCE_EXHAUSTED: " + p.global.name + " needs " + bytes_str(double(p.peak_bytes)) +
+                               " on each of its " + std::to_string(p.common.mesh->size()) + " device(s) " +
+                               ids_str(p.common.mesh->device_ids()) + " (" + bytes_str(need) +
+                               " in all; its largest per-device buffer is " + largest + "), more than the host's " +
+                               bytes_str(double(rt::host_memory_bytes())) + " of memory");
+}
+
+}  // namespace
+
 std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
   TESSEL_CHECK_INTERNAL(p.executable, "running a program that was not compiled");
+  check_memory(p);
   const MeshRef& mesh = p.common.mesh;
   const std::size_t n = std::size_t(mesh->size());
   std::vector<std::vector<rt::BufferRef>> inputs(n);

@@ -53,6 +53,7 @@ struct Program {
   CostAnalysis cost;
   std::vector<CommStat> communication;
   std::map<std::string, std::size_t> memory;  // argument, output, temp bytes per device
+  std::size_t peak_bytes = 0;                 // most memory a device holds during a run
 };
 
 // Lowers and compiles `g` for these arguments (cached by program and layouts).
@@ -65,5 +66,10 @@ std::vector<Array> execute(const Graph& g, const std::vector<Array>& args, const
 
 // Number of programs compiled so far (tests: an eager op is compiled once).
 std::size_t compile_count();
+// Programs in the compile cache and the bytes they are counted at.
+struct CacheStats {
+  std::size_t entries = 0, bytes = 0;
+};
+CacheStats compile_cache_stats();
 
 }  // namespace tessel::detail

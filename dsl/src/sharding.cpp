@@ -172,8 +172,10 @@ std::string NamedSharding::str() const { return "NamedSharding(mesh=" + mesh_.st
 
 PositionalSharding::PositionalSharding(std::vector<Device> devices) : devices_(std::move(devices)) {
   if (devices_.empty()) throw ShardingError("PositionalSharding requires at least one device, got []");
-  std::set<Device> uniq(devices_.begin(), devices_.end());
-  if (uniq.size() != devices_.size()) throw ShardingError("PositionalSharding lists the same device twice");
+  std::set<Device> uniq;
+  for (auto& d : devices_)
+    if (!uniq.insert(d).second)
+      throw ShardingError(cat("PositionalSharding lists the same device twice: device id ", d.id()));
   const int n = device_count();
   for (auto& d : devices_)
     if (d.id() < 0 || d.id() >= n)
@@ -190,6 +192,9 @@ PositionalSharding PositionalSharding::reshape(const Shape& shape) const {
   int infer = -1;
   std::int64_t known = 1;
   for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] < -1 || (s[i] == -1 && infer >= 0))
+      throw ShardingError(cat("PositionalSharding.reshape: bad shape ", shape_str(shape),
+                              " (sizes must be >= 0, with at most one -1) for ", sets_.size(), " devices"));
     if (s[i] == -1) {
       if (infer >= 0) throw ShardingError("PositionalSharding.reshape: only one dimension can be -1");
       infer = int(i);
@@ -213,7 +218,8 @@ PositionalSharding PositionalSharding::transpose(const std::vector<int>& perm_in
   std::sort(check.begin(), check.end());
   for (int i = 0; i < r; ++i)
     if (int(check.size()) != r || check[i] != i)
-      throw ShardingError(cat("PositionalSharding.transpose: axes do not match the sharding's ", r, " dims"));
+      throw ShardingError(cat("PositionalSharding.transpose: axes ", shape_str(Shape(perm.begin(), perm.end())),
+                              " are not a permutation of the sharding's ", r, " dims"));
   Shape ns(r);
   for (int i = 0; i < r; ++i) ns[i] = shape_[perm[i]];
   auto os = row_major_strides(shape_);
@@ -336,6 +342,11 @@ std::vector<int> device_ids(const std::vector<Device>& devices) {
 }
 
 MeshRef flat_mesh(const std::vector<Device>& devices) {
+  const int n = device_count();
+  for (auto& d : devices)
+    if (d.id() < 0 || d.id() >= n)
+      throw ShardingError(cat("device id ", d.id(), " does not exist; there are ", n, " devices (ids 0..", n - 1,
+                              ")"));
   std::vector<MeshAxis> axes;
   if (devices.size() > 1) axes.push_back({"_flat", std::int64_t(devices.size())});
   return std::make_shared<const DeviceMesh>(device_ids(devices), axes);
@@ -372,6 +383,8 @@ AxisSharding axis_sharding_for_rank(const Sharding& s, int rank) {
 }
 
 AxisSharding axis_sharding(const Sharding& s, const Shape& global) {
+  for (auto d : global)
+    if (d < 0) throw ShapeError(cat("negative dimensions are not allowed: shape ", shape_str(global), " for ", s.str()));
   AxisSharding a = axis_sharding_for_rank(s, int(global.size()));
   if (s.is_positional() && !s.as_positional().is_fully_replicated()) {
     const Shape& ps = s.as_positional().shape();
@@ -421,6 +434,25 @@ bool sharding_equivalent(const Sharding& a, const Sharding& b, int ndim) {
   Shape probe(ndim);
   for (int d = 0; d < ndim; ++d) probe[d] = 2 * x.num_tiles(d) * y.num_tiles(d);
   return sharding_indices(a, probe) == sharding_indices(b, probe);
+}
+
+void add_to_key(Key& k, const Sharding& s) {
+  if (s.is_named()) {
+    const NamedSharding& n = s.as_named();
+    k.tag('N');
+    tessel::add_to_key(k, *n.mesh().impl());
+    k.pod(std::uint64_t(n.spec().size()));
+    for (auto& e : n.spec().entries()) {
+      k.pod(e.is_tuple()).pod(std::uint64_t(e.axes().size()));
+      for (auto& a : e.axes()) k.str(a);
+    }
+  } else if (s.is_positional()) {
+    const PositionalSharding& p = s.as_positional();
+    k.tag('P').seq(device_ids(p.devices())).seq(p.shape()).pod(std::uint64_t(p.position_sets().size()));
+    for (auto& set : p.position_sets()) k.seq(set);
+  } else {
+    k.tag('D').pod(s.as_single_device().device().id());
+  }
 }
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 
 #include <tessel/sharding.hpp>
 
+#include "tracer/key.hpp"
 #include "tracer/sharding.hpp"
 
 namespace tessel::detail {
@@ -16,5 +17,8 @@ AxisSharding axis_sharding_for_rank(const Sharding& s, int rank);
 // The mesh of a device list laid out as one unnamed axis.
 MeshRef flat_mesh(const std::vector<Device>& devices);
 std::vector<int> device_ids(const std::vector<Device>& devices);
+
+// The sharding's exact structure (kind, mesh, spec or device sets) for cache keys.
+void add_to_key(Key& k, const Sharding& s);
 
 }  // namespace tessel::detail

@@ -33,7 +33,7 @@ template <class F, class... Args>
 Traced trace_args(const F& f, const std::string& name, std::vector<Array>& arrays, std::vector<int>& arg_of_leaf,
                   const Args&... args) {
   using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
-  std::ostringstream key;
+  Key key;
   int i = 0;
   auto one = [&](const auto& a) {
     std::size_t before = arrays.size();
@@ -158,7 +158,7 @@ auto jvp(const F& f, const std::tuple<Args...>& primals, const std::tuple<Args..
   detail::Traced t = std::apply(
       [&](const auto&... p) { return detail::trace_args(f, "jvp", arrays, arg_of_leaf, p...); }, primals);
   std::vector<Array> tans;
-  std::ostringstream key;
+  Key key;
   std::apply([&](const auto&... tg) { (detail::flatten_arg(tg, false, tans, key), ...); }, tangents);
   auto inputs = arrays;
   inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());

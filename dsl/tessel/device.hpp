@@ -2,6 +2,7 @@
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,10 +19,25 @@ struct Config {
   bool threefry_partitionable = true;
   // Where each compiled program's IR stages are written (env TESSEL_DUMP_DIR); empty: nowhere.
   std::string dump_dir;
+  // Bounds of the compile cache (programs of jit and eager ops): the least
+  // recently used program goes when either is exceeded; a program nobody
+  // holds is then freed, its machine code too. Read at every compile.
+  std::size_t compile_cache_max_entries = 4096;
+  std::size_t compile_cache_max_bytes = std::size_t(512) << 20;
 };
 
 // The process-wide settings.
 Config& config();
+
+// Bounds of the settings (and of their environment variables).
+inline constexpr int kMaxDevices = 64;
+inline constexpr int kMaxThreadsPerDevice = 1024;
+
+namespace detail {
+// Parses an environment variable's value strictly: a decimal integer in
+// [lo, hi], else ValueError naming the variable, its value and the range.
+int parse_env_int(const char* name, const char* text, int lo, int hi);
+}  // namespace detail
 
 class Device {
  public:

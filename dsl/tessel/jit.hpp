@@ -67,28 +67,36 @@ Traced trace(const std::string& name, const std::vector<Array>& examples,
 std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<Array>& args, const JitOptions& opt,
                                             const std::vector<int>& arg_of_leaf, bool compile);
 std::vector<Array> run_program(const Program& p, const std::vector<Array>& args);
+// Throws for options that do not fit a call with `nargs` positional arguments:
+// static_argnums out of range (ValueError), in_shardings of another count (ShardingError).
+void check_jit_options(const JitOptions& opt, std::size_t nargs);
+// Throws unless `args` (the call's arrays, without captured ones) are what
+// `p` was compiled for: their count, dtypes and shapes (TypeError, as JAX),
+// and for committed arrays their placement (ShardingError).
+void check_compiled_args(const Program& p, const std::vector<Array>& args, std::size_t captured);
 std::string program_text(const Program& p, bool compiled);
 std::string program_explanation(const Program& p);
 std::map<std::string, double> program_cost(const Program& p);
 MemoryAnalysis program_memory(const Program& p);
 std::vector<CollectiveTraffic> program_communication(const Program& p);
 
-// Appends the arrays of a pytree argument; static values go to the key.
+// Appends the arrays of a pytree argument; its type, structure and static
+// values go to the key, exactly (a double by its bits, a string by its bytes).
 template <class T>
-void flatten_arg(const T& arg, bool is_static, std::vector<Array>& arrays, std::ostringstream& key) {
+void flatten_arg(const T& arg, bool is_static, std::vector<Array>& arrays, Key& key) {
+  key.str(typeid(T).name());
   if constexpr (std::is_arithmetic_v<T>) {
-    key << '#' << typeid(T).name() << '=' << arg;
+    key.pod(arg);
   } else if constexpr (std::is_same_v<T, std::string>) {
-    key << "#s=" << arg;
+    key.str(arg);
   } else if constexpr (std::is_enum_v<T>) {
-    key << "#e=" << int(arg);
+    key.pod(arg);
   } else {
     if (is_static) throw TypeError("static_argnums: only arithmetic, enum and std::string arguments can be static");
-    key << '[' << tree::structure(arg) << ']';
+    tree::detail::add_to_key(arg, key);
     auto f = [&](const auto& leaf) {
       using L = std::decay_t<decltype(leaf)>;
       if constexpr (std::is_same_v<L, Array>) arrays.push_back(leaf);
-      else key << '#' << leaf;
     };
     tree::detail::each<tree::detail::ArrayLeaf>(arg, f);
   }
@@ -143,7 +151,7 @@ class Compiled {
   template <class... Args>
   detail::AnyResult operator()(const Args&... args) const {
     std::vector<Array> arrays;
-    std::ostringstream key;
+    Key key;
     (detail::flatten_arg(args, false, arrays, key), ...);
     return detail::AnyResult(call_(arrays));
   }
@@ -207,6 +215,7 @@ class Jitted {
     return Lowered(p, [tp, cache, inputs, opt, aol, captured]() {
       auto cp = detail::lower_traced(*tp, inputs, opt, aol, true);
       return Compiled(cp, [cp, tp, cache, captured](const std::vector<Array>& args) {
+        detail::check_compiled_args(*cp, args, captured.size());
         auto all = args;
         all.insert(all.end(), captured.begin(), captured.end());
         return tp->rebuild(detail::run_program(*cp, all));
@@ -218,38 +227,40 @@ class Jitted {
   struct Call {
     std::vector<Array> arrays;
     std::vector<int> arg_of_leaf;  // positional argument of each array
-    std::string key;
+    Key key;
   };
   struct Cache {
     std::mutex m;
-    std::map<std::string, std::unique_ptr<detail::Traced>> traces;
+    std::map<Key, std::unique_ptr<detail::Traced>> traces;
   };
 
   template <class... Args>
   Call prepare(const Args&... args) const {
     Call c;
-    std::ostringstream key;
+    detail::check_jit_options(opt_, sizeof...(Args));
     int i = 0;
     auto one = [&](const auto& a) {
-      bool is_static = std::find(opt_.static_argnums.begin(), opt_.static_argnums.end(), i) != opt_.static_argnums.end();
+      const int n = int(sizeof...(Args));
+      bool is_static = std::any_of(opt_.static_argnums.begin(), opt_.static_argnums.end(),
+                                   [&](int s) { return s == i || s + n == i; });
       std::size_t before = c.arrays.size();
-      detail::flatten_arg(a, is_static, c.arrays, key);
+      detail::flatten_arg(a, is_static, c.arrays, c.key);
       for (std::size_t k = before; k < c.arrays.size(); ++k) c.arg_of_leaf.push_back(i);
-      key << '|';
       ++i;
     };
     (one(args), ...);
-    for (auto& a : c.arrays) key << aval_str(a.dtype(), a.shape()) << (a.weak_type() ? "w" : "") << ',';
+    c.key.pod(std::uint64_t(c.arrays.size()));
+    for (auto& a : c.arrays) c.key.pod(a.dtype()).pod(a.weak_type()).seq(a.shape());
     // Settings that change what tracing builds.
-    key << "|tf" << config().threefry_partitionable;
-    c.key = key.str();
+    c.key.pod(config().threefry_partitionable);
     return c;
   }
 
   template <class R, class... Args>
   const detail::Traced& traced(const Call& c, const Args&... args) const {
     std::lock_guard<std::mutex> lk(cache_->m);
-    const std::string key = std::string(typeid(R).name()) + c.key;
+    Key key;
+    key.str(typeid(R).name()).key(c.key);
     auto it = cache_->traces.find(key);
     if (it != cache_->traces.end()) return *it->second;
     auto t = std::make_unique<detail::Traced>(detail::trace(

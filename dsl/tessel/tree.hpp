@@ -23,6 +23,8 @@
 #include <tessel/array.hpp>
 #include <tessel/creation.hpp>
 
+#include "tracer/key.hpp"
+
 namespace tessel::tree {
 
 namespace detail {
@@ -173,6 +175,36 @@ void describe(const T& t, std::string& out) {
       describe<Leaf>(boost::hana::second(acc)(t), out);
     });
     out += ')';
+  } else {
+    static_assert(sizeof(T) == 0, "not a pytree");
+  }
+}
+
+// The run-time part of a tree's structure, exactly (the static type holds
+// the rest): sizes of vectors, sizes and keys of maps, and the bits of
+// arithmetic leaves (non-array leaves are compile-time values in jit).
+template <class T>
+void add_to_key(const T& t, Key& k) {
+  if constexpr (std::is_same_v<T, Array>) {
+    k.tag('A');
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    k.tag('s').pod(t);
+  } else if constexpr (is_std_vector<T>::value || is_std_array<T>::value) {
+    k.pod(std::uint64_t(t.size()));
+    for (const auto& c : t) add_to_key(c, k);
+  } else if constexpr (is_pair<T>::value) {
+    add_to_key(t.first, k);
+    add_to_key(t.second, k);
+  } else if constexpr (is_tuple<T>::value) {
+    std::apply([&](const auto&... c) { (add_to_key(c, k), ...); }, t);
+  } else if constexpr (is_string_map<T>::value) {
+    k.pod(std::uint64_t(t.size()));
+    for (const auto& kv : t) {
+      k.str(kv.first);
+      add_to_key(kv.second, k);
+    }
+  } else if constexpr (is_hana_struct<T>) {
+    boost::hana::for_each(boost::hana::accessors<T>(), [&](auto acc) { add_to_key(boost::hana::second(acc)(t), k); });
   } else {
     static_assert(sizeof(T) == 0, "not a pytree");
   }

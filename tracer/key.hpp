@@ -1,0 +1,65 @@
+// Exact cache keys (a compile cache must never confuse two programs).
+//
+// A Key is a byte string written field by field: numbers as their bytes,
+// strings and sequences length-prefixed, so two keys are equal exactly when
+// every field written is equal, bit for bit (0.1234567 and 0.1234568 differ,
+// -0.0 and 0.0 differ, "a|b" never collides with "a" then "b"). Caches store
+// the whole Key and compare it in full; the hash only picks the bucket.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace tessel {
+
+class Key {
+ public:
+  // A plain value (number, enum, bool): its bytes.
+  template <class T>
+  Key& pod(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const char* p = reinterpret_cast<const char*>(&v);
+    bytes_.append(p, sizeof(T));
+    return *this;
+  }
+  Key& tag(char c) {
+    bytes_.push_back(c);
+    return *this;
+  }
+  Key& str(std::string_view s) {
+    pod(std::uint64_t(s.size()));
+    bytes_.append(s.data(), s.size());
+    return *this;
+  }
+  template <class T>
+  Key& seq(const std::vector<T>& v) {
+    pod(std::uint64_t(v.size()));
+    for (const auto& x : v) pod(x);
+    return *this;
+  }
+  Key& raw(const void* data, std::size_t n) {
+    pod(std::uint64_t(n));
+    bytes_.append(static_cast<const char*>(data), n);
+    return *this;
+  }
+  Key& key(const Key& k) { return str(k.bytes_); }
+
+  const std::string& bytes() const { return bytes_; }
+  std::size_t hash() const { return std::hash<std::string_view>()(bytes_); }
+  bool operator==(const Key& o) const { return bytes_ == o.bytes_; }
+  bool operator<(const Key& o) const { return bytes_ < o.bytes_; }
+
+  struct Hash {
+    std::size_t operator()(const Key& k) const { return k.hash(); }
+  };
+
+ private:
+  std::string bytes_;
+};
+
+}  // namespace tessel
