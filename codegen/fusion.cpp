@@ -66,21 +66,22 @@ StepKind step_kind(const Node& n) {
 }  // namespace
 
 std::vector<NodeRef> leaves_of(const NodeRef& root, const std::unordered_set<const Node*>& materialized) {
-  std::vector<NodeRef> out;
-  std::unordered_set<const Node*> seen;
-  std::function<void(const NodeRef&, bool)> walk = [&](const NodeRef& n, bool is_root) {
-    if (!is_root && materialized.count(n.get())) {
-      if (seen.insert(n.get()).second) out.push_back(n);
-      return;
-    }
-    if (!seen.insert(n.get()).second) return;
-    for (auto& x : n->in) walk(x, false);
-  };
-  walk(root, true);
-  // Drop the inlined nodes seen on the way: keep materialised ones only.
+  // Depth first, operands left to right, first visits only (the order is the
+  // kernel's signature); an explicit stack, as expressions may be deep.
   std::vector<NodeRef> leaves;
-  for (auto& n : out)
-    if (materialized.count(n.get())) leaves.push_back(n);
+  std::unordered_set<const Node*> seen{root.get()};
+  std::vector<std::pair<const Node*, std::size_t>> stack{{root.get(), 0}};
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    if (i == n->in.size()) {
+      stack.pop_back();
+      continue;
+    }
+    const NodeRef& x = n->in[i++];
+    if (!seen.insert(x.get()).second) continue;
+    if (materialized.count(x.get())) leaves.push_back(x);
+    else stack.push_back({x.get(), 0});
+  }
   return leaves;
 }
 
@@ -99,13 +100,19 @@ FusionPlan plan_fusion(const Graph& g) {
       for (auto& x : n->in) plan.materialized.insert(x.get());
   }
   // Values used more than once: materialise when recomputing them is not cheap.
-  std::unordered_map<const Node*, int> cost;
+  // Fused expressions are at most kMaxFusedDepth deep: emission recurses
+  // over them, and a 100,000-op chain must neither overflow the stack nor
+  // become one kernel LLVM takes minutes over (equal segments share one
+  // cached kernel).
+  std::unordered_map<const Node*, int> cost, depth;
   for (auto& n : order) {
-    int c = own_cost(n->op);
+    int c = own_cost(n->op), d = 1;
     for (auto& x : n->in)
-      if (!plan.materialized.count(x.get())) c += cost[x.get()];
+      if (!plan.materialized.count(x.get())) c += cost[x.get()], d = std::max(d, depth[x.get()] + 1);
     cost[n.get()] = c;
-    if (users[n.get()] > 1 && c > 4 && n->op != Op::parameter) plan.materialized.insert(n.get());
+    depth[n.get()] = d;
+    if (n->op == Op::parameter) continue;
+    if ((users[n.get()] > 1 && c > 4) || d >= kMaxFusedDepth) plan.materialized.insert(n.get());
   }
   for (auto& n : order) {
     if (!plan.materialized.count(n.get()) || n->op == Op::parameter) continue;

@@ -40,6 +40,10 @@ struct FusionPlan {
   std::unordered_set<const Node*> materialized;
 };
 
+// The deepest expression one kernel inlines; deeper chains are cut into
+// materialised steps of at most this depth.
+inline constexpr int kMaxFusedDepth = 128;
+
 FusionPlan plan_fusion(const Graph& g);
 
 // The materialised values an inlined expression rooted at `n` reads.

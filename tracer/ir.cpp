@@ -112,6 +112,21 @@ std::size_t Params::hash() const {
   return h;
 }
 
+Node::~Node() {
+  std::vector<NodeRef> pending = std::move(in);
+  while (!pending.empty()) {
+    NodeRef x = std::move(pending.back());
+    pending.pop_back();
+    // The last owner (nothing holds weak references to nodes): take its
+    // operands over, so that it dies with none and the chain unwinds here.
+    if (x.use_count() == 1) {
+      auto& operands = const_cast<Node&>(*x).in;  // made non-const by make_shared<Node>
+      for (auto& y : operands) pending.push_back(std::move(y));
+      operands.clear();
+    }
+  }
+}
+
 NodeRef NodeTable::make(Op op, std::vector<NodeRef> in, Aval aval, Params p) {
   check_shape(aval.shape, aval.dtype, op_name(op));
   std::size_t h = std::size_t(op);

@@ -87,6 +87,9 @@ struct Node {
 
   const Shape& shape() const { return aval.shape; }
   DType dtype() const { return aval.dtype; }
+  // Frees chains of operands iteratively: a 100,000-node chain must not
+  // destroy itself recursively (stack overflow).
+  ~Node();
   int rank() const { return int(aval.shape.size()); }
 };
 

@@ -72,7 +72,9 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
       switch (c) {
         case B1: return {DType::bool_, false};
         case IW: return {a_weak ? a : b, true};
-        case FW: return {a_weak && is_floating(a) ? a : (b_weak && is_floating(b) ? b : DType::float32), true};
+        // A weak float: float32 (JAX's default float), float64 only when
+        // both operands are float64 (weak C++ doubles keep their bits).
+        case FW: return {a == DType::float64 && b == DType::float64 ? DType::float64 : DType::float32, true};
         case U32: return {DType::uint32, false};
         case I32: return {DType::int32, false};
         case I64: return {DType::int64, false};

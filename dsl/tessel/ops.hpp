@@ -39,6 +39,12 @@ template <class T>
 Array scalar_operand(T v) {
   static_assert(std::is_arithmetic_v<T>);
   auto st = scalar_type<T>();
+  // A C++ double keeps its full value (a weakly typed float64 constant): it
+  // takes the other operand's float dtype, rounded once, and float64 operands
+  // see it exactly. (tracer/promotion.cpp: a weak float is float32 unless
+  // every float in the operation is float64.)
+  if constexpr (std::is_floating_point_v<T> && !std::is_same_v<T, float>)
+    return scalar_literal(double(v), DType::float64, true);
   return scalar_literal(double(v), st.dtype, st.weak);
 }
 }  // namespace detail
