@@ -16,7 +16,7 @@ namespace {
 
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* v = std::getenv(name);
-  if (!v) return fallback;
+  if (!v || !*v) return fallback;  // unset or set to nothing: the default
   return detail::parse_env_int(name, v, lo, hi);
 }
 
