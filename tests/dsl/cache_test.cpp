@@ -122,3 +122,15 @@ TEST_CASE("the program cache is bounded and frees programs nobody holds") {
   CHECK(ts::detail::compile_cache_stats().entries == 1);  // the newest stays
   cfg.compile_cache_max_bytes = old_bytes;
 }
+
+TEST_CASE("RESOURCE_EXHAUSTED counts every device's part, before any device allocates") {
+  if (ts::device_count() < 8) return;
+  // 128 GiB of float32 split 8 ways: 16 GiB a device, each part alone fits the host, all together do not.
+  auto mesh = ts::make_mesh({8}, {"x"});
+  auto f = ts::jit([](ts::Array v) { return ts::broadcast_to(v, {std::int64_t(1) << 35}); },
+                   {.out_shardings = {ts::Sharding(ts::NamedSharding(mesh, P("x")))}});
+  CHECK_THROWS_WITH_AS(f(ts::zeros({})), doctest::Contains("RESOURCE_EXHAUSTED"), ts::ResourceExhaustedError);
+  // Nothing was allocated: the process is alive and a small program still runs.
+  CHECK(f.lower(ts::zeros({})).compile().memory_analysis().output_size_in_bytes == (std::size_t(1) << 35) / 8 * 4);
+  CHECK(ts::jit([](ts::Array v) { return v + 1.0; })(ts::zeros({3})).to_vector<float>()[2] == 1);
+}
