@@ -1,4 +1,5 @@
 #include "codegen/compile.hpp"
+#include "codegen/library.hpp"
 
 #include <cmath>
 #include <algorithm>
@@ -88,24 +89,6 @@ class AxisIndexThunk final : public rt::Thunk {
   MeshRef mesh_;
   std::vector<int> axes_;
   int slot_;
-};
-
-// sort(keys, values) along one dim: a stable sort of each line.
-class SortThunk final : public rt::Thunk {
- public:
-  SortThunk(const Node& n, int keys, int values, int out)
-      : keys_(keys), values_(values), out_(out), shape_(n.shape()), dim_(n.p.dims[0]), kt_(n.in[0]->dtype()),
-        vt_(n.dtype()) {}
-  void run(rt::ExecContext& ctx) const override {
-    sort_lines(kt_, vt_, shape_, dim_, ctx.slots[keys_], ctx.slots[values_], ctx.slots[out_]);
-  }
-  std::string describe() const override { return "sort " + aval_str(vt_, shape_) + " (stable)"; }
-
- private:
-  int keys_, values_, out_;
-  Shape shape_;
-  std::int64_t dim_;
-  DType kt_, vt_;
 };
 
 // ------------------------------------------------------------------ collectives
@@ -347,7 +330,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         exe->uses_collectives = true;
         break;
       case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->p.literal, out); break;
-      case StepKind::Sort: thunk = std::make_unique<SortThunk>(*step.node, reads[0], reads[1], out); break;
+      case StepKind::Library: thunk = library_thunk(*step.node, reads, out); break;
       case StepKind::AxisIndex:
         thunk = std::make_unique<AxisIndexThunk>(step.node->p.mesh, step.node->p.mesh_axes, out);
         break;

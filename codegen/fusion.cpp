@@ -54,7 +54,7 @@ StepKind step_kind(const Node& n) {
     case OpFamily::Reduce: return StepKind::Reduce;
     case OpFamily::Dot: return StepKind::Dot;
     case OpFamily::Collective: return StepKind::Collective;
-    case OpFamily::Library: return StepKind::Sort;
+    case OpFamily::Library: return StepKind::Library;
     case OpFamily::Leaf:
       return n.op == Op::constant ? StepKind::Constant : n.op == Op::axis_index ? StepKind::AxisIndex : StepKind::Loop;
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
@@ -117,7 +117,7 @@ FusionPlan plan_fusion(const Graph& g) {
   for (auto& n : order) {
     if (!plan.materialized.count(n.get()) || n->op == Op::parameter) continue;
     Step s{step_kind(*n), n, {}};
-    if (s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Sort) s.reads = n->in;
+    if (s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library) s.reads = n->in;
     else if (s.kind != StepKind::Constant) s.reads = leaves_of(n, plan.materialized);
     plan.steps.push_back(std::move(s));
   }

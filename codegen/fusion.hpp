@@ -26,7 +26,7 @@ enum class StepKind {
   Collective,  // a runtime collective
   Constant,    // a non-scalar literal copied into its buffer
   AxisIndex,   // the device's coordinate along mesh axes
-  Sort,        // a library sort
+  Library,     // a library routine on whole arrays (codegen/library.hpp)
 };
 
 struct Step {

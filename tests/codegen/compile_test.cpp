@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "codegen/library.hpp"
 #include "tests/common/run_graph.hpp"
 #include "tracer/build.hpp"
 
@@ -231,4 +232,16 @@ TEST_CASE("integer and boolean semantics follow XLA") {
                  build::unary(f.t, Op::is_finite, z),  build::binary(f.t, Op::max, z, build::unary(f.t, Op::neg, z)),
                  build::bitcast_convert(f.t, z, DType::uint32)};
   check_against_interpreter(f.g, {host_array(DType::float32, {8}, fv.data())});
+}
+
+TEST_CASE("every library op names its own routine; no other op has one") {
+  int library_ops = 0;
+  for (int i = 0; i < tessel::kNumOps; ++i) {
+    const auto op = tessel::Op(i);
+    const bool is_library = tessel::op_family(op) == tessel::OpFamily::Library;
+    CAPTURE(tessel::op_name(op));
+    CHECK((tessel::codegen::library_routine(op) != nullptr) == is_library);
+    library_ops += is_library;
+  }
+  CHECK(library_ops >= 1);
 }

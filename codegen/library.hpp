@@ -1,0 +1,25 @@
+// Library ops (OpFamily::Library): primitives run by a routine on whole
+// arrays (sort today; FFT, LAPACK next). Each names its own routine here, in
+// one table indexed by op; compiling a library op that has none is a loud
+// InternalError, never another op's routine (tests/codegen check that every
+// Library op has one).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runtime/executable.hpp"
+#include "tracer/ir.hpp"
+
+namespace tessel::codegen {
+
+// The thunk that runs library node `n`, reading buffer slots `reads` (its
+// operands, in order) and writing slot `out`.
+using LibraryRoutine = std::unique_ptr<rt::Thunk> (*)(const Node& n, const std::vector<int>& reads, int out);
+
+// The routine of a Library-family op; null when it has none.
+LibraryRoutine library_routine(Op op);
+// The thunk for `n` (InternalError naming the op when it has no routine).
+std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, int out);
+
+}  // namespace tessel::codegen
