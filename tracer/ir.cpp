@@ -264,14 +264,6 @@ Key fingerprint(const NodeRef& root, const std::vector<NodeRef>& leaves) {
 
 namespace {
 
-std::string ints(const std::vector<std::int64_t>& v) {
-  std::ostringstream os;
-  os << '{';
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
-  os << '}';
-  return os.str();
-}
-
 std::string literal_text(const Literal& l) {
   std::ostringstream os;
   std::int64_t n = numel(l.shape);
@@ -284,91 +276,7 @@ std::string literal_text(const Literal& l) {
 
 std::string attrs(const Node& n) {
   std::ostringstream os;
-  const Params& p = n.p;
-  switch (n.op) {
-    case Op::parameter: break;
-    case Op::axis_index: {
-      os << ", axes={";
-      for (size_t i = 0; i < p.mesh_axes.size(); ++i) os << (i ? "," : "") << p.mesh->axes()[p.mesh_axes[i]].name;
-      os << '}';
-      break;
-    }
-    case Op::constant: break;
-    case Op::iota: os << ", iota_dimension=" << p.dims[0]; break;
-    case Op::broadcast_in_dim: os << ", dimensions=" << ints(p.dims); break;
-    case Op::transpose: os << ", dimensions=" << ints(p.dims); break;
-    case Op::rev: os << ", dimensions=" << ints(p.dims); break;
-    case Op::reduce_sum:
-    case Op::reduce_max:
-    case Op::reduce_min:
-    case Op::reduce_prod:
-    case Op::argmax:
-    case Op::argmin: os << ", dimensions=" << ints(p.dims); break;
-    case Op::concatenate: os << ", dimensions=" << ints(p.dims); break;
-    case Op::threefry2x32: os << ", word=" << p.dims[0]; break;
-    case Op::sort: os << ", dimension=" << p.dims[0]; break;
-    case Op::slice: {
-      os << ", slice={";
-      for (size_t i = 0; i < p.lo.size(); ++i)
-        os << (i ? ", " : "") << '[' << p.lo[i] << ':' << p.hi[i] << (p.step[i] != 1 ? ":" + std::to_string(p.step[i]) : "")
-           << ']';
-      os << '}';
-      break;
-    }
-    case Op::pad: {
-      os << ", padding=";
-      for (size_t i = 0; i < p.lo.size(); ++i)
-        os << (i ? "x" : "") << p.lo[i] << '_' << p.hi[i] << (p.step[i] ? "_" + std::to_string(p.step[i]) : "");
-      break;
-    }
-    case Op::dynamic_slice: os << ", dynamic_slice_sizes=" << ints(p.lo); break;
-    case Op::dot_general:
-      os << ", lhs_batch_dims=" << ints(p.dot.lhs_batch) << ", lhs_contracting_dims=" << ints(p.dot.lhs_contract)
-         << ", rhs_batch_dims=" << ints(p.dot.rhs_batch) << ", rhs_contracting_dims=" << ints(p.dot.rhs_contract);
-      break;
-    case Op::sharding_constraint: os << ", sharding=" << p.sharding->spec_str(); break;
-    case Op::all_gather:
-    case Op::all_to_all:
-    case Op::all_reduce:
-    case Op::reduce_scatter:
-    case Op::collective_permute: {
-      // XLA's spelling: the replica groups of mesh positions that talk.
-      if (p.mesh) {
-        os << ", replica_groups={";
-        auto groups = collective_groups(*p.mesh, p.mesh_axes);
-        for (size_t g = 0; g < groups.size(); ++g) {
-          os << (g ? "," : "") << '{';
-          for (size_t k = 0; k < groups[g].size(); ++k) os << (k ? "," : "") << groups[g][k];
-          os << '}';
-        }
-        os << '}';
-      }
-      if (n.op == Op::all_gather || n.op == Op::reduce_scatter) os << ", dimensions={" << p.dims[0] << '}';
-      if (n.op == Op::all_to_all) os << ", split_dimension=" << p.dims[0] << ", concat_dimension=" << p.dims[1];
-      if (n.op == Op::all_reduce || n.op == Op::reduce_scatter) os << ", to_apply=" << op_name(p.reduce_op);
-      if (n.op == Op::collective_permute) {
-        os << ", source_target_pairs={";
-        for (size_t i = 0; i < p.pairs.size(); ++i)
-          os << (i ? "," : "") << '{' << p.pairs[i].first << ',' << p.pairs[i].second << '}';
-        os << '}';
-      }
-      break;
-    }
-    case Op::convert:
-    case Op::bitcast_convert:
-    case Op::reshape:
-    case Op::select:
-    case Op::dynamic_update_slice:
-      // Elementwise ops carry no attributes.
-    case Op::neg: case Op::sin: case Op::cos: case Op::tan: case Op::tanh: case Op::exp: case Op::expm1:
-    case Op::log: case Op::log1p: case Op::sqrt: case Op::rsqrt: case Op::logistic: case Op::erf_inv: case Op::erf:
-    case Op::abs: case Op::sign: case Op::floor: case Op::ceil: case Op::round: case Op::is_finite:
-    case Op::not_: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::pow:
-    case Op::max: case Op::min: case Op::atan2: case Op::and_: case Op::or_: case Op::xor_:
-    case Op::shift_left: case Op::shift_right_logical: case Op::eq: case Op::ne: case Op::lt: case Op::le:
-    case Op::gt: case Op::ge:
-      break;
-  }
+  rules(n.op).print_attrs(n, os);  // each op prints its own (tracer/rules_<family>.cpp)
   return os.str();
 }
 

@@ -10,7 +10,8 @@ namespace tessel {
 namespace {
 const OpRules kRules[] = {
 #define TESSEL_X(e, text, family) \
-  {&Rule<Op::e>::infer, &Rule<Op::e>::eval, &Rule<Op::e>::factors, &Rule<Op::e>::jvp, &Rule<Op::e>::transpose},
+  {&Rule<Op::e>::infer, &Rule<Op::e>::eval,      &Rule<Op::e>::factors,    \
+   &Rule<Op::e>::jvp,   &Rule<Op::e>::transpose, &Rule<Op::e>::print_attrs},
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
@@ -46,6 +47,14 @@ std::string avals_str(const std::vector<Aval>& in) {
   for (size_t i = 0; i < in.size(); ++i)
     os << (i ? (i + 1 == in.size() ? " and " : ", ") : "") << aval_str(in[i].dtype, in[i].shape)
        << (in[i].weak_type ? "{weak}" : "");
+  return os.str();
+}
+
+std::string ints(const std::vector<std::int64_t>& v) {
+  std::ostringstream os;
+  os << '{';
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  os << '}';
   return os.str();
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <vector>
 
 #include "tracer/ir.hpp"
@@ -53,6 +54,9 @@ struct OpRules {
   // never linear.
   void (*transpose)(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                     std::vector<NodeRef>& cts);
+  // The op's attributes in the IR text, XLA's spelling (", dimensions={0,1}");
+  // nothing for ops without attributes.
+  void (*print_attrs)(const Node& n, std::ostream& os);
 };
 
 const OpRules& rules(Op op);
@@ -71,6 +75,7 @@ struct Rule;
                        const std::vector<NodeRef>& tx, const NodeRef& y);                           \
     static void transpose(NodeTable& t, const Node& n, const NodeRef& ct,                           \
                           const std::vector<bool>& linear, std::vector<NodeRef>& cts);              \
+    static void print_attrs(const Node& n, std::ostream& os);                                       \
   };
 TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
@@ -103,7 +108,13 @@ FactorRule elementwise_factors(const Node& n);    // every operand dim i and res
 FactorRule replicated_factors(const Node& n);     // every dim its own factor, none splittable
 FactorRule leaf_factors(const Node& n);           // result dims free factors, no operands
 [[noreturn]] void not_linear(const Node& n);
+// "{0,1,2}"
+std::string ints(const std::vector<std::int64_t>& v);
 }  // namespace rule_util
+
+// The printing rule of a primitive without attributes.
+#define TESSEL_NO_ATTRS(OP) \
+  void Rule<Op::OP>::print_attrs(const Node&, std::ostream&) {}
 
 // The autodiff rules of a primitive with no derivative to carry: its tangent
 // is zero (piecewise constant, integer-valued, or a leaf of the graph) and it

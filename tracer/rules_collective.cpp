@@ -204,4 +204,54 @@ void Rule<Op::collective_permute>::transpose(NodeTable& t, const Node& n, const 
   cts[0] = build::collective_permute(t, ct, n.p.mesh, inv);
 }
 
+// ---------------------------------------------------------------- printing
+
+void Rule<Op::axis_index>::print_attrs(const Node& n, std::ostream& os) {
+  os << ", axes={";
+  for (size_t i = 0; i < n.p.mesh_axes.size(); ++i) os << (i ? "," : "") << n.p.mesh->axes()[n.p.mesh_axes[i]].name;
+  os << '}';
+}
+void Rule<Op::sharding_constraint>::print_attrs(const Node& n, std::ostream& os) {
+  os << ", sharding=" << n.p.sharding->spec_str();
+}
+
+namespace {
+// XLA's spelling: the replica groups of mesh positions that talk.
+void replica_groups(const Node& n, std::ostream& os) {
+  if (!n.p.mesh) return;
+  os << ", replica_groups={";
+  auto groups = collective_groups(*n.p.mesh, n.p.mesh_axes);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    os << (g ? "," : "") << '{';
+    for (size_t k = 0; k < groups[g].size(); ++k) os << (k ? "," : "") << groups[g][k];
+    os << '}';
+  }
+  os << '}';
+}
+}  // namespace
+
+void Rule<Op::all_gather>::print_attrs(const Node& n, std::ostream& os) {
+  replica_groups(n, os);
+  os << ", dimensions={" << n.p.dims[0] << '}';
+}
+void Rule<Op::all_reduce>::print_attrs(const Node& n, std::ostream& os) {
+  replica_groups(n, os);
+  os << ", to_apply=" << op_name(n.p.reduce_op);
+}
+void Rule<Op::reduce_scatter>::print_attrs(const Node& n, std::ostream& os) {
+  replica_groups(n, os);
+  os << ", dimensions={" << n.p.dims[0] << '}' << ", to_apply=" << op_name(n.p.reduce_op);
+}
+void Rule<Op::all_to_all>::print_attrs(const Node& n, std::ostream& os) {
+  replica_groups(n, os);
+  os << ", split_dimension=" << n.p.dims[0] << ", concat_dimension=" << n.p.dims[1];
+}
+void Rule<Op::collective_permute>::print_attrs(const Node& n, std::ostream& os) {
+  replica_groups(n, os);
+  os << ", source_target_pairs={";
+  for (size_t i = 0; i < n.p.pairs.size(); ++i)
+    os << (i ? "," : "") << '{' << n.p.pairs[i].first << ',' << n.p.pairs[i].second << '}';
+  os << '}';
+}
+
 }  // namespace tessel

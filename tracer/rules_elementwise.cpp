@@ -222,7 +222,8 @@ T shr_logical(T a, T b) {
       (void)sizeof(T);                                                                               \
       BODY                                                                                           \
     });                                                                                              \
-  }
+  } \
+  TESSEL_NO_ATTRS(OP)
 
 TESSEL_UNARY(neg, Numeric, {
   if constexpr (is_int_v<T>) return wrap_sub(T(0), x);
@@ -293,7 +294,8 @@ void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const Pa
       (void)sizeof(T);                                                                               \
       BODY                                                                                           \
     });                                                                                              \
-  }
+  } \
+  TESSEL_NO_ATTRS(OP)
 
 TESSEL_BINARY(add, Numeric, {
   if constexpr (is_int_v<T>) return wrap_add(a, b);
@@ -354,7 +356,8 @@ TESSEL_BINARY(shift_right_logical, Integer, {
                           HostArray& out) {                                                          \
     rule_util::allocate(out, aval);                                                                  \
     map2(*in[0], *in[1], out, [](auto a, auto b) { return bool(EXPR); });                            \
-  }
+  } \
+  TESSEL_NO_ATTRS(OP)
 TESSEL_COMPARE(eq, a == b)
 TESSEL_COMPARE(ne, a != b)
 TESSEL_COMPARE(lt, a < b)
@@ -706,5 +709,12 @@ void Rule<Op::convert>::transpose(NodeTable& t, const Node& n, const NodeRef& ct
                                   std::vector<NodeRef>& cts) {
   cts[0] = build::convert(t, ct, n.in[0]->dtype(), n.in[0]->aval.weak_type);
 }
+
+// Printing: elementwise ops carry no attributes but threefry's word.
+TESSEL_NO_ATTRS(is_finite)
+TESSEL_NO_ATTRS(select)
+TESSEL_NO_ATTRS(convert)
+TESSEL_NO_ATTRS(bitcast_convert)
+void Rule<Op::threefry2x32>::print_attrs(const Node& n, std::ostream& os) { os << ", word=" << n.p.dims[0]; }
 
 }  // namespace tessel

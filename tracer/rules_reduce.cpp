@@ -574,4 +574,24 @@ void Rule<Op::dot_general>::transpose(NodeTable& t, const Node& n, const NodeRef
   if (linear[1]) cts[1] = dot_transpose_lhs(t, ct, n.in[0], n.in[1]->shape(), n.p.dot, true);
 }
 
+// ---------------------------------------------------------------- printing
+
+#define TESSEL_DIMENSIONS_ATTR(OP)                                  \
+  void Rule<Op::OP>::print_attrs(const Node& n, std::ostream& os) { \
+    os << ", dimensions=" << rule_util::ints(n.p.dims);             \
+  }
+TESSEL_DIMENSIONS_ATTR(reduce_sum)
+TESSEL_DIMENSIONS_ATTR(reduce_max)
+TESSEL_DIMENSIONS_ATTR(reduce_min)
+TESSEL_DIMENSIONS_ATTR(reduce_prod)
+TESSEL_DIMENSIONS_ATTR(argmax)
+TESSEL_DIMENSIONS_ATTR(argmin)
+#undef TESSEL_DIMENSIONS_ATTR
+void Rule<Op::sort>::print_attrs(const Node& n, std::ostream& os) { os << ", dimension=" << n.p.dims[0]; }
+void Rule<Op::dot_general>::print_attrs(const Node& n, std::ostream& os) {
+  const DotDims& d = n.p.dot;
+  os << ", lhs_batch_dims=" << rule_util::ints(d.lhs_batch) << ", lhs_contracting_dims=" << rule_util::ints(d.lhs_contract)
+     << ", rhs_batch_dims=" << rule_util::ints(d.rhs_batch) << ", rhs_contracting_dims=" << rule_util::ints(d.rhs_contract);
+}
+
 }  // namespace tessel

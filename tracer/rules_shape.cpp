@@ -621,4 +621,39 @@ void Rule<Op::dynamic_update_slice>::transpose(NodeTable& t, const Node& n, cons
   if (linear[1]) cts[1] = build::dynamic_slice(t, ct, starts, n.in[1]->shape());
 }
 
+// ---------------------------------------------------------------- printing
+
+TESSEL_NO_ATTRS(parameter)  // its index and a constant's value print as operands
+TESSEL_NO_ATTRS(constant)
+TESSEL_NO_ATTRS(reshape)
+TESSEL_NO_ATTRS(dynamic_update_slice)
+void Rule<Op::iota>::print_attrs(const Node& n, std::ostream& os) { os << ", iota_dimension=" << n.p.dims[0]; }
+void Rule<Op::broadcast_in_dim>::print_attrs(const Node& n, std::ostream& os) {
+  os << ", dimensions=" << rule_util::ints(n.p.dims);
+}
+void Rule<Op::transpose>::print_attrs(const Node& n, std::ostream& os) {
+  os << ", dimensions=" << rule_util::ints(n.p.dims);
+}
+void Rule<Op::rev>::print_attrs(const Node& n, std::ostream& os) { os << ", dimensions=" << rule_util::ints(n.p.dims); }
+void Rule<Op::concatenate>::print_attrs(const Node& n, std::ostream& os) {
+  os << ", dimensions=" << rule_util::ints(n.p.dims);
+}
+void Rule<Op::slice>::print_attrs(const Node& n, std::ostream& os) {
+  const Params& p = n.p;
+  os << ", slice={";
+  for (size_t i = 0; i < p.lo.size(); ++i)
+    os << (i ? ", " : "") << '[' << p.lo[i] << ':' << p.hi[i] << (p.step[i] != 1 ? ":" + std::to_string(p.step[i]) : "")
+       << ']';
+  os << '}';
+}
+void Rule<Op::pad>::print_attrs(const Node& n, std::ostream& os) {
+  const Params& p = n.p;
+  os << ", padding=";
+  for (size_t i = 0; i < p.lo.size(); ++i)
+    os << (i ? "x" : "") << p.lo[i] << '_' << p.hi[i] << (p.step[i] ? "_" + std::to_string(p.step[i]) : "");
+}
+void Rule<Op::dynamic_slice>::print_attrs(const Node& n, std::ostream& os) {
+  os << ", dynamic_slice_sizes=" << rule_util::ints(n.p.lo);
+}
+
 }  // namespace tessel
