@@ -278,6 +278,20 @@ void dump(const Program& p, const std::string& name) {
 
 }  // namespace
 
+// The IR verifier between passes in debug builds (the sanitizer builds are
+// debug builds): a pass that breaks an invariant is named at once.
+static void verified(const Graph& g, const char* after_pass) {
+#ifndef NDEBUG
+  try {
+    verify(g);
+  } catch (const InternalError& e) {
+    throw InternalError(std::string("after pass ") + after_pass + ": " + e.what());
+  }
+#else
+  (void)g, (void)after_pass;
+#endif
+}
+
 std::size_t compile_count() { return g_compiles.load(); }
 CacheStats compile_cache_stats() { return program_cache().stats(); }
 
@@ -353,7 +367,9 @@ std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>
   const MeshRef mesh = p->common.mesh;
   for (auto& o : out_ax)
     if (o) o = p->common.rewrite(*o);
+  verified(g_in, "trace");
   p->global = rewrite_for_mesh(g_in, p->common, out_ax);
+  verified(p->global, "rewrite-for-mesh");
 
   PropagationInput pin;
   pin.mesh = mesh;
@@ -373,7 +389,7 @@ std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>
   p->assignment = propagate(p->global, pin);
   p->global_text = to_text(p->global, &p->assignment.value);
   p->partitioned = partition(p->global, p->assignment);
-  verify(p->partitioned.local);
+  verify(p->partitioned.local);  // always: codegen trusts the partitioned program
   p->local_text = to_text(p->partitioned.local);
   p->committed_outputs = false;
   for (auto& a : args) p->committed_outputs = p->committed_outputs || concrete(a).committed;
