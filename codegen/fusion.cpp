@@ -10,30 +10,15 @@ namespace tessel::codegen {
 namespace {
 
 // Work per element of an op when inlined (a rough count of instructions).
+// The cost of recomputing an op inside a fused loop (its class is in the op list).
 int own_cost(Op op) {
-  switch (op) {
-    case Op::axis_index: case Op::sort:
-      return 1000;
-    case Op::threefry2x32:
-      return 40;
-    case Op::parameter: case Op::constant: case Op::iota: case Op::broadcast_in_dim: case Op::reshape: case Op::rev:
-    case Op::transpose: case Op::slice: case Op::sharding_constraint: case Op::convert: case Op::bitcast_convert:
-      return 0;
-    case Op::sin: case Op::cos: case Op::tan: case Op::tanh: case Op::exp: case Op::expm1: case Op::log:
-    case Op::log1p: case Op::logistic: case Op::erf_inv: case Op::erf: case Op::pow: case Op::atan2:
-      return 20;
-    case Op::div: case Op::rem: case Op::sqrt: case Op::rsqrt:
-      return 4;
-    case Op::neg: case Op::abs: case Op::sign: case Op::floor: case Op::ceil: case Op::round: case Op::is_finite:
-    case Op::not_: case Op::add: case Op::sub: case Op::mul: case Op::max: case Op::min: case Op::and_:
-    case Op::or_: case Op::xor_: case Op::shift_left: case Op::shift_right_logical: case Op::eq: case Op::ne:
-    case Op::lt: case Op::le: case Op::gt: case Op::ge: case Op::select: case Op::pad: case Op::concatenate:
-    case Op::dynamic_slice: case Op::dynamic_update_slice:
-      return 1;
-    case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_prod: case Op::argmax:
-    case Op::argmin: case Op::dot_general: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter:
-    case Op::all_to_all: case Op::collective_permute:
-      return 1000;  // never inlined
+  switch (op_cost(op)) {
+    case OpCost::Free: return 0;
+    case OpCost::Cheap: return 1;
+    case OpCost::Costly: return 4;
+    case OpCost::Transcendental: return 20;
+    case OpCost::Heavy: return 40;
+    case OpCost::Never: return 1000;  // never inlined
   }
   __builtin_unreachable();
 }

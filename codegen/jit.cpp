@@ -3,6 +3,7 @@
 #include "codegen/host.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -17,7 +18,7 @@ struct Jit::Impl {
   std::unique_ptr<llvm::TargetMachine> tm;
   std::mutex mutex;
   std::unordered_map<std::string, std::weak_ptr<const CompiledModule>> cache;
-  std::size_t live = 0;          // CompiledModules alive
+  std::atomic<std::size_t> live{0};  // CompiledModules alive
   std::size_t object_bytes = 0;  // bytes of all object files the JIT linked
   std::size_t sweep_at = 64;     // cache size at which expired entries are dropped
 };
@@ -29,9 +30,10 @@ struct CompiledModule::Impl {
 
 CompiledModule::~CompiledModule() {
   if (!impl || !impl->tracker) return;
-  std::lock_guard<std::mutex> lk(impl->jit->mutex);
   --impl->jit->live;
-  // Nothing can call into the module now: its last holder is gone.
+  // Nothing can call into the module now: its last holder is gone. ORC's
+  // removal takes the session's own lock; not holding ours, a device thread
+  // that drops the last executable does not wait for an unrelated compile.
   if (auto e = impl->tracker->remove()) llvm::consumeError(std::move(e));
 }
 
@@ -127,17 +129,18 @@ ModuleRef Jit::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llv
   auto rt = impl_->jit->getMainJITDylib().createResourceTracker();
   if (auto e = impl_->jit->addIRModule(rt, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     throw InternalError("adding a module to the JIT: " + to_string(std::move(e)));
+  // Owned before the lookups: a failed one removes the module again.
   auto out = std::make_shared<CompiledModule>();
+  out->impl = std::make_unique<CompiledModule::Impl>();
+  out->impl->jit = impl_.get();
+  out->impl->tracker = rt;
+  ++impl_->live;
   const std::size_t before = impl_->object_bytes;
   for (auto& s : symbols) {
     auto addr = unwrap(impl_->jit->lookup(s), "looking up a kernel");
     out->symbols.push_back(addr.toPtr<void*>());
   }
   out->code_bytes = impl_->object_bytes - before;
-  out->impl = std::make_unique<CompiledModule::Impl>();
-  out->impl->jit = impl_.get();
-  out->impl->tracker = rt;
-  ++impl_->live;
   return out;
 }
 
@@ -168,9 +171,6 @@ std::size_t Jit::cache_size() const {
   return n;
 }
 
-std::size_t Jit::live_modules() const {
-  std::lock_guard<std::mutex> lk(impl_->mutex);
-  return impl_->live;
-}
+std::size_t Jit::live_modules() const { return impl_->live.load(); }
 
 }  // namespace tessel::codegen

@@ -1,6 +1,7 @@
 #include "tracer/ir.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <cstring>
@@ -120,6 +121,9 @@ Node::~Node() {
     // The last owner (nothing holds weak references to nodes): take its
     // operands over, so that it dies with none and the chain unwinds here.
     if (x.use_count() == 1) {
+      // use_count() is a relaxed load: order the other owners' last reads of
+      // x->in (before their release) before our writes.
+      std::atomic_thread_fence(std::memory_order_acquire);
       auto& operands = const_cast<Node&>(*x).in;  // made non-const by make_shared<Node>
       for (auto& y : operands) pending.push_back(std::move(y));
       operands.clear();

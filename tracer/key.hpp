@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -23,8 +24,17 @@ class Key {
   template <class T>
   Key& pod(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const char* p = reinterpret_cast<const char*>(&v);
-    bytes_.append(p, sizeof(T));
+    if constexpr (std::is_same_v<T, long double>) {
+      // Its value bytes only (x87: 10 of 16; the rest is padding).
+      static_assert(std::numeric_limits<long double>::digits == 64 || sizeof(long double) == sizeof(double));
+      constexpr std::size_t n = std::numeric_limits<long double>::digits == 64 ? 10 : sizeof(double);
+      bytes_.append(reinterpret_cast<const char*>(&v), n);
+    } else {
+      // Every byte is part of the value (no padding).
+      static_assert(std::has_unique_object_representations_v<T> || std::is_floating_point_v<T>,
+                    "Key::pod of a type with padding");
+      bytes_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+    }
     return *this;
   }
   Key& tag(char c) {

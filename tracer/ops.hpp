@@ -26,95 +26,107 @@ enum class OpFamily : std::uint8_t {
   Collective,  // made only by the partitioner and shard_map
 };
 
-// X(enumerator, text, family)
+// How costly an op is to recompute inside a fused loop (codegen/fusion.cpp),
+// and whether cost analysis counts it as a transcendental (as XLA's does).
+enum class OpCost : std::uint8_t {
+  Free,            // data movement or a no-op: folded into indexing
+  Cheap,           // one instruction per element
+  Costly,          // division, square roots
+  Transcendental,  // exp, log, sin, erf, pow, atan2, ...
+  Heavy,           // threefry: tens of instructions per element
+  Never,           // reductions, dots, collectives, library calls: never inlined
+};
+
+// X(enumerator, text, family, cost)
 #define TESSEL_OPS(X)                                            \
-  X(parameter, "parameter", Leaf)                                \
-  X(constant, "constant", Leaf)                                  \
-  X(iota, "iota", Leaf)                                          \
-  X(axis_index, "axis-index", Leaf)                              \
-  X(neg, "negate", Unary)                                        \
-  X(sin, "sine", Unary)                                          \
-  X(cos, "cosine", Unary)                                        \
-  X(tan, "tan", Unary)                                           \
-  X(tanh, "tanh", Unary)                                         \
-  X(exp, "exponential", Unary)                                   \
-  X(expm1, "exponential-minus-one", Unary)                       \
-  X(log, "log", Unary)                                           \
-  X(log1p, "log-plus-one", Unary)                                \
-  X(sqrt, "sqrt", Unary)                                         \
-  X(rsqrt, "rsqrt", Unary)                                       \
-  X(logistic, "logistic", Unary)                                 \
-  X(erf_inv, "erf-inv", Unary)                                   \
-  X(erf, "erf", Unary)                                           \
-  X(abs, "abs", Unary)                                           \
-  X(sign, "sign", Unary)                                         \
-  X(floor, "floor", Unary)                                       \
-  X(ceil, "ceil", Unary)                                         \
-  X(round, "round-nearest-even", Unary)                          \
-  X(is_finite, "is-finite", Unary)                               \
-  X(not_, "not", Unary)                                          \
-  X(add, "add", Binary)                                          \
-  X(sub, "subtract", Binary)                                     \
-  X(mul, "multiply", Binary)                                     \
-  X(div, "divide", Binary)                                       \
-  X(rem, "remainder", Binary)                                    \
-  X(pow, "power", Binary)                                        \
-  X(max, "maximum", Binary)                                      \
-  X(min, "minimum", Binary)                                      \
-  X(atan2, "atan2", Binary)                                      \
-  X(and_, "and", Binary)                                         \
-  X(or_, "or", Binary)                                           \
-  X(xor_, "xor", Binary)                                         \
-  X(shift_left, "shift-left", Binary)                            \
-  X(shift_right_logical, "shift-right-logical", Binary)          \
-  X(eq, "compare-EQ", Compare)                                   \
-  X(ne, "compare-NE", Compare)                                   \
-  X(lt, "compare-LT", Compare)                                   \
-  X(le, "compare-LE", Compare)                                   \
-  X(gt, "compare-GT", Compare)                                   \
-  X(ge, "compare-GE", Compare)                                   \
-  X(select, "select", Select)                                    \
-  X(threefry2x32, "threefry2x32", Nary)                          \
-  X(convert, "convert", Convert)                                 \
-  X(bitcast_convert, "bitcast-convert", Convert)                 \
-  X(broadcast_in_dim, "broadcast", Shape)                        \
-  X(reshape, "reshape", Shape)                                   \
-  X(transpose, "transpose", Shape)                               \
-  X(rev, "reverse", Shape)                                       \
-  X(slice, "slice", Shape)                                       \
-  X(pad, "pad", Shape)                                           \
-  X(concatenate, "concatenate", Shape)                           \
-  X(dynamic_slice, "dynamic-slice", Shape)                       \
-  X(dynamic_update_slice, "dynamic-update-slice", Shape)         \
-  X(reduce_sum, "reduce-sum", Reduce)                            \
-  X(reduce_max, "reduce-max", Reduce)                            \
-  X(reduce_min, "reduce-min", Reduce)                            \
-  X(reduce_prod, "reduce-prod", Reduce)                          \
-  X(argmax, "argmax", Reduce)                                    \
-  X(argmin, "argmin", Reduce)                                    \
-  X(sort, "sort", Library)                                       \
-  X(dot_general, "dot", Dot)                                     \
-  X(sharding_constraint, "sharding-constraint", Annotation)      \
-  X(all_gather, "all-gather", Collective)                        \
-  X(all_reduce, "all-reduce", Collective)                        \
-  X(reduce_scatter, "reduce-scatter", Collective)                \
-  X(all_to_all, "all-to-all", Collective)                        \
-  X(collective_permute, "collective-permute", Collective)
+  X(parameter, "parameter", Leaf, Free)                        \
+  X(constant, "constant", Leaf, Free)                          \
+  X(iota, "iota", Leaf, Free)                                  \
+  X(axis_index, "axis-index", Leaf, Never)                     \
+  X(neg, "negate", Unary, Cheap)                               \
+  X(sin, "sine", Unary, Transcendental)                        \
+  X(cos, "cosine", Unary, Transcendental)                      \
+  X(tan, "tan", Unary, Transcendental)                         \
+  X(tanh, "tanh", Unary, Transcendental)                       \
+  X(exp, "exponential", Unary, Transcendental)                 \
+  X(expm1, "exponential-minus-one", Unary, Transcendental)     \
+  X(log, "log", Unary, Transcendental)                         \
+  X(log1p, "log-plus-one", Unary, Transcendental)              \
+  X(sqrt, "sqrt", Unary, Costly)                               \
+  X(rsqrt, "rsqrt", Unary, Costly)                             \
+  X(logistic, "logistic", Unary, Transcendental)               \
+  X(erf_inv, "erf-inv", Unary, Transcendental)                 \
+  X(erf, "erf", Unary, Transcendental)                         \
+  X(abs, "abs", Unary, Cheap)                                  \
+  X(sign, "sign", Unary, Cheap)                                \
+  X(floor, "floor", Unary, Cheap)                              \
+  X(ceil, "ceil", Unary, Cheap)                                \
+  X(round, "round-nearest-even", Unary, Cheap)                 \
+  X(is_finite, "is-finite", Unary, Cheap)                      \
+  X(not_, "not", Unary, Cheap)                                 \
+  X(add, "add", Binary, Cheap)                                 \
+  X(sub, "subtract", Binary, Cheap)                            \
+  X(mul, "multiply", Binary, Cheap)                            \
+  X(div, "divide", Binary, Costly)                             \
+  X(rem, "remainder", Binary, Costly)                          \
+  X(pow, "power", Binary, Transcendental)                      \
+  X(max, "maximum", Binary, Cheap)                             \
+  X(min, "minimum", Binary, Cheap)                             \
+  X(atan2, "atan2", Binary, Transcendental)                    \
+  X(and_, "and", Binary, Cheap)                                \
+  X(or_, "or", Binary, Cheap)                                  \
+  X(xor_, "xor", Binary, Cheap)                                \
+  X(shift_left, "shift-left", Binary, Cheap)                   \
+  X(shift_right_logical, "shift-right-logical", Binary, Cheap) \
+  X(eq, "compare-EQ", Compare, Cheap)                          \
+  X(ne, "compare-NE", Compare, Cheap)                          \
+  X(lt, "compare-LT", Compare, Cheap)                          \
+  X(le, "compare-LE", Compare, Cheap)                          \
+  X(gt, "compare-GT", Compare, Cheap)                          \
+  X(ge, "compare-GE", Compare, Cheap)                          \
+  X(select, "select", Select, Cheap)                           \
+  X(threefry2x32, "threefry2x32", Nary, Heavy)                 \
+  X(convert, "convert", Convert, Free)                         \
+  X(bitcast_convert, "bitcast-convert", Convert, Free)         \
+  X(broadcast_in_dim, "broadcast", Shape, Free)                \
+  X(reshape, "reshape", Shape, Free)                           \
+  X(transpose, "transpose", Shape, Free)                       \
+  X(rev, "reverse", Shape, Free)                               \
+  X(slice, "slice", Shape, Free)                               \
+  X(pad, "pad", Shape, Cheap)                                  \
+  X(concatenate, "concatenate", Shape, Cheap)                  \
+  X(dynamic_slice, "dynamic-slice", Shape, Cheap)              \
+  X(dynamic_update_slice, "dynamic-update-slice", Shape, Cheap)\
+  X(reduce_sum, "reduce-sum", Reduce, Never)                   \
+  X(reduce_max, "reduce-max", Reduce, Never)                   \
+  X(reduce_min, "reduce-min", Reduce, Never)                   \
+  X(reduce_prod, "reduce-prod", Reduce, Never)                 \
+  X(argmax, "argmax", Reduce, Never)                           \
+  X(argmin, "argmin", Reduce, Never)                           \
+  X(sort, "sort", Library, Never)                              \
+  X(dot_general, "dot", Dot, Never)                            \
+  X(sharding_constraint, "sharding-constraint", Annotation, Free)\
+  X(all_gather, "all-gather", Collective, Never)               \
+  X(all_reduce, "all-reduce", Collective, Never)               \
+  X(reduce_scatter, "reduce-scatter", Collective, Never)       \
+  X(all_to_all, "all-to-all", Collective, Never)               \
+  X(collective_permute, "collective-permute", Collective, Never)
 
 enum class Op : std::uint8_t {
-#define TESSEL_X(e, text, family) e,
+#define TESSEL_X(e, text, family, cost) e,
   TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
 
 inline constexpr int kNumOps = 0
-#define TESSEL_X(e, text, family) +1
+#define TESSEL_X(e, text, family, cost) +1
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
     ;
 
 const char* op_name(Op op);
 OpFamily op_family(Op op);
+OpCost op_cost(Op op);
 inline bool is_elementwise(Op op) {
   auto f = op_family(op);
   return f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Compare || f == OpFamily::Select ||

@@ -9,7 +9,7 @@ namespace tessel {
 
 namespace {
 const OpRules kRules[] = {
-#define TESSEL_X(e, text, family) \
+#define TESSEL_X(e, text, family, cost) \
   {&Rule<Op::e>::infer, &Rule<Op::e>::eval,      &Rule<Op::e>::factors,    \
    &Rule<Op::e>::jvp,   &Rule<Op::e>::transpose, &Rule<Op::e>::print_attrs},
     TESSEL_OPS(TESSEL_X)
@@ -18,19 +18,26 @@ const OpRules kRules[] = {
 static_assert(sizeof(kRules) / sizeof(kRules[0]) == kNumOps);
 
 const char* kOpNames[] = {
-#define TESSEL_X(e, text, family) text,
+#define TESSEL_X(e, text, family, cost) text,
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
 
 const OpFamily kOpFamilies[] = {
-#define TESSEL_X(e, text, family) OpFamily::family,
+#define TESSEL_X(e, text, family, cost) OpFamily::family,
+    TESSEL_OPS(TESSEL_X)
+#undef TESSEL_X
+};
+
+const OpCost kOpCosts[] = {
+#define TESSEL_X(e, text, family, cost) OpCost::cost,
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
 }  // namespace
 
 const OpRules& rules(Op op) { return kRules[int(op)]; }
+OpCost op_cost(Op op) { return kOpCosts[int(op)]; }
 const char* op_name(Op op) { return kOpNames[int(op)]; }
 OpFamily op_family(Op op) { return kOpFamilies[int(op)]; }
 

@@ -64,7 +64,7 @@ const OpRules& rules(Op op);
 template <Op op>
 struct Rule;
 
-#define TESSEL_X(e, text, family)                                                                   \
+#define TESSEL_X(e, text, family, cost)                                                                   \
   template <>                                                                                       \
   struct Rule<Op::e> {                                                                              \
     static Aval infer(const std::vector<Aval>& in, const Params& p, const Aval& declared);          \

@@ -74,7 +74,7 @@ Array arange(double start, double stop, double step, DType dtype) {
   if (count > 9.2e18)
     throw ShapeError(detail::cat("arange: start=", start, " stop=", stop, " step=", step, " gives ", count,
                                  " elements, more than an int64 can count"));
-  std::int64_t n = std::max<std::int64_t>(0, std::int64_t(count));
+  const std::int64_t n = count > 0 ? std::int64_t(count) : 0;  // (a cast of a huge negative double is undefined)
   return detail::make_host(dtype, {n}, false, [&](void* out) {
     if (is_floating(dtype))
       detail::fill_values<double>(dtype, out, n, [&](std::int64_t i) { return start + double(i) * step; });

@@ -36,10 +36,12 @@ class ProgramCache {
     return it->second->program;
   }
   void insert(Key k, std::shared_ptr<Program> p, std::size_t bytes) {
+    std::vector<std::shared_ptr<Program>> evicted;  // destroyed after the lock is released
     std::lock_guard<std::mutex> lk(m_);
     auto it = index_.find(k);
     if (it != index_.end()) {
       bytes_ -= it->second->bytes;
+      evicted.push_back(std::move(it->second->program));
       lru_.erase(it->second);
       index_.erase(it);
     }
@@ -49,6 +51,7 @@ class ProgramCache {
     const Config& c = config();
     while (lru_.size() > 1 && (lru_.size() > c.compile_cache_max_entries || bytes_ > c.compile_cache_max_bytes)) {
       bytes_ -= lru_.back().bytes;
+      evicted.push_back(std::move(lru_.back().program));
       index_.erase(lru_.back().key);
       lru_.pop_back();
     }
@@ -167,17 +170,15 @@ CostAnalysis cost_of(const Graph& local) {
     switch (op_family(n->op)) {
       case OpFamily::Leaf: case OpFamily::Annotation: break;
       case OpFamily::Unary:
-        if (n->op == Op::sin || n->op == Op::cos || n->op == Op::tan || n->op == Op::tanh || n->op == Op::exp ||
-            n->op == Op::expm1 || n->op == Op::log || n->op == Op::log1p || n->op == Op::logistic ||
-            n->op == Op::erf_inv)
-          c.transcendentals += size;
+        if (op_cost(n->op) == OpCost::Transcendental) c.transcendentals += size;
         else
           c.flops += size;
         c.bytes_accessed += bytes;
         break;
       case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select: case OpFamily::Nary:
       case OpFamily::Convert:
-        c.flops += size;
+        if (op_cost(n->op) == OpCost::Transcendental) c.transcendentals += size;  // pow, atan2, as XLA
+        else c.flops += size;
         c.bytes_accessed += bytes;
         break;
       case OpFamily::Shape: case OpFamily::Collective: case OpFamily::Library: c.bytes_accessed += bytes; break;

@@ -236,7 +236,9 @@ TESSEL_SCALAR_FN(floor_divide)
 #undef TESSEL_SCALAR_FN
 template <class T, class U, class = std::enable_if_t<std::is_arithmetic_v<T> && std::is_arithmetic_v<U>>>
 Array where(const Array& c, T x, U y) {
-  return where(c, detail::scalar_operand(x), detail::scalar_operand(y));
+  // Two scalars and no array: JAX's weak types (a double is a weak float32).
+  auto tx = detail::scalar_type<T>(), ty = detail::scalar_type<U>();
+  return where(c, detail::scalar_literal(double(x), tx.dtype, tx.weak), detail::scalar_literal(double(y), ty.dtype, ty.weak));
 }
 template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
 Array where(const Array& c, const Array& x, T y) {

@@ -10,6 +10,7 @@
 
 #include "codegen/jit.hpp"
 #include "dsl/src/pipeline.hpp"
+#include "runtime/executable.hpp"
 
 namespace ts = tessel;
 using ts::P;
@@ -125,12 +126,30 @@ TEST_CASE("the program cache is bounded and frees programs nobody holds") {
 
 TEST_CASE("RESOURCE_EXHAUSTED counts every device's part, before any device allocates") {
   if (ts::device_count() < 8) return;
-  // 128 GiB of float32 split 8 ways: 16 GiB a device, each part alone fits the host, all together do not.
+  // Twice the host's memory of float32 split 8 ways: each part alone (a quarter of the host) fits, all together
+  // do not (on this 24 GiB machine: 48 GiB, 6 GiB a device).
+  const std::int64_t elems = std::int64_t(ts::rt::host_memory_bytes() / 4 / 8 * 2) * 8;
   auto mesh = ts::make_mesh({8}, {"x"});
-  auto f = ts::jit([](ts::Array v) { return ts::broadcast_to(v, {std::int64_t(1) << 35}); },
+  auto f = ts::jit([elems](ts::Array v) { return ts::broadcast_to(v, {elems}); },
                    {.out_shardings = {ts::Sharding(ts::NamedSharding(mesh, P("x")))}});
   CHECK_THROWS_WITH_AS(f(ts::zeros({})), doctest::Contains("RESOURCE_EXHAUSTED"), ts::ResourceExhaustedError);
   // Nothing was allocated: the process is alive and a small program still runs.
-  CHECK(f.lower(ts::zeros({})).compile().memory_analysis().output_size_in_bytes == (std::size_t(1) << 35) / 8 * 4);
+  CHECK(f.lower(ts::zeros({})).compile().memory_analysis().output_size_in_bytes == std::size_t(elems) / 8 * 4);
   CHECK(ts::jit([](ts::Array v) { return v + 1.0; })(ts::zeros({3})).to_vector<float>()[2] == 1);
+}
+
+TEST_CASE("C++ doubles keep their bits and JAX's weak types") {
+  auto c = ts::array(std::vector<bool>{true, false}, {2});
+  // Scalars only: weak float32, as jnp.where(c, 0.5, 1.5).
+  CHECK(ts::where(c, 0.5, 1.5).dtype() == ts::float32);
+  CHECK((ts::where(c, 1.0, 0.0) + ts::where(c, 2.0, 3.0)).dtype() == ts::float32);
+  CHECK((ts::arange(3) * 0.5).dtype() == ts::float32);            // int32 * double: float32
+  CHECK((ts::ones({2}) + 1.5).dtype() == ts::float32);
+  CHECK((ts::array(2.0) * 3.0).dtype() == ts::float32);
+  CHECK((ts::ones({2}, ts::bool_) * 0.5).dtype() == ts::float32);
+  CHECK((ts::ones({2}, ts::float64) * 0.1).dtype() == ts::float64);
+  // A float64 array sees the double exactly; a float32 array sees it rounded once.
+  CHECK((ts::ones({2}, ts::float64) * 0.1).to_vector<double>()[0] == 0.1);
+  CHECK((ts::ones({2}) * 0.1).to_vector<float>()[0] == 0.1f);
+  CHECK(ts::jit([](ts::Array x) { return x + 0.1; })(ts::zeros({2}, ts::float64)).to_vector<double>()[1] == 0.1);
 }
