@@ -11,21 +11,22 @@ namespace tessel {
 
 namespace {
 
-struct Partitioner {
+struct Partitioner final : LocalBuilder {
+  Partitioner(const Graph& g, const ShardingAssignment& a, MeshRef mesh) : g(g), a(a), mesh(std::move(mesh)) {}
   const Graph& g;
   const ShardingAssignment& a;
   MeshRef mesh;
   NodeTable t;
   std::unordered_map<const Node*, NodeRef> local;
 
-  std::int64_t tiles(const std::vector<int>& axes) const {
+  std::int64_t tiles(const std::vector<int>& axes) const override {
     std::int64_t k = 1;
     for (int x : axes) k *= mesh->axes()[x].size;
     return k;
   }
 
   // This device's tile index along `axes`, times `scale`, as an int32 scalar.
-  NodeRef offset(const std::vector<int>& axes, std::int64_t scale) {
+  NodeRef offset(const std::vector<int>& axes, std::int64_t scale) override {
     NodeRef i = build::axis_index(t, mesh, axes);
     return build::binary(t, Op::mul, i, build::scalar(t, DType::int32, double(scale)));
   }
@@ -35,7 +36,7 @@ struct Partitioner {
   // ---------------------------------------------------------------- resharding
 
   // x holds an array of global shape G laid out as `from`; returns it as `to`.
-  NodeRef reshard(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) {
+  NodeRef reshard(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) override {
     TESSEL_CHECK_INTERNAL(from.unreduced.empty() && to.unreduced.empty());
     if (from.dims == to.dims) return x;
     const int r = int(G.size());
@@ -158,7 +159,7 @@ struct Partitioner {
     }
     AxisSharding natural = sharding_from_factors(mesh, rule.result, fa);
     const std::vector<int> unreduced = unreduced_axes(rule, fa);
-    NodeRef r = local_op(n, ops, op_sh, natural);
+    NodeRef r = rules(n->op).local(*this, *n, ops, op_sh, natural);  // the op's own partition rule
     if (!unreduced.empty()) {
       // Partial sums: reduce-scatter straight into the value's sharding when
       // it splits one dim further by exactly these axes; else all-reduce.
@@ -169,77 +170,15 @@ struct Partitioner {
     return reshard(r, n->shape(), natural, value);
   }
 
-  NodeRef local_op(const NodeRef& n, const std::vector<NodeRef>& ops, const std::vector<AxisSharding>& op_sh,
-                   const AxisSharding& natural) {
-    const Shape tile = natural.tile_shape(n->shape());
-    switch (n->op) {
-      case Op::parameter: break;
-      case Op::constant: {
-        NodeRef c = build::constant(t, n->p.literal, n->aval.weak_type);
-        return reshard(c, n->shape(), replicated(mesh, n->rank()), natural);
-      }
-      case Op::iota: {
-        const std::int64_t d = n->p.dims[0];
-        NodeRef i = build::iota(t, n->dtype(), tile, d);
-        if (natural.dims[d].empty()) return i;
-        NodeRef off = build::convert(t, offset(natural.dims[d], tile[d]), n->dtype());
-        return build::binary(t, Op::add, i, build::broadcast_in_dim(t, off, tile, {}));
-      }
-      case Op::broadcast_in_dim: return build::broadcast_in_dim(t, ops[0], tile, n->p.dims);
-      case Op::reshape: {
-        bool even = true;
-        const NodeRef& x = n->in[0];
-        for (int d = 0; d < x->rank(); ++d) even = even && x->shape()[d] % std::max<std::int64_t>(1, tiles(op_sh[0].dims[d])) == 0;
-        for (int d = 0; d < n->rank(); ++d) even = even && n->shape()[d] % tiles(natural.dims[d]) == 0;
-        if (even && numel(ops[0]->shape()) == numel(tile)) return build::reshape(t, ops[0], tile);
-        // Uneven: reshape the whole array, then take this device's part.
-        NodeRef whole = reshard(ops[0], x->shape(), op_sh[0], replicated(mesh, x->rank()));
-        NodeRef r = build::reshape(t, whole, n->shape());
-        return reshard(r, n->shape(), replicated(mesh, n->rank()), natural);
-      }
-      case Op::slice: {
-        std::vector<std::int64_t> lo = n->p.lo, hi = n->p.hi, step = n->p.step;
-        for (int d = 0; d < n->rank(); ++d)
-          if (!natural.dims[d].empty()) lo[d] = 0, hi[d] = ops[0]->shape()[d], step[d] = 1;
-        return build::slice(t, ops[0], lo, hi, step);
-      }
-      case Op::pad: {
-        std::vector<std::int64_t> lo = n->p.lo, hi = n->p.hi, in = n->p.step;
-        for (int d = 0; d < n->rank(); ++d)
-          if (!natural.dims[d].empty()) lo[d] = hi[d] = in[d] = 0;
-        return build::pad(t, ops[0], ops[1], lo, hi, in);
-      }
-      case Op::dynamic_slice: {
-        Shape sizes = n->p.lo;
-        for (int d = 0; d < n->rank(); ++d)
-          if (!natural.dims[d].empty()) sizes[d] = tile[d];
-        return build::dynamic_slice(t, ops[0], std::vector<NodeRef>(ops.begin() + 1, ops.end()), sizes);
-      }
-      case Op::sharding_constraint: return ops[0];
-      case Op::axis_index: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter: case Op::all_to_all:
-      case Op::collective_permute:
-        throw InternalError(std::string(op_name(n->op)) + " in a global program");
-      case Op::neg: case Op::sin: case Op::cos: case Op::tan: case Op::tanh: case Op::exp: case Op::expm1:
-      case Op::log: case Op::log1p: case Op::sqrt: case Op::rsqrt: case Op::logistic: case Op::erf_inv: case Op::erf:
-      case Op::abs: case Op::sign: case Op::floor: case Op::ceil: case Op::round: case Op::is_finite:
-      case Op::not_: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::pow:
-      case Op::max: case Op::min: case Op::atan2: case Op::and_: case Op::or_: case Op::xor_:
-      case Op::shift_left: case Op::shift_right_logical: case Op::eq: case Op::ne: case Op::lt: case Op::le:
-      case Op::gt: case Op::ge: case Op::select: case Op::convert: case Op::bitcast_convert: case Op::threefry2x32:
-      case Op::sort:
-      case Op::transpose: case Op::rev: case Op::concatenate: case Op::dynamic_update_slice: case Op::reduce_sum:
-      case Op::reduce_max: case Op::reduce_min: case Op::reduce_prod: case Op::argmax: case Op::argmin:
-      case Op::dot_general:
-        return build::with_operands(t, *n, ops);
-    }
-    throw InternalError("partition: unhandled op");
-  }
+  // LocalBuilder, for the ops' partition rules (Rule<Op>::local).
+  NodeTable& table() override { return t; }
+  const MeshRef& device_mesh() const override { return mesh; }
 };
 
 }  // namespace
 
 PartitionedProgram partition(const Graph& g, const ShardingAssignment& a) {
-  Partitioner p{g, a, a.mesh, {}, {}};
+  Partitioner p(g, a, a.mesh);
   PartitionedProgram out;
   out.mesh = a.mesh;
   for (auto& n : g.topo_order()) p.local[n.get()] = p.emit(n);

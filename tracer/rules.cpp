@@ -11,7 +11,7 @@ namespace {
 const OpRules kRules[] = {
 #define TESSEL_X(e, text, family, cost) \
   {&Rule<Op::e>::infer, &Rule<Op::e>::eval,      &Rule<Op::e>::factors,    \
-   &Rule<Op::e>::jvp,   &Rule<Op::e>::transpose, &Rule<Op::e>::print_attrs},
+   &Rule<Op::e>::jvp,   &Rule<Op::e>::transpose, &Rule<Op::e>::print_attrs, &Rule<Op::e>::local},
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };

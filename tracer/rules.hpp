@@ -35,6 +35,20 @@ struct FactorRule {
   int add_factor(std::int64_t size, bool reduction = false, bool replicate = false);
 };
 
+// What an op's partition rule may use (tracer/partition.cpp implements it).
+class LocalBuilder {
+ public:
+  virtual ~LocalBuilder() = default;
+  virtual NodeTable& table() = 0;
+  virtual const MeshRef& device_mesh() const = 0;
+  // Tiles along `axes` (the product of their sizes).
+  virtual std::int64_t tiles(const std::vector<int>& axes) const = 0;
+  // This device's tile index along `axes`, times `scale`, as an int32 scalar.
+  virtual NodeRef offset(const std::vector<int>& axes, std::int64_t scale) = 0;
+  // x, holding an array of global shape G laid out as `from`, laid out as `to`.
+  virtual NodeRef reshard(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) = 0;
+};
+
 struct OpRules {
   // The result's aval from the operands' (and, for ops whose result type is a
   // parameter — parameter, constant, iota, reshape, broadcast, convert — the
@@ -57,6 +71,12 @@ struct OpRules {
   // The op's attributes in the IR text, XLA's spelling (", dimensions={0,1}");
   // nothing for ops without attributes.
   void (*print_attrs)(const Node& n, std::ostream& os);
+  // The per-device form of global node n: from its operands as the op's
+  // sharding rule wants them (ops, laid out as op_sh), the local value laid
+  // out as `natural` (the rule's result sharding). Most ops are the same op
+  // on local operands; ops with offsets or sizes rewrite them.
+  NodeRef (*local)(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                   const std::vector<AxisSharding>& op_sh, const AxisSharding& natural);
 };
 
 const OpRules& rules(Op op);
@@ -76,6 +96,8 @@ struct Rule;
     static void transpose(NodeTable& t, const Node& n, const NodeRef& ct,                           \
                           const std::vector<bool>& linear, std::vector<NodeRef>& cts);              \
     static void print_attrs(const Node& n, std::ostream& os);                                       \
+    static NodeRef local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,           \
+                         const std::vector<AxisSharding>& op_sh, const AxisSharding& natural);     \
   };
 TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
@@ -111,6 +133,21 @@ FactorRule leaf_factors(const Node& n);           // result dims free factors, n
 // "{0,1,2}"
 std::string ints(const std::vector<std::int64_t>& v);
 }  // namespace rule_util
+
+// The partition rule of a primitive whose per-device op is the same op on
+// the local operands (elementwise ops, transposes, reductions, dots, ...).
+#define TESSEL_LOCAL_SAME_OP(OP)                                                                         \
+  NodeRef Rule<Op::OP>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,         \
+                              const std::vector<AxisSharding>&, const AxisSharding&) {                \
+    return build::with_operands(b.table(), n, ops);                                                    \
+  }
+// The partition rule of a primitive that never occurs in a global program
+// (collectives and axis_index: the partitioner makes them).
+#define TESSEL_LOCAL_NEVER(OP)                                                                           \
+  NodeRef Rule<Op::OP>::local(LocalBuilder&, const Node& n, const std::vector<NodeRef>&,               \
+                              const std::vector<AxisSharding>&, const AxisSharding&) {                \
+    throw InternalError(std::string(op_name(n.op)) + " in a global program");                         \
+  }
 
 // The printing rule of a primitive without attributes.
 #define TESSEL_NO_ATTRS(OP) \

@@ -254,4 +254,18 @@ void Rule<Op::collective_permute>::print_attrs(const Node& n, std::ostream& os) 
   os << '}';
 }
 
+// ---------------------------------------------------------------- partitioning
+
+TESSEL_LOCAL_NEVER(axis_index)
+TESSEL_LOCAL_NEVER(all_gather)
+TESSEL_LOCAL_NEVER(all_reduce)
+TESSEL_LOCAL_NEVER(reduce_scatter)
+TESSEL_LOCAL_NEVER(all_to_all)
+TESSEL_LOCAL_NEVER(collective_permute)
+// A constraint only pinned the sharding its operand now has.
+NodeRef Rule<Op::sharding_constraint>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>& ops,
+                                             const std::vector<AxisSharding>&, const AxisSharding&) {
+  return ops[0];
+}
+
 }  // namespace tessel

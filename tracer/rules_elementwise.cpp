@@ -223,7 +223,8 @@ T shr_logical(T a, T b) {
       BODY                                                                                           \
     });                                                                                              \
   } \
-  TESSEL_NO_ATTRS(OP)
+  TESSEL_NO_ATTRS(OP) \
+  TESSEL_LOCAL_SAME_OP(OP)
 
 TESSEL_UNARY(neg, Numeric, {
   if constexpr (is_int_v<T>) return wrap_sub(T(0), x);
@@ -295,7 +296,8 @@ void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const Pa
       BODY                                                                                           \
     });                                                                                              \
   } \
-  TESSEL_NO_ATTRS(OP)
+  TESSEL_NO_ATTRS(OP) \
+  TESSEL_LOCAL_SAME_OP(OP)
 
 TESSEL_BINARY(add, Numeric, {
   if constexpr (is_int_v<T>) return wrap_add(a, b);
@@ -357,7 +359,8 @@ TESSEL_BINARY(shift_right_logical, Integer, {
     rule_util::allocate(out, aval);                                                                  \
     map2(*in[0], *in[1], out, [](auto a, auto b) { return bool(EXPR); });                            \
   } \
-  TESSEL_NO_ATTRS(OP)
+  TESSEL_NO_ATTRS(OP) \
+  TESSEL_LOCAL_SAME_OP(OP)
 TESSEL_COMPARE(eq, a == b)
 TESSEL_COMPARE(ne, a != b)
 TESSEL_COMPARE(lt, a < b)
@@ -716,5 +719,12 @@ TESSEL_NO_ATTRS(select)
 TESSEL_NO_ATTRS(convert)
 TESSEL_NO_ATTRS(bitcast_convert)
 void Rule<Op::threefry2x32>::print_attrs(const Node& n, std::ostream& os) { os << ", word=" << n.p.dims[0]; }
+
+// Partitioning: each device runs the op on its tiles.
+TESSEL_LOCAL_SAME_OP(is_finite)
+TESSEL_LOCAL_SAME_OP(select)
+TESSEL_LOCAL_SAME_OP(convert)
+TESSEL_LOCAL_SAME_OP(bitcast_convert)
+TESSEL_LOCAL_SAME_OP(threefry2x32)
 
 }  // namespace tessel

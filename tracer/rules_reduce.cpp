@@ -594,4 +594,17 @@ void Rule<Op::dot_general>::print_attrs(const Node& n, std::ostream& os) {
      << ", rhs_batch_dims=" << rule_util::ints(d.rhs_batch) << ", rhs_contracting_dims=" << rule_util::ints(d.rhs_contract);
 }
 
+// ---------------------------------------------------------------- partitioning
+
+// Reduced factors split over axes leave partial results; the partitioner
+// combines them after the local op (tracer/partition.cpp).
+TESSEL_LOCAL_SAME_OP(reduce_sum)
+TESSEL_LOCAL_SAME_OP(reduce_max)
+TESSEL_LOCAL_SAME_OP(reduce_min)
+TESSEL_LOCAL_SAME_OP(reduce_prod)
+TESSEL_LOCAL_SAME_OP(argmax)
+TESSEL_LOCAL_SAME_OP(argmin)
+TESSEL_LOCAL_SAME_OP(sort)
+TESSEL_LOCAL_SAME_OP(dot_general)
+
 }  // namespace tessel

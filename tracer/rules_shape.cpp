@@ -656,4 +656,73 @@ void Rule<Op::dynamic_slice>::print_attrs(const Node& n, std::ostream& os) {
   os << ", dynamic_slice_sizes=" << rule_util::ints(n.p.lo);
 }
 
+// ---------------------------------------------------------------- partitioning
+
+TESSEL_LOCAL_SAME_OP(transpose)
+TESSEL_LOCAL_SAME_OP(rev)
+TESSEL_LOCAL_SAME_OP(concatenate)
+TESSEL_LOCAL_SAME_OP(dynamic_update_slice)
+NodeRef Rule<Op::parameter>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&,
+                                   const std::vector<AxisSharding>&, const AxisSharding&) {
+  throw InternalError("partition: parameters are laid out by the partitioner itself");
+}
+// Every device holds the whole constant, then keeps its part.
+NodeRef Rule<Op::constant>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>&,
+                                  const std::vector<AxisSharding>&, const AxisSharding& natural) {
+  NodeRef c = build::constant(b.table(), n.p.literal, n.aval.weak_type);
+  return b.reshard(c, n.shape(), replicated(b.device_mesh(), n.rank()), natural);
+}
+// The local iota, offset by this device's first index along the split dim.
+NodeRef Rule<Op::iota>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>&,
+                              const std::vector<AxisSharding>&, const AxisSharding& natural) {
+  const Shape tile = natural.tile_shape(n.shape());
+  const std::int64_t d = n.p.dims[0];
+  NodeTable& t = b.table();
+  NodeRef i = build::iota(t, n.dtype(), tile, d);
+  if (natural.dims[d].empty()) return i;
+  NodeRef off = build::convert(t, b.offset(natural.dims[d], tile[d]), n.dtype());
+  return build::binary(t, Op::add, i, build::broadcast_in_dim(t, off, tile, {}));
+}
+NodeRef Rule<Op::broadcast_in_dim>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                                          const std::vector<AxisSharding>&, const AxisSharding& natural) {
+  return build::broadcast_in_dim(b.table(), ops[0], natural.tile_shape(n.shape()), n.p.dims);
+}
+// Even tiles reshape locally; uneven ones reshape the whole array, then keep this device's part.
+NodeRef Rule<Op::reshape>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                                 const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  const Shape tile = natural.tile_shape(n.shape());
+  bool even = true;
+  const NodeRef& x = n.in[0];
+  for (int d = 0; d < x->rank(); ++d)
+    even = even && x->shape()[d] % std::max<std::int64_t>(1, b.tiles(op_sh[0].dims[d])) == 0;
+  for (int d = 0; d < n.rank(); ++d) even = even && n.shape()[d] % b.tiles(natural.dims[d]) == 0;
+  if (even && numel(ops[0]->shape()) == numel(tile)) return build::reshape(b.table(), ops[0], tile);
+  NodeRef whole = b.reshard(ops[0], x->shape(), op_sh[0], replicated(b.device_mesh(), x->rank()));
+  NodeRef r = build::reshape(b.table(), whole, n.shape());
+  return b.reshard(r, n.shape(), replicated(b.device_mesh(), n.rank()), natural);
+}
+// Split dims are whole (the factor rule splits only unsliced dims).
+NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                               const std::vector<AxisSharding>&, const AxisSharding& natural) {
+  std::vector<std::int64_t> lo = n.p.lo, hi = n.p.hi, step = n.p.step;
+  for (int d = 0; d < n.rank(); ++d)
+    if (!natural.dims[d].empty()) lo[d] = 0, hi[d] = ops[0]->shape()[d], step[d] = 1;
+  return build::slice(b.table(), ops[0], lo, hi, step);
+}
+NodeRef Rule<Op::pad>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                             const std::vector<AxisSharding>&, const AxisSharding& natural) {
+  std::vector<std::int64_t> lo = n.p.lo, hi = n.p.hi, in = n.p.step;
+  for (int d = 0; d < n.rank(); ++d)
+    if (!natural.dims[d].empty()) lo[d] = hi[d] = in[d] = 0;
+  return build::pad(b.table(), ops[0], ops[1], lo, hi, in);
+}
+NodeRef Rule<Op::dynamic_slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                                       const std::vector<AxisSharding>&, const AxisSharding& natural) {
+  const Shape tile = natural.tile_shape(n.shape());
+  Shape sizes = n.p.lo;
+  for (int d = 0; d < n.rank(); ++d)
+    if (!natural.dims[d].empty()) sizes[d] = tile[d];
+  return build::dynamic_slice(b.table(), ops[0], std::vector<NodeRef>(ops.begin() + 1, ops.end()), sizes);
+}
+
 }  // namespace tessel

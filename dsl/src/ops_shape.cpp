@@ -22,8 +22,12 @@ Array reshape(const Array& x, Shape shape) {
     if (shape[i] == -1) {
       if (infer >= 0) throw ShapeError("reshape: can only specify one unknown dimension, got " + shape_str(shape));
       infer = int(i);
-    } else {
-      known *= shape[i];
+    } else if (shape[i] < 0) {
+      throw ShapeError("reshape: negative dimensions are not allowed (other than one -1), got " + shape_str(shape) +
+                       " for an array of shape " + shape_str(x.shape()));
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      throw ShapeError("cannot reshape array of shape " + shape_str(x.shape()) + " (size " + std::to_string(n) +
+                       ") into shape " + shape_str(shape) + ": its size overflows an int64");
     }
   }
   if (infer >= 0) {

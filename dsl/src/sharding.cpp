@@ -198,8 +198,9 @@ PositionalSharding PositionalSharding::reshape(const Shape& shape) const {
     if (s[i] == -1) {
       if (infer >= 0) throw ShardingError("PositionalSharding.reshape: only one dimension can be -1");
       infer = int(i);
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {
+      throw ShardingError(cat("PositionalSharding.reshape: shape ", shape_str(shape), " does not fit ", sets_.size(),
+                              " devices"));
     }
   }
   if (infer >= 0 && known > 0 && std::int64_t(sets_.size()) % known == 0) s[infer] = std::int64_t(sets_.size()) / known;
