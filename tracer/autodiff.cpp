@@ -1,5 +1,7 @@
 #include "tracer/autodiff.hpp"
 
+#include "tracer/rewrite.hpp"
+
 #include <unordered_map>
 #include <unordered_set>
 
@@ -37,16 +39,15 @@ void linearize(const Graph& g, const std::vector<bool>& wrt, int first_tangent, 
     tangent[p.get()] = tp;
     L.tangent_params.push_back(tp);
   }
-  for (auto& n : g.topo_order()) {
-    if (n->op == Op::parameter) continue;
-    std::vector<NodeRef> x, tx;
-    for (auto& in : n->in) x.push_back(primal.at(in.get())), tx.push_back(tangent.at(in.get()));
-    NodeRef y = build::with_operands(L.t, *n, x);
-    primal[n.get()] = y;
+  // The primal program, each node's tangent beside it (its op's JVP rule).
+  primal = rewrite(g, L.t, L.params, [&](const Node& n, const std::vector<NodeRef>& x) {
+    std::vector<NodeRef> tx;
     bool any = false;
-    for (auto& v : tx) any = any || v;
-    tangent[n.get()] = any ? rules(n->op).jvp(L.t, *y, x, tx, y) : nullptr;
-  }
+    for (auto& in : n.in) tx.push_back(tangent.at(in.get())), any = any || tx.back();
+    NodeRef y = build::with_operands(L.t, n, x);
+    tangent[&n] = any ? rules(n.op).jvp(L.t, *y, x, tx, y) : nullptr;
+    return y;
+  });
   for (auto& o : g.outputs) {
     L.outputs.push_back(primal.at(o.get()));
     L.output_tangents.push_back(tangent.at(o.get()));

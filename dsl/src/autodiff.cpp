@@ -8,6 +8,7 @@
 #include "tracer/autodiff.hpp"
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/rewrite.hpp"
 
 namespace tessel::detail {
 
@@ -18,14 +19,7 @@ namespace {
 std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, const std::string& name) {
   TESSEL_CHECK_INTERNAL(g.params.size() == args.size(), "call_graph: ", g.params.size(), " params, ", args.size(), " args");
   return apply(name, args, [&](NodeTable& t, const std::vector<NodeRef>& in) {
-    std::unordered_map<const Node*, NodeRef> m;
-    for (size_t i = 0; i < g.params.size(); ++i) m[g.params[i].get()] = in[i];
-    for (auto& n : g.topo_order()) {
-      if (n->op == Op::parameter) continue;
-      std::vector<NodeRef> ops;
-      for (auto& x : n->in) ops.push_back(m.at(x.get()));
-      m[n.get()] = build::with_operands(t, *n, ops);
-    }
+    auto m = rewrite(g, t, in);  // g inlined, on the call's operands
     std::vector<NodeRef> outs;
     for (auto& o : g.outputs) outs.push_back(m.at(o.get()));
     return outs;

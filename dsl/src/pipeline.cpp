@@ -16,6 +16,7 @@
 #include "runtime/transfer.hpp"
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/rewrite.hpp"
 
 namespace tessel::detail {
 
@@ -143,16 +144,13 @@ bool same_placement(const AxisSharding& a, const AxisSharding& b, const Shape& s
 // and out_shardings added as constraints on the outputs.
 Graph rewrite_for_mesh(const Graph& g, const CommonMesh& cm, const std::vector<std::optional<AxisSharding>>& outs) {
   NodeTable t;
-  std::unordered_map<const Node*, NodeRef> m;
   Graph r;
   r.name = g.name;
-  for (auto& n : g.topo_order()) {
-    std::vector<NodeRef> in;
-    for (auto& x : n->in) in.push_back(m.at(x.get()));
-    if (n->op == Op::sharding_constraint) m[n.get()] = build::sharding_constraint(t, in[0], cm.rewrite(*n->p.sharding));
-    else m[n.get()] = build::with_operands(t, *n, in);
-  }
-  for (auto& p : g.params) r.params.push_back(m.at(p.get()));
+  for (auto& p : g.params) r.params.push_back(build::with_operands(t, *p, {}));
+  auto m = rewrite(g, t, r.params, [&](const Node& n, const std::vector<NodeRef>& in) {
+    return n.op == Op::sharding_constraint ? build::sharding_constraint(t, in[0], cm.rewrite(*n.p.sharding))
+                                           : build::with_operands(t, n, in);
+  });
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     NodeRef o = m.at(g.outputs[i].get());
     if (i < outs.size() && outs[i]) o = build::sharding_constraint(t, o, *outs[i]);
