@@ -41,7 +41,8 @@ void fill_values(DType dtype, void* out, std::int64_t n, F&& value_at) {
 
 Array from_host(DType dtype, const Shape& shape, const void* data, bool weak_type) {
   return make_host(dtype, shape, weak_type, [&](void* out) {
-    std::memcpy(out, data, std::size_t(numel(shape)) * dtype_size(dtype));
+    const std::size_t bytes = std::size_t(numel(shape)) * dtype_size(dtype);
+    if (bytes) std::memcpy(out, data, bytes);  // an empty vector's data() may be null
   });
 }
 
