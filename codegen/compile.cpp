@@ -302,14 +302,9 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     // An empty result needs no work (and no kernel: its loops would divide
     // by zero sizes). Every device holds the same shapes, so collectives
     // skipped here are skipped on every device.
-    if (numel(step.node->shape()) == 0) {
+    if (numel(step.node->shape()) == 0)
       thunk = std::make_unique<EmptyThunk>("empty " + step.node->aval.str() + " root=" + op_name(step.node->op));
-      exe->alloc_before.push_back({out});
-      exe->free_after.push_back({});
-      exe->thunks.push_back(std::move(thunk));
-      continue;
-    }
-    switch (step.kind) {
+    else switch (step.kind) {
       case StepKind::Loop:
       case StepKind::Reduce: {
         Kernel k = compile_kernel(step);

@@ -50,8 +50,10 @@ void gather_to_host(const ArrayImpl& a, void* out);
 
 rt::Runtime& runtime();
 
-// RESOURCE_EXHAUSTED unless `bytes` on each of `devices` devices fit in the
-// host's memory (all devices share it); `what` says what needed it.
+// True when `bytes` on each of `devices` devices fit in the host's memory
+// together (all devices share it): the one rule RESOURCE_EXHAUSTED applies.
+bool fits_host(std::size_t bytes, std::size_t devices);
+// RESOURCE_EXHAUSTED unless fits_host; `what` says what needed the memory.
 void check_allocation(std::size_t bytes, std::size_t devices, const std::string& what);
 
 }  // namespace tessel::detail

@@ -9,13 +9,6 @@
 
 namespace tessel::detail {
 
-namespace {
-std::string ids(const std::vector<int>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-}  // namespace
 
 Traced trace(const std::string& name, const std::vector<Array>& examples,
              const std::function<std::vector<Array>(const std::vector<Array>&,
@@ -110,16 +103,12 @@ void check_compiled_args(const Program& p, const std::vector<Array>& args, std::
     const ArrayImpl& ai = concrete(args[i]);
     if (!ai.committed) continue;  // uncommitted arrays move, as in a jit call
     const AxisSharding& c = p.partitioned.param_shardings[i];
-    bool same = ai.layout.mesh->device_ids() == c.mesh->device_ids() &&
-                ai.layout.tile_shape(ai.shape) == c.tile_shape(ai.shape);
-    for (std::int64_t pos = 0; same && pos < c.mesh->size(); ++pos)
-      same = ai.layout.shard_box(ai.shape, pos) == c.shard_box(ai.shape, pos);
-    if (!same)
+    if (!same_placement(ai.layout, c, ai.shape))
       throw ShardingError(cat("Compiled object called with input sharding(s) does not match the sharding(s) the "
                               "computation was compiled with. For argument ", i, " (", aval_str(ai.dtype, ai.shape),
                               ") of ", g.name, ": compiled with ", c.spec_str(), " over ", c.mesh->str(),
-                              " on devices ", ids(c.mesh->device_ids()), " and called with ", ai.sharding->str(),
-                              " on devices ", ids(ai.layout.mesh->device_ids())));
+                              " on devices ", ids_str(c.mesh->device_ids()), " and called with ", ai.sharding->str(),
+                              " on devices ", ids_str(ai.layout.mesh->device_ids())));
   }
 }
 

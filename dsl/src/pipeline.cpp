@@ -82,13 +82,6 @@ ProgramCache& program_cache() {
 std::atomic<std::size_t> g_compiles{0};
 std::atomic<int> g_dump_counter{0};
 
-std::string ids_str(const std::vector<int>& ids) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < ids.size(); ++i) os << (i ? ", " : "") << ids[i];
-  os << ']';
-  return os.str();
-}
 
 std::string arg_name(const LowerOptions& opt, size_t i) {
   return opt.is_op ? "x" + std::to_string(i + 1) + " of " + opt.name : std::to_string(i) + " of jit(" + opt.name + ")";
@@ -132,13 +125,6 @@ std::vector<int> device_assignment(const Graph& g, const std::vector<Array>& arg
   return {0};
 }
 
-bool same_placement(const AxisSharding& a, const AxisSharding& b, const Shape& shape) {
-  if (a.mesh->device_ids() != b.mesh->device_ids()) return false;
-  if (a.tile_shape(shape) != b.tile_shape(shape)) return false;
-  for (std::int64_t p = 0; p < a.mesh->size(); ++p)
-    if (a.shard_box(shape, p) != b.shard_box(shape, p)) return false;
-  return true;
-}
 
 // Rebuilds g in a fresh table with constraints moved onto the common mesh
 // and out_shardings added as constraints on the outputs.
@@ -291,6 +277,22 @@ static void verified(const Graph& g, const char* after_pass) {
 #endif
 }
 
+std::string ids_str(const std::vector<int>& ids) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < ids.size(); ++i) os << (i ? ", " : "") << ids[i];
+  os << ']';
+  return os.str();
+}
+
+bool same_placement(const AxisSharding& a, const AxisSharding& b, const Shape& shape) {
+  if (a.mesh->device_ids() != b.mesh->device_ids()) return false;
+  if (a.tile_shape(shape) != b.tile_shape(shape)) return false;
+  for (std::int64_t p = 0; p < a.mesh->size(); ++p)
+    if (a.shard_box(shape, p) != b.shard_box(shape, p)) return false;
+  return true;
+}
+
 std::size_t compile_count() { return g_compiles.load(); }
 CacheStats compile_cache_stats() { return program_cache().stats(); }
 
@@ -436,9 +438,8 @@ std::string bytes_str(double b) {
 // RESOURCE_EXHAUSTED before any device allocates: what the run needs on all
 // its devices together (they share the host's memory) beyond the host's memory.
 void check_memory(const Program& p) {
-  const double n = double(p.common.mesh->size());
-  const double need = double(p.peak_bytes) * n;
-  if (need <= double(rt::host_memory_bytes())) return;
+  if (fits_host(p.peak_bytes, std::size_t(p.common.mesh->size()))) return;
+  const double need = double(p.peak_bytes) * double(p.common.mesh->size());
   std::string largest;
   double most = -1;
   for (auto& node : p.partitioned.local.topo_order()) {

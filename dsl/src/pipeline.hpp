@@ -64,6 +64,11 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args);
 // lower + run.
 std::vector<Array> execute(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt);
 
+// "[0, 1, 2]" for messages.
+std::string ids_str(const std::vector<int>& ids);
+// True when a and b put the same elements of an array of `shape` on the same devices.
+bool same_placement(const AxisSharding& a, const AxisSharding& b, const Shape& shape);
+
 // Number of programs compiled so far (tests: an eager op is compiled once).
 std::size_t compile_count();
 // Programs in the compile cache and the bytes they are counted at.

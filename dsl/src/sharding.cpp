@@ -26,6 +26,19 @@ std::string names_tuple(const std::vector<std::string>& names) {
   return os.str();
 }
 
+}  // namespace
+
+namespace detail {
+void check_devices_exist(const std::vector<Device>& devices) {
+  const int n = device_count();
+  for (auto& d : devices)
+    if (d.id() < 0 || d.id() >= n)
+      throw ShardingError(cat("device id ", d.id(), " does not exist; there are ", n, " devices (ids 0..", n - 1, ")"));
+}
+}  // namespace detail
+
+namespace {
+
 std::shared_ptr<const DeviceMesh> build_mesh(const std::vector<Device>& devices, const Shape& shape,
                                              const std::vector<std::string>& names) {
   if (shape.size() != names.size())
@@ -33,10 +46,7 @@ std::shared_ptr<const DeviceMesh> build_mesh(const std::vector<Device>& devices,
                             " axis names were given: ", names_tuple(names)));
   std::vector<MeshAxis> axes;
   for (size_t i = 0; i < shape.size(); ++i) axes.push_back({names[i], shape[i]});
-  const int n = device_count();
-  for (auto& d : devices)
-    if (d.id() < 0 || d.id() >= n)
-      throw ShardingError(cat("device id ", d.id(), " does not exist; there are ", n, " devices"));
+  detail::check_devices_exist(devices);
   return std::make_shared<const DeviceMesh>(detail::device_ids(devices), std::move(axes));
 }
 
@@ -176,10 +186,7 @@ PositionalSharding::PositionalSharding(std::vector<Device> devices) : devices_(s
   for (auto& d : devices_)
     if (!uniq.insert(d).second)
       throw ShardingError(cat("PositionalSharding lists the same device twice: device id ", d.id()));
-  const int n = device_count();
-  for (auto& d : devices_)
-    if (d.id() < 0 || d.id() >= n)
-      throw ShardingError(cat("device id ", d.id(), " does not exist; there are ", n, " devices"));
+  detail::check_devices_exist(devices_);
   shape_ = {std::int64_t(devices_.size())};
   for (int i = 0; i < int(devices_.size()); ++i) sets_.push_back({i});
 }
@@ -192,7 +199,7 @@ PositionalSharding PositionalSharding::reshape(const Shape& shape) const {
   int infer = -1;
   std::int64_t known = 1;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] < -1 || (s[i] == -1 && infer >= 0))
+    if (s[i] < -1)
       throw ShardingError(cat("PositionalSharding.reshape: bad shape ", shape_str(shape),
                               " (sizes must be >= 0, with at most one -1) for ", sets_.size(), " devices"));
     if (s[i] == -1) {
@@ -343,11 +350,7 @@ std::vector<int> device_ids(const std::vector<Device>& devices) {
 }
 
 MeshRef flat_mesh(const std::vector<Device>& devices) {
-  const int n = device_count();
-  for (auto& d : devices)
-    if (d.id() < 0 || d.id() >= n)
-      throw ShardingError(cat("device id ", d.id(), " does not exist; there are ", n, " devices (ids 0..", n - 1,
-                              ")"));
+  check_devices_exist(devices);
   std::vector<MeshAxis> axes;
   if (devices.size() > 1) axes.push_back({"_flat", std::int64_t(devices.size())});
   return std::make_shared<const DeviceMesh>(device_ids(devices), axes);

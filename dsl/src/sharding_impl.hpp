@@ -17,6 +17,8 @@ AxisSharding axis_sharding_for_rank(const Sharding& s, int rank);
 // The mesh of a device list laid out as one unnamed axis.
 MeshRef flat_mesh(const std::vector<Device>& devices);
 std::vector<int> device_ids(const std::vector<Device>& devices);
+// ShardingError naming the first device id that does not exist.
+void check_devices_exist(const std::vector<Device>& devices);
 
 // The sharding's exact structure (kind, mesh, spec or device sets) for cache keys.
 void add_to_key(Key& k, const Sharding& s);
