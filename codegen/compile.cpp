@@ -145,11 +145,19 @@ void reduce_peers(DType t, Op op, char* dst, const std::vector<const void*>& pee
 // read, release.
 class CollectiveThunk final : public rt::Thunk {
  public:
-  CollectiveThunk(const Node& n, int in, int out) : op_(n.op), in_(in), out_(out), p_(n.p) {
+  CollectiveThunk(const Node& n, int in, int out) : op_(n.op), in_(in), out_(out), p_(n.attrs) {
     in_shape_ = n.in[0]->shape();
     out_shape_ = n.shape();
     dtype_ = n.dtype();
-    if (p_.mesh && op_ != Op::collective_permute) groups_ = collective_groups(*p_.mesh, p_.mesh_axes);
+    auto groups = [&](const auto& a) { groups_ = collective_groups(*a.mesh, a.axes); };
+    switch (op_) {
+      case Op::all_gather: groups(n.attr<attr::AllGather>()); break;
+      case Op::all_reduce: groups(n.attr<attr::AllReduce>()); break;
+      case Op::reduce_scatter: groups(n.attr<attr::ReduceScatter>()); break;
+      case Op::all_to_all: groups(n.attr<attr::AllToAll>()); break;
+      case Op::collective_permute: break;  // pairs, not groups
+      default: throw InternalError(std::string(op_name(op_)) + " is not a collective");
+    }
     std::ostringstream os;
     os << op_name(op_) << ' ' << n.in[0]->aval.str() << " -> " << n.aval.str();
     text_ = os.str();
@@ -163,10 +171,11 @@ class CollectiveThunk final : public rt::Thunk {
     char* out = static_cast<char*>(ctx.slots[out_]);
     if (op_ == Op::collective_permute) {
       std::vector<std::int64_t> all;
-      for (std::int64_t i = 0; i < p_.mesh->size(); ++i) all.push_back(i);
+      const auto& a = p_.as<attr::CollectivePermute>();
+      for (std::int64_t i = 0; i < a.mesh->size(); ++i) all.push_back(i);
       auto peers = ctx.comm->exchange(ctx.position, all, mine);
       std::int64_t source = -1;
-      for (auto [s, t] : p_.pairs)
+      for (auto [s, t] : a.pairs)
         if (t == ctx.position) source = s;
       const std::size_t bytes = std::size_t(numel(in_shape_)) * es;
       {
@@ -190,7 +199,7 @@ class CollectiveThunk final : public rt::Thunk {
     std::optional<rt::ComputeSlot> slot(std::in_place);
     switch (op_) {
       case Op::all_gather: {
-        auto [outer, len] = blocks(in_shape_, p_.dims[0]);  // len: elements of one block
+        auto [outer, len] = blocks(in_shape_, p_.as<attr::AllGather>().dimension);  // len: elements of one block
         for (std::int64_t o = 0; o < outer; ++o)
           for (std::int64_t k = 0; k < n; ++k)
             std::memcpy(out + ((o * n + k) * len) * es, static_cast<const char*>(peers[k]) + o * len * es, len * es);
@@ -201,7 +210,7 @@ class CollectiveThunk final : public rt::Thunk {
         // one 1/n chunk from every peer, then copies the others' chunks.
         const std::int64_t count = numel(in_shape_);
         const std::int64_t lo = count * std::int64_t(rank) / n, hi = count * std::int64_t(rank + 1) / n;
-        reduce_peers(dtype_, p_.reduce_op, out + lo * es, peers, lo, hi - lo);
+        reduce_peers(dtype_, p_.as<attr::AllReduce>().reduce_op, out + lo * es, peers, lo, hi - lo);
         // Everyone's chunk is done once everyone has released the inputs.
         slot.reset();
         ctx.comm->release(ctx.position, *group);
@@ -217,15 +226,16 @@ class CollectiveThunk final : public rt::Thunk {
         break;
       }
       case Op::reduce_scatter: {
-        auto [outer, len] = blocks(out_shape_, p_.dims[0]);  // my block of each outer row
+        const auto& a = p_.as<attr::ReduceScatter>();
+        auto [outer, len] = blocks(out_shape_, a.dimension);  // my block of each outer row
         for (std::int64_t o = 0; o < outer; ++o) {
-          reduce_peers(dtype_, p_.reduce_op, out + o * len * es, peers, (o * n + std::int64_t(rank)) * len, len);
+          reduce_peers(dtype_, a.reduce_op, out + o * len * es, peers, (o * n + std::int64_t(rank)) * len, len);
         }
         break;
       }
       case Op::all_to_all: {
         // Output chunk k along the concat dim = member k's chunk `rank` along the split dim.
-        const std::int64_t split = p_.dims[0], concat = p_.dims[1];
+        const std::int64_t split = p_.as<attr::AllToAll>().split_dimension, concat = p_.as<attr::AllToAll>().concat_dimension;
         Shape chunk = in_shape_;
         chunk[split] /= n;
         auto ist = row_major_strides(in_shape_), ost = row_major_strides(out_shape_);
@@ -268,7 +278,7 @@ class CollectiveThunk final : public rt::Thunk {
   }
   Op op_;
   int in_, out_;
-  Params p_;
+  Attrs p_;
   Shape in_shape_, out_shape_;
   DType dtype_;
   std::vector<std::vector<std::int64_t>> groups_;
@@ -324,10 +334,11 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         thunk = std::make_unique<CollectiveThunk>(*step.node, reads[0], out);
         exe->uses_collectives = true;
         break;
-      case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->p.literal, out); break;
+      case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->attr<attr::Constant>().value, out); break;
       case StepKind::Library: thunk = library_thunk(*step.node, reads, out); break;
       case StepKind::AxisIndex:
-        thunk = std::make_unique<AxisIndexThunk>(step.node->p.mesh, step.node->p.mesh_axes, out);
+        thunk = std::make_unique<AxisIndexThunk>(step.node->attr<attr::AxisIndex>().mesh,
+                                                 step.node->attr<attr::AxisIndex>().axes, out);
         break;
     }
     exe->alloc_before.push_back({out});

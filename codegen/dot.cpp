@@ -106,7 +106,7 @@ void loop_matmul(const T* a, const Operand3& va, const T* b, const Operand3& vb,
 class DotThunk final : public rt::Thunk {
  public:
   DotThunk(const Node& n, int lhs, int rhs, int out, int threads) : lhs_(lhs), rhs_(rhs), out_(out), threads_(threads) {
-    const auto& d = n.p.dot;
+    const auto& d = n.attr<attr::Dot>().dims;
     const Shape& a = n.in[0]->shape();
     const Shape& b = n.in[1]->shape();
     dtype_ = n.dtype();

@@ -196,8 +196,8 @@ class Emitter {
       case Op::argmin: case Op::dot_general: case Op::sort: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter:
       case Op::all_to_all: case Op::collective_permute:
         throw InternalError(std::string(op_name(n.op)) + " reached the expression emitter unmaterialised");
-      case Op::constant: return literal_scalar(*n.p.literal);
-      case Op::iota: return convert_value(idx[n.p.dims[0]], DType::int64, t);
+      case Op::constant: return literal_scalar(*n.attr<attr::Constant>().value);
+      case Op::iota: return convert_value(idx[n.attr<attr::Iota>().dimension], DType::int64, t);
       case Op::sharding_constraint: return arg(0);
 
       // Unary
@@ -271,7 +271,7 @@ class Emitter {
         return compare(n.op, n.in[0]->dtype(), arg(0), arg(1));
 
       case Op::select: return b_.CreateSelect(arg(0), arg(1), arg(2));
-      case Op::threefry2x32: return threefry(arg(0), arg(1), arg(2), arg(3), int(n.p.dims[0]));
+      case Op::threefry2x32: return threefry(arg(0), arg(1), arg(2), arg(3), int(n.attr<attr::Word>().word));
       case Op::convert: return convert_value(arg(0), n.in[0]->dtype(), t);
       case Op::bitcast_convert: return b_.CreateBitCast(arg(0), reg_type(t));
 
@@ -279,7 +279,7 @@ class Emitter {
       case Op::broadcast_in_dim: {
         const Shape& s = n.in[0]->shape();
         Index sub(s.size());
-        for (size_t i = 0; i < s.size(); ++i) sub[i] = s[i] == 1 ? i64c(0) : idx[n.p.dims[i]];
+        for (size_t i = 0; i < s.size(); ++i) sub[i] = s[i] == 1 ? i64c(0) : idx[n.attr<attr::Dimensions>().dims[i]];
         return value(n.in[0], sub);
       }
       case Op::reshape: {
@@ -289,20 +289,20 @@ class Emitter {
       }
       case Op::transpose: {
         Index sub(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i) sub[n.p.dims[i]] = idx[i];
+        for (size_t i = 0; i < idx.size(); ++i) sub[n.attr<attr::Dimensions>().dims[i]] = idx[i];
         return value(n.in[0], sub);
       }
       case Op::rev: {
         Index sub = idx;
-        for (auto d : n.p.dims) sub[d] = b_.CreateSub(i64c(n.shape()[d] - 1), idx[d]);
+        for (auto d : n.attr<attr::Dimensions>().dims) sub[d] = b_.CreateSub(i64c(n.shape()[d] - 1), idx[d]);
         return value(n.in[0], sub);
       }
       case Op::slice: {
         Index sub(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) {
           Value* v = idx[i];
-          if (n.p.step[i] != 1) v = b_.CreateMul(v, i64c(n.p.step[i]), "", true, true);
-          if (n.p.lo[i] != 0) v = b_.CreateAdd(v, i64c(n.p.lo[i]), "", true, true);
+          if (n.attr<attr::Slice>().stride[i] != 1) v = b_.CreateMul(v, i64c(n.attr<attr::Slice>().stride[i]), "", true, true);
+          if (n.attr<attr::Slice>().start[i] != 0) v = b_.CreateAdd(v, i64c(n.attr<attr::Slice>().start[i]), "", true, true);
           sub[i] = v;
         }
         return value(n.in[0], sub);
@@ -312,8 +312,8 @@ class Emitter {
         Value* inside = b_.getTrue();
         Index sub(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) {
-          std::int64_t period = n.p.step[i] + 1;
-          Value* r = b_.CreateSub(idx[i], i64c(n.p.lo[i]));
+          std::int64_t period = n.attr<attr::Pad>().interior[i] + 1;
+          Value* r = b_.CreateSub(idx[i], i64c(n.attr<attr::Pad>().low[i]));
           Value* ok = b_.CreateICmpSGE(r, i64c(0));
           Value* q = r;
           if (period != 1) {
@@ -330,7 +330,7 @@ class Emitter {
         return b_.CreateSelect(inside, value(n.in[0], sub), value(n.in[1], {}));
       }
       case Op::concatenate: {
-        const std::int64_t d = n.p.dims[0];
+        const std::int64_t d = n.attr<attr::Dimension>().dimension;
         Value* result = nullptr;
         std::int64_t offset = 0;
         for (size_t k = 0; k < n.in.size(); ++k) {
@@ -349,7 +349,7 @@ class Emitter {
         const Shape& s = n.in[0]->shape();
         Index sub(idx.size());
         for (size_t i = 0; i < idx.size(); ++i)
-          sub[i] = b_.CreateAdd(idx[i], clamped_start(n.in[i + 1], s[i] - n.p.lo[i]));
+          sub[i] = b_.CreateAdd(idx[i], clamped_start(n.in[i + 1], s[i] - n.attr<attr::DynamicSlice>().sizes[i]));
         return value(n.in[0], sub);
       }
       case Op::dynamic_update_slice: {
@@ -546,7 +546,7 @@ class Emitter {
     const NodeRef& x = root.in[0];
     const Shape& xs = x->shape();
     std::vector<bool> reduced(xs.size(), false);
-    for (auto a : root.p.dims) reduced[a] = true;
+    for (auto a : reduced_axes(root)) reduced[a] = true;
     const bool arg = root.op == Op::argmax || root.op == Op::argmin;
     int last_reduced = -1;
     for (int d = 0; d < int(xs.size()); ++d)
@@ -617,7 +617,7 @@ class Emitter {
           take = compare(is_max ? Op::gt : Op::lt, xt, v, a);
         }
         b_.CreateStore(b_.CreateSelect(take, v, a), acc);
-        b_.CreateStore(b_.CreateSelect(take, full[root.p.dims[0]], b_.CreateLoad(b_.getInt64Ty(), best)), best);
+        b_.CreateStore(b_.CreateSelect(take, full[root.attr<attr::ArgReduce>().dimension], b_.CreateLoad(b_.getInt64Ty(), best)), best);
       });
       Value* r = arg ? convert_value(b_.CreateLoad(b_.getInt64Ty(), best), DType::int64, root.dtype())
                      : b_.CreateLoad(reg_type(xt), acc);
@@ -696,7 +696,7 @@ std::pair<std::int64_t, std::int64_t> kernel_shape(const Step& step) {
   }
   const Shape& xs = root.in[0]->shape();
   std::vector<bool> reduced(xs.size(), false);
-  for (auto a : root.p.dims) reduced[a] = true;
+  for (auto a : reduced_axes(root)) reduced[a] = true;
   int last_reduced = -1;
   std::int64_t per = 1;
   for (int d = 0; d < int(xs.size()); ++d)

@@ -13,7 +13,7 @@ namespace {
 class SortThunk final : public rt::Thunk {
  public:
   SortThunk(const Node& n, int keys, int values, int out)
-      : keys_(keys), values_(values), out_(out), shape_(n.shape()), dim_(n.p.dims[0]), kt_(n.in[0]->dtype()),
+      : keys_(keys), values_(values), out_(out), shape_(n.shape()), dim_(n.attr<attr::Dimension>().dimension), kt_(n.in[0]->dtype()),
         vt_(n.dtype()) {}
   void run(rt::ExecContext& ctx) const override {
     sort_lines(kt_, vt_, shape_, dim_, ctx.slots[keys_], ctx.slots[values_], ctx.slots[out_]);

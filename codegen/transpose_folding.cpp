@@ -25,7 +25,7 @@ std::vector<std::int64_t> free_dims(int rank, const std::vector<std::int64_t>& b
 // contract through perm. Returns the operand to read.
 NodeRef fold(const NodeRef& x, std::vector<std::int64_t>& batch, std::vector<std::int64_t>& contract) {
   if (x->op != Op::transpose) return x;
-  const auto& perm = x->p.dims;
+  const auto& perm = x->attr<attr::Dimensions>().dims;
   auto free = free_dims(x->rank(), batch, contract);
   for (size_t i = 1; i < free.size(); ++i)
     if (perm[free[i - 1]] > perm[free[i]]) return x;
@@ -48,7 +48,7 @@ Graph fold_transposes_into_dots(const Graph& g) {
     std::vector<NodeRef> in;
     for (auto& x : n->in) in.push_back(m.at(x.get()));
     if (n->op == Op::dot_general) {
-      DotDims d = n->p.dot;
+      DotDims d = n->attr<attr::Dot>().dims;
       NodeRef a = fold(in[0], d.lhs_batch, d.lhs_contract);
       NodeRef b = fold(in[1], d.rhs_batch, d.rhs_contract);
       m[n.get()] = build::dot_general(t, a, b, d);

@@ -9,7 +9,7 @@ namespace tessel::build {
 
 namespace {
 
-NodeRef make(NodeTable& t, Op op, std::vector<NodeRef> in, Params p, const Aval& declared = {}) {
+NodeRef make(NodeTable& t, Op op, std::vector<NodeRef> in, Attrs p, const Aval& declared = {}) {
   std::vector<Aval> avals;
   avals.reserve(in.size());
   for (auto& x : in) avals.push_back(x->aval);
@@ -17,21 +17,14 @@ NodeRef make(NodeTable& t, Op op, std::vector<NodeRef> in, Params p, const Aval&
   return t.make(op, std::move(in), std::move(out), std::move(p));
 }
 
-Params dims_param(std::vector<std::int64_t> dims) {
-  Params p;
-  p.dims = std::move(dims);
-  return p;
-}
 
 }  // namespace
 
-NodeRef parameter(NodeTable& t, int index, const Aval& aval) { return make(t, Op::parameter, {}, dims_param({index}), aval); }
+NodeRef parameter(NodeTable& t, int index, const Aval& aval) { return make(t, Op::parameter, {}, attr::Parameter{index}, aval); }
 
 NodeRef constant(NodeTable& t, LiteralRef value, bool weak_type) {
-  Params p;
   Aval a{value->dtype, value->shape, weak_type};
-  p.literal = std::move(value);
-  return make(t, Op::constant, {}, std::move(p), a);
+  return make(t, Op::constant, {}, attr::Constant{std::move(value)}, a);
 }
 
 NodeRef scalar(NodeTable& t, DType dtype, double value, bool weak_type) {
@@ -39,31 +32,31 @@ NodeRef scalar(NodeTable& t, DType dtype, double value, bool weak_type) {
 }
 
 NodeRef iota(NodeTable& t, DType dtype, const Shape& shape, std::int64_t dim) {
-  return make(t, Op::iota, {}, dims_param({dim}), Aval{dtype, shape, false});
+  return make(t, Op::iota, {}, attr::Iota{dim}, Aval{dtype, shape, false});
 }
 
 NodeRef unary(NodeTable& t, Op op, const NodeRef& x) {
   TESSEL_CHECK_INTERNAL(op_family(op) == OpFamily::Unary, op_name(op), " is not unary");
-  return make(t, op, {x}, {});
+  return make(t, op, {x}, attr::None{});
 }
 
 NodeRef binary(NodeTable& t, Op op, const NodeRef& a, const NodeRef& b) {
   TESSEL_CHECK_INTERNAL(op_family(op) == OpFamily::Binary || op_family(op) == OpFamily::Compare, op_name(op),
                         " is not binary");
-  return make(t, op, {a, b}, {});
+  return make(t, op, {a, b}, attr::None{});
 }
 
 NodeRef select(NodeTable& t, const NodeRef& pred, const NodeRef& on_true, const NodeRef& on_false) {
-  return make(t, Op::select, {pred, on_true, on_false}, {});
+  return make(t, Op::select, {pred, on_true, on_false}, attr::None{});
 }
 
 NodeRef convert(NodeTable& t, const NodeRef& x, DType dtype, bool weak_type) {
   if (x->dtype() == dtype && x->aval.weak_type == weak_type) return x;
-  return make(t, Op::convert, {x}, {}, Aval{dtype, {}, weak_type});
+  return make(t, Op::convert, {x}, attr::None{}, Aval{dtype, {}, weak_type});
 }
 
 NodeRef bitcast_convert(NodeTable& t, const NodeRef& x, DType dtype) {
-  return make(t, Op::bitcast_convert, {x}, {}, Aval{dtype, {}, false});
+  return make(t, Op::bitcast_convert, {x}, attr::None{}, Aval{dtype, {}, false});
 }
 
 NodeRef broadcast_in_dim(NodeTable& t, const NodeRef& x, const Shape& shape, const std::vector<std::int64_t>& dims) {
@@ -72,12 +65,12 @@ NodeRef broadcast_in_dim(NodeTable& t, const NodeRef& x, const Shape& shape, con
     for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == std::int64_t(i);
     if (identity && dims.size() == shape.size()) return x;
   }
-  return make(t, Op::broadcast_in_dim, {x}, dims_param(dims), Aval{x->dtype(), shape, x->aval.weak_type});
+  return make(t, Op::broadcast_in_dim, {x}, attr::Dimensions{dims}, Aval{x->dtype(), shape, x->aval.weak_type});
 }
 
 NodeRef reshape(NodeTable& t, const NodeRef& x, const Shape& shape) {
   if (x->shape() == shape) return x;
-  return make(t, Op::reshape, {x}, {}, Aval{x->dtype(), shape, x->aval.weak_type});
+  return make(t, Op::reshape, {x}, attr::None{}, Aval{x->dtype(), shape, x->aval.weak_type});
 }
 
 NodeRef transpose(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& perm) {
@@ -88,7 +81,7 @@ NodeRef transpose(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t
   // blocks (batch dims staying in front) is the dot with its operands
   // swapped (XLA's algebraic simplifier does the same): no copy.
   if (x->op == Op::dot_general) {
-    const DotDims& d = x->p.dot;
+    const DotDims& d = x->attr<attr::Dot>().dims;
     const std::int64_t nb = std::int64_t(d.lhs_batch.size());
     const std::int64_t nl = x->in[0]->rank() - nb - std::int64_t(d.lhs_contract.size());
     const std::int64_t nr = x->in[1]->rank() - nb - std::int64_t(d.rhs_contract.size());
@@ -98,136 +91,100 @@ NodeRef transpose(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t
     for (std::int64_t i = 0; i < nl; ++i) swap.push_back(nb + i);
     if (perm == swap) return dot_general(t, x->in[1], x->in[0], {d.rhs_contract, d.lhs_contract, d.rhs_batch, d.lhs_batch});
   }
-  return make(t, Op::transpose, {x}, dims_param(perm));
+  return make(t, Op::transpose, {x}, attr::Dimensions{perm});
 }
 
 NodeRef rev(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& dims) {
   if (dims.empty()) return x;
-  return make(t, Op::rev, {x}, dims_param(dims));
+  return make(t, Op::rev, {x}, attr::Dimensions{dims});
 }
 
 NodeRef slice(NodeTable& t, const NodeRef& x, const std::vector<std::int64_t>& start,
               const std::vector<std::int64_t>& limit, std::vector<std::int64_t> stride) {
   if (stride.empty()) stride.assign(start.size(), 1);
-  Params p;
-  p.lo = start;
-  p.hi = limit;
-  p.step = std::move(stride);
-  return make(t, Op::slice, {x}, std::move(p));
+  return make(t, Op::slice, {x}, attr::Slice{start, limit, std::move(stride)});
 }
 
 NodeRef pad(NodeTable& t, const NodeRef& x, const NodeRef& value, const std::vector<std::int64_t>& low,
             const std::vector<std::int64_t>& high, std::vector<std::int64_t> interior) {
   if (interior.empty()) interior.assign(low.size(), 0);
-  Params p;
-  p.lo = low;
-  p.hi = high;
-  p.step = std::move(interior);
-  return make(t, Op::pad, {x, value}, std::move(p));
+  return make(t, Op::pad, {x, value}, attr::Pad{low, high, std::move(interior)});
 }
 
 NodeRef concatenate(NodeTable& t, const std::vector<NodeRef>& xs, std::int64_t dim) {
   if (xs.size() == 1) return xs[0];
-  return make(t, Op::concatenate, xs, dims_param({dim}));
+  return make(t, Op::concatenate, xs, attr::Dimension{dim});
 }
 
 NodeRef dynamic_slice(NodeTable& t, const NodeRef& x, const std::vector<NodeRef>& starts, const Shape& sizes) {
   std::vector<NodeRef> in{x};
   in.insert(in.end(), starts.begin(), starts.end());
-  Params p;
-  p.lo = sizes;
-  return make(t, Op::dynamic_slice, std::move(in), std::move(p));
+  return make(t, Op::dynamic_slice, std::move(in), attr::DynamicSlice{sizes});
 }
 
 NodeRef dynamic_update_slice(NodeTable& t, const NodeRef& x, const NodeRef& update,
                              const std::vector<NodeRef>& starts) {
   std::vector<NodeRef> in{x, update};
   in.insert(in.end(), starts.begin(), starts.end());
-  return make(t, Op::dynamic_update_slice, std::move(in), {});
+  return make(t, Op::dynamic_update_slice, std::move(in), attr::None{});
 }
 
 NodeRef reduce(NodeTable& t, Op op, const NodeRef& x, const std::vector<std::int64_t>& axes) {
   TESSEL_CHECK_INTERNAL(op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_prod);
   if (axes.empty()) return x;
-  return make(t, op, {x}, dims_param(axes));
+  return make(t, op, {x}, attr::Dimensions{axes});
 }
 
 NodeRef arg_reduce(NodeTable& t, Op op, const NodeRef& x, std::int64_t axis, DType index_dtype) {
   TESSEL_CHECK_INTERNAL(op == Op::argmax || op == Op::argmin);
-  Params p = dims_param({axis});
-  p.dtype = index_dtype;
-  return make(t, op, {x}, std::move(p));
+  return make(t, op, {x}, attr::ArgReduce{axis, index_dtype});
 }
 
 NodeRef threefry2x32(NodeTable& t, const NodeRef& k0, const NodeRef& k1, const NodeRef& x0, const NodeRef& x1, int word) {
-  return make(t, Op::threefry2x32, {k0, k1, x0, x1}, dims_param({word}));
+  return make(t, Op::threefry2x32, {k0, k1, x0, x1}, attr::Word{word});
 }
 
 NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int64_t dim) {
-  return make(t, Op::sort, {keys, values}, dims_param({dim}));
+  return make(t, Op::sort, {keys, values}, attr::Dimension{dim});
 }
 
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims) {
-  Params p;
-  p.dot = dims;
-  return make(t, Op::dot_general, {a, b}, std::move(p));
+  return make(t, Op::dot_general, {a, b}, attr::Dot{dims});
 }
 
 NodeRef sharding_constraint(NodeTable& t, const NodeRef& x, const AxisSharding& sharding) {
-  Params p;
-  p.sharding = std::make_shared<const AxisSharding>(sharding);
-  return make(t, Op::sharding_constraint, {x}, std::move(p));
+  return make(t, Op::sharding_constraint, {x}, attr::Constraint{std::make_shared<const AxisSharding>(sharding)});
 }
-
-namespace {
-Params collective(MeshRef mesh, std::vector<int> axes) {
-  Params p;
-  p.mesh = std::move(mesh);
-  p.mesh_axes = std::move(axes);
-  return p;
-}
-}  // namespace
 
 NodeRef all_gather(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim) {
-  Params p = collective(std::move(mesh), std::move(axes));
-  p.dims = {dim};
-  return make(t, Op::all_gather, {x}, std::move(p));
+  return make(t, Op::all_gather, {x}, attr::AllGather{std::move(mesh), std::move(axes), dim});
 }
 
 NodeRef all_reduce(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, Op reduce_op) {
-  Params p = collective(std::move(mesh), std::move(axes));
-  p.reduce_op = reduce_op;
-  return make(t, Op::all_reduce, {x}, std::move(p));
+  return make(t, Op::all_reduce, {x}, attr::AllReduce{std::move(mesh), std::move(axes), reduce_op});
 }
 
 NodeRef reduce_scatter(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim,
                        Op reduce_op) {
-  Params p = collective(std::move(mesh), std::move(axes));
-  p.dims = {dim};
-  p.reduce_op = reduce_op;
-  return make(t, Op::reduce_scatter, {x}, std::move(p));
+  return make(t, Op::reduce_scatter, {x}, attr::ReduceScatter{std::move(mesh), std::move(axes), dim, reduce_op});
 }
 
 NodeRef all_to_all(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t split_dim,
                    std::int64_t concat_dim) {
-  Params p = collective(std::move(mesh), std::move(axes));
-  p.dims = {split_dim, concat_dim};
-  return make(t, Op::all_to_all, {x}, std::move(p));
+  return make(t, Op::all_to_all, {x}, attr::AllToAll{std::move(mesh), std::move(axes), split_dim, concat_dim});
 }
 
 NodeRef collective_permute(NodeTable& t, const NodeRef& x, MeshRef mesh,
                            std::vector<std::pair<std::int64_t, std::int64_t>> pairs) {
-  Params p = collective(std::move(mesh), {});
-  p.pairs = std::move(pairs);
-  return make(t, Op::collective_permute, {x}, std::move(p));
+  return make(t, Op::collective_permute, {x}, attr::CollectivePermute{std::move(mesh), std::move(pairs)});
 }
 
 NodeRef axis_index(NodeTable& t, MeshRef mesh, std::vector<int> axes) {
-  return make(t, Op::axis_index, {}, collective(std::move(mesh), std::move(axes)), Aval{DType::int32, {}, false});
+  return make(t, Op::axis_index, {}, attr::AxisIndex{std::move(mesh), std::move(axes)}, Aval{DType::int32, {}, false});
 }
 
 NodeRef with_operands(NodeTable& t, const Node& n, std::vector<NodeRef> in) {
-  return make(t, n.op, std::move(in), n.p, n.aval);
+  return make(t, n.op, std::move(in), n.attrs, n.aval);
 }
 
 }  // namespace tessel::build

@@ -23,7 +23,7 @@ std::vector<HostArray> interpret(const Graph& g, const std::vector<HostArray>& a
     std::vector<const HostArray*> in;
     for (auto& x : n->in) in.push_back(&values.at(x.get()));
     HostArray out;
-    rules(n->op).eval(in, n->p, n->aval, out);
+    rules(n->op).eval(in, n->attrs, n->aval, out);
     values[n.get()] = std::move(out);
   }
   std::vector<HostArray> outs;

@@ -87,32 +87,6 @@ std::shared_ptr<const Literal> Literal::scalar(DType t, double v) {
   return l;
 }
 
-bool Params::operator==(const Params& o) const {
-  auto same_ptr = [](const auto& a, const auto& b) { return a == b || (a && b && *a == *b); };
-  return dims == o.dims && lo == o.lo && hi == o.hi && step == o.step && dot == o.dot && dtype == o.dtype &&
-         same_ptr(literal, o.literal) && same_ptr(sharding, o.sharding) && same_ptr(mesh, o.mesh) &&
-         mesh_axes == o.mesh_axes && reduce_op == o.reduce_op && pairs == o.pairs;
-}
-
-std::size_t Params::hash() const {
-  std::size_t h = 0;
-  mix_vec(h, dims);
-  mix_vec(h, lo);
-  mix_vec(h, hi);
-  mix_vec(h, step);
-  mix_vec(h, dot.lhs_contract);
-  mix_vec(h, dot.rhs_contract);
-  mix_vec(h, dot.lhs_batch);
-  mix_vec(h, dot.rhs_batch);
-  mix(h, std::size_t(dtype));
-  if (literal) mix(h, literal->hash());
-  if (sharding) mix(h, std::hash<std::string>()(sharding->spec_str()));
-  mix_vec(h, mesh_axes);
-  mix(h, std::size_t(reduce_op));
-  for (auto& [a, b] : pairs) mix(h, std::size_t(a * 131 + b));
-  return h;
-}
-
 Node::~Node() {
   std::vector<NodeRef> pending = std::move(in);
   while (!pending.empty()) {
@@ -131,24 +105,26 @@ Node::~Node() {
   }
 }
 
-NodeRef NodeTable::make(Op op, std::vector<NodeRef> in, Aval aval, Params p) {
+NodeRef NodeTable::make(Op op, std::vector<NodeRef> in, Aval aval, Attrs attrs) {
   check_shape(aval.shape, aval.dtype, op_name(op));
+  if (attrs.index() != op_attr_index(op))
+    throw InternalError(std::string(op_name(op)) + " built with another op's attribute struct");
   std::size_t h = std::size_t(op);
   for (auto& x : in) mix(h, std::hash<const void*>()(x.get()));
   mix(h, std::size_t(aval.dtype));
   mix_vec(h, aval.shape);
   mix(h, aval.weak_type);
-  mix(h, p.hash());
+  mix(h, attrs.hash());
   auto range = table_.equal_range(h);
   for (auto it = range.first; it != range.second; ++it) {
     const Node& n = *it->second;
-    if (n.op == op && n.in == in && n.aval == aval && n.p == p) return it->second;
+    if (n.op == op && n.in == in && n.aval == aval && n.attrs == attrs) return it->second;
   }
   auto node = std::make_shared<Node>();
   node->op = op;
   node->in = std::move(in);
   node->aval = std::move(aval);
-  node->p = std::move(p);
+  node->attrs = std::move(attrs);
   node->hash = h;
   node->id = next_id_++;
   NodeRef ref = node;
@@ -188,23 +164,6 @@ namespace {
 
 void add_aval(Key& k, const Aval& a) { k.pod(a.dtype).pod(a.weak_type).seq(a.shape); }
 
-void add_params(Key& k, const Params& p) {
-  k.seq(p.dims).seq(p.lo).seq(p.hi).seq(p.step);
-  k.seq(p.dot.lhs_contract).seq(p.dot.rhs_contract).seq(p.dot.lhs_batch).seq(p.dot.rhs_batch);
-  k.pod(p.dtype);
-  if (p.literal) {
-    k.tag('L').pod(p.literal->dtype).seq(p.literal->shape).raw(p.literal->bytes.data(), p.literal->bytes.size());
-  } else {
-    k.tag('-');
-  }
-  if (p.sharding) add_to_key(k, *p.sharding);
-  else k.tag('-');
-  if (p.mesh) add_to_key(k, *p.mesh);
-  else k.tag('-');
-  k.seq(p.mesh_axes).pod(p.reduce_op).pod(std::uint64_t(p.pairs.size()));
-  for (auto& [a, b] : p.pairs) k.pod(a).pod(b);
-}
-
 // Nodes in `order` (operands first), each as op, aval, params and its operands'
 // positions in `order`; nodes of `leaf_no` as their input number and aval.
 void add_nodes(Key& k, const std::vector<NodeRef>& order, std::unordered_map<const Node*, std::int64_t>& number,
@@ -217,7 +176,7 @@ void add_nodes(Key& k, const std::vector<NodeRef>& order, std::unordered_map<con
     } else {
       k.tag('N').pod(n->op);
       add_aval(k, n->aval);
-      add_params(k, n->p);
+      n->attrs.add_to_key(k);
       k.pod(std::uint64_t(n->in.size()));
       for (auto& x : n->in) k.pod(number.at(x.get()));
     }
@@ -280,7 +239,7 @@ std::string literal_text(const Literal& l) {
 
 std::string attrs(const Node& n) {
   std::ostringstream os;
-  rules(n.op).print_attrs(n, os);  // each op prints its own (tracer/rules_<family>.cpp)
+  n.attrs.print(os);  // each attribute struct prints itself
   return os.str();
 }
 
@@ -302,8 +261,8 @@ std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSh
   os << ") {\n";
   for (auto& n : order) {
     os << "  %" << name[n.get()] << " = " << n->aval.str() << ' ' << op_name(n->op) << '(';
-    if (n->op == Op::parameter) os << n->p.dims[0];
-    if (n->op == Op::constant) os << literal_text(*n->p.literal);
+    if (n->op == Op::parameter) os << n->attr<attr::Parameter>().index;
+    if (n->op == Op::constant) os << literal_text(*n->attr<attr::Constant>().value);
     for (size_t i = 0; i < n->in.size(); ++i) os << (i ? ", " : "") << '%' << name[n->in[i].get()];
     os << ')' << attrs(*n);
     if (shardings) {
@@ -324,11 +283,13 @@ std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSh
 
 void verify(const Graph& g) {
   for (auto& n : g.topo_order()) {
+    if (n->attrs.index() != op_attr_index(n->op))
+      throw InternalError(std::string("verify: node ") + op_name(n->op) + " holds another op's attribute struct");
     std::vector<Aval> in;
     for (auto& x : n->in) in.push_back(x->aval);
     Aval want;
     try {
-      want = rules(n->op).infer(in, n->p, n->aval);
+      want = rules(n->op).infer(in, n->attrs, n->aval);
     } catch (const Error& e) {
       throw InternalError(std::string("verify: node ") + op_name(n->op) + " " + n->aval.str() +
                           " fails its shape rule: " + e.what());
@@ -338,7 +299,7 @@ void verify(const Graph& g) {
                           " but its rule gives " + want.str());
   }
   for (size_t i = 0; i < g.params.size(); ++i)
-    if (g.params[i]->op != Op::parameter || g.params[i]->p.dims.at(0) != std::int64_t(i))
+    if (g.params[i]->op != Op::parameter || g.params[i]->attr<attr::Parameter>().index != std::int64_t(i))
       throw InternalError("verify: parameter " + std::to_string(i) + " is misplaced");
 }
 

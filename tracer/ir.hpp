@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tracer/attrs.hpp"
 #include "tracer/dtype.hpp"
 #include "tracer/key.hpp"
 #include "tracer/ops.hpp"
@@ -35,45 +36,6 @@ struct Aval {
   std::string str() const;  // "f32[4,8]" ("f32[]{weak}" when weak)
 };
 
-// Host data of a constant, row-major.
-struct Literal {
-  DType dtype = DType::float32;
-  Shape shape;
-  std::vector<unsigned char> bytes;
-  std::size_t hash() const;
-  bool operator==(const Literal&) const = default;
-  // The value at flat index i as a double (for printing and folding).
-  double as_double(std::int64_t i) const;
-  static std::shared_ptr<const Literal> scalar(DType t, double v);
-};
-using LiteralRef = std::shared_ptr<const Literal>;
-
-struct DotDims {
-  std::vector<std::int64_t> lhs_contract, rhs_contract, lhs_batch, rhs_batch;
-  bool operator==(const DotDims&) const = default;
-};
-
-// The parameters of a node; which fields mean something depends on the op
-// (documented per op in tracer/build.hpp).
-struct Params {
-  std::vector<std::int64_t> dims;  // broadcast: operand->result dims; transpose: perm;
-                                   // reduce/argmax: axes; concatenate/iota/gather: {dim};
-                                   // all_to_all: {split, concat}; parameter: {index}
-  std::vector<std::int64_t> lo, hi, step;  // slice: start, limit, stride; pad: low, high, interior;
-                                           // dynamic_slice: sizes in lo
-  DotDims dot;
-  DType dtype = DType::float32;  // argmax index dtype
-  LiteralRef literal;            // constant
-  std::shared_ptr<const AxisSharding> sharding;  // sharding_constraint (global) / parameter annotation
-  MeshRef mesh;                                  // collectives: the mesh whose axes they run over
-  std::vector<int> mesh_axes;                    // collectives: the axes (groups vary the others)
-  Op reduce_op = Op::add;                        // all_reduce, reduce_scatter: add, max or min
-  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // collective_permute: source -> target positions
-
-  bool operator==(const Params& o) const;
-  std::size_t hash() const;
-};
-
 struct Node;
 using NodeRef = std::shared_ptr<const Node>;
 
@@ -81,11 +43,16 @@ struct Node {
   Op op;
   std::vector<NodeRef> in;
   Aval aval;
-  Params p;
+  Attrs attrs;  // the struct its op names (tracer/attrs.hpp)
   std::size_t hash = 0;
   int id = 0;  // creation order within its table: stable printing
 
   const Shape& shape() const { return aval.shape; }
+  // The attribute struct of this node's op.
+  template <class A>
+  const A& attr() const {
+    return attrs.as<A>();
+  }
   DType dtype() const { return aval.dtype; }
   // Frees chains of operands iteratively: a 100,000-node chain must not
   // destroy itself recursively (stack overflow).
@@ -96,7 +63,7 @@ struct Node {
 // Interns nodes: make() returns the existing node when an equal one exists.
 class NodeTable {
  public:
-  NodeRef make(Op op, std::vector<NodeRef> in, Aval aval, Params p);
+  NodeRef make(Op op, std::vector<NodeRef> in, Aval aval, Attrs attrs);
   int size() const { return next_id_; }
 
  private:

@@ -37,89 +37,89 @@ enum class OpCost : std::uint8_t {
   Never,           // reductions, dots, collectives, library calls: never inlined
 };
 
-// X(enumerator, text, family, cost)
+// X(enumerator, text, family, cost, attribute struct of tracer/attrs.hpp)
 #define TESSEL_OPS(X)                                            \
-  X(parameter, "parameter", Leaf, Free)                        \
-  X(constant, "constant", Leaf, Free)                          \
-  X(iota, "iota", Leaf, Free)                                  \
-  X(axis_index, "axis-index", Leaf, Never)                     \
-  X(neg, "negate", Unary, Cheap)                               \
-  X(sin, "sine", Unary, Transcendental)                        \
-  X(cos, "cosine", Unary, Transcendental)                      \
-  X(tan, "tan", Unary, Transcendental)                         \
-  X(tanh, "tanh", Unary, Transcendental)                       \
-  X(exp, "exponential", Unary, Transcendental)                 \
-  X(expm1, "exponential-minus-one", Unary, Transcendental)     \
-  X(log, "log", Unary, Transcendental)                         \
-  X(log1p, "log-plus-one", Unary, Transcendental)              \
-  X(sqrt, "sqrt", Unary, Costly)                               \
-  X(rsqrt, "rsqrt", Unary, Costly)                             \
-  X(logistic, "logistic", Unary, Transcendental)               \
-  X(erf_inv, "erf-inv", Unary, Transcendental)                 \
-  X(erf, "erf", Unary, Transcendental)                         \
-  X(abs, "abs", Unary, Cheap)                                  \
-  X(sign, "sign", Unary, Cheap)                                \
-  X(floor, "floor", Unary, Cheap)                              \
-  X(ceil, "ceil", Unary, Cheap)                                \
-  X(round, "round-nearest-even", Unary, Cheap)                 \
-  X(is_finite, "is-finite", Unary, Cheap)                      \
-  X(not_, "not", Unary, Cheap)                                 \
-  X(add, "add", Binary, Cheap)                                 \
-  X(sub, "subtract", Binary, Cheap)                            \
-  X(mul, "multiply", Binary, Cheap)                            \
-  X(div, "divide", Binary, Costly)                             \
-  X(rem, "remainder", Binary, Costly)                          \
-  X(pow, "power", Binary, Transcendental)                      \
-  X(max, "maximum", Binary, Cheap)                             \
-  X(min, "minimum", Binary, Cheap)                             \
-  X(atan2, "atan2", Binary, Transcendental)                    \
-  X(and_, "and", Binary, Cheap)                                \
-  X(or_, "or", Binary, Cheap)                                  \
-  X(xor_, "xor", Binary, Cheap)                                \
-  X(shift_left, "shift-left", Binary, Cheap)                   \
-  X(shift_right_logical, "shift-right-logical", Binary, Cheap) \
-  X(eq, "compare-EQ", Compare, Cheap)                          \
-  X(ne, "compare-NE", Compare, Cheap)                          \
-  X(lt, "compare-LT", Compare, Cheap)                          \
-  X(le, "compare-LE", Compare, Cheap)                          \
-  X(gt, "compare-GT", Compare, Cheap)                          \
-  X(ge, "compare-GE", Compare, Cheap)                          \
-  X(select, "select", Select, Cheap)                           \
-  X(threefry2x32, "threefry2x32", Nary, Heavy)                 \
-  X(convert, "convert", Convert, Free)                         \
-  X(bitcast_convert, "bitcast-convert", Convert, Free)         \
-  X(broadcast_in_dim, "broadcast", Shape, Free)                \
-  X(reshape, "reshape", Shape, Free)                           \
-  X(transpose, "transpose", Shape, Free)                       \
-  X(rev, "reverse", Shape, Free)                               \
-  X(slice, "slice", Shape, Free)                               \
-  X(pad, "pad", Shape, Cheap)                                  \
-  X(concatenate, "concatenate", Shape, Cheap)                  \
-  X(dynamic_slice, "dynamic-slice", Shape, Cheap)              \
-  X(dynamic_update_slice, "dynamic-update-slice", Shape, Cheap)\
-  X(reduce_sum, "reduce-sum", Reduce, Never)                   \
-  X(reduce_max, "reduce-max", Reduce, Never)                   \
-  X(reduce_min, "reduce-min", Reduce, Never)                   \
-  X(reduce_prod, "reduce-prod", Reduce, Never)                 \
-  X(argmax, "argmax", Reduce, Never)                           \
-  X(argmin, "argmin", Reduce, Never)                           \
-  X(sort, "sort", Library, Never)                              \
-  X(dot_general, "dot", Dot, Never)                            \
-  X(sharding_constraint, "sharding-constraint", Annotation, Free)\
-  X(all_gather, "all-gather", Collective, Never)               \
-  X(all_reduce, "all-reduce", Collective, Never)               \
-  X(reduce_scatter, "reduce-scatter", Collective, Never)       \
-  X(all_to_all, "all-to-all", Collective, Never)               \
-  X(collective_permute, "collective-permute", Collective, Never)
+  X(parameter, "parameter", Leaf, Free, Parameter)                              \
+  X(constant, "constant", Leaf, Free, Constant)                                 \
+  X(iota, "iota", Leaf, Free, Iota)                                             \
+  X(axis_index, "axis-index", Leaf, Never, AxisIndex)                           \
+  X(neg, "negate", Unary, Cheap, None)                                          \
+  X(sin, "sine", Unary, Transcendental, None)                                   \
+  X(cos, "cosine", Unary, Transcendental, None)                                 \
+  X(tan, "tan", Unary, Transcendental, None)                                    \
+  X(tanh, "tanh", Unary, Transcendental, None)                                  \
+  X(exp, "exponential", Unary, Transcendental, None)                            \
+  X(expm1, "exponential-minus-one", Unary, Transcendental, None)                \
+  X(log, "log", Unary, Transcendental, None)                                    \
+  X(log1p, "log-plus-one", Unary, Transcendental, None)                         \
+  X(sqrt, "sqrt", Unary, Costly, None)                                          \
+  X(rsqrt, "rsqrt", Unary, Costly, None)                                        \
+  X(logistic, "logistic", Unary, Transcendental, None)                          \
+  X(erf_inv, "erf-inv", Unary, Transcendental, None)                            \
+  X(erf, "erf", Unary, Transcendental, None)                                    \
+  X(abs, "abs", Unary, Cheap, None)                                             \
+  X(sign, "sign", Unary, Cheap, None)                                           \
+  X(floor, "floor", Unary, Cheap, None)                                         \
+  X(ceil, "ceil", Unary, Cheap, None)                                           \
+  X(round, "round-nearest-even", Unary, Cheap, None)                            \
+  X(is_finite, "is-finite", Unary, Cheap, None)                                 \
+  X(not_, "not", Unary, Cheap, None)                                            \
+  X(add, "add", Binary, Cheap, None)                                            \
+  X(sub, "subtract", Binary, Cheap, None)                                       \
+  X(mul, "multiply", Binary, Cheap, None)                                       \
+  X(div, "divide", Binary, Costly, None)                                        \
+  X(rem, "remainder", Binary, Costly, None)                                     \
+  X(pow, "power", Binary, Transcendental, None)                                 \
+  X(max, "maximum", Binary, Cheap, None)                                        \
+  X(min, "minimum", Binary, Cheap, None)                                        \
+  X(atan2, "atan2", Binary, Transcendental, None)                               \
+  X(and_, "and", Binary, Cheap, None)                                           \
+  X(or_, "or", Binary, Cheap, None)                                             \
+  X(xor_, "xor", Binary, Cheap, None)                                           \
+  X(shift_left, "shift-left", Binary, Cheap, None)                              \
+  X(shift_right_logical, "shift-right-logical", Binary, Cheap, None)            \
+  X(eq, "compare-EQ", Compare, Cheap, None)                                     \
+  X(ne, "compare-NE", Compare, Cheap, None)                                     \
+  X(lt, "compare-LT", Compare, Cheap, None)                                     \
+  X(le, "compare-LE", Compare, Cheap, None)                                     \
+  X(gt, "compare-GT", Compare, Cheap, None)                                     \
+  X(ge, "compare-GE", Compare, Cheap, None)                                     \
+  X(select, "select", Select, Cheap, None)                                      \
+  X(threefry2x32, "threefry2x32", Nary, Heavy, Word)                            \
+  X(convert, "convert", Convert, Free, None)                                    \
+  X(bitcast_convert, "bitcast-convert", Convert, Free, None)                    \
+  X(broadcast_in_dim, "broadcast", Shape, Free, Dimensions)                     \
+  X(reshape, "reshape", Shape, Free, None)                                      \
+  X(transpose, "transpose", Shape, Free, Dimensions)                            \
+  X(rev, "reverse", Shape, Free, Dimensions)                                    \
+  X(slice, "slice", Shape, Free, Slice)                                         \
+  X(pad, "pad", Shape, Cheap, Pad)                                              \
+  X(concatenate, "concatenate", Shape, Cheap, Dimension)                        \
+  X(dynamic_slice, "dynamic-slice", Shape, Cheap, DynamicSlice)                 \
+  X(dynamic_update_slice, "dynamic-update-slice", Shape, Cheap, None)           \
+  X(reduce_sum, "reduce-sum", Reduce, Never, Dimensions)                        \
+  X(reduce_max, "reduce-max", Reduce, Never, Dimensions)                        \
+  X(reduce_min, "reduce-min", Reduce, Never, Dimensions)                        \
+  X(reduce_prod, "reduce-prod", Reduce, Never, Dimensions)                      \
+  X(argmax, "argmax", Reduce, Never, ArgReduce)                                 \
+  X(argmin, "argmin", Reduce, Never, ArgReduce)                                 \
+  X(sort, "sort", Library, Never, Dimension)                                    \
+  X(dot_general, "dot", Dot, Never, Dot)                                        \
+  X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)   \
+  X(all_gather, "all-gather", Collective, Never, AllGather)                     \
+  X(all_reduce, "all-reduce", Collective, Never, AllReduce)                     \
+  X(reduce_scatter, "reduce-scatter", Collective, Never, ReduceScatter)         \
+  X(all_to_all, "all-to-all", Collective, Never, AllToAll)                      \
+  X(collective_permute, "collective-permute", Collective, Never, CollectivePermute)
 
 enum class Op : std::uint8_t {
-#define TESSEL_X(e, text, family, cost) e,
+#define TESSEL_X(e, text, family, cost, attrs) e,
   TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
 
 inline constexpr int kNumOps = 0
-#define TESSEL_X(e, text, family, cost) +1
+#define TESSEL_X(e, text, family, cost, attrs) +1
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
     ;

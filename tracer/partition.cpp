@@ -137,7 +137,7 @@ struct Partitioner final : LocalBuilder {
     if (n->op == Op::parameter) {
       Aval av = n->aval;
       av.shape = value.tile_shape(n->shape());
-      return build::parameter(t, int(n->p.dims[0]), av);
+      return build::parameter(t, int(n->attr<attr::Parameter>().index), av);
     }
     FactorRule rule = rules(n->op).factors(*n);
     const auto& fa = a.factor_axes.at(n.get());

@@ -226,7 +226,7 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
     }
   for (auto& n : p.order)
     if (n->op == Op::sharding_constraint) {
-      p.value[n.get()] = *n->p.sharding;
+      p.value[n.get()] = *n->attr<attr::Constraint>().sharding;
       p.fixed[n.get()] = true;
       p.reason[n.get()] = "with_sharding_constraint";
     }

@@ -8,29 +8,40 @@
 namespace tessel {
 
 namespace {
+// The table's entries take any node's attributes; each op's rules take its
+// own struct (checked here, once).
+template <Op op>
+Aval infer_entry(const std::vector<Aval>& in, const Attrs& p, const Aval& declared) {
+  return Rule<op>::infer(in, p.as<typename Rule<op>::A>(), declared);
+}
+template <Op op>
+void eval_entry(const std::vector<const HostArray*>& in, const Attrs& p, const Aval& out_aval, HostArray& out) {
+  Rule<op>::eval(in, p.as<typename Rule<op>::A>(), out_aval, out);
+}
+
 const OpRules kRules[] = {
-#define TESSEL_X(e, text, family, cost) \
-  {&Rule<Op::e>::infer, &Rule<Op::e>::eval,      &Rule<Op::e>::factors,    \
-   &Rule<Op::e>::jvp,   &Rule<Op::e>::transpose, &Rule<Op::e>::print_attrs, &Rule<Op::e>::local},
+#define TESSEL_X(e, text, family, cost, attrs)                                                  \
+  {&infer_entry<Op::e>, &eval_entry<Op::e>, &Rule<Op::e>::factors, &Rule<Op::e>::jvp, \
+   &Rule<Op::e>::transpose, &Rule<Op::e>::local},
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
 static_assert(sizeof(kRules) / sizeof(kRules[0]) == kNumOps);
 
 const char* kOpNames[] = {
-#define TESSEL_X(e, text, family, cost) text,
+#define TESSEL_X(e, text, family, cost, attrs) text,
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
 
 const OpFamily kOpFamilies[] = {
-#define TESSEL_X(e, text, family, cost) OpFamily::family,
+#define TESSEL_X(e, text, family, cost, attrs) OpFamily::family,
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
 
 const OpCost kOpCosts[] = {
-#define TESSEL_X(e, text, family, cost) OpCost::cost,
+#define TESSEL_X(e, text, family, cost, attrs) OpCost::cost,
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };

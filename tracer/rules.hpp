@@ -53,9 +53,9 @@ struct OpRules {
   // The result's aval from the operands' (and, for ops whose result type is a
   // parameter — parameter, constant, iota, reshape, broadcast, convert — the
   // declared aval). Throws ShapeError/TypeError for bad operands.
-  Aval (*infer)(const std::vector<Aval>& in, const Params& p, const Aval& declared);
+  Aval (*infer)(const std::vector<Aval>& in, const Attrs& p, const Aval& declared);
   // The reference kernel: plain loops over host arrays.
-  void (*eval)(const std::vector<const HostArray*>& in, const Params& p, const Aval& out_aval, HostArray& out);
+  void (*eval)(const std::vector<const HostArray*>& in, const Attrs& p, const Aval& out_aval, HostArray& out);
   // The sharding rule (tracer/propagate.hpp uses it; so does the partitioner).
   FactorRule (*factors)(const Node& n);
   // Forward-mode rule: the tangent of n's result from its operands' new
@@ -68,9 +68,6 @@ struct OpRules {
   // never linear.
   void (*transpose)(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                     std::vector<NodeRef>& cts);
-  // The op's attributes in the IR text, XLA's spelling (", dimensions={0,1}");
-  // nothing for ops without attributes.
-  void (*print_attrs)(const Node& n, std::ostream& os);
   // The per-device form of global node n: from its operands as the op's
   // sharding rule wants them (ops, laid out as op_sh), the local value laid
   // out as `natural` (the rule's result sharding). Most ops are the same op
@@ -84,18 +81,19 @@ const OpRules& rules(Op op);
 template <Op op>
 struct Rule;
 
-#define TESSEL_X(e, text, family, cost)                                                                   \
+#define TESSEL_X(e, text, family, cost, attrs)                                                                   \
   template <>                                                                                       \
   struct Rule<Op::e> {                                                                              \
-    static Aval infer(const std::vector<Aval>& in, const Params& p, const Aval& declared);          \
-    static void eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& out_aval, \
+    using A = attr::attrs; /* the op's attribute struct */                                          \
+    static const A& attrs_of(const Node& n) { return n.attr<A>(); }                                 \
+    static Aval infer(const std::vector<Aval>& in, const A& p, const Aval& declared);               \
+    static void eval(const std::vector<const HostArray*>& in, const A& p, const Aval& out_aval,      \
                      HostArray& out);                                                               \
     static FactorRule factors(const Node& n);                                                       \
     static NodeRef jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                  \
                        const std::vector<NodeRef>& tx, const NodeRef& y);                           \
     static void transpose(NodeTable& t, const Node& n, const NodeRef& ct,                           \
                           const std::vector<bool>& linear, std::vector<NodeRef>& cts);              \
-    static void print_attrs(const Node& n, std::ostream& os);                                       \
     static NodeRef local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,           \
                          const std::vector<AxisSharding>& op_sh, const AxisSharding& natural);     \
   };
@@ -108,6 +106,9 @@ TESSEL_OPS(TESSEL_X)
 // (+inf, true) for reduce_min/min/argmin. The one place identities live: the
 // reference kernels, the partitioner's padding masks and codegen read it.
 Literal reduction_identity(Op op, DType t);
+
+// The axes a Reduce-family node (reduce_*, argmax, argmin) reduces.
+std::vector<std::int64_t> reduced_axes(const Node& n);
 
 // One Threefry-2x32 block (the reference kernel; tests use it for known answers).
 void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, std::uint32_t& x1);
@@ -148,10 +149,6 @@ std::string ints(const std::vector<std::int64_t>& v);
                               const std::vector<AxisSharding>&, const AxisSharding&) {                \
     throw InternalError(std::string(op_name(n.op)) + " in a global program");                         \
   }
-
-// The printing rule of a primitive without attributes.
-#define TESSEL_NO_ATTRS(OP) \
-  void Rule<Op::OP>::print_attrs(const Node&, std::ostream&) {}
 
 // The autodiff rules of a primitive with no derivative to carry: its tangent
 // is zero (piecewise constant, integer-valued, or a leaf of the graph) and it

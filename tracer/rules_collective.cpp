@@ -16,10 +16,11 @@ using rule_util::expect_arity;
 
 namespace {
 
-std::int64_t group_size(Op op, const Params& p) {
+template <class A>
+std::int64_t group_size(Op op, const A& p) {
   if (!p.mesh) throw InternalError(cat(op_name(op), " without a mesh"));
   std::int64_t n = 1;
-  for (int a : p.mesh_axes) {
+  for (int a : p.axes) {
     if (a < 0 || a >= p.mesh->num_axes()) throw InternalError(cat(op_name(op), ": mesh axis ", a, " out of range"));
     n *= p.mesh->axes()[a].size;
   }
@@ -38,56 +39,56 @@ std::int64_t checked_dim(Op op, const Aval& x, std::int64_t d) {
 
 }  // namespace
 
-Aval Rule<Op::sharding_constraint>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::sharding_constraint>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::sharding_constraint, in, 1);
   if (!p.sharding || p.sharding->rank() != int(in[0].shape.size()))
     throw ShardingError(cat("sharding constraint ", p.sharding ? p.sharding->spec_str() : "(none)",
                             " does not fit a value of rank ", in[0].shape.size()));
   return in[0];
 }
-void Rule<Op::sharding_constraint>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval&,
+void Rule<Op::sharding_constraint>::eval(const std::vector<const HostArray*>& in, const A&, const Aval&,
                                          HostArray& out) {
   out = *in[0];
 }
 
-Aval Rule<Op::all_gather>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::all_gather>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::all_gather, in, 1);
   Aval o = in[0];
-  o.shape[checked_dim(Op::all_gather, in[0], p.dims.at(0))] *= group_size(Op::all_gather, p);
+  o.shape[checked_dim(Op::all_gather, in[0], p.dimension)] *= group_size(Op::all_gather, p);
   return o;
 }
-void Rule<Op::all_gather>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+void Rule<Op::all_gather>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
   spmd_only(Op::all_gather);
 }
 
-Aval Rule<Op::all_reduce>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::all_reduce>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::all_reduce, in, 1);
   group_size(Op::all_reduce, p);
   return in[0];
 }
-void Rule<Op::all_reduce>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+void Rule<Op::all_reduce>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
   spmd_only(Op::all_reduce);
 }
 
-Aval Rule<Op::reduce_scatter>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::reduce_scatter>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::reduce_scatter, in, 1);
   Aval o = in[0];
-  std::int64_t d = checked_dim(Op::reduce_scatter, in[0], p.dims.at(0));
+  std::int64_t d = checked_dim(Op::reduce_scatter, in[0], p.dimension);
   std::int64_t n = group_size(Op::reduce_scatter, p);
   if (o.shape[d] % n != 0)
     throw ShapeError(cat("reduce-scatter of ", in[0].str(), " along dimension ", d, " over ", n, " devices"));
   o.shape[d] /= n;
   return o;
 }
-void Rule<Op::reduce_scatter>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+void Rule<Op::reduce_scatter>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
   spmd_only(Op::reduce_scatter);
 }
 
-Aval Rule<Op::all_to_all>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::all_to_all>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::all_to_all, in, 1);
   Aval o = in[0];
-  std::int64_t split = checked_dim(Op::all_to_all, in[0], p.dims.at(0));
-  std::int64_t concat = checked_dim(Op::all_to_all, in[0], p.dims.at(1));
+  std::int64_t split = checked_dim(Op::all_to_all, in[0], p.split_dimension);
+  std::int64_t concat = checked_dim(Op::all_to_all, in[0], p.concat_dimension);
   std::int64_t n = group_size(Op::all_to_all, p);
   if (o.shape[split] % n != 0)
     throw ShapeError(cat("all-to-all of ", in[0].str(), " splits dimension ", split, " over ", n, " devices"));
@@ -95,11 +96,11 @@ Aval Rule<Op::all_to_all>::infer(const std::vector<Aval>& in, const Params& p, c
   o.shape[concat] *= n;
   return o;
 }
-void Rule<Op::all_to_all>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+void Rule<Op::all_to_all>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
   spmd_only(Op::all_to_all);
 }
 
-Aval Rule<Op::collective_permute>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::collective_permute>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::collective_permute, in, 1);
   if (!p.mesh) throw InternalError("collective-permute without a mesh");
   for (auto [s, t] : p.pairs)
@@ -107,19 +108,19 @@ Aval Rule<Op::collective_permute>::infer(const std::vector<Aval>& in, const Para
       throw InternalError(cat("collective-permute pair ", s, "->", t, " outside the mesh"));
   return in[0];
 }
-void Rule<Op::collective_permute>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&,
+void Rule<Op::collective_permute>::eval(const std::vector<const HostArray*>&, const A&, const Aval&,
                                         HostArray&) {
   spmd_only(Op::collective_permute);
 }
 
 // axis_index: this device's coordinate along mesh axes (row-major over them),
 // an int32 scalar; only per-device programs have it.
-Aval Rule<Op::axis_index>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::axis_index>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::axis_index, in, 0);
   group_size(Op::axis_index, p);
   return Aval{DType::int32, {}, false};
 }
-void Rule<Op::axis_index>::eval(const std::vector<const HostArray*>&, const Params&, const Aval&, HostArray&) {
+void Rule<Op::axis_index>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
   spmd_only(Op::axis_index);
 }
 FactorRule Rule<Op::axis_index>::factors(const Node& n) { return rule_util::leaf_factors(n); }
@@ -138,11 +139,11 @@ TESSEL_NO_DERIVATIVE(axis_index)
 
 NodeRef Rule<Op::sharding_constraint>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                            const std::vector<NodeRef>& tx, const NodeRef&) {
-  return tx[0] ? build::sharding_constraint(t, tx[0], *n.p.sharding) : nullptr;
+  return tx[0] ? build::sharding_constraint(t, tx[0], *attrs_of(n).sharding) : nullptr;
 }
 void Rule<Op::sharding_constraint>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                               std::vector<NodeRef>& cts) {
-  cts[0] = build::sharding_constraint(t, ct, *n.p.sharding);
+  cts[0] = build::sharding_constraint(t, ct, *attrs_of(n).sharding);
 }
 
 // Collectives are linear (all-reduce when it adds): the tangent takes the
@@ -150,108 +151,58 @@ void Rule<Op::sharding_constraint>::transpose(NodeTable& t, const Node& n, const
 // permutations and all-to-alls, and keep the all-reduce of a sum.
 NodeRef Rule<Op::all_gather>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                   const std::vector<NodeRef>& tx, const NodeRef&) {
-  return tx[0] ? build::all_gather(t, tx[0], n.p.mesh, n.p.mesh_axes, n.p.dims[0]) : nullptr;
+  return tx[0] ? build::all_gather(t, tx[0], attrs_of(n).mesh, attrs_of(n).axes, attrs_of(n).dimension) : nullptr;
 }
 void Rule<Op::all_gather>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                      std::vector<NodeRef>& cts) {
-  cts[0] = build::reduce_scatter(t, ct, n.p.mesh, n.p.mesh_axes, n.p.dims[0], Op::add);
+  cts[0] = build::reduce_scatter(t, ct, attrs_of(n).mesh, attrs_of(n).axes, attrs_of(n).dimension, Op::add);
 }
 
 NodeRef Rule<Op::all_reduce>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                   const std::vector<NodeRef>& tx, const NodeRef& y) {
   if (!tx[0]) return nullptr;
-  if (n.p.reduce_op == Op::add) return build::all_reduce(t, tx[0], n.p.mesh, n.p.mesh_axes, Op::add);
+  if (attrs_of(n).reduce_op == Op::add) return build::all_reduce(t, tx[0], attrs_of(n).mesh, attrs_of(n).axes, Op::add);
   // pmax / pmin: the tangents where the operand attains the result, averaged.
   NodeRef at = build::convert(t, build::binary(t, Op::eq, x[0], y), x[0]->dtype());
-  NodeRef count = build::all_reduce(t, at, n.p.mesh, n.p.mesh_axes, Op::add);
-  NodeRef s = build::all_reduce(t, build::binary(t, Op::mul, tx[0], at), n.p.mesh, n.p.mesh_axes, Op::add);
+  NodeRef count = build::all_reduce(t, at, attrs_of(n).mesh, attrs_of(n).axes, Op::add);
+  NodeRef s = build::all_reduce(t, build::binary(t, Op::mul, tx[0], at), attrs_of(n).mesh, attrs_of(n).axes, Op::add);
   return build::binary(t, Op::div, s, count);
 }
 void Rule<Op::all_reduce>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                      std::vector<NodeRef>& cts) {
-  if (n.p.reduce_op != Op::add) rule_util::not_linear(n);
-  cts[0] = build::all_reduce(t, ct, n.p.mesh, n.p.mesh_axes, Op::add);
+  if (attrs_of(n).reduce_op != Op::add) rule_util::not_linear(n);
+  cts[0] = build::all_reduce(t, ct, attrs_of(n).mesh, attrs_of(n).axes, Op::add);
 }
 
 NodeRef Rule<Op::reduce_scatter>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                       const std::vector<NodeRef>& tx, const NodeRef&) {
   if (!tx[0]) return nullptr;
-  if (n.p.reduce_op != Op::add) throw Error("differentiating a reduce-scatter of max or min is not supported");
-  return build::reduce_scatter(t, tx[0], n.p.mesh, n.p.mesh_axes, n.p.dims[0], Op::add);
+  if (attrs_of(n).reduce_op != Op::add) throw Error("differentiating a reduce-scatter of max or min is not supported");
+  return build::reduce_scatter(t, tx[0], attrs_of(n).mesh, attrs_of(n).axes, attrs_of(n).dimension, Op::add);
 }
 void Rule<Op::reduce_scatter>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                          std::vector<NodeRef>& cts) {
-  cts[0] = build::all_gather(t, ct, n.p.mesh, n.p.mesh_axes, n.p.dims[0]);
+  cts[0] = build::all_gather(t, ct, attrs_of(n).mesh, attrs_of(n).axes, attrs_of(n).dimension);
 }
 
 NodeRef Rule<Op::all_to_all>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                   const std::vector<NodeRef>& tx, const NodeRef&) {
-  return tx[0] ? build::all_to_all(t, tx[0], n.p.mesh, n.p.mesh_axes, n.p.dims[0], n.p.dims[1]) : nullptr;
+  return tx[0] ? build::all_to_all(t, tx[0], attrs_of(n).mesh, attrs_of(n).axes, attrs_of(n).split_dimension, attrs_of(n).concat_dimension) : nullptr;
 }
 void Rule<Op::all_to_all>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                      std::vector<NodeRef>& cts) {
-  cts[0] = build::all_to_all(t, ct, n.p.mesh, n.p.mesh_axes, n.p.dims[1], n.p.dims[0]);
+  cts[0] = build::all_to_all(t, ct, attrs_of(n).mesh, attrs_of(n).axes, attrs_of(n).concat_dimension, attrs_of(n).split_dimension);
 }
 
 NodeRef Rule<Op::collective_permute>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                           const std::vector<NodeRef>& tx, const NodeRef&) {
-  return tx[0] ? build::collective_permute(t, tx[0], n.p.mesh, n.p.pairs) : nullptr;
+  return tx[0] ? build::collective_permute(t, tx[0], attrs_of(n).mesh, attrs_of(n).pairs) : nullptr;
 }
 void Rule<Op::collective_permute>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                              std::vector<NodeRef>& cts) {
   std::vector<std::pair<std::int64_t, std::int64_t>> inv;
-  for (auto [s, d] : n.p.pairs) inv.push_back({d, s});
-  cts[0] = build::collective_permute(t, ct, n.p.mesh, inv);
-}
-
-// ---------------------------------------------------------------- printing
-
-void Rule<Op::axis_index>::print_attrs(const Node& n, std::ostream& os) {
-  os << ", axes={";
-  for (size_t i = 0; i < n.p.mesh_axes.size(); ++i) os << (i ? "," : "") << n.p.mesh->axes()[n.p.mesh_axes[i]].name;
-  os << '}';
-}
-void Rule<Op::sharding_constraint>::print_attrs(const Node& n, std::ostream& os) {
-  os << ", sharding=" << n.p.sharding->spec_str();
-}
-
-namespace {
-// XLA's spelling: the replica groups of mesh positions that talk.
-void replica_groups(const Node& n, std::ostream& os) {
-  if (!n.p.mesh) return;
-  os << ", replica_groups={";
-  auto groups = collective_groups(*n.p.mesh, n.p.mesh_axes);
-  for (size_t g = 0; g < groups.size(); ++g) {
-    os << (g ? "," : "") << '{';
-    for (size_t k = 0; k < groups[g].size(); ++k) os << (k ? "," : "") << groups[g][k];
-    os << '}';
-  }
-  os << '}';
-}
-}  // namespace
-
-void Rule<Op::all_gather>::print_attrs(const Node& n, std::ostream& os) {
-  replica_groups(n, os);
-  os << ", dimensions={" << n.p.dims[0] << '}';
-}
-void Rule<Op::all_reduce>::print_attrs(const Node& n, std::ostream& os) {
-  replica_groups(n, os);
-  os << ", to_apply=" << op_name(n.p.reduce_op);
-}
-void Rule<Op::reduce_scatter>::print_attrs(const Node& n, std::ostream& os) {
-  replica_groups(n, os);
-  os << ", dimensions={" << n.p.dims[0] << '}' << ", to_apply=" << op_name(n.p.reduce_op);
-}
-void Rule<Op::all_to_all>::print_attrs(const Node& n, std::ostream& os) {
-  replica_groups(n, os);
-  os << ", split_dimension=" << n.p.dims[0] << ", concat_dimension=" << n.p.dims[1];
-}
-void Rule<Op::collective_permute>::print_attrs(const Node& n, std::ostream& os) {
-  replica_groups(n, os);
-  os << ", source_target_pairs={";
-  for (size_t i = 0; i < n.p.pairs.size(); ++i)
-    os << (i ? "," : "") << '{' << n.p.pairs[i].first << ',' << n.p.pairs[i].second << '}';
-  os << '}';
+  for (auto [s, d] : attrs_of(n).pairs) inv.push_back({d, s});
+  cts[0] = build::collective_permute(t, ct, attrs_of(n).mesh, inv);
 }
 
 // ---------------------------------------------------------------- partitioning

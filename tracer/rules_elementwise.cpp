@@ -211,10 +211,10 @@ T shr_logical(T a, T b) {
 // ------------------------------------------------------------------ unary
 
 #define TESSEL_UNARY(OP, ACCEPTS, BODY)                                                              \
-  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {               \
+  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const A&, const Aval&) {               \
     return unary_infer(Op::OP, Accepts::ACCEPTS, in);                                                \
   }                                                                                                  \
-  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval, \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, \
                           HostArray& out) {                                                          \
     rule_util::allocate(out, aval);                                                                  \
     map1(*in[0], out, [](auto x) {                                                                   \
@@ -223,7 +223,6 @@ T shr_logical(T a, T b) {
       BODY                                                                                           \
     });                                                                                              \
   } \
-  TESSEL_NO_ATTRS(OP) \
   TESSEL_LOCAL_SAME_OP(OP)
 
 TESSEL_UNARY(neg, Numeric, {
@@ -268,11 +267,11 @@ TESSEL_UNARY(not_, IntOrBool, {
 })
 #undef TESSEL_UNARY
 
-Aval Rule<Op::is_finite>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {
+Aval Rule<Op::is_finite>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
   Aval a = unary_infer(Op::is_finite, Accepts::Float, in);
   return Aval{DType::bool_, a.shape, false};
 }
-void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval,
                                HostArray& out) {
   rule_util::allocate(out, aval);
   map1(*in[0], out, [](auto x) {
@@ -284,10 +283,10 @@ void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const Pa
 // ------------------------------------------------------------------ binary
 
 #define TESSEL_BINARY(OP, ACCEPTS, BODY)                                                             \
-  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {               \
+  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const A&, const Aval&) {               \
     return binary_infer(Op::OP, Accepts::ACCEPTS, in, false);                                        \
   }                                                                                                  \
-  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval, \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, \
                           HostArray& out) {                                                          \
     rule_util::allocate(out, aval);                                                                  \
     map2(*in[0], *in[1], out, [](auto a, auto b) {                                                   \
@@ -296,7 +295,6 @@ void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const Pa
       BODY                                                                                           \
     });                                                                                              \
   } \
-  TESSEL_NO_ATTRS(OP) \
   TESSEL_LOCAL_SAME_OP(OP)
 
 TESSEL_BINARY(add, Numeric, {
@@ -351,15 +349,14 @@ TESSEL_BINARY(shift_right_logical, Integer, {
 // ------------------------------------------------------------------ compare
 
 #define TESSEL_COMPARE(OP, EXPR)                                                                     \
-  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {               \
+  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const A&, const Aval&) {               \
     return binary_infer(Op::OP, Accepts::Any, in, true);                                             \
   }                                                                                                  \
-  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval, \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, \
                           HostArray& out) {                                                          \
     rule_util::allocate(out, aval);                                                                  \
     map2(*in[0], *in[1], out, [](auto a, auto b) { return bool(EXPR); });                            \
   } \
-  TESSEL_NO_ATTRS(OP) \
   TESSEL_LOCAL_SAME_OP(OP)
 TESSEL_COMPARE(eq, a == b)
 TESSEL_COMPARE(ne, a != b)
@@ -371,7 +368,7 @@ TESSEL_COMPARE(ge, a >= b)
 
 // ------------------------------------------------------------------ select
 
-Aval Rule<Op::select>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {
+Aval Rule<Op::select>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
   expect_arity(Op::select, in, 3);
   if (in[0].dtype != DType::bool_)
     throw TypeError(cat("select requires a boolean predicate, got ", avals_str(in)));
@@ -382,7 +379,7 @@ Aval Rule<Op::select>::infer(const std::vector<Aval>& in, const Params&, const A
   out.weak_type = in[1].weak_type && in[2].weak_type;
   return out;
 }
-void Rule<Op::select>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+void Rule<Op::select>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval,
                             HostArray& out) {
   rule_util::allocate(out, aval);
   const std::size_t es = dtype_size(aval.dtype);
@@ -417,15 +414,15 @@ void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, s
   }
 }
 
-Aval Rule<Op::threefry2x32>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::threefry2x32>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::threefry2x32, in, 4);
   for (auto& a : in)
     if (a.dtype != DType::uint32 || a.shape != in[0].shape)
       throw TypeError(cat("threefry2x32 takes four uint32 arrays of one shape, got ", avals_str(in)));
-  if (p.dims.size() != 1 || (p.dims[0] != 0 && p.dims[0] != 1)) throw InternalError("threefry2x32 needs its word in dims");
+  if (p.word != 0 && p.word != 1) throw InternalError("threefry2x32 word must be 0 or 1");
   return Aval{DType::uint32, in[0].shape, false};
 }
-void Rule<Op::threefry2x32>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+void Rule<Op::threefry2x32>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                                   HostArray& out) {
   rule_util::allocate(out, aval);
   const std::int64_t n = numel(aval.shape);
@@ -434,31 +431,31 @@ void Rule<Op::threefry2x32>::eval(const std::vector<const HostArray*>& in, const
   for (std::int64_t i = 0; i < n; ++i) {
     std::uint32_t x0 = u(2, i), x1 = u(3, i);
     threefry2x32_block(u(0, i), u(1, i), x0, x1);
-    y[i] = p.dims[0] == 0 ? x0 : x1;
+    y[i] = p.word == 0 ? x0 : x1;
   }
 }
 FactorRule Rule<Op::threefry2x32>::factors(const Node& n) { return elementwise_factors(n); }
 
 // ------------------------------------------------------------------ convert
 
-Aval Rule<Op::convert>::infer(const std::vector<Aval>& in, const Params&, const Aval& declared) {
+Aval Rule<Op::convert>::infer(const std::vector<Aval>& in, const A&, const Aval& declared) {
   expect_arity(Op::convert, in, 1);
   return Aval{declared.dtype, in[0].shape, declared.weak_type};
 }
-void Rule<Op::convert>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+void Rule<Op::convert>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval,
                              HostArray& out) {
   rule_util::allocate(out, aval);
   convert_elements(in[0]->dtype, in[0]->bytes.data(), aval.dtype, out.bytes.data(), numel(aval.shape));
 }
 
-Aval Rule<Op::bitcast_convert>::infer(const std::vector<Aval>& in, const Params&, const Aval& declared) {
+Aval Rule<Op::bitcast_convert>::infer(const std::vector<Aval>& in, const A&, const Aval& declared) {
   expect_arity(Op::bitcast_convert, in, 1);
   if (dtype_size(in[0].dtype) != dtype_size(declared.dtype) || is_bool(in[0].dtype) || is_bool(declared.dtype))
     throw TypeError(cat("bitcast_convert needs dtypes of one width (and not bool), got ", avals_str(in), " to ",
                         dtype_name(declared.dtype)));
   return Aval{declared.dtype, in[0].shape, false};
 }
-void Rule<Op::bitcast_convert>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+void Rule<Op::bitcast_convert>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval,
                                      HostArray& out) {
   rule_util::allocate(out, aval);
   std::memcpy(out.bytes.data(), in[0]->bytes.data(), out.bytes.size());
@@ -714,11 +711,6 @@ void Rule<Op::convert>::transpose(NodeTable& t, const Node& n, const NodeRef& ct
 }
 
 // Printing: elementwise ops carry no attributes but threefry's word.
-TESSEL_NO_ATTRS(is_finite)
-TESSEL_NO_ATTRS(select)
-TESSEL_NO_ATTRS(convert)
-TESSEL_NO_ATTRS(bitcast_convert)
-void Rule<Op::threefry2x32>::print_attrs(const Node& n, std::ostream& os) { os << ", word=" << n.p.dims[0]; }
 
 // Partitioning: each device runs the op on its tiles.
 TESSEL_LOCAL_SAME_OP(is_finite)

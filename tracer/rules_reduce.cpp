@@ -67,7 +67,7 @@ void for_each_reduced(const Shape& in, const std::vector<std::int64_t>& axes, F&
 template <class T>
 using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
 
-Aval reduce_infer(Op op, const std::vector<Aval>& in, const Params& p, bool numeric_only) {
+Aval reduce_infer(Op op, const std::vector<Aval>& in, const attr::Dimensions& p, bool numeric_only) {
   expect_arity(op, in, 1);
   if (numeric_only && is_bool(in[0].dtype))
     throw TypeError(cat(op_name(op), " of a boolean array; convert it first, got ", avals_str(in)));
@@ -75,6 +75,11 @@ Aval reduce_infer(Op op, const std::vector<Aval>& in, const Params& p, bool nume
 }
 
 }  // namespace
+
+std::vector<std::int64_t> reduced_axes(const Node& n) {
+  if (n.op == Op::argmax || n.op == Op::argmin) return {n.attr<attr::ArgReduce>().dimension};
+  return n.attr<attr::Dimensions>().dims;
+}
 
 Literal reduction_identity(Op op, DType t) {
   Literal l;
@@ -99,7 +104,7 @@ Literal reduction_identity(Op op, DType t) {
 namespace {
 
 // kind: 0 sum, 1 prod, 2 max, 3 min
-void reduce_eval(int kind, const HostArray& x, const Params& p, const Aval& aval, HostArray& out) {
+void reduce_eval(int kind, const HostArray& x, const attr::Dimensions& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
   visit_dtype(x.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -136,17 +141,16 @@ void reduce_eval(int kind, const HostArray& x, const Params& p, const Aval& aval
   });
 }
 
-Aval arg_infer(Op op, const std::vector<Aval>& in, const Params& p) {
+Aval arg_infer(Op op, const std::vector<Aval>& in, const attr::ArgReduce& p) {
   expect_arity(op, in, 1);
-  if (p.dims.size() != 1) throw ShapeError(cat(op_name(op), " reduces exactly one axis"));
-  if (!is_integral(p.dtype)) throw TypeError(cat(op_name(op), " index dtype must be an integer"));
-  return Aval{p.dtype, reduced_shape(op, in[0], p.dims), false};
+  if (!is_integral(p.index_dtype)) throw TypeError(cat(op_name(op), " index dtype must be an integer"));
+  return Aval{p.index_dtype, reduced_shape(op, in[0], {p.dimension}), false};
 }
 
 // First index of the max (min); NaN counts as the max (min), first NaN wins.
-void arg_eval(bool is_max, const HostArray& x, const Params& p, const Aval& aval, HostArray& out) {
+void arg_eval(bool is_max, const HostArray& x, const attr::ArgReduce& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
-  const std::int64_t axis = p.dims[0];
+  const std::int64_t axis = p.dimension;
   const std::int64_t stride = row_major_strides(x.shape)[axis];
   visit_dtype(x.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -154,7 +158,7 @@ void arg_eval(bool is_max, const HostArray& x, const Params& p, const Aval& aval
     std::vector<std::int64_t> best(n_out, -1);
     std::vector<T> best_v(n_out);
     const T* v = reinterpret_cast<const T*>(x.bytes.data());
-    for_each_reduced(x.shape, p.dims, [&](std::int64_t o, std::int64_t i) {
+    for_each_reduced(x.shape, {axis}, [&](std::int64_t o, std::int64_t i) {
       T e = v[i];
       std::int64_t k = (i / stride) % x.shape[axis];
       if (best[o] < 0) {
@@ -176,41 +180,41 @@ void arg_eval(bool is_max, const HostArray& x, const Params& p, const Aval& aval
 
 }  // namespace
 
-Aval Rule<Op::reduce_sum>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::reduce_sum>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   return reduce_infer(Op::reduce_sum, in, p, true);
 }
-void Rule<Op::reduce_sum>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+void Rule<Op::reduce_sum>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& a, HostArray& out) {
   reduce_eval(0, *in[0], p, a, out);
 }
-Aval Rule<Op::reduce_prod>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::reduce_prod>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   return reduce_infer(Op::reduce_prod, in, p, true);
 }
-void Rule<Op::reduce_prod>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a,
+void Rule<Op::reduce_prod>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& a,
                                  HostArray& out) {
   reduce_eval(1, *in[0], p, a, out);
 }
-Aval Rule<Op::reduce_max>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::reduce_max>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   return reduce_infer(Op::reduce_max, in, p, false);
 }
-void Rule<Op::reduce_max>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+void Rule<Op::reduce_max>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& a, HostArray& out) {
   reduce_eval(2, *in[0], p, a, out);
 }
-Aval Rule<Op::reduce_min>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::reduce_min>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   return reduce_infer(Op::reduce_min, in, p, false);
 }
-void Rule<Op::reduce_min>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+void Rule<Op::reduce_min>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& a, HostArray& out) {
   reduce_eval(3, *in[0], p, a, out);
 }
-Aval Rule<Op::argmax>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::argmax>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   return arg_infer(Op::argmax, in, p);
 }
-void Rule<Op::argmax>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+void Rule<Op::argmax>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& a, HostArray& out) {
   arg_eval(true, *in[0], p, a, out);
 }
-Aval Rule<Op::argmin>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::argmin>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   return arg_infer(Op::argmin, in, p);
 }
-void Rule<Op::argmin>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& a, HostArray& out) {
+void Rule<Op::argmin>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& a, HostArray& out) {
   arg_eval(false, *in[0], p, a, out);
 }
 
@@ -224,7 +228,8 @@ FactorRule reduce_factors(const Node& n, bool combinable, Op combine) {
   const Shape& s = n.in[0]->shape();
   std::vector<std::vector<int>> op;
   for (int d = 0; d < int(s.size()); ++d) {
-    bool red = std::find(n.p.dims.begin(), n.p.dims.end(), d) != n.p.dims.end();
+    const auto axes = reduced_axes(n);
+    bool red = std::find(axes.begin(), axes.end(), d) != axes.end();
     int f = r.add_factor(s[d], red && combinable, red && !combinable);
     op.push_back({f});
     if (!red) r.result.push_back({f});
@@ -247,10 +252,10 @@ FactorRule Rule<Op::argmin>::factors(const Node& n) { return reduce_factors(n, f
 
 // sort(keys, values): values reordered along dims[0] as a stable sort of the
 // keys orders them (lax.sort_key_val's values).
-Aval Rule<Op::sort>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::sort>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::sort, in, 2);
   if (in[0].shape != in[1].shape) throw ShapeError(cat("sort needs keys and values of one shape, got ", avals_str(in)));
-  if (p.dims.size() != 1 || p.dims[0] < 0 || p.dims[0] >= std::int64_t(in[0].shape.size()))
+  if (p.dimension < 0 || p.dimension >= std::int64_t(in[0].shape.size()))
     throw ShapeError(cat("sort dimension out of range for ", avals_str(in)));
   return in[1];
 }
@@ -283,14 +288,14 @@ void sort_lines(DType key_dtype, DType value_dtype, const Shape& s, std::int64_t
   });
 }
 
-void Rule<Op::sort>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval, HostArray& out) {
+void Rule<Op::sort>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
-  sort_lines(in[0]->dtype, aval.dtype, aval.shape, p.dims[0], in[0]->bytes.data(), in[1]->bytes.data(), out.bytes.data());
+  sort_lines(in[0]->dtype, aval.dtype, aval.shape, p.dimension, in[0]->bytes.data(), in[1]->bytes.data(), out.bytes.data());
 }
 FactorRule Rule<Op::sort>::factors(const Node& n) {
   FactorRule r;
   std::vector<std::vector<int>> dims;
-  for (int d = 0; d < n.rank(); ++d) dims.push_back({r.add_factor(n.shape()[d], false, d == n.p.dims[0])});
+  for (int d = 0; d < n.rank(); ++d) dims.push_back({r.add_factor(n.shape()[d], false, d == attrs_of(n).dimension)});
   r.operands = {dims, dims};
   r.result = dims;
   return r;
@@ -311,9 +316,9 @@ std::vector<std::int64_t> free_dims(int r, const std::vector<std::int64_t>& batc
 }
 }  // namespace
 
-Aval Rule<Op::dot_general>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::dot_general>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::dot_general, in, 2);
-  const auto& d = p.dot;
+  const auto& d = p.dims;
   const Shape &a = in[0].shape, &b = in[1].shape;
   auto bad = [&](const std::string& why) {
     return ShapeError(cat("dot_general ", why, ": lhs ", aval_str(in[0].dtype, in[0].shape), ", rhs ",
@@ -347,10 +352,10 @@ Aval Rule<Op::dot_general>::infer(const std::vector<Aval>& in, const Params& p, 
   return Aval{in[0].dtype, o, in[0].weak_type && in[1].weak_type};
 }
 
-void Rule<Op::dot_general>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+void Rule<Op::dot_general>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                                  HostArray& out) {
   rule_util::allocate(out, aval);
-  const auto& d = p.dot;
+  const auto& d = p.dims;
   const Shape &a = in[0]->shape, &b = in[1]->shape;
   auto ast = row_major_strides(a), bst = row_major_strides(b);
   auto lfree = free_dims(int(a.size()), d.lhs_batch, d.lhs_contract);
@@ -401,7 +406,7 @@ void Rule<Op::dot_general>::eval(const std::vector<const HostArray*>& in, const 
 // result a partial sum over them).
 FactorRule Rule<Op::dot_general>::factors(const Node& n) {
   FactorRule r;
-  const auto& d = n.p.dot;
+  const auto& d = attrs_of(n).dims;
   const Shape &a = n.in[0]->shape(), &b = n.in[1]->shape();
   std::vector<std::vector<int>> lhs(a.size()), rhs(b.size());
   for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
@@ -436,8 +441,9 @@ namespace {
 // Broadcast a reduced value back over the reduced axes.
 NodeRef expand(NodeTable& t, const NodeRef& v, const Node& n) {
   std::vector<std::int64_t> kept;
+  const auto axes = reduced_axes(n);
   for (int d = 0; d < n.in[0]->rank(); ++d)
-    if (std::find(n.p.dims.begin(), n.p.dims.end(), d) == n.p.dims.end()) kept.push_back(d);
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
   return build::broadcast_in_dim(t, v, n.in[0]->shape(), kept);
 }
 // max and min: the mean of the tangents where the operand attains the result.
@@ -445,15 +451,15 @@ NodeRef extremum_jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                      const NodeRef& y) {
   if (!tx[0] || !is_floating(x[0]->dtype())) return nullptr;
   NodeRef at = build::convert(t, build::binary(t, Op::eq, x[0], expand(t, y, n)), x[0]->dtype());
-  NodeRef count = build::reduce(t, Op::reduce_sum, at, n.p.dims);
-  NodeRef s = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, tx[0], at), n.p.dims);
+  NodeRef count = build::reduce(t, Op::reduce_sum, at, reduced_axes(n));
+  NodeRef s = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, tx[0], at), reduced_axes(n));
   return build::binary(t, Op::div, s, count);
 }
 }  // namespace
 
 NodeRef Rule<Op::reduce_sum>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                   const std::vector<NodeRef>& tx, const NodeRef&) {
-  return tx[0] ? build::reduce(t, Op::reduce_sum, tx[0], n.p.dims) : nullptr;
+  return tx[0] ? build::reduce(t, Op::reduce_sum, tx[0], attrs_of(n).dims) : nullptr;
 }
 void Rule<Op::reduce_sum>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                      std::vector<NodeRef>& cts) {
@@ -487,12 +493,12 @@ NodeRef Rule<Op::reduce_prod>::jvp(NodeTable& t, const Node& n, const std::vecto
   NodeRef one = build::broadcast_in_dim(t, build::scalar(t, dt, 1), x[0]->shape(), {});
   NodeRef is_zero = build::binary(t, Op::eq, x[0], zero);
   NodeRef nonzero = build::select(t, is_zero, one, x[0]);
-  NodeRef prod_nonzero = expand(t, build::reduce(t, Op::reduce_prod, nonzero, n.p.dims), n);
-  NodeRef zeros = expand(t, build::reduce(t, Op::reduce_sum, build::convert(t, is_zero, dt), n.p.dims), n);
+  NodeRef prod_nonzero = expand(t, build::reduce(t, Op::reduce_prod, nonzero, attrs_of(n).dims), n);
+  NodeRef zeros = expand(t, build::reduce(t, Op::reduce_sum, build::convert(t, is_zero, dt), attrs_of(n).dims), n);
   NodeRef others = build::select(
       t, build::binary(t, Op::eq, zeros, zero), build::binary(t, Op::div, prod_nonzero, nonzero),
       build::select(t, build::binary(t, Op::and_, is_zero, build::binary(t, Op::eq, zeros, one)), prod_nonzero, zero));
-  return build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, tx[0], others), n.p.dims);
+  return build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, tx[0], others), attrs_of(n).dims);
 }
 void Rule<Op::reduce_prod>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
                                       std::vector<NodeRef>&) {
@@ -505,22 +511,22 @@ TESSEL_NO_DERIVATIVE(argmin)
 NodeRef Rule<Op::sort>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
                             const NodeRef&) {
   // The values' tangents move with them.
-  return tx[1] ? build::sort(t, x[0], tx[1], n.p.dims[0]) : nullptr;
+  return tx[1] ? build::sort(t, x[0], tx[1], attrs_of(n).dimension) : nullptr;
 }
 void Rule<Op::sort>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                               std::vector<NodeRef>& cts) {
   if (linear[0]) throw Error("sort is not linear in its keys");
   // The values moved by the permutation p (output i came from p[i]); its
   // transpose sends ct[i] back to p[i]: sort ct by p.
-  const std::int64_t d = n.p.dims[0];
+  const std::int64_t d = attrs_of(n).dimension;
   NodeRef p = build::sort(t, n.in[0], build::iota(t, DType::int32, n.shape(), d), d);
   cts[1] = build::sort(t, p, ct, d);
 }
 
 NodeRef Rule<Op::dot_general>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                    const std::vector<NodeRef>& tx, const NodeRef&) {
-  NodeRef a = tx[0] ? build::dot_general(t, tx[0], x[1], n.p.dot) : nullptr;
-  NodeRef b = tx[1] ? build::dot_general(t, x[0], tx[1], n.p.dot) : nullptr;
+  NodeRef a = tx[0] ? build::dot_general(t, tx[0], x[1], attrs_of(n).dims) : nullptr;
+  NodeRef b = tx[1] ? build::dot_general(t, x[0], tx[1], attrs_of(n).dims) : nullptr;
   return ad::add(t, a, b);
 }
 
@@ -570,28 +576,8 @@ NodeRef dot_transpose_lhs(NodeTable& t, const NodeRef& ct, const NodeRef& y, con
 void Rule<Op::dot_general>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                                       std::vector<NodeRef>& cts) {
   if (linear[0] && linear[1]) rule_util::not_linear(n);
-  if (linear[0]) cts[0] = dot_transpose_lhs(t, ct, n.in[1], n.in[0]->shape(), n.p.dot, false);
-  if (linear[1]) cts[1] = dot_transpose_lhs(t, ct, n.in[0], n.in[1]->shape(), n.p.dot, true);
-}
-
-// ---------------------------------------------------------------- printing
-
-#define TESSEL_DIMENSIONS_ATTR(OP)                                  \
-  void Rule<Op::OP>::print_attrs(const Node& n, std::ostream& os) { \
-    os << ", dimensions=" << rule_util::ints(n.p.dims);             \
-  }
-TESSEL_DIMENSIONS_ATTR(reduce_sum)
-TESSEL_DIMENSIONS_ATTR(reduce_max)
-TESSEL_DIMENSIONS_ATTR(reduce_min)
-TESSEL_DIMENSIONS_ATTR(reduce_prod)
-TESSEL_DIMENSIONS_ATTR(argmax)
-TESSEL_DIMENSIONS_ATTR(argmin)
-#undef TESSEL_DIMENSIONS_ATTR
-void Rule<Op::sort>::print_attrs(const Node& n, std::ostream& os) { os << ", dimension=" << n.p.dims[0]; }
-void Rule<Op::dot_general>::print_attrs(const Node& n, std::ostream& os) {
-  const DotDims& d = n.p.dot;
-  os << ", lhs_batch_dims=" << rule_util::ints(d.lhs_batch) << ", lhs_contracting_dims=" << rule_util::ints(d.lhs_contract)
-     << ", rhs_batch_dims=" << rule_util::ints(d.rhs_batch) << ", rhs_contracting_dims=" << rule_util::ints(d.rhs_contract);
+  if (linear[0]) cts[0] = dot_transpose_lhs(t, ct, n.in[1], n.in[0]->shape(), attrs_of(n).dims, false);
+  if (linear[1]) cts[1] = dot_transpose_lhs(t, ct, n.in[0], n.in[1]->shape(), attrs_of(n).dims, true);
 }
 
 // ---------------------------------------------------------------- partitioning

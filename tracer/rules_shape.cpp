@@ -49,45 +49,45 @@ std::int64_t scalar_index(const HostArray& s) { return std::int64_t(s.as_double(
 
 // ------------------------------------------------------------------ leaves
 
-Aval Rule<Op::parameter>::infer(const std::vector<Aval>& in, const Params& p, const Aval& declared) {
+Aval Rule<Op::parameter>::infer(const std::vector<Aval>& in, const A& p, const Aval& declared) {
   expect_arity(Op::parameter, in, 0);
-  if (p.dims.size() != 1 || p.dims[0] < 0) throw InternalError("parameter needs its index in dims");
+  if (p.index < 0) throw InternalError("parameter index is negative");
   return declared;
 }
-void Rule<Op::parameter>::eval(const std::vector<const HostArray*>&, const Params& p, const Aval&, HostArray&) {
-  throw InternalError(cat("parameter ", p.dims.at(0), " is bound by the interpreter, never evaluated"));
+void Rule<Op::parameter>::eval(const std::vector<const HostArray*>&, const A& p, const Aval&, HostArray&) {
+  throw InternalError(cat("parameter ", p.index, " is bound by the interpreter, never evaluated"));
 }
 
-Aval Rule<Op::constant>::infer(const std::vector<Aval>& in, const Params& p, const Aval& declared) {
+Aval Rule<Op::constant>::infer(const std::vector<Aval>& in, const A& p, const Aval& declared) {
   expect_arity(Op::constant, in, 0);
-  if (!p.literal || p.literal->dtype != declared.dtype || p.literal->shape != declared.shape)
+  if (!p.value || p.value->dtype != declared.dtype || p.value->shape != declared.shape)
     throw InternalError("constant: the literal does not match the declared aval " + declared.str());
   return declared;
 }
-void Rule<Op::constant>::eval(const std::vector<const HostArray*>&, const Params& p, const Aval&, HostArray& out) {
-  out = *p.literal;
+void Rule<Op::constant>::eval(const std::vector<const HostArray*>&, const A& p, const Aval&, HostArray& out) {
+  out = *p.value;
 }
 
-Aval Rule<Op::iota>::infer(const std::vector<Aval>& in, const Params& p, const Aval& declared) {
+Aval Rule<Op::iota>::infer(const std::vector<Aval>& in, const A& p, const Aval& declared) {
   expect_arity(Op::iota, in, 0);
-  if (p.dims.size() != 1 || p.dims[0] < 0 || p.dims[0] >= std::int64_t(declared.shape.size()))
-    throw ShapeError(cat("iota dimension ", p.dims.empty() ? -1 : p.dims[0], " is out of range for shape ",
+  if (p.dimension < 0 || p.dimension >= std::int64_t(declared.shape.size()))
+    throw ShapeError(cat("iota dimension ", p.dimension, " is out of range for shape ",
                          shape_str(declared.shape)));
   if (is_bool(declared.dtype)) throw TypeError("iota of dtype bool");
   return Aval{declared.dtype, declared.shape, false};
 }
-void Rule<Op::iota>::eval(const std::vector<const HostArray*>&, const Params& p, const Aval& aval, HostArray& out) {
+void Rule<Op::iota>::eval(const std::vector<const HostArray*>&, const A& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
   visit_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* y = reinterpret_cast<T*>(out.bytes.data());
-    for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) { y[f] = T(idx[p.dims[0]]); });
+    for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) { y[f] = T(idx[p.dimension]); });
   });
 }
 
 // ------------------------------------------------------------------ broadcast, reshape, transpose
 
-Aval Rule<Op::broadcast_in_dim>::infer(const std::vector<Aval>& in, const Params& p, const Aval& declared) {
+Aval Rule<Op::broadcast_in_dim>::infer(const std::vector<Aval>& in, const A& p, const Aval& declared) {
   expect_arity(Op::broadcast_in_dim, in, 1);
   const Shape& s = in[0].shape;
   const Shape& o = declared.shape;
@@ -101,7 +101,7 @@ Aval Rule<Op::broadcast_in_dim>::infer(const std::vector<Aval>& in, const Params
                          vec_str(p.dims)));
   return Aval{in[0].dtype, o, in[0].weak_type};
 }
-void Rule<Op::broadcast_in_dim>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+void Rule<Op::broadcast_in_dim>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                                       HostArray& out) {
   rule_util::allocate(out, aval);
   const Shape& s = in[0]->shape;
@@ -113,7 +113,7 @@ void Rule<Op::broadcast_in_dim>::eval(const std::vector<const HostArray*>& in, c
   });
 }
 
-Aval Rule<Op::reshape>::infer(const std::vector<Aval>& in, const Params&, const Aval& declared) {
+Aval Rule<Op::reshape>::infer(const std::vector<Aval>& in, const A&, const Aval& declared) {
   expect_arity(Op::reshape, in, 1);
   if (numel(in[0].shape) != numel(declared.shape))
     throw ShapeError(cat("cannot reshape an array of shape ", shape_str(in[0].shape), " (", numel(in[0].shape),
@@ -121,12 +121,12 @@ Aval Rule<Op::reshape>::infer(const std::vector<Aval>& in, const Params&, const 
                          " elements)"));
   return Aval{in[0].dtype, declared.shape, in[0].weak_type};
 }
-void Rule<Op::reshape>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval, HostArray& out) {
+void Rule<Op::reshape>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, HostArray& out) {
   out = *in[0];
   out.shape = aval.shape;
 }
 
-Aval Rule<Op::transpose>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::transpose>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::transpose, in, 1);
   const Shape& s = in[0].shape;
   std::vector<std::int64_t> sorted = p.dims;
@@ -138,7 +138,7 @@ Aval Rule<Op::transpose>::infer(const std::vector<Aval>& in, const Params& p, co
   for (size_t i = 0; i < s.size(); ++i) o[i] = s[p.dims[i]];
   return Aval{in[0].dtype, o, in[0].weak_type};
 }
-void Rule<Op::transpose>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+void Rule<Op::transpose>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                                HostArray& out) {
   rule_util::allocate(out, aval);
   auto st = row_major_strides(in[0]->shape);
@@ -150,7 +150,7 @@ void Rule<Op::transpose>::eval(const std::vector<const HostArray*>& in, const Pa
 }
 
 // rev: the order of the elements along `dims` reversed.
-Aval Rule<Op::rev>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::rev>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::rev, in, 1);
   std::set<std::int64_t> seen;
   for (auto d : p.dims)
@@ -158,7 +158,7 @@ Aval Rule<Op::rev>::infer(const std::vector<Aval>& in, const Params& p, const Av
       throw ShapeError(cat("reverse dimensions ", vec_str(p.dims), " do not fit shape ", shape_str(in[0].shape)));
   return in[0];
 }
-void Rule<Op::rev>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval, HostArray& out) {
+void Rule<Op::rev>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
   auto st = row_major_strides(aval.shape);
   for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
@@ -173,49 +173,49 @@ void Rule<Op::rev>::eval(const std::vector<const HostArray*>& in, const Params& 
 
 // ------------------------------------------------------------------ slice, pad, concatenate
 
-Aval Rule<Op::slice>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::slice>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::slice, in, 1);
   const Shape& s = in[0].shape;
-  bool ok = p.lo.size() == s.size() && p.hi.size() == s.size() && p.step.size() == s.size();
+  bool ok = p.start.size() == s.size() && p.limit.size() == s.size() && p.stride.size() == s.size();
   Shape o(s.size());
   for (size_t i = 0; ok && i < s.size(); ++i) {
-    ok = 0 <= p.lo[i] && p.lo[i] <= p.hi[i] && p.hi[i] <= s[i] && p.step[i] >= 1;
-    if (ok) o[i] = ceil_div(p.hi[i] - p.lo[i], p.step[i]);
+    ok = 0 <= p.start[i] && p.start[i] <= p.limit[i] && p.limit[i] <= s[i] && p.stride[i] >= 1;
+    if (ok) o[i] = ceil_div(p.limit[i] - p.start[i], p.stride[i]);
   }
   if (!ok)
-    throw ShapeError(cat("slice start ", vec_str(p.lo), ", limit ", vec_str(p.hi), ", stride ", vec_str(p.step),
+    throw ShapeError(cat("slice start ", vec_str(p.start), ", limit ", vec_str(p.limit), ", stride ", vec_str(p.stride),
                          " does not fit shape ", shape_str(s)));
   return Aval{in[0].dtype, o, in[0].weak_type};
 }
-void Rule<Op::slice>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+void Rule<Op::slice>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                            HostArray& out) {
   rule_util::allocate(out, aval);
   auto st = row_major_strides(in[0]->shape);
   for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
     std::int64_t src = 0;
-    for (size_t i = 0; i < idx.size(); ++i) src += (p.lo[i] + idx[i] * p.step[i]) * st[i];
+    for (size_t i = 0; i < idx.size(); ++i) src += (p.start[i] + idx[i] * p.stride[i]) * st[i];
     copy_elem(*in[0], src, out, f);
   });
 }
 
-Aval Rule<Op::pad>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::pad>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::pad, in, 2);
   const Shape& s = in[0].shape;
   if (!in[1].shape.empty() || in[1].dtype != in[0].dtype)
     throw TypeError(cat("pad needs a scalar padding value of the operand's dtype, got ", avals_str(in)));
-  bool ok = p.lo.size() == s.size() && p.hi.size() == s.size() && p.step.size() == s.size();
+  bool ok = p.low.size() == s.size() && p.high.size() == s.size() && p.interior.size() == s.size();
   Shape o(s.size());
   for (size_t i = 0; ok && i < s.size(); ++i) {
-    ok = p.step[i] >= 0;
-    o[i] = p.lo[i] + p.hi[i] + s[i] + std::max<std::int64_t>(0, s[i] - 1) * p.step[i];
+    ok = p.interior[i] >= 0;
+    o[i] = p.low[i] + p.high[i] + s[i] + std::max<std::int64_t>(0, s[i] - 1) * p.interior[i];
     ok = ok && o[i] >= 0;
   }
   if (!ok)
-    throw ShapeError(cat("padding low ", vec_str(p.lo), ", high ", vec_str(p.hi), ", interior ", vec_str(p.step),
+    throw ShapeError(cat("padding low ", vec_str(p.low), ", high ", vec_str(p.high), ", interior ", vec_str(p.interior),
                          " does not fit shape ", shape_str(s)));
   return Aval{in[0].dtype, o, in[0].weak_type};
 }
-void Rule<Op::pad>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval, HostArray& out) {
+void Rule<Op::pad>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
   const Shape& s = in[0]->shape;
   auto st = row_major_strides(s);
@@ -223,8 +223,8 @@ void Rule<Op::pad>::eval(const std::vector<const HostArray*>& in, const Params& 
     std::int64_t src = 0;
     bool inside = true;
     for (size_t i = 0; i < idx.size() && inside; ++i) {
-      std::int64_t r = idx[i] - p.lo[i];
-      std::int64_t period = p.step[i] + 1;
+      std::int64_t r = idx[i] - p.low[i];
+      std::int64_t period = p.interior[i] + 1;
       if (r < 0 || r % period != 0 || r / period >= s[i]) inside = false;
       else src += (r / period) * st[i];
     }
@@ -233,9 +233,9 @@ void Rule<Op::pad>::eval(const std::vector<const HostArray*>& in, const Params& 
   });
 }
 
-Aval Rule<Op::concatenate>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::concatenate>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   if (in.empty()) throw ShapeError("concatenate needs at least one array");
-  const std::int64_t d = p.dims.size() == 1 ? p.dims[0] : -1;
+  const std::int64_t d = p.dimension;
   const Shape& s0 = in[0].shape;
   if (d < 0 || d >= std::int64_t(s0.size()))
     throw ShapeError(cat("concatenate dimension ", d, " is out of range for operands ", avals_str(in)));
@@ -253,10 +253,10 @@ Aval Rule<Op::concatenate>::infer(const std::vector<Aval>& in, const Params& p, 
   }
   return Aval{in[0].dtype, o, weak};
 }
-void Rule<Op::concatenate>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+void Rule<Op::concatenate>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                                  HostArray& out) {
   rule_util::allocate(out, aval);
-  const std::int64_t d = p.dims[0];
+  const std::int64_t d = p.dimension;
   for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
     std::int64_t k = idx[d];
     size_t which = 0;
@@ -270,30 +270,30 @@ void Rule<Op::concatenate>::eval(const std::vector<const HostArray*>& in, const 
 
 // ------------------------------------------------------------------ dynamic slices
 
-Aval Rule<Op::dynamic_slice>::infer(const std::vector<Aval>& in, const Params& p, const Aval&) {
+Aval Rule<Op::dynamic_slice>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   if (in.empty()) throw InternalError("dynamic_slice needs an operand");
   const Shape& s = in[0].shape;
   for (size_t i = 1; i < in.size(); ++i)
     if (!is_integral(in[i].dtype) || is_bool(in[i].dtype))
       throw TypeError(cat("dynamic_slice start indices must be integers, got ", avals_str(in)));
-  bool ok = in.size() == s.size() + 1 && p.lo.size() == s.size();
+  bool ok = in.size() == s.size() + 1 && p.sizes.size() == s.size();
   for (size_t i = 0; ok && i < s.size(); ++i)
-    ok = in[i + 1].shape.empty() && 0 <= p.lo[i] && p.lo[i] <= s[i];
+    ok = in[i + 1].shape.empty() && 0 <= p.sizes[i] && p.sizes[i] <= s[i];
   if (in.size() != s.size() + 1)
     throw ShapeError(cat("dynamic_slice of an array of rank ", s.size(), " needs ", s.size(), " start indices, got ",
                          in.size() - 1, ": ", avals_str(in)));
   if (!ok)
-    throw ShapeError(cat("dynamic_slice of sizes ", vec_str(p.lo), " needs one integer scalar start per dimension of ",
+    throw ShapeError(cat("dynamic_slice of sizes ", vec_str(p.sizes), " needs one integer scalar start per dimension of ",
                          shape_str(s), ", got ", avals_str(in)));
-  return Aval{in[0].dtype, p.lo, in[0].weak_type};
+  return Aval{in[0].dtype, p.sizes, in[0].weak_type};
 }
-void Rule<Op::dynamic_slice>::eval(const std::vector<const HostArray*>& in, const Params& p, const Aval& aval,
+void Rule<Op::dynamic_slice>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                                    HostArray& out) {
   rule_util::allocate(out, aval);
   const Shape& s = in[0]->shape;
   auto st = row_major_strides(s);
   std::vector<std::int64_t> start(s.size());
-  for (size_t i = 0; i < s.size(); ++i) start[i] = std::clamp<std::int64_t>(scalar_index(*in[i + 1]), 0, s[i] - p.lo[i]);
+  for (size_t i = 0; i < s.size(); ++i) start[i] = std::clamp<std::int64_t>(scalar_index(*in[i + 1]), 0, s[i] - p.sizes[i]);
   for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) {
     std::int64_t src = 0;
     for (size_t i = 0; i < idx.size(); ++i) src += (start[i] + idx[i]) * st[i];
@@ -301,7 +301,7 @@ void Rule<Op::dynamic_slice>::eval(const std::vector<const HostArray*>& in, cons
   });
 }
 
-Aval Rule<Op::dynamic_update_slice>::infer(const std::vector<Aval>& in, const Params&, const Aval&) {
+Aval Rule<Op::dynamic_update_slice>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
   if (in.size() < 2) throw InternalError("dynamic_update_slice needs an operand and an update");
   const Shape& s = in[0].shape;
   const Shape& u = in[1].shape;
@@ -318,7 +318,7 @@ Aval Rule<Op::dynamic_update_slice>::infer(const std::vector<Aval>& in, const Pa
                          avals_str(in)));
   return Aval{in[0].dtype, s, in[0].weak_type};
 }
-void Rule<Op::dynamic_update_slice>::eval(const std::vector<const HostArray*>& in, const Params&, const Aval& aval,
+void Rule<Op::dynamic_update_slice>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval,
                                           HostArray& out) {
   out = *in[0];
   out.shape = aval.shape;
@@ -346,7 +346,7 @@ FactorRule Rule<Op::broadcast_in_dim>::factors(const Node& n) {
   std::vector<std::vector<int>> op;
   const Shape& s = n.in[0]->shape();
   for (size_t i = 0; i < s.size(); ++i)
-    op.push_back(s[i] == n.shape()[n.p.dims[i]] ? std::vector<int>{int(n.p.dims[i])} : std::vector<int>{});
+    op.push_back(s[i] == n.shape()[attrs_of(n).dims[i]] ? std::vector<int>{int(attrs_of(n).dims[i])} : std::vector<int>{});
   r.operands.push_back(op);
   return r;
 }
@@ -355,7 +355,7 @@ FactorRule Rule<Op::transpose>::factors(const Node& n) {
   FactorRule r;
   for (auto d : n.shape()) r.result.push_back({r.add_factor(d)});
   std::vector<std::vector<int>> op(n.rank());
-  for (int i = 0; i < n.rank(); ++i) op[n.p.dims[i]] = {i};
+  for (int i = 0; i < n.rank(); ++i) op[attrs_of(n).dims[i]] = {i};
   r.operands.push_back(op);
   return r;
 }
@@ -421,19 +421,19 @@ void scalar_operands(FactorRule& r, const Node& n, size_t from) {
 
 FactorRule Rule<Op::rev>::factors(const Node& n) {
   std::vector<bool> whole(n.rank(), true);
-  for (auto d : n.p.dims) whole[d] = false;
+  for (auto d : attrs_of(n).dims) whole[d] = false;
   return windowed(n, whole);
 }
 
 FactorRule Rule<Op::slice>::factors(const Node& n) {
   std::vector<bool> whole(n.rank());
-  for (int d = 0; d < n.rank(); ++d) whole[d] = n.p.lo[d] == 0 && n.p.hi[d] == n.in[0]->shape()[d] && n.p.step[d] == 1;
+  for (int d = 0; d < n.rank(); ++d) whole[d] = attrs_of(n).start[d] == 0 && attrs_of(n).limit[d] == n.in[0]->shape()[d] && attrs_of(n).stride[d] == 1;
   return windowed(n, whole);
 }
 
 FactorRule Rule<Op::pad>::factors(const Node& n) {
   std::vector<bool> whole(n.rank());
-  for (int d = 0; d < n.rank(); ++d) whole[d] = n.p.lo[d] == 0 && n.p.hi[d] == 0 && n.p.step[d] == 0;
+  for (int d = 0; d < n.rank(); ++d) whole[d] = attrs_of(n).low[d] == 0 && attrs_of(n).high[d] == 0 && attrs_of(n).interior[d] == 0;
   FactorRule r = windowed(n, whole);
   scalar_operands(r, n, 1);
   return r;
@@ -462,7 +462,7 @@ FactorRule Rule<Op::dynamic_update_slice>::factors(const Node& n) {
 
 FactorRule Rule<Op::concatenate>::factors(const Node& n) {
   FactorRule r;
-  const std::int64_t cd = n.p.dims[0];
+  const std::int64_t cd = attrs_of(n).dimension;
   for (int d = 0; d < n.rank(); ++d) r.result.push_back({r.add_factor(n.shape()[d], false, d == cd)});
   for (auto& x : n.in) {
     std::vector<std::vector<int>> op;
@@ -483,11 +483,11 @@ TESSEL_NO_DERIVATIVE(iota)
 // moves cotangents back.
 NodeRef Rule<Op::broadcast_in_dim>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                         const std::vector<NodeRef>& tx, const NodeRef&) {
-  return tx[0] ? build::broadcast_in_dim(t, tx[0], n.shape(), n.p.dims) : nullptr;
+  return tx[0] ? build::broadcast_in_dim(t, tx[0], n.shape(), attrs_of(n).dims) : nullptr;
 }
 void Rule<Op::broadcast_in_dim>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                            std::vector<NodeRef>& cts) {
-  cts[0] = ad::unbroadcast(t, ct, n.in[0]->shape(), n.p.dims);
+  cts[0] = ad::unbroadcast(t, ct, n.in[0]->shape(), attrs_of(n).dims);
 }
 
 NodeRef Rule<Op::reshape>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
@@ -501,38 +501,38 @@ void Rule<Op::reshape>::transpose(NodeTable& t, const Node& n, const NodeRef& ct
 
 NodeRef Rule<Op::transpose>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
                                  const std::vector<NodeRef>& tx, const NodeRef&) {
-  return tx[0] ? build::transpose(t, tx[0], n.p.dims) : nullptr;
+  return tx[0] ? build::transpose(t, tx[0], attrs_of(n).dims) : nullptr;
 }
 void Rule<Op::transpose>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                     std::vector<NodeRef>& cts) {
-  std::vector<std::int64_t> inv(n.p.dims.size());
-  for (size_t i = 0; i < inv.size(); ++i) inv[n.p.dims[i]] = std::int64_t(i);
+  std::vector<std::int64_t> inv(attrs_of(n).dims.size());
+  for (size_t i = 0; i < inv.size(); ++i) inv[attrs_of(n).dims[i]] = std::int64_t(i);
   cts[0] = build::transpose(t, ct, inv);
 }
 
 NodeRef Rule<Op::rev>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
                            const NodeRef&) {
-  return tx[0] ? build::rev(t, tx[0], n.p.dims) : nullptr;
+  return tx[0] ? build::rev(t, tx[0], attrs_of(n).dims) : nullptr;
 }
 void Rule<Op::rev>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                               std::vector<NodeRef>& cts) {
-  cts[0] = build::rev(t, ct, n.p.dims);
+  cts[0] = build::rev(t, ct, attrs_of(n).dims);
 }
 
 NodeRef Rule<Op::slice>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
                              const NodeRef&) {
-  return tx[0] ? build::slice(t, tx[0], n.p.lo, n.p.hi, n.p.step) : nullptr;
+  return tx[0] ? build::slice(t, tx[0], attrs_of(n).start, attrs_of(n).limit, attrs_of(n).stride) : nullptr;
 }
 void Rule<Op::slice>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                 std::vector<NodeRef>& cts) {
   // Zeros around the slice, and between its strided elements.
   const Shape& s = n.in[0]->shape();
-  std::vector<std::int64_t> lo = n.p.lo, hi(s.size()), interior(s.size());
+  std::vector<std::int64_t> lo = attrs_of(n).start, hi(s.size()), interior(s.size());
   for (size_t d = 0; d < s.size(); ++d) {
     std::int64_t len = n.shape()[d];
-    std::int64_t last = len ? n.p.lo[d] + (len - 1) * n.p.step[d] : n.p.lo[d] - 1;
+    std::int64_t last = len ? attrs_of(n).start[d] + (len - 1) * attrs_of(n).stride[d] : attrs_of(n).start[d] - 1;
     hi[d] = s[d] - 1 - last;
-    interior[d] = n.p.step[d] - 1;
+    interior[d] = attrs_of(n).stride[d] - 1;
     if (len == 0) lo[d] = 0, hi[d] = s[d], interior[d] = 0;
   }
   cts[0] = build::pad(t, ct, build::scalar(t, ct->dtype(), 0), lo, hi, interior);
@@ -543,7 +543,7 @@ NodeRef Rule<Op::pad>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRe
   if (!tx[0] && !tx[1]) return nullptr;
   NodeRef op = tx[0] ? tx[0] : ad::zeros_like(t, x[0]);
   NodeRef val = tx[1] ? tx[1] : build::scalar(t, x[1]->dtype(), 0);
-  return build::pad(t, op, val, n.p.lo, n.p.hi, n.p.step);
+  return build::pad(t, op, val, attrs_of(n).low, attrs_of(n).high, attrs_of(n).interior);
 }
 void Rule<Op::pad>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                               std::vector<NodeRef>& cts) {
@@ -551,13 +551,13 @@ void Rule<Op::pad>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, co
   const int r = n.rank();
   std::vector<std::int64_t> plo(r, 0), phi(r, 0), lo(r), hi(r), step(r);
   for (int d = 0; d < r; ++d) {
-    plo[d] = std::max<std::int64_t>(0, -n.p.lo[d]);
-    phi[d] = std::max<std::int64_t>(0, -n.p.hi[d]);
+    plo[d] = std::max<std::int64_t>(0, -attrs_of(n).low[d]);
+    phi[d] = std::max<std::int64_t>(0, -attrs_of(n).high[d]);
   }
   NodeRef c = build::pad(t, ct, build::scalar(t, ct->dtype(), 0), plo, phi);
   for (int d = 0; d < r; ++d) {
-    lo[d] = std::max<std::int64_t>(0, n.p.lo[d]);
-    step[d] = n.p.step[d] + 1;
+    lo[d] = std::max<std::int64_t>(0, attrs_of(n).low[d]);
+    step[d] = attrs_of(n).interior[d] + 1;
     hi[d] = lo[d] + (n.in[0]->shape()[d] - 1) * step[d] + 1;
     if (n.in[0]->shape()[d] == 0) hi[d] = lo[d];
   }
@@ -579,11 +579,11 @@ NodeRef Rule<Op::concatenate>::jvp(NodeTable& t, const Node& n, const std::vecto
   if (!any) return nullptr;
   std::vector<NodeRef> parts;
   for (size_t k = 0; k < x.size(); ++k) parts.push_back(tx[k] ? tx[k] : ad::zeros_like(t, x[k]));
-  return build::concatenate(t, parts, n.p.dims[0]);
+  return build::concatenate(t, parts, attrs_of(n).dimension);
 }
 void Rule<Op::concatenate>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                                       std::vector<NodeRef>& cts) {
-  const std::int64_t d = n.p.dims[0];
+  const std::int64_t d = attrs_of(n).dimension;
   std::int64_t off = 0;
   for (size_t k = 0; k < n.in.size(); ++k) {
     std::int64_t len = n.in[k]->shape()[d];
@@ -600,7 +600,7 @@ void Rule<Op::concatenate>::transpose(NodeTable& t, const Node& n, const NodeRef
 NodeRef Rule<Op::dynamic_slice>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                      const std::vector<NodeRef>& tx, const NodeRef&) {
   if (!tx[0]) return nullptr;
-  return build::dynamic_slice(t, tx[0], std::vector<NodeRef>(x.begin() + 1, x.end()), n.p.lo);
+  return build::dynamic_slice(t, tx[0], std::vector<NodeRef>(x.begin() + 1, x.end()), attrs_of(n).sizes);
 }
 void Rule<Op::dynamic_slice>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                         std::vector<NodeRef>& cts) {
@@ -621,40 +621,6 @@ void Rule<Op::dynamic_update_slice>::transpose(NodeTable& t, const Node& n, cons
   if (linear[1]) cts[1] = build::dynamic_slice(t, ct, starts, n.in[1]->shape());
 }
 
-// ---------------------------------------------------------------- printing
-
-TESSEL_NO_ATTRS(parameter)  // its index and a constant's value print as operands
-TESSEL_NO_ATTRS(constant)
-TESSEL_NO_ATTRS(reshape)
-TESSEL_NO_ATTRS(dynamic_update_slice)
-void Rule<Op::iota>::print_attrs(const Node& n, std::ostream& os) { os << ", iota_dimension=" << n.p.dims[0]; }
-void Rule<Op::broadcast_in_dim>::print_attrs(const Node& n, std::ostream& os) {
-  os << ", dimensions=" << rule_util::ints(n.p.dims);
-}
-void Rule<Op::transpose>::print_attrs(const Node& n, std::ostream& os) {
-  os << ", dimensions=" << rule_util::ints(n.p.dims);
-}
-void Rule<Op::rev>::print_attrs(const Node& n, std::ostream& os) { os << ", dimensions=" << rule_util::ints(n.p.dims); }
-void Rule<Op::concatenate>::print_attrs(const Node& n, std::ostream& os) {
-  os << ", dimensions=" << rule_util::ints(n.p.dims);
-}
-void Rule<Op::slice>::print_attrs(const Node& n, std::ostream& os) {
-  const Params& p = n.p;
-  os << ", slice={";
-  for (size_t i = 0; i < p.lo.size(); ++i)
-    os << (i ? ", " : "") << '[' << p.lo[i] << ':' << p.hi[i] << (p.step[i] != 1 ? ":" + std::to_string(p.step[i]) : "")
-       << ']';
-  os << '}';
-}
-void Rule<Op::pad>::print_attrs(const Node& n, std::ostream& os) {
-  const Params& p = n.p;
-  os << ", padding=";
-  for (size_t i = 0; i < p.lo.size(); ++i)
-    os << (i ? "x" : "") << p.lo[i] << '_' << p.hi[i] << (p.step[i] ? "_" + std::to_string(p.step[i]) : "");
-}
-void Rule<Op::dynamic_slice>::print_attrs(const Node& n, std::ostream& os) {
-  os << ", dynamic_slice_sizes=" << rule_util::ints(n.p.lo);
-}
 
 // ---------------------------------------------------------------- partitioning
 
@@ -669,14 +635,14 @@ NodeRef Rule<Op::parameter>::local(LocalBuilder&, const Node&, const std::vector
 // Every device holds the whole constant, then keeps its part.
 NodeRef Rule<Op::constant>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>&,
                                   const std::vector<AxisSharding>&, const AxisSharding& natural) {
-  NodeRef c = build::constant(b.table(), n.p.literal, n.aval.weak_type);
+  NodeRef c = build::constant(b.table(), attrs_of(n).value, n.aval.weak_type);
   return b.reshard(c, n.shape(), replicated(b.device_mesh(), n.rank()), natural);
 }
 // The local iota, offset by this device's first index along the split dim.
 NodeRef Rule<Op::iota>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>&,
                               const std::vector<AxisSharding>&, const AxisSharding& natural) {
   const Shape tile = natural.tile_shape(n.shape());
-  const std::int64_t d = n.p.dims[0];
+  const std::int64_t d = attrs_of(n).dimension;
   NodeTable& t = b.table();
   NodeRef i = build::iota(t, n.dtype(), tile, d);
   if (natural.dims[d].empty()) return i;
@@ -685,7 +651,7 @@ NodeRef Rule<Op::iota>::local(LocalBuilder& b, const Node& n, const std::vector<
 }
 NodeRef Rule<Op::broadcast_in_dim>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                                           const std::vector<AxisSharding>&, const AxisSharding& natural) {
-  return build::broadcast_in_dim(b.table(), ops[0], natural.tile_shape(n.shape()), n.p.dims);
+  return build::broadcast_in_dim(b.table(), ops[0], natural.tile_shape(n.shape()), attrs_of(n).dims);
 }
 // Even tiles reshape locally; uneven ones reshape the whole array, then keep this device's part.
 NodeRef Rule<Op::reshape>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
@@ -704,14 +670,14 @@ NodeRef Rule<Op::reshape>::local(LocalBuilder& b, const Node& n, const std::vect
 // Split dims are whole (the factor rule splits only unsliced dims).
 NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                                const std::vector<AxisSharding>&, const AxisSharding& natural) {
-  std::vector<std::int64_t> lo = n.p.lo, hi = n.p.hi, step = n.p.step;
+  std::vector<std::int64_t> lo = attrs_of(n).start, hi = attrs_of(n).limit, step = attrs_of(n).stride;
   for (int d = 0; d < n.rank(); ++d)
     if (!natural.dims[d].empty()) lo[d] = 0, hi[d] = ops[0]->shape()[d], step[d] = 1;
   return build::slice(b.table(), ops[0], lo, hi, step);
 }
 NodeRef Rule<Op::pad>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                              const std::vector<AxisSharding>&, const AxisSharding& natural) {
-  std::vector<std::int64_t> lo = n.p.lo, hi = n.p.hi, in = n.p.step;
+  std::vector<std::int64_t> lo = attrs_of(n).low, hi = attrs_of(n).high, in = attrs_of(n).interior;
   for (int d = 0; d < n.rank(); ++d)
     if (!natural.dims[d].empty()) lo[d] = hi[d] = in[d] = 0;
   return build::pad(b.table(), ops[0], ops[1], lo, hi, in);
@@ -719,7 +685,7 @@ NodeRef Rule<Op::pad>::local(LocalBuilder& b, const Node& n, const std::vector<N
 NodeRef Rule<Op::dynamic_slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                                        const std::vector<AxisSharding>&, const AxisSharding& natural) {
   const Shape tile = natural.tile_shape(n.shape());
-  Shape sizes = n.p.lo;
+  Shape sizes = attrs_of(n).sizes;
   for (int d = 0; d < n.rank(); ++d)
     if (!natural.dims[d].empty()) sizes[d] = tile[d];
   return build::dynamic_slice(b.table(), ops[0], std::vector<NodeRef>(ops.begin() + 1, ops.end()), sizes);

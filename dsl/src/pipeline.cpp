@@ -114,7 +114,7 @@ std::vector<int> device_assignment(const Graph& g, const std::vector<Array>& arg
                                 ids_str(mine) + " but the computation runs on device ids " + ids_str(*ids));
   };
   for (auto& n : g.topo_order())
-    if (n->op == Op::sharding_constraint) check(n->p.sharding->mesh->device_ids(), "with_sharding_constraint");
+    if (n->op == Op::sharding_constraint) check(n->attr<attr::Constraint>().sharding->mesh->device_ids(), "with_sharding_constraint");
   for (auto& s : opt.in_shardings)
     if (s) check(device_ids(sharding_devices(*s)), "in_shardings " + s->str());
   for (auto& s : opt.out_shardings)
@@ -134,7 +134,7 @@ Graph rewrite_for_mesh(const Graph& g, const CommonMesh& cm, const std::vector<s
   r.name = g.name;
   for (auto& p : g.params) r.params.push_back(build::with_operands(t, *p, {}));
   auto m = rewrite(g, t, r.params, [&](const Node& n, const std::vector<NodeRef>& in) {
-    return n.op == Op::sharding_constraint ? build::sharding_constraint(t, in[0], cm.rewrite(*n.p.sharding))
+    return n.op == Op::sharding_constraint ? build::sharding_constraint(t, in[0], cm.rewrite(*n.attr<attr::Constraint>().sharding))
                                            : build::with_operands(t, n, in);
   });
   for (size_t i = 0; i < g.outputs.size(); ++i) {
@@ -172,7 +172,7 @@ CostAnalysis cost_of(const Graph& local) {
         break;
       case OpFamily::Dot: {
         double k = 1;
-        for (auto d : n->p.dot.lhs_contract) k *= double(n->in[0]->shape()[d]);
+        for (auto d : n->attr<attr::Dot>().dims.lhs_contract) k *= double(n->in[0]->shape()[d]);
         c.flops += 2 * size * k;
         c.bytes_accessed += bytes;
         break;
@@ -188,8 +188,16 @@ std::vector<CommStat> communication_of(const Graph& local) {
     if (op_family(n->op) != OpFamily::Collective) continue;
     double in_bytes = double(numel(n->in[0]->shape())) * double(dtype_size(n->dtype()));
     double out_bytes = double(numel(n->shape())) * double(dtype_size(n->dtype()));
+    auto group_of = [](const MeshRef& mesh, const std::vector<int>& axes) {
+      double g = 1;
+      for (int a : axes) g *= double(mesh->axes()[a].size);
+      return g;
+    };
     double group = 1;
-    for (int a : n->p.mesh_axes) group *= double(n->p.mesh->axes()[a].size);
+    if (n->op == Op::all_reduce) group = group_of(n->attr<attr::AllReduce>().mesh, n->attr<attr::AllReduce>().axes);
+    if (n->op == Op::reduce_scatter)
+      group = group_of(n->attr<attr::ReduceScatter>().mesh, n->attr<attr::ReduceScatter>().axes);
+    if (n->op == Op::all_to_all) group = group_of(n->attr<attr::AllToAll>().mesh, n->attr<attr::AllToAll>().axes);
     double moved = 0;
     // Bytes each device reads from its peers, as the shared-memory collectives do.
     switch (n->op) {
@@ -222,7 +230,7 @@ Sharding user_sharding(const AxisSharding& s, const Shape& shape, const CommonMe
   for (auto& o : opt.out_shardings)
     if (o && o->is_named()) meshes.push_back(o->as_named().mesh());
   for (auto& n : g.topo_order())
-    if (n->op == Op::sharding_constraint) meshes.push_back(Mesh(n->p.sharding->mesh));
+    if (n->op == Op::sharding_constraint) meshes.push_back(Mesh(n->attr<attr::Constraint>().sharding->mesh));
   for (auto& m : meshes) {
     auto e = cm.express_on(s, m.impl());
     if (!e) continue;
@@ -347,7 +355,7 @@ std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>
   for (auto& a : args)
     if (concrete(a).committed) add_mesh(concrete(a).layout.mesh);
   for (auto& n : g_in.topo_order())
-    if (n->op == Op::sharding_constraint) add_mesh(n->p.sharding->mesh);
+    if (n->op == Op::sharding_constraint) add_mesh(n->attr<attr::Constraint>().sharding->mesh);
   std::vector<std::optional<AxisSharding>> in_ax(g_in.params.size()), out_ax(g_in.outputs.size());
   for (size_t i = 0; i < opt.in_shardings.size() && i < in_ax.size(); ++i)
     if (opt.in_shardings[i]) {

@@ -1,0 +1,157 @@
+#include "tracer/attrs.hpp"
+
+#include <string>
+
+#include "tracer/errors.hpp"
+
+namespace tessel {
+
+namespace {
+
+void ints(std::ostream& os, const std::vector<std::int64_t>& v) {
+  os << '{';
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  os << '}';
+}
+
+// XLA's spelling: the replica groups of mesh positions that talk.
+void replica_groups(std::ostream& os, const MeshRef& mesh, const std::vector<int>& axes) {
+  if (!mesh) return;
+  os << ", replica_groups={";
+  auto groups = collective_groups(*mesh, axes);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    os << (g ? "," : "") << '{';
+    for (size_t k = 0; k < groups[g].size(); ++k) os << (k ? "," : "") << groups[g][k];
+    os << '}';
+  }
+  os << '}';
+}
+
+const std::size_t kOpAttrIndex[] = {
+#define TESSEL_X(e, text, family, cost, attrs) attr_index<attr::attrs>(),
+    TESSEL_OPS(TESSEL_X)
+#undef TESSEL_X
+};
+static_assert(sizeof(kOpAttrIndex) / sizeof(kOpAttrIndex[0]) == kNumOps);
+
+}  // namespace
+
+std::size_t op_attr_index(Op op) { return kOpAttrIndex[int(op)]; }
+
+namespace attr {
+
+void Iota::print(std::ostream& os) const { os << ", iota_dimension=" << dimension; }
+void Dimensions::print(std::ostream& os) const { os << ", dimensions=", ints(os, dims); }
+void Dimension::print(std::ostream& os) const { os << ", dimensions={" << dimension << '}'; }
+void ArgReduce::print(std::ostream& os) const {
+  os << ", dimensions={" << dimension << '}';  // the index dtype is the result's
+}
+void Word::print(std::ostream& os) const { os << ", word=" << word; }
+void Slice::print(std::ostream& os) const {
+  os << ", slice={";
+  for (size_t i = 0; i < start.size(); ++i)
+    os << (i ? ", " : "") << '[' << start[i] << ':' << limit[i]
+       << (stride[i] != 1 ? ":" + std::to_string(stride[i]) : "") << ']';
+  os << '}';
+}
+void Pad::print(std::ostream& os) const {
+  os << ", padding=";
+  for (size_t i = 0; i < low.size(); ++i)
+    os << (i ? "x" : "") << low[i] << '_' << high[i] << (interior[i] ? "_" + std::to_string(interior[i]) : "");
+}
+void DynamicSlice::print(std::ostream& os) const { os << ", dynamic_slice_sizes=", ints(os, sizes); }
+void Dot::print(std::ostream& os) const {
+  os << ", lhs_batch_dims=", ints(os, dims.lhs_batch);
+  os << ", lhs_contracting_dims=", ints(os, dims.lhs_contract);
+  os << ", rhs_batch_dims=", ints(os, dims.rhs_batch);
+  os << ", rhs_contracting_dims=", ints(os, dims.rhs_contract);
+}
+void Constraint::print(std::ostream& os) const { os << ", sharding=" << sharding->spec_str(); }
+void TupleIndex::print(std::ostream& os) const { os << ", index=" << index; }
+void AxisIndex::print(std::ostream& os) const {
+  os << ", axes={";
+  for (size_t i = 0; i < axes.size(); ++i) os << (i ? "," : "") << mesh->axes()[axes[i]].name;
+  os << '}';
+}
+void AllGather::print(std::ostream& os) const {
+  replica_groups(os, mesh, axes);
+  os << ", dimensions={" << dimension << '}';
+}
+void AllReduce::print(std::ostream& os) const {
+  replica_groups(os, mesh, axes);
+  os << ", to_apply=" << op_name(reduce_op);
+}
+void ReduceScatter::print(std::ostream& os) const {
+  replica_groups(os, mesh, axes);
+  os << ", dimensions={" << dimension << '}' << ", to_apply=" << op_name(reduce_op);
+}
+void AllToAll::print(std::ostream& os) const {
+  replica_groups(os, mesh, axes);
+  os << ", split_dimension=" << split_dimension << ", concat_dimension=" << concat_dimension;
+}
+void CollectivePermute::print(std::ostream& os) const {
+  replica_groups(os, mesh, {});
+  os << ", source_target_pairs={";
+  for (size_t i = 0; i < pairs.size(); ++i) os << (i ? "," : "") << '{' << pairs[i].first << ',' << pairs[i].second << '}';
+  os << '}';
+}
+
+namespace field {
+void add(Key& k, const LiteralRef& l) {
+  if (!l) {
+    k.tag('-');
+    return;
+  }
+  k.tag('L').pod(l->dtype).seq(l->shape).raw(l->bytes.data(), l->bytes.size());
+}
+void add(Key& k, const MeshRef& m) {
+  if (!m) {
+    k.tag('-');
+    return;
+  }
+  k.tag('M');
+  add_to_key(k, *m);
+}
+void add(Key& k, const std::shared_ptr<const AxisSharding>& s) {
+  if (!s) {
+    k.tag('-');
+    return;
+  }
+  k.tag('S');
+  add_to_key(k, *s);
+}
+}  // namespace field
+
+}  // namespace attr
+
+bool Attrs::operator==(const Attrs& o) const {
+  if (v_.index() != o.v_.index()) return false;
+  return std::visit(
+      [&](const auto& a) {
+        using A = std::decay_t<decltype(a)>;
+        return a == std::get<A>(o.v_);
+      },
+      v_);
+}
+
+void Attrs::add_to_key(Key& k) const {
+  k.pod(std::uint64_t(v_.index()));
+  std::visit([&](const auto& a) { attr::add_to_key(k, a); }, v_);
+}
+
+std::size_t Attrs::hash() const {
+  Key k;
+  add_to_key(k);
+  return k.hash();
+}
+
+void Attrs::print(std::ostream& os) const {
+  std::visit([&](const auto& a) { a.print(os); }, v_);
+}
+
+void Attrs::mismatch() const {
+  throw InternalError("a node's attributes are not the struct its op names (variant index " +
+                      std::to_string(v_.index()) + ")");
+}
+
+}  // namespace tessel

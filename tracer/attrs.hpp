@@ -1,0 +1,269 @@
+// Typed per-op attributes.
+//
+// Each primitive names its attribute struct in the op list (tracer/ops.hpp,
+// TESSEL_OPS' last column); a node holds exactly that struct. A struct lists
+// its fields once, in `fields()`, and says how it prints (XLA's spelling) in
+// `print()`; equality, hashing and the exact cache key of every struct derive
+// from `fields()` here, so adding an attribute struct writes none of them.
+// Pointer fields (constants' bytes, meshes, shardings) compare and key by
+// value, never by address.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tracer/dtype.hpp"
+#include "tracer/key.hpp"
+#include "tracer/ops.hpp"
+#include "tracer/shape.hpp"
+#include "tracer/sharding.hpp"
+
+namespace tessel {
+
+// Host data of a constant, row-major.
+struct Literal {
+  DType dtype = DType::float32;
+  Shape shape;
+  std::vector<unsigned char> bytes;
+  std::size_t hash() const;
+  bool operator==(const Literal&) const = default;
+  // The value at flat index i as a double (for printing and folding).
+  double as_double(std::int64_t i) const;
+  static std::shared_ptr<const Literal> scalar(DType t, double v);
+};
+using LiteralRef = std::shared_ptr<const Literal>;
+
+struct DotDims {
+  std::vector<std::int64_t> lhs_contract, rhs_contract, lhs_batch, rhs_batch;
+  bool operator==(const DotDims&) const = default;
+};
+
+namespace attr {
+
+// Ops without attributes (elementwise ops, reshape, select, ...).
+struct None {
+  auto fields() const { return std::tie(); }
+  void print(std::ostream&) const {}
+};
+// parameter: its position among the graph's parameters.
+struct Parameter {
+  std::int64_t index = 0;
+  auto fields() const { return std::tie(index); }
+  void print(std::ostream&) const {}  // printed as the operand: parameter(0)
+};
+// constant: its value.
+struct Constant {
+  LiteralRef value;
+  auto fields() const { return std::tie(value); }
+  void print(std::ostream&) const {}  // printed as the operand: constant({1, 2})
+};
+// iota: the dimension that counts.
+struct Iota {
+  std::int64_t dimension = 0;
+  auto fields() const { return std::tie(dimension); }
+  void print(std::ostream& os) const;
+};
+// broadcast_in_dim (operand dim -> result dim), transpose (the permutation),
+// rev (reversed dims), reduce_* (reduced axes).
+struct Dimensions {
+  std::vector<std::int64_t> dims;
+  auto fields() const { return std::tie(dims); }
+  void print(std::ostream& os) const;
+};
+// concatenate, sort: one dimension.
+struct Dimension {
+  std::int64_t dimension = 0;
+  auto fields() const { return std::tie(dimension); }
+  void print(std::ostream& os) const;
+};
+// argmax, argmin: the reduced axis and the index dtype.
+struct ArgReduce {
+  std::int64_t dimension = 0;
+  DType index_dtype = DType::int32;
+  auto fields() const { return std::tie(dimension, index_dtype); }
+  void print(std::ostream& os) const;
+};
+// threefry2x32: which of the two output words.
+struct Word {
+  std::int64_t word = 0;
+  auto fields() const { return std::tie(word); }
+  void print(std::ostream& os) const;
+};
+struct Slice {
+  std::vector<std::int64_t> start, limit, stride;
+  auto fields() const { return std::tie(start, limit, stride); }
+  void print(std::ostream& os) const;
+};
+struct Pad {
+  std::vector<std::int64_t> low, high, interior;
+  auto fields() const { return std::tie(low, high, interior); }
+  void print(std::ostream& os) const;
+};
+struct DynamicSlice {
+  Shape sizes;
+  auto fields() const { return std::tie(sizes); }
+  void print(std::ostream& os) const;
+};
+struct Dot {
+  DotDims dims;
+  auto fields() const { return std::tie(dims); }
+  void print(std::ostream& os) const;
+};
+// sharding_constraint: the sharding it pins (global shapes).
+struct Constraint {
+  std::shared_ptr<const AxisSharding> sharding;
+  auto fields() const { return std::tie(sharding); }
+  void print(std::ostream& os) const;
+};
+// get_tuple_element: which element.
+struct TupleIndex {
+  std::int64_t index = 0;
+  auto fields() const { return std::tie(index); }
+  void print(std::ostream& os) const;
+};
+// Collectives and axis_index run over `axes` of `mesh`: groups are the
+// devices that differ only in those axes' coordinates.
+struct AxisIndex {
+  MeshRef mesh;
+  std::vector<int> axes;
+  auto fields() const { return std::tie(mesh, axes); }
+  void print(std::ostream& os) const;
+};
+struct AllGather {
+  MeshRef mesh;
+  std::vector<int> axes;
+  std::int64_t dimension = 0;
+  auto fields() const { return std::tie(mesh, axes, dimension); }
+  void print(std::ostream& os) const;
+};
+struct AllReduce {
+  MeshRef mesh;
+  std::vector<int> axes;
+  Op reduce_op = Op::add;  // add, max or min
+  auto fields() const { return std::tie(mesh, axes, reduce_op); }
+  void print(std::ostream& os) const;
+};
+struct ReduceScatter {
+  MeshRef mesh;
+  std::vector<int> axes;
+  std::int64_t dimension = 0;
+  Op reduce_op = Op::add;
+  auto fields() const { return std::tie(mesh, axes, dimension, reduce_op); }
+  void print(std::ostream& os) const;
+};
+struct AllToAll {
+  MeshRef mesh;
+  std::vector<int> axes;
+  std::int64_t split_dimension = 0, concat_dimension = 0;
+  auto fields() const { return std::tie(mesh, axes, split_dimension, concat_dimension); }
+  void print(std::ostream& os) const;
+};
+// collective_permute: (source, target) positions in the whole mesh.
+struct CollectivePermute {
+  MeshRef mesh;
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+  auto fields() const { return std::tie(mesh, pairs); }
+  void print(std::ostream& os) const;
+};
+
+// Equality, keys and hashes of single fields; structs go through fields().
+namespace field {
+template <class T>
+bool equal(const T& a, const T& b) {
+  return a == b;
+}
+template <class T>
+bool equal(const std::shared_ptr<const T>& a, const std::shared_ptr<const T>& b) {
+  return a == b || (a && b && *a == *b);
+}
+inline void add(Key& k, std::int64_t v) { k.pod(v); }
+inline void add(Key& k, DType v) { k.pod(v); }
+inline void add(Key& k, Op v) { k.pod(v); }
+inline void add(Key& k, int v) { k.pod(v); }
+inline void add(Key& k, const std::pair<std::int64_t, std::int64_t>& v) { k.pod(v.first).pod(v.second); }
+template <class T>
+void add(Key& k, const std::vector<T>& v) {
+  k.pod(std::uint64_t(v.size()));
+  for (auto& x : v) add(k, x);
+}
+inline void add(Key& k, const DotDims& d) {
+  add(k, d.lhs_contract), add(k, d.rhs_contract), add(k, d.lhs_batch), add(k, d.rhs_batch);
+}
+void add(Key& k, const LiteralRef& l);
+void add(Key& k, const MeshRef& m);
+void add(Key& k, const std::shared_ptr<const AxisSharding>& s);
+}  // namespace field
+
+template <class A>
+bool operator==(const A& a, const A& b)
+  requires requires { a.fields(); }
+{
+  return std::apply(
+      [&](const auto&... x) {
+        return std::apply([&](const auto&... y) { return (field::equal(x, y) && ...); }, b.fields());
+      },
+      a.fields());
+}
+
+template <class A>
+void add_to_key(Key& k, const A& a)
+  requires requires { a.fields(); }
+{
+  std::apply([&](const auto&... x) { (field::add(k, x), ...); }, a.fields());
+}
+
+}  // namespace attr
+
+// One node's attributes: the struct its op names.
+using AttrVariant =
+    std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
+                 attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
+                 attr::TupleIndex, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
+                 attr::AllToAll, attr::CollectivePermute>;
+
+class Attrs {
+ public:
+  Attrs() = default;
+  template <class A>
+    requires requires(const A& a) { a.fields(); }
+  Attrs(A a) : v_(std::move(a)) {}
+
+  // The struct, which must be the one held (InternalError otherwise).
+  template <class A>
+  const A& as() const {
+    if (const A* a = std::get_if<A>(&v_)) return *a;
+    mismatch();
+  }
+  template <class A>
+  bool holds() const {
+    return std::holds_alternative<A>(v_);
+  }
+  std::size_t index() const { return v_.index(); }
+
+  bool operator==(const Attrs& o) const;
+  void add_to_key(Key& k) const;  // which struct, then its fields
+  std::size_t hash() const;
+  void print(std::ostream& os) const;
+
+ private:
+  [[noreturn]] void mismatch() const;
+  AttrVariant v_;
+};
+
+// The variant index of attribute struct A.
+template <class A, std::size_t I = 0>
+constexpr std::size_t attr_index() {
+  if constexpr (std::is_same_v<std::variant_alternative_t<I, AttrVariant>, A>) return I;
+  else return attr_index<A, I + 1>();
+}
+
+// The attribute struct op names (its index in AttrVariant).
+std::size_t op_attr_index(Op op);
+
+}  // namespace tessel
