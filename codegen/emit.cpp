@@ -11,48 +11,220 @@
 
 #include "codegen/jit.hpp"
 #include "codegen/llvm_headers.hpp"
+#include "codegen/lowering.hpp"
 #include "codegen/math.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel::codegen {
 
-namespace {
-
 using llvm::Value;
-using Index = std::vector<Value*>;
+
+namespace {
 
 // Output blocks along the last dimension: long rows split into several items.
 constexpr std::int64_t kRowBlock = 8192;
 // Column reductions: output columns per work item.
 constexpr std::int64_t kColumnBlock = 2048;
 
+}  // namespace
+
+// ------------------------------------------------------------------ helpers the lowerings use (codegen/lowering.hpp)
+
+llvm::Type* ExprEmitter::reg_type(DType t) {
+  switch (t) {
+    case DType::bool_: return b.getInt1Ty();
+    case DType::int32: case DType::uint32: return b.getInt32Ty();
+    case DType::int64: return b.getInt64Ty();
+    case DType::float32: return b.getFloatTy();
+    case DType::float64: return b.getDoubleTy();
+  }
+  __builtin_unreachable();
+}
+llvm::Type* ExprEmitter::mem_type(DType t) { return t == DType::bool_ ? b.getInt8Ty() : reg_type(t); }
+Value* ExprEmitter::i64c(std::int64_t v) { return b.getInt64(std::uint64_t(v)); }
+Value* ExprEmitter::constant(DType t, double v) {
+  if (is_floating(t)) return llvm::ConstantFP::get(reg_type(t), v);
+  if (t == DType::bool_) return b.getInt1(v != 0);
+  if (t == DType::uint32) return llvm::ConstantInt::get(reg_type(t), std::uint64_t(std::uint32_t(std::int64_t(v))));
+  return llvm::ConstantInt::get(reg_type(t), std::uint64_t(std::int64_t(v)), true);
+}
+Value* ExprEmitter::literal_scalar(const Literal& l) {
+  // Exact bits, not via double, for 64-bit integers.
+  return visit_dtype(l.dtype, [&](auto tag) -> Value* {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, l.bytes.data(), sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) return b.getInt1(v);
+    else if constexpr (std::is_floating_point_v<T>) return llvm::ConstantFP::get(reg_type(l.dtype), double(v));
+    else return llvm::ConstantInt::get(reg_type(l.dtype), std::uint64_t(v), std::is_signed_v<T>);
+  });
+}
+
+// Splits a flat index into a row-major multi-index of `shape`.
+Index ExprEmitter::unflatten(Value* flat, const Shape& shape) {
+  Index idx(shape.size());
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    if (d == 0) {
+      idx[d] = flat;
+    } else {
+      idx[d] = b.CreateURem(flat, i64c(shape[d]));
+      flat = b.CreateUDiv(flat, i64c(shape[d]));
+    }
+  }
+  return idx;
+}
+
+Value* ExprEmitter::linearize(const Index& idx, const Shape& shape) {
+  Value* flat = i64c(0);
+  auto st = row_major_strides(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    flat = b.CreateAdd(flat, b.CreateMul(idx[d], i64c(st[d]), "", true, true), "", true, true);
+  }
+  return flat;
+}
+
+// Threefry-2x32, 20 rounds (the reference: tracer/rules_elementwise.cpp).
+// The two words come from the same rounds; LLVM shares them when both are used.
+Value* ExprEmitter::threefry(Value* k0, Value* k1, Value* x0, Value* x1, int word) {
+  auto c = [&](std::uint32_t v) { return b.getInt32(v); };
+  Value* ks[3] = {k0, k1, b.CreateXor(b.CreateXor(k0, k1), c(0x1BD11BDAu))};
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  x0 = b.CreateAdd(x0, ks[0]);
+  x1 = b.CreateAdd(x1, ks[1]);
+  for (int i = 0; i < 5; ++i) {
+    for (int r = 0; r < 4; ++r) {
+      x0 = b.CreateAdd(x0, x1);
+      x1 = b.CreateIntrinsic(llvm::Intrinsic::fshl, {b.getInt32Ty()}, {x1, x1, c(std::uint32_t(rot[i % 2][r]))});
+      x1 = b.CreateXor(x1, x0);
+    }
+    x0 = b.CreateAdd(x0, ks[(i + 1) % 3]);
+    x1 = b.CreateAdd(x1, b.CreateAdd(ks[(i + 2) % 3], c(std::uint32_t(i + 1))));
+  }
+  return word == 0 ? x0 : x1;
+}
+
+// A dynamic start index, clamped to [0, limit] as XLA does.
+Value* ExprEmitter::clamped_start(const NodeRef& s, std::int64_t limit) {
+  Value* v = convert_value(value(s, {}), s->dtype(), DType::int64);
+  v = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, i64c(0));
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, i64c(limit));
+}
+
+Value* ExprEmitter::compare(Op op, DType t, Value* x, Value* y) {
+  if (is_floating(t)) {
+    switch (op) {
+      case Op::eq: return b.CreateFCmpOEQ(x, y);
+      case Op::ne: return b.CreateFCmpUNE(x, y);
+      case Op::lt: return b.CreateFCmpOLT(x, y);
+      case Op::le: return b.CreateFCmpOLE(x, y);
+      case Op::gt: return b.CreateFCmpOGT(x, y);
+      default: return b.CreateFCmpOGE(x, y);
+    }
+  }
+  const bool u = t == DType::uint32 || t == DType::bool_;
+  switch (op) {
+    case Op::eq: return b.CreateICmpEQ(x, y);
+    case Op::ne: return b.CreateICmpNE(x, y);
+    case Op::lt: return u ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y);
+    case Op::le: return u ? b.CreateICmpULE(x, y) : b.CreateICmpSLE(x, y);
+    case Op::gt: return u ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y);
+    default: return u ? b.CreateICmpUGE(x, y) : b.CreateICmpSGE(x, y);
+  }
+}
+
+// NaN-propagating for floats, as XLA's max and min.
+Value* ExprEmitter::minmax(DType t, Value* x, Value* y, bool is_max) {
+  if (is_floating(t)) return b.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, x, y);
+  if (t == DType::bool_) return is_max ? b.CreateOr(x, y) : b.CreateAnd(x, y);
+  const bool u = t == DType::uint32;
+  auto id = is_max ? (u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax) : (u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin);
+  return b.CreateBinaryIntrinsic(id, x, y);
+}
+
+// XLA's integer division: x / 0 = -1, x % 0 = x, MIN / -1 = MIN, MIN % -1 = 0.
+Value* ExprEmitter::int_divrem(DType t, Value* x, Value* y, bool div) {
+  llvm::Type* ty = reg_type(t);
+  Value* zero = llvm::ConstantInt::get(ty, 0);
+  Value* is_zero = b.CreateICmpEQ(y, zero);
+  if (t == DType::uint32) {
+    Value* safe = b.CreateSelect(is_zero, llvm::ConstantInt::get(ty, 1), y);
+    Value* r = div ? b.CreateUDiv(x, safe) : b.CreateURem(x, safe);
+    return b.CreateSelect(is_zero, div ? llvm::ConstantInt::get(ty, -1, true) : x, r);
+  }
+  Value* minus1 = llvm::ConstantInt::get(ty, -1, true);
+  Value* overflow = b.CreateAnd(b.CreateICmpEQ(x, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(ty->getIntegerBitWidth()))),
+                                 b.CreateICmpEQ(y, minus1));
+  Value* safe = b.CreateSelect(b.CreateOr(is_zero, overflow), llvm::ConstantInt::get(ty, 1), y);
+  Value* r = div ? b.CreateSDiv(x, safe) : b.CreateSRem(x, safe);
+  r = b.CreateSelect(overflow, div ? x : zero, r);
+  return b.CreateSelect(is_zero, div ? minus1 : x, r);
+}
+
+// Conversion with XLA's semantics (tracer/convert.hpp).
+Value* ExprEmitter::convert_value(Value* v, DType from, DType to) {
+  if (from == to) return v;
+  llvm::Type* tt = reg_type(to);
+  const bool fsigned = from != DType::uint32 && from != DType::bool_;
+  if (to == DType::bool_) {
+    if (is_floating(from)) return b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+    return b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  }
+  if (is_floating(to)) {
+    if (is_floating(from)) return b.CreateFPCast(v, tt);
+    return fsigned ? b.CreateSIToFP(v, tt) : b.CreateUIToFP(v, tt);
+  }
+  // to an integer
+  if (is_floating(from)) {
+    const bool tsigned = to != DType::uint32;
+    unsigned bits = tt->getIntegerBitWidth();
+    double lo = tsigned ? -std::ldexp(1.0, int(bits) - 1) : 0.0;
+    double hi = tsigned ? std::ldexp(1.0, int(bits) - 1) : std::ldexp(1.0, int(bits));
+    llvm::Type* ft = v->getType();
+    Value* nan = b.CreateFCmpUNO(v, v);
+    Value* below = b.CreateFCmpOLE(v, llvm::ConstantFP::get(ft, lo));
+    Value* above = b.CreateFCmpOGE(v, llvm::ConstantFP::get(ft, hi));
+    Value* safe = b.CreateSelect(b.CreateOr(nan, b.CreateOr(below, above)), llvm::ConstantFP::get(ft, 0.0), v);
+    Value* r = tsigned ? b.CreateFPToSI(safe, tt) : b.CreateFPToUI(safe, tt);
+    llvm::APInt mn = tsigned ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getMinValue(bits);
+    llvm::APInt mx = tsigned ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getMaxValue(bits);
+    r = b.CreateSelect(below, llvm::ConstantInt::get(tt, mn), r);
+    r = b.CreateSelect(above, llvm::ConstantInt::get(tt, mx), r);
+    return b.CreateSelect(nan, llvm::ConstantInt::get(tt, 0), r);
+  }
+  return fsigned ? b.CreateSExtOrTrunc(v, tt) : b.CreateZExtOrTrunc(v, tt);
+}
+
+
+namespace {
+
 // ------------------------------------------------------------------ the emitter
 
-class Emitter {
+class Emitter final : public ExprEmitter {
  public:
   Emitter(const Step& step, llvm::LLVMContext& ctx, llvm::Module& m)
-      : step_(step), ctx_(ctx), m_(m), b_(ctx) {
+      : ExprEmitter(ctx), step_(step), m_(m) {
     for (auto& r : step.reads) leaves_.insert(r.get());
   }
 
   // Emits the kernel `name`; returns (work items, elements per item).
   std::pair<std::int64_t, std::int64_t> build(const std::string& name) {
-    llvm::Type* ptr = b_.getPtrTy();
-    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Type* ptr = b.getPtrTy();
+    llvm::Type* i64 = b.getInt64Ty();
     // The body takes each buffer as a noalias argument, so the vectoriser
     // knows the output does not overlap the inputs.
     std::vector<llvm::Type*> body_args(step_.reads.size() + 1, ptr);
     body_args.push_back(i64);
     body_args.push_back(i64);
-    auto* body_ty = llvm::FunctionType::get(b_.getVoidTy(), body_args, false);
+    auto* body_ty = llvm::FunctionType::get(b.getVoidTy(), body_args, false);
     auto* body = llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, name + "_body", m_);
     for (size_t i = 0; i <= step_.reads.size(); ++i) {
       body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
       body->addParamAttr(unsigned(i), llvm::Attribute::NoCapture);
     }
     body->addFnAttr(llvm::Attribute::NoUnwind);
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
     out_ = body->getArg(0);
     for (size_t i = 0; i < step_.reads.size(); ++i) base_[step_.reads[i].get()] = body->getArg(unsigned(i + 1));
     Value* begin = body->getArg(unsigned(step_.reads.size() + 1));
@@ -60,425 +232,74 @@ class Emitter {
     std::pair<std::int64_t, std::int64_t> shape;
     if (step_.kind == StepKind::Loop) shape = emit_loop(begin, end);
     else shape = emit_reduce(begin, end);
-    b_.CreateRetVoid();
+    b.CreateRetVoid();
 
     // The entry point unpacks the buffer array.
-    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64}, false);
+    auto* entry_ty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false);
     auto* entry = llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, name, m_);
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
     std::vector<Value*> args;
     for (size_t i = 0; i <= step_.reads.size(); ++i)
-      args.push_back(b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, entry->getArg(0), i)));
+      args.push_back(b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, entry->getArg(0), i)));
     args.push_back(entry->getArg(1));
     args.push_back(entry->getArg(2));
-    b_.CreateCall(body, args);
-    b_.CreateRetVoid();
+    b.CreateCall(body, args);
+    b.CreateRetVoid();
     return shape;
   }
 
  private:
   // ---------------------------------------------------------------- types and constants
 
-  llvm::Type* reg_type(DType t) {
-    switch (t) {
-      case DType::bool_: return b_.getInt1Ty();
-      case DType::int32: case DType::uint32: return b_.getInt32Ty();
-      case DType::int64: return b_.getInt64Ty();
-      case DType::float32: return b_.getFloatTy();
-      case DType::float64: return b_.getDoubleTy();
-    }
-    __builtin_unreachable();
-  }
-  llvm::Type* mem_type(DType t) { return t == DType::bool_ ? b_.getInt8Ty() : reg_type(t); }
-  Value* i64c(std::int64_t v) { return b_.getInt64(std::uint64_t(v)); }
-  Value* constant(DType t, double v) {
-    if (is_floating(t)) return llvm::ConstantFP::get(reg_type(t), v);
-    if (t == DType::bool_) return b_.getInt1(v != 0);
-    if (t == DType::uint32) return llvm::ConstantInt::get(reg_type(t), std::uint64_t(std::uint32_t(std::int64_t(v))));
-    return llvm::ConstantInt::get(reg_type(t), std::uint64_t(std::int64_t(v)), true);
-  }
-  Value* literal_scalar(const Literal& l) {
-    // Exact bits, not via double, for 64-bit integers.
-    return visit_dtype(l.dtype, [&](auto tag) -> Value* {
-      using T = decltype(tag);
-      T v;
-      std::memcpy(&v, l.bytes.data(), sizeof(T));
-      if constexpr (std::is_same_v<T, bool>) return b_.getInt1(v);
-      else if constexpr (std::is_floating_point_v<T>) return llvm::ConstantFP::get(reg_type(l.dtype), double(v));
-      else return llvm::ConstantInt::get(reg_type(l.dtype), std::uint64_t(v), std::is_signed_v<T>);
-    });
-  }
-
   // ---------------------------------------------------------------- loops
 
   // for (i = lo; i < hi; ++i) body(i); the builder ends after the loop.
   void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
-    llvm::Function* f = b_.GetInsertBlock()->getParent();
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::Function* f = b.GetInsertBlock()->getParent();
+    llvm::BasicBlock* pre = b.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, "loop", f);
     auto* inner = llvm::BasicBlock::Create(ctx_, "body", f);
     auto* exit = llvm::BasicBlock::Create(ctx_, "exit", f);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2);
     i->addIncoming(lo, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(i, hi), inner, exit);
-    b_.SetInsertPoint(inner);
+    b.CreateCondBr(b.CreateICmpSLT(i, hi), inner, exit);
+    b.SetInsertPoint(inner);
     body(i);
-    Value* next = b_.CreateAdd(i, i64c(1), "", true, true);
-    i->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
-  }
-
-  // Splits a flat index into a row-major multi-index of `shape`.
-  Index unflatten(Value* flat, const Shape& shape) {
-    Index idx(shape.size());
-    for (int d = int(shape.size()) - 1; d >= 0; --d) {
-      if (d == 0) {
-        idx[d] = flat;
-      } else {
-        idx[d] = b_.CreateURem(flat, i64c(shape[d]));
-        flat = b_.CreateUDiv(flat, i64c(shape[d]));
-      }
-    }
-    return idx;
-  }
-
-  Value* linearize(const Index& idx, const Shape& shape) {
-    Value* flat = i64c(0);
-    auto st = row_major_strides(shape);
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] == 1) continue;
-      flat = b_.CreateAdd(flat, b_.CreateMul(idx[d], i64c(st[d]), "", true, true), "", true, true);
-    }
-    return flat;
+    Value* next = b.CreateAdd(i, i64c(1), "", true, true);
+    i->addIncoming(next, b.GetInsertBlock());
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
   }
 
   // ---------------------------------------------------------------- memory
 
   Value* load(const Node& n, Value* base, const Index& idx) {
     llvm::Type* mt = mem_type(n.dtype());
-    Value* p = b_.CreateInBoundsGEP(mt, base, linearize(idx, n.shape()));
-    Value* v = b_.CreateLoad(mt, p);
-    if (n.dtype() == DType::bool_) v = b_.CreateICmpNE(v, b_.getInt8(0));
+    Value* p = b.CreateInBoundsGEP(mt, base, linearize(idx, n.shape()));
+    Value* v = b.CreateLoad(mt, p);
+    if (n.dtype() == DType::bool_) v = b.CreateICmpNE(v, b.getInt8(0));
     return v;
   }
 
   void store(DType t, Value* flat, Value* v) {
     llvm::Type* mt = mem_type(t);
-    if (t == DType::bool_) v = b_.CreateZExt(v, mt);
-    b_.CreateStore(v, b_.CreateInBoundsGEP(mt, out_, flat));
+    if (t == DType::bool_) v = b.CreateZExt(v, mt);
+    b.CreateStore(v, b.CreateInBoundsGEP(mt, out_, flat));
   }
 
   // ---------------------------------------------------------------- expressions
 
-  Value* value(const NodeRef& n, const Index& idx) {
+  Value* value(const NodeRef& n, const Index& idx) override {
     auto base = base_.find(n.get());
     if (base != base_.end()) return load(*n, base->second, idx);
     auto key = std::make_pair(n.get(), idx);
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
-    Value* v = compute(n, idx);
+    Value* v = lower_expr(*this, *n, idx);
     memo_[key] = v;
     return v;
-  }
-
-  Value* compute(const NodeRef& np, const Index& idx) {
-    const Node& n = *np;
-    const DType t = n.dtype();
-    auto arg = [&](int k) { return value(n.in[k], idx); };
-    const bool fl = is_floating(t);
-    switch (n.op) {
-      case Op::parameter:
-      case Op::axis_index:
-      case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_prod: case Op::argmax:
-      case Op::argmin: case Op::dot_general: case Op::sort: case Op::all_gather: case Op::all_reduce: case Op::reduce_scatter:
-      case Op::all_to_all: case Op::collective_permute:
-        throw InternalError(std::string(op_name(n.op)) + " reached the expression emitter unmaterialised");
-      case Op::constant: return literal_scalar(*n.attr<attr::Constant>().value);
-      case Op::iota: return convert_value(idx[n.attr<attr::Iota>().dimension], DType::int64, t);
-      case Op::sharding_constraint: return arg(0);
-
-      // Unary
-      case Op::neg: return fl ? b_.CreateFNeg(arg(0)) : b_.CreateNeg(arg(0));
-      case Op::sin: return emit_math(b_, MathFn::sin, arg(0));
-      case Op::cos: return emit_math(b_, MathFn::cos, arg(0));
-      case Op::tan: return emit_math(b_, MathFn::tan, arg(0));
-      case Op::tanh: return emit_math(b_, MathFn::tanh, arg(0));
-      case Op::exp: return emit_math(b_, MathFn::exp, arg(0));
-      case Op::expm1: return emit_math(b_, MathFn::expm1, arg(0));
-      case Op::log: return emit_math(b_, MathFn::log, arg(0));
-      case Op::log1p: return emit_math(b_, MathFn::log1p, arg(0));
-      case Op::logistic: return emit_math(b_, MathFn::logistic, arg(0));
-      case Op::erf_inv: return emit_math(b_, MathFn::erf_inv, arg(0));
-      case Op::erf: return emit_math(b_, MathFn::erf, arg(0));
-      case Op::sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, arg(0));
-      case Op::rsqrt:
-        return b_.CreateFDiv(constant(t, 1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, arg(0)));
-      case Op::abs: {
-        Value* x = arg(0);
-        if (fl) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-        if (t == DType::uint32) return x;
-        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b_.getFalse());
-      }
-      case Op::sign: {
-        Value* x = arg(0);
-        Value* zero = constant(t, 0), *one = constant(t, 1);
-        if (fl) {
-          Value* s = b_.CreateSelect(b_.CreateFCmpOGT(x, zero), one, x);
-          return b_.CreateSelect(b_.CreateFCmpOLT(x, zero), constant(t, -1), s);
-        }
-        if (t == DType::uint32) return b_.CreateZExt(b_.CreateICmpNE(x, zero), reg_type(t));
-        Value* s = b_.CreateSelect(b_.CreateICmpSGT(x, zero), one, zero);
-        return b_.CreateSelect(b_.CreateICmpSLT(x, zero), constant(t, -1), s);
-      }
-      case Op::floor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, arg(0));
-      case Op::ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, arg(0));
-      case Op::round: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, arg(0));
-      case Op::is_finite: {
-        Value* x = arg(0);
-        return b_.CreateFCmpONE(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
-                                llvm::ConstantFP::getInfinity(x->getType()));
-      }
-      case Op::not_: return b_.CreateNot(arg(0));
-
-      // Binary
-      case Op::add: return fl ? b_.CreateFAdd(arg(0), arg(1)) : b_.CreateAdd(arg(0), arg(1));
-      case Op::sub: return fl ? b_.CreateFSub(arg(0), arg(1)) : b_.CreateSub(arg(0), arg(1));
-      case Op::mul: return fl ? b_.CreateFMul(arg(0), arg(1)) : b_.CreateMul(arg(0), arg(1));
-      case Op::div: return fl ? b_.CreateFDiv(arg(0), arg(1)) : int_divrem(t, arg(0), arg(1), true);
-      case Op::rem: return fl ? b_.CreateFRem(arg(0), arg(1)) : int_divrem(t, arg(0), arg(1), false);
-      case Op::pow: return emit_math(b_, MathFn::pow, arg(0), arg(1));
-      case Op::atan2: return emit_math(b_, MathFn::atan2, arg(0), arg(1));
-      case Op::max: return minmax(t, arg(0), arg(1), true);
-      case Op::min: return minmax(t, arg(0), arg(1), false);
-      case Op::and_: return b_.CreateAnd(arg(0), arg(1));
-      case Op::or_: return b_.CreateOr(arg(0), arg(1));
-      case Op::xor_: return b_.CreateXor(arg(0), arg(1));
-      case Op::shift_left:
-      case Op::shift_right_logical: {
-        Value* a = arg(0), *s = arg(1);
-        unsigned bits = reg_type(t)->getIntegerBitWidth();
-        Value* big = b_.CreateICmpUGE(s, llvm::ConstantInt::get(reg_type(t), bits));
-        Value* safe = b_.CreateSelect(big, llvm::ConstantInt::get(reg_type(t), 0), s);
-        Value* r = n.op == Op::shift_left ? b_.CreateShl(a, safe) : b_.CreateLShr(a, safe);
-        return b_.CreateSelect(big, llvm::ConstantInt::get(reg_type(t), 0), r);
-      }
-
-      // Compare
-      case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge:
-        return compare(n.op, n.in[0]->dtype(), arg(0), arg(1));
-
-      case Op::select: return b_.CreateSelect(arg(0), arg(1), arg(2));
-      case Op::threefry2x32: return threefry(arg(0), arg(1), arg(2), arg(3), int(n.attr<attr::Word>().word));
-      case Op::convert: return convert_value(arg(0), n.in[0]->dtype(), t);
-      case Op::bitcast_convert: return b_.CreateBitCast(arg(0), reg_type(t));
-
-      // Data movement: the operand at a transformed index.
-      case Op::broadcast_in_dim: {
-        const Shape& s = n.in[0]->shape();
-        Index sub(s.size());
-        for (size_t i = 0; i < s.size(); ++i) sub[i] = s[i] == 1 ? i64c(0) : idx[n.attr<attr::Dimensions>().dims[i]];
-        return value(n.in[0], sub);
-      }
-      case Op::reshape: {
-        const Shape& s = n.in[0]->shape();
-        if (s.empty()) return value(n.in[0], {});
-        return value(n.in[0], unflatten(linearize(idx, n.shape()), s));
-      }
-      case Op::transpose: {
-        Index sub(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i) sub[n.attr<attr::Dimensions>().dims[i]] = idx[i];
-        return value(n.in[0], sub);
-      }
-      case Op::rev: {
-        Index sub = idx;
-        for (auto d : n.attr<attr::Dimensions>().dims) sub[d] = b_.CreateSub(i64c(n.shape()[d] - 1), idx[d]);
-        return value(n.in[0], sub);
-      }
-      case Op::slice: {
-        Index sub(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i) {
-          Value* v = idx[i];
-          if (n.attr<attr::Slice>().stride[i] != 1) v = b_.CreateMul(v, i64c(n.attr<attr::Slice>().stride[i]), "", true, true);
-          if (n.attr<attr::Slice>().start[i] != 0) v = b_.CreateAdd(v, i64c(n.attr<attr::Slice>().start[i]), "", true, true);
-          sub[i] = v;
-        }
-        return value(n.in[0], sub);
-      }
-      case Op::pad: {
-        const Shape& s = n.in[0]->shape();
-        Value* inside = b_.getTrue();
-        Index sub(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i) {
-          std::int64_t period = n.attr<attr::Pad>().interior[i] + 1;
-          Value* r = b_.CreateSub(idx[i], i64c(n.attr<attr::Pad>().low[i]));
-          Value* ok = b_.CreateICmpSGE(r, i64c(0));
-          Value* q = r;
-          if (period != 1) {
-            Value* rc = b_.CreateSelect(ok, r, i64c(0));
-            q = b_.CreateUDiv(rc, i64c(period));
-            ok = b_.CreateAnd(ok, b_.CreateICmpEQ(b_.CreateURem(rc, i64c(period)), i64c(0)));
-          }
-          ok = b_.CreateAnd(ok, b_.CreateICmpSLT(q, i64c(s[i])));
-          inside = b_.CreateAnd(inside, ok);
-          sub[i] = q;
-        }
-        // Read a safe index outside, then choose.
-        for (auto& v : sub) v = b_.CreateSelect(inside, v, i64c(0));
-        return b_.CreateSelect(inside, value(n.in[0], sub), value(n.in[1], {}));
-      }
-      case Op::concatenate: {
-        const std::int64_t d = n.attr<attr::Dimension>().dimension;
-        Value* result = nullptr;
-        std::int64_t offset = 0;
-        for (size_t k = 0; k < n.in.size(); ++k) {
-          std::int64_t len = n.in[k]->shape()[d];
-          Index sub = idx;
-          Value* local = b_.CreateSub(idx[d], i64c(offset));
-          Value* in_range = b_.CreateICmpULT(local, i64c(len));
-          sub[d] = b_.CreateSelect(in_range, local, i64c(0));
-          Value* v = value(n.in[k], sub);
-          result = result ? b_.CreateSelect(in_range, v, result) : v;
-          offset += len;
-        }
-        return result;
-      }
-      case Op::dynamic_slice: {
-        const Shape& s = n.in[0]->shape();
-        Index sub(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i)
-          sub[i] = b_.CreateAdd(idx[i], clamped_start(n.in[i + 1], s[i] - n.attr<attr::DynamicSlice>().sizes[i]));
-        return value(n.in[0], sub);
-      }
-      case Op::dynamic_update_slice: {
-        const Shape& s = n.in[0]->shape();
-        const Shape& u = n.in[1]->shape();
-        Value* inside = b_.getTrue();
-        Index sub(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i) {
-          Value* r = b_.CreateSub(idx[i], clamped_start(n.in[i + 2], s[i] - u[i]));
-          Value* ok = b_.CreateICmpULT(r, i64c(u[i]));
-          inside = b_.CreateAnd(inside, ok);
-          sub[i] = r;
-        }
-        for (auto& v : sub) v = b_.CreateSelect(inside, v, i64c(0));
-        return b_.CreateSelect(inside, value(n.in[1], sub), arg(0));
-      }
-    }
-    __builtin_unreachable();
-  }
-
-  // Threefry-2x32, 20 rounds (the reference: tracer/rules_elementwise.cpp).
-  // The two words come from the same rounds; LLVM shares them when both are used.
-  Value* threefry(Value* k0, Value* k1, Value* x0, Value* x1, int word) {
-    auto c = [&](std::uint32_t v) { return b_.getInt32(v); };
-    Value* ks[3] = {k0, k1, b_.CreateXor(b_.CreateXor(k0, k1), c(0x1BD11BDAu))};
-    static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-    x0 = b_.CreateAdd(x0, ks[0]);
-    x1 = b_.CreateAdd(x1, ks[1]);
-    for (int i = 0; i < 5; ++i) {
-      for (int r = 0; r < 4; ++r) {
-        x0 = b_.CreateAdd(x0, x1);
-        x1 = b_.CreateIntrinsic(llvm::Intrinsic::fshl, {b_.getInt32Ty()}, {x1, x1, c(std::uint32_t(rot[i % 2][r]))});
-        x1 = b_.CreateXor(x1, x0);
-      }
-      x0 = b_.CreateAdd(x0, ks[(i + 1) % 3]);
-      x1 = b_.CreateAdd(x1, b_.CreateAdd(ks[(i + 2) % 3], c(std::uint32_t(i + 1))));
-    }
-    return word == 0 ? x0 : x1;
-  }
-
-  // A dynamic start index, clamped to [0, limit] as XLA does.
-  Value* clamped_start(const NodeRef& s, std::int64_t limit) {
-    Value* v = convert_value(value(s, {}), s->dtype(), DType::int64);
-    v = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, v, i64c(0));
-    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, v, i64c(limit));
-  }
-
-  Value* compare(Op op, DType t, Value* a, Value* b) {
-    if (is_floating(t)) {
-      switch (op) {
-        case Op::eq: return b_.CreateFCmpOEQ(a, b);
-        case Op::ne: return b_.CreateFCmpUNE(a, b);
-        case Op::lt: return b_.CreateFCmpOLT(a, b);
-        case Op::le: return b_.CreateFCmpOLE(a, b);
-        case Op::gt: return b_.CreateFCmpOGT(a, b);
-        default: return b_.CreateFCmpOGE(a, b);
-      }
-    }
-    const bool u = t == DType::uint32 || t == DType::bool_;
-    switch (op) {
-      case Op::eq: return b_.CreateICmpEQ(a, b);
-      case Op::ne: return b_.CreateICmpNE(a, b);
-      case Op::lt: return u ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b);
-      case Op::le: return u ? b_.CreateICmpULE(a, b) : b_.CreateICmpSLE(a, b);
-      case Op::gt: return u ? b_.CreateICmpUGT(a, b) : b_.CreateICmpSGT(a, b);
-      default: return u ? b_.CreateICmpUGE(a, b) : b_.CreateICmpSGE(a, b);
-    }
-  }
-
-  // NaN-propagating for floats, as XLA's max and min.
-  Value* minmax(DType t, Value* a, Value* b, bool is_max) {
-    if (is_floating(t)) return b_.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, a, b);
-    if (t == DType::bool_) return is_max ? b_.CreateOr(a, b) : b_.CreateAnd(a, b);
-    const bool u = t == DType::uint32;
-    auto id = is_max ? (u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax) : (u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin);
-    return b_.CreateBinaryIntrinsic(id, a, b);
-  }
-
-  // XLA's integer division: x / 0 = -1, x % 0 = x, MIN / -1 = MIN, MIN % -1 = 0.
-  Value* int_divrem(DType t, Value* a, Value* b, bool div) {
-    llvm::Type* ty = reg_type(t);
-    Value* zero = llvm::ConstantInt::get(ty, 0);
-    Value* is_zero = b_.CreateICmpEQ(b, zero);
-    if (t == DType::uint32) {
-      Value* safe = b_.CreateSelect(is_zero, llvm::ConstantInt::get(ty, 1), b);
-      Value* r = div ? b_.CreateUDiv(a, safe) : b_.CreateURem(a, safe);
-      return b_.CreateSelect(is_zero, div ? llvm::ConstantInt::get(ty, -1, true) : a, r);
-    }
-    Value* minus1 = llvm::ConstantInt::get(ty, -1, true);
-    Value* overflow = b_.CreateAnd(b_.CreateICmpEQ(a, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(ty->getIntegerBitWidth()))),
-                                   b_.CreateICmpEQ(b, minus1));
-    Value* safe = b_.CreateSelect(b_.CreateOr(is_zero, overflow), llvm::ConstantInt::get(ty, 1), b);
-    Value* r = div ? b_.CreateSDiv(a, safe) : b_.CreateSRem(a, safe);
-    r = b_.CreateSelect(overflow, div ? a : zero, r);
-    return b_.CreateSelect(is_zero, div ? minus1 : a, r);
-  }
-
-  // Conversion with XLA's semantics (tracer/convert.hpp).
-  Value* convert_value(Value* v, DType from, DType to) {
-    if (from == to) return v;
-    llvm::Type* tt = reg_type(to);
-    const bool fsigned = from != DType::uint32 && from != DType::bool_;
-    if (to == DType::bool_) {
-      if (is_floating(from)) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
-      return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
-    }
-    if (is_floating(to)) {
-      if (is_floating(from)) return b_.CreateFPCast(v, tt);
-      return fsigned ? b_.CreateSIToFP(v, tt) : b_.CreateUIToFP(v, tt);
-    }
-    // to an integer
-    if (is_floating(from)) {
-      const bool tsigned = to != DType::uint32;
-      unsigned bits = tt->getIntegerBitWidth();
-      double lo = tsigned ? -std::ldexp(1.0, int(bits) - 1) : 0.0;
-      double hi = tsigned ? std::ldexp(1.0, int(bits) - 1) : std::ldexp(1.0, int(bits));
-      llvm::Type* ft = v->getType();
-      Value* nan = b_.CreateFCmpUNO(v, v);
-      Value* below = b_.CreateFCmpOLE(v, llvm::ConstantFP::get(ft, lo));
-      Value* above = b_.CreateFCmpOGE(v, llvm::ConstantFP::get(ft, hi));
-      Value* safe = b_.CreateSelect(b_.CreateOr(nan, b_.CreateOr(below, above)), llvm::ConstantFP::get(ft, 0.0), v);
-      Value* r = tsigned ? b_.CreateFPToSI(safe, tt) : b_.CreateFPToUI(safe, tt);
-      llvm::APInt mn = tsigned ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getMinValue(bits);
-      llvm::APInt mx = tsigned ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getMaxValue(bits);
-      r = b_.CreateSelect(below, llvm::ConstantInt::get(tt, mn), r);
-      r = b_.CreateSelect(above, llvm::ConstantInt::get(tt, mx), r);
-      return b_.CreateSelect(nan, llvm::ConstantInt::get(tt, 0), r);
-    }
-    return fsigned ? b_.CreateSExtOrTrunc(v, tt) : b_.CreateZExtOrTrunc(v, tt);
   }
 
   // ---------------------------------------------------------------- kernels
@@ -499,17 +320,17 @@ class Emitter {
     const std::int64_t nb = ceil_div(last, block);
     Shape row_shape(s.begin(), s.end() - 1);
     loop(begin, end, [&](Value* item) {
-      Value* row = b_.CreateUDiv(item, i64c(nb));
-      Value* jb = b_.CreateURem(item, i64c(nb));
-      Value* j0 = b_.CreateMul(jb, i64c(block));
-      Value* j1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(j0, i64c(block)), i64c(last));
+      Value* row = b.CreateUDiv(item, i64c(nb));
+      Value* jb = b.CreateURem(item, i64c(nb));
+      Value* j0 = b.CreateMul(jb, i64c(block));
+      Value* j1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(j0, i64c(block)), i64c(last));
       Index row_idx = unflatten(row, row_shape);
-      Value* row_base = b_.CreateMul(row, i64c(last));
+      Value* row_base = b.CreateMul(row, i64c(last));
       loop(j0, j1, [&](Value* j) {
         Index idx = row_idx;
         idx.push_back(j);
         memo_.clear();
-        store(root.dtype(), b_.CreateAdd(row_base, j), value(step_.node, idx));
+        store(root.dtype(), b.CreateAdd(row_base, j), value(step_.node, idx));
       });
     });
     return {rows * nb, block};
@@ -525,17 +346,17 @@ class Emitter {
 
   Value* combine(Op op, DType t, Value* acc, Value* v) {
     const bool fl = is_floating(t);
-    llvm::IRBuilderBase::FastMathFlagGuard guard(b_);
+    llvm::IRBuilderBase::FastMathFlagGuard guard(b);
     llvm::FastMathFlags fmf;
     fmf.setAllowReassoc();  // reductions may be reordered (vectorised)
-    b_.setFastMathFlags(fmf);
+    b.setFastMathFlags(fmf);
     switch (op) {
       case Op::reduce_sum:
-        if (!fl) return b_.CreateAdd(acc, v);
-        return b_.CreateFAdd(acc, v);
+        if (!fl) return b.CreateAdd(acc, v);
+        return b.CreateFAdd(acc, v);
       case Op::reduce_prod:
-        if (!fl) return b_.CreateMul(acc, v);
-        return b_.CreateFMul(acc, v);
+        if (!fl) return b.CreateMul(acc, v);
+        return b.CreateFMul(acc, v);
       case Op::reduce_max: return minmax(t, acc, v, true);
       default: return minmax(t, acc, v, false);
     }
@@ -582,10 +403,10 @@ class Emitter {
     std::int64_t per_out = 1;
     for (size_t d = 0; d < xs.size(); ++d)
       if (reduced[d]) per_out *= xs[d];
-    llvm::Function* f = b_.GetInsertBlock()->getParent();
+    llvm::Function* f = b.GetInsertBlock()->getParent();
     llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
     llvm::AllocaInst* acc = entry.CreateAlloca(reg_type(xt));
-    llvm::AllocaInst* best = arg ? entry.CreateAlloca(b_.getInt64Ty()) : nullptr;
+    llvm::AllocaInst* best = arg ? entry.CreateAlloca(b.getInt64Ty()) : nullptr;
     const bool is_max = root.op == Op::argmax;
     loop(begin, end, [&](Value* o) {
       Index oidx = unflatten(o, os);
@@ -593,34 +414,34 @@ class Emitter {
       for (size_t d = 0, k = 0; d < xs.size(); ++d)
         if (!reduced[d]) idx[d] = oidx[k++];
       if (arg) {
-        b_.CreateStore(identity(is_max ? Op::reduce_max : Op::reduce_min, xt), acc);
-        b_.CreateStore(i64c(0), best);
+        b.CreateStore(identity(is_max ? Op::reduce_max : Op::reduce_min, xt), acc);
+        b.CreateStore(i64c(0), best);
       } else {
-        b_.CreateStore(identity(root.op, xt), acc);
+        b.CreateStore(identity(root.op, xt), acc);
       }
       reduce_loops(xs, reduced, idx, 0, [&](const Index& full) {
         memo_.clear();
         Value* v = value(x, full);
-        Value* a = b_.CreateLoad(reg_type(xt), acc);
+        Value* a = b.CreateLoad(reg_type(xt), acc);
         if (!arg) {
-          b_.CreateStore(combine(root.op, xt, a, v), acc);
+          b.CreateStore(combine(root.op, xt, a, v), acc);
           return;
         }
         // Take v when it beats the best so far; NaN beats everything, once.
         Value* take;
         if (is_floating(xt)) {
-          Value* a_nan = b_.CreateFCmpUNO(a, a);
-          Value* v_nan = b_.CreateFCmpUNO(v, v);
-          Value* better = is_max ? b_.CreateFCmpOGT(v, a) : b_.CreateFCmpOLT(v, a);
-          take = b_.CreateAnd(b_.CreateNot(a_nan), b_.CreateOr(v_nan, better));
+          Value* a_nan = b.CreateFCmpUNO(a, a);
+          Value* v_nan = b.CreateFCmpUNO(v, v);
+          Value* better = is_max ? b.CreateFCmpOGT(v, a) : b.CreateFCmpOLT(v, a);
+          take = b.CreateAnd(b.CreateNot(a_nan), b.CreateOr(v_nan, better));
         } else {
           take = compare(is_max ? Op::gt : Op::lt, xt, v, a);
         }
-        b_.CreateStore(b_.CreateSelect(take, v, a), acc);
-        b_.CreateStore(b_.CreateSelect(take, full[root.attr<attr::ArgReduce>().dimension], b_.CreateLoad(b_.getInt64Ty(), best)), best);
+        b.CreateStore(b.CreateSelect(take, v, a), acc);
+        b.CreateStore(b.CreateSelect(take, full[root.attr<attr::ArgReduce>().dimension], b.CreateLoad(b.getInt64Ty(), best)), best);
       });
-      Value* r = arg ? convert_value(b_.CreateLoad(b_.getInt64Ty(), best), DType::int64, root.dtype())
-                     : b_.CreateLoad(reg_type(xt), acc);
+      Value* r = arg ? convert_value(b.CreateLoad(b.getInt64Ty(), best), DType::int64, root.dtype())
+                     : b.CreateLoad(reg_type(xt), acc);
       store(root.dtype(), o, r);
     });
     return {n_out, per_out};
@@ -645,11 +466,11 @@ class Emitter {
     for (size_t d = 0; d < xs.size(); ++d)
       if (reduced[d]) per_item *= xs[d];
     loop(begin, end, [&](Value* item) {
-      Value* ob = b_.CreateUDiv(item, i64c(nb));
-      Value* t0 = b_.CreateMul(b_.CreateURem(item, i64c(nb)), i64c(block));
-      Value* t1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(t0, i64c(block)), i64c(tail));
-      Value* out_base = b_.CreateMul(ob, i64c(tail));
-      loop(t0, t1, [&](Value* t) { store(root.dtype(), b_.CreateAdd(out_base, t), identity(root.op, xt)); });
+      Value* ob = b.CreateUDiv(item, i64c(nb));
+      Value* t0 = b.CreateMul(b.CreateURem(item, i64c(nb)), i64c(block));
+      Value* t1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(t0, i64c(block)), i64c(tail));
+      Value* out_base = b.CreateMul(ob, i64c(tail));
+      loop(t0, t1, [&](Value* t) { store(root.dtype(), b.CreateAdd(out_base, t), identity(root.op, xt)); });
       Index oidx = unflatten(ob, outer_shape);
       Index idx(xs.size(), nullptr);
       for (int d = 0, k = 0; d < last_reduced; ++d)
@@ -662,12 +483,12 @@ class Emitter {
           memo_.clear();
           Value* v = value(x, full);
           llvm::Type* mt = mem_type(xt);
-          Value* p = b_.CreateInBoundsGEP(mt, out_, b_.CreateAdd(out_base, t));
-          Value* a = b_.CreateLoad(mt, p);
-          if (xt == DType::bool_) a = b_.CreateICmpNE(a, b_.getInt8(0));
+          Value* p = b.CreateInBoundsGEP(mt, out_, b.CreateAdd(out_base, t));
+          Value* a = b.CreateLoad(mt, p);
+          if (xt == DType::bool_) a = b.CreateICmpNE(a, b.getInt8(0));
           Value* r = combine(root.op, xt, a, v);
-          if (xt == DType::bool_) r = b_.CreateZExt(r, mt);
-          b_.CreateStore(r, p);
+          if (xt == DType::bool_) r = b.CreateZExt(r, mt);
+          b.CreateStore(r, p);
         });
       });
     });
@@ -675,9 +496,7 @@ class Emitter {
   }
 
   const Step& step_;
-  llvm::LLVMContext& ctx_;
   llvm::Module& m_;
-  Builder b_;
   std::unordered_set<const Node*> leaves_;
   std::unordered_map<const Node*, Value*> base_;
   Value* out_ = nullptr;

@@ -1,0 +1,279 @@
+#include "codegen/lowering.hpp"
+
+#include <string>
+
+#include "codegen/math.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel::codegen {
+
+using llvm::Value;
+
+#define TESSEL_LOWER(OP) \
+  template <>            \
+  Value* Lowering<Op::OP>::expr([[maybe_unused]] ExprEmitter& e, [[maybe_unused]] const Node& n, \
+                                [[maybe_unused]] const Index& idx)
+
+// Ops codegen/schedule.cpp makes steps of (materialised, never inlined).
+#define TESSEL_NOT_AN_EXPRESSION(OP)                                                                       \
+  TESSEL_LOWER(OP) {                                                                                       \
+    throw InternalError(std::string(op_name(n.op)) + " reached the expression emitter unmaterialised"); \
+  }
+
+TESSEL_NOT_AN_EXPRESSION(parameter)
+TESSEL_NOT_AN_EXPRESSION(axis_index)
+TESSEL_NOT_AN_EXPRESSION(reduce_sum)
+TESSEL_NOT_AN_EXPRESSION(reduce_max)
+TESSEL_NOT_AN_EXPRESSION(reduce_min)
+TESSEL_NOT_AN_EXPRESSION(reduce_prod)
+TESSEL_NOT_AN_EXPRESSION(argmax)
+TESSEL_NOT_AN_EXPRESSION(argmin)
+TESSEL_NOT_AN_EXPRESSION(dot_general)
+TESSEL_NOT_AN_EXPRESSION(sort)
+TESSEL_NOT_AN_EXPRESSION(all_gather)
+TESSEL_NOT_AN_EXPRESSION(all_reduce)
+TESSEL_NOT_AN_EXPRESSION(reduce_scatter)
+TESSEL_NOT_AN_EXPRESSION(all_to_all)
+TESSEL_NOT_AN_EXPRESSION(collective_permute)
+
+// ------------------------------------------------------------------ leaves
+
+TESSEL_LOWER(constant) { return e.literal_scalar(*n.attr<attr::Constant>().value); }
+TESSEL_LOWER(iota) { return e.convert_value(idx[n.attr<attr::Iota>().dimension], DType::int64, n.dtype()); }
+TESSEL_LOWER(sharding_constraint) { return e.arg(n, idx, 0); }
+
+// ------------------------------------------------------------------ unary
+
+#define TESSEL_LOWER_MATH1(OP, FN) \
+  TESSEL_LOWER(OP) { return emit_math(e.b, MathFn::FN, e.arg(n, idx, 0)); }
+TESSEL_LOWER_MATH1(sin, sin)
+TESSEL_LOWER_MATH1(cos, cos)
+TESSEL_LOWER_MATH1(tan, tan)
+TESSEL_LOWER_MATH1(tanh, tanh)
+TESSEL_LOWER_MATH1(exp, exp)
+TESSEL_LOWER_MATH1(expm1, expm1)
+TESSEL_LOWER_MATH1(log, log)
+TESSEL_LOWER_MATH1(log1p, log1p)
+TESSEL_LOWER_MATH1(logistic, logistic)
+TESSEL_LOWER_MATH1(erf_inv, erf_inv)
+TESSEL_LOWER_MATH1(erf, erf)
+#undef TESSEL_LOWER_MATH1
+
+#define TESSEL_LOWER_INTRINSIC1(OP, ID) \
+  TESSEL_LOWER(OP) { return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::ID, e.arg(n, idx, 0)); }
+TESSEL_LOWER_INTRINSIC1(sqrt, sqrt)
+TESSEL_LOWER_INTRINSIC1(floor, floor)
+TESSEL_LOWER_INTRINSIC1(ceil, ceil)
+TESSEL_LOWER_INTRINSIC1(round, roundeven)
+#undef TESSEL_LOWER_INTRINSIC1
+
+TESSEL_LOWER(neg) {
+  Value* x = e.arg(n, idx, 0);
+  return is_floating(n.dtype()) ? e.b.CreateFNeg(x) : e.b.CreateNeg(x);
+}
+TESSEL_LOWER(rsqrt) {
+  return e.b.CreateFDiv(e.constant(n.dtype(), 1.0), e.b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, e.arg(n, idx, 0)));
+}
+TESSEL_LOWER(abs) {
+  const DType t = n.dtype();
+  Value* x = e.arg(n, idx, 0);
+  if (is_floating(t)) return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  if (t == DType::uint32) return x;
+  return e.b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, e.b.getFalse());
+}
+TESSEL_LOWER(sign) {
+  const DType t = n.dtype();
+  auto& b = e.b;
+  Value* x = e.arg(n, idx, 0);
+  Value *zero = e.constant(t, 0), *one = e.constant(t, 1);
+  if (is_floating(t)) {
+    Value* s = b.CreateSelect(b.CreateFCmpOGT(x, zero), one, x);
+    return b.CreateSelect(b.CreateFCmpOLT(x, zero), e.constant(t, -1), s);
+  }
+  if (t == DType::uint32) return b.CreateZExt(b.CreateICmpNE(x, zero), e.reg_type(t));
+  Value* s = b.CreateSelect(b.CreateICmpSGT(x, zero), one, zero);
+  return b.CreateSelect(b.CreateICmpSLT(x, zero), e.constant(t, -1), s);
+}
+TESSEL_LOWER(is_finite) {
+  Value* x = e.arg(n, idx, 0);
+  return e.b.CreateFCmpONE(e.b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                           llvm::ConstantFP::getInfinity(x->getType()));
+}
+TESSEL_LOWER(not_) { return e.b.CreateNot(e.arg(n, idx, 0)); }
+
+// ------------------------------------------------------------------ binary
+
+#define TESSEL_LOWER_ARITH(OP, FLOAT, INT)                                                         \
+  TESSEL_LOWER(OP) {                                                                               \
+    Value *a = e.arg(n, idx, 0), *b = e.arg(n, idx, 1);                                           \
+    return is_floating(n.dtype()) ? e.b.Create##FLOAT(a, b) : e.b.Create##INT(a, b);               \
+  }
+TESSEL_LOWER_ARITH(add, FAdd, Add)
+TESSEL_LOWER_ARITH(sub, FSub, Sub)
+TESSEL_LOWER_ARITH(mul, FMul, Mul)
+#undef TESSEL_LOWER_ARITH
+
+TESSEL_LOWER(div) {
+  Value *a = e.arg(n, idx, 0), *b = e.arg(n, idx, 1);
+  return is_floating(n.dtype()) ? e.b.CreateFDiv(a, b) : e.int_divrem(n.dtype(), a, b, true);
+}
+TESSEL_LOWER(rem) {
+  Value *a = e.arg(n, idx, 0), *b = e.arg(n, idx, 1);
+  return is_floating(n.dtype()) ? e.b.CreateFRem(a, b) : e.int_divrem(n.dtype(), a, b, false);
+}
+TESSEL_LOWER(pow) { return emit_math(e.b, MathFn::pow, e.arg(n, idx, 0), e.arg(n, idx, 1)); }
+TESSEL_LOWER(atan2) { return emit_math(e.b, MathFn::atan2, e.arg(n, idx, 0), e.arg(n, idx, 1)); }
+TESSEL_LOWER(max) { return e.minmax(n.dtype(), e.arg(n, idx, 0), e.arg(n, idx, 1), true); }
+TESSEL_LOWER(min) { return e.minmax(n.dtype(), e.arg(n, idx, 0), e.arg(n, idx, 1), false); }
+TESSEL_LOWER(and_) { return e.b.CreateAnd(e.arg(n, idx, 0), e.arg(n, idx, 1)); }
+TESSEL_LOWER(or_) { return e.b.CreateOr(e.arg(n, idx, 0), e.arg(n, idx, 1)); }
+TESSEL_LOWER(xor_) { return e.b.CreateXor(e.arg(n, idx, 0), e.arg(n, idx, 1)); }
+
+namespace {
+// Shifts by the bit width or more give 0 (XLA), never poison.
+Value* shift(ExprEmitter& e, const Node& n, const Index& idx, bool left) {
+  auto& b = e.b;
+  llvm::Type* ty = e.reg_type(n.dtype());
+  Value *a = e.arg(n, idx, 0), *s = e.arg(n, idx, 1);
+  Value* big = b.CreateICmpUGE(s, llvm::ConstantInt::get(ty, ty->getIntegerBitWidth()));
+  Value* safe = b.CreateSelect(big, llvm::ConstantInt::get(ty, 0), s);
+  Value* r = left ? b.CreateShl(a, safe) : b.CreateLShr(a, safe);
+  return b.CreateSelect(big, llvm::ConstantInt::get(ty, 0), r);
+}
+}  // namespace
+TESSEL_LOWER(shift_left) { return shift(e, n, idx, true); }
+TESSEL_LOWER(shift_right_logical) { return shift(e, n, idx, false); }
+
+#define TESSEL_LOWER_COMPARE(OP) \
+  TESSEL_LOWER(OP) { return e.compare(Op::OP, n.in[0]->dtype(), e.arg(n, idx, 0), e.arg(n, idx, 1)); }
+TESSEL_LOWER_COMPARE(eq)
+TESSEL_LOWER_COMPARE(ne)
+TESSEL_LOWER_COMPARE(lt)
+TESSEL_LOWER_COMPARE(le)
+TESSEL_LOWER_COMPARE(gt)
+TESSEL_LOWER_COMPARE(ge)
+#undef TESSEL_LOWER_COMPARE
+
+TESSEL_LOWER(select) { return e.b.CreateSelect(e.arg(n, idx, 0), e.arg(n, idx, 1), e.arg(n, idx, 2)); }
+TESSEL_LOWER(threefry2x32) {
+  return e.threefry(e.arg(n, idx, 0), e.arg(n, idx, 1), e.arg(n, idx, 2), e.arg(n, idx, 3),
+                    int(n.attr<attr::Word>().word));
+}
+TESSEL_LOWER(convert) { return e.convert_value(e.arg(n, idx, 0), n.in[0]->dtype(), n.dtype()); }
+TESSEL_LOWER(bitcast_convert) { return e.b.CreateBitCast(e.arg(n, idx, 0), e.reg_type(n.dtype())); }
+
+// ------------------------------------------------------------------ data movement: the operand at a moved index
+
+TESSEL_LOWER(broadcast_in_dim) {
+  const Shape& s = n.in[0]->shape();
+  const auto& dims = n.attr<attr::Dimensions>().dims;
+  Index sub(s.size());
+  for (size_t i = 0; i < s.size(); ++i) sub[i] = s[i] == 1 ? e.i64c(0) : idx[dims[i]];
+  return e.value(n.in[0], sub);
+}
+TESSEL_LOWER(reshape) {
+  const Shape& s = n.in[0]->shape();
+  if (s.empty()) return e.value(n.in[0], {});
+  return e.value(n.in[0], e.unflatten(e.linearize(idx, n.shape()), s));
+}
+TESSEL_LOWER(transpose) {
+  const auto& perm = n.attr<attr::Dimensions>().dims;
+  Index sub(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) sub[perm[i]] = idx[i];
+  return e.value(n.in[0], sub);
+}
+TESSEL_LOWER(rev) {
+  Index sub = idx;
+  for (auto d : n.attr<attr::Dimensions>().dims) sub[d] = e.b.CreateSub(e.i64c(n.shape()[d] - 1), idx[d]);
+  return e.value(n.in[0], sub);
+}
+TESSEL_LOWER(slice) {
+  const auto& a = n.attr<attr::Slice>();
+  Index sub(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) {
+    Value* v = idx[i];
+    if (a.stride[i] != 1) v = e.b.CreateMul(v, e.i64c(a.stride[i]), "", true, true);
+    if (a.start[i] != 0) v = e.b.CreateAdd(v, e.i64c(a.start[i]), "", true, true);
+    sub[i] = v;
+  }
+  return e.value(n.in[0], sub);
+}
+TESSEL_LOWER(pad) {
+  const auto& a = n.attr<attr::Pad>();
+  auto& b = e.b;
+  const Shape& s = n.in[0]->shape();
+  Value* inside = b.getTrue();
+  Index sub(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) {
+    std::int64_t period = a.interior[i] + 1;
+    Value* r = b.CreateSub(idx[i], e.i64c(a.low[i]));
+    Value* ok = b.CreateICmpSGE(r, e.i64c(0));
+    Value* q = r;
+    if (period != 1) {
+      Value* rc = b.CreateSelect(ok, r, e.i64c(0));
+      q = b.CreateUDiv(rc, e.i64c(period));
+      ok = b.CreateAnd(ok, b.CreateICmpEQ(b.CreateURem(rc, e.i64c(period)), e.i64c(0)));
+    }
+    ok = b.CreateAnd(ok, b.CreateICmpSLT(q, e.i64c(s[i])));
+    inside = b.CreateAnd(inside, ok);
+    sub[i] = q;
+  }
+  // Read a safe index outside, then choose.
+  for (auto& v : sub) v = b.CreateSelect(inside, v, e.i64c(0));
+  return b.CreateSelect(inside, e.value(n.in[0], sub), e.value(n.in[1], {}));
+}
+TESSEL_LOWER(concatenate) {
+  auto& b = e.b;
+  const std::int64_t d = n.attr<attr::Dimension>().dimension;
+  Value* result = nullptr;
+  std::int64_t offset = 0;
+  for (size_t k = 0; k < n.in.size(); ++k) {
+    std::int64_t len = n.in[k]->shape()[d];
+    Index sub = idx;
+    Value* local = b.CreateSub(idx[d], e.i64c(offset));
+    Value* in_range = b.CreateICmpULT(local, e.i64c(len));
+    sub[d] = b.CreateSelect(in_range, local, e.i64c(0));
+    Value* v = e.value(n.in[k], sub);
+    result = result ? b.CreateSelect(in_range, v, result) : v;
+    offset += len;
+  }
+  return result;
+}
+TESSEL_LOWER(dynamic_slice) {
+  const Shape& s = n.in[0]->shape();
+  const Shape& sizes = n.attr<attr::DynamicSlice>().sizes;
+  Index sub(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) sub[i] = e.b.CreateAdd(idx[i], e.clamped_start(n.in[i + 1], s[i] - sizes[i]));
+  return e.value(n.in[0], sub);
+}
+TESSEL_LOWER(dynamic_update_slice) {
+  auto& b = e.b;
+  const Shape& s = n.in[0]->shape();
+  const Shape& u = n.in[1]->shape();
+  Value* inside = b.getTrue();
+  Index sub(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) {
+    Value* r = b.CreateSub(idx[i], e.clamped_start(n.in[i + 2], s[i] - u[i]));
+    inside = b.CreateAnd(inside, b.CreateICmpULT(r, e.i64c(u[i])));
+    sub[i] = r;
+  }
+  for (auto& v : sub) v = b.CreateSelect(inside, v, e.i64c(0));
+  return b.CreateSelect(inside, e.value(n.in[1], sub), e.arg(n, idx, 0));
+}
+
+#undef TESSEL_LOWER
+#undef TESSEL_NOT_AN_EXPRESSION
+
+namespace {
+using ExprFn = Value* (*)(ExprEmitter&, const Node&, const Index&);
+const ExprFn kLowerings[] = {
+#define TESSEL_X(e, text, family, cost, attrs) &Lowering<Op::e>::expr,
+    TESSEL_OPS(TESSEL_X)
+#undef TESSEL_X
+};
+static_assert(sizeof(kLowerings) / sizeof(kLowerings[0]) == kNumOps);
+}  // namespace
+
+Value* lower_expr(ExprEmitter& e, const Node& n, const Index& idx) { return kLowerings[int(n.op)](e, n, idx); }
+
+}  // namespace tessel::codegen
