@@ -30,6 +30,8 @@ bool always_materialized(const Node& n) {
       return n.op == Op::parameter || n.op == Op::axis_index || (n.op == Op::constant && !n.shape().empty());
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
     case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return false;
+    case OpFamily::Tuple: case OpFamily::Region:
+      throw InternalError(std::string(op_name(n.op)) + " reached codegen: inline_calls removes it first");
   }
   __builtin_unreachable();
 }
@@ -44,6 +46,8 @@ StepKind step_kind(const Node& n) {
       return n.op == Op::constant ? StepKind::Constant : n.op == Op::axis_index ? StepKind::AxisIndex : StepKind::Loop;
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
     case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return StepKind::Loop;
+    case OpFamily::Tuple: case OpFamily::Region:
+      throw InternalError(std::string(op_name(n.op)) + " reached codegen: inline_calls removes it first");
   }
   __builtin_unreachable();
 }

@@ -35,6 +35,10 @@ TESSEL_NOT_AN_EXPRESSION(all_reduce)
 TESSEL_NOT_AN_EXPRESSION(reduce_scatter)
 TESSEL_NOT_AN_EXPRESSION(all_to_all)
 TESSEL_NOT_AN_EXPRESSION(collective_permute)
+// Structural ops: inline_calls (tracer/rewrite.hpp) removes them before codegen.
+TESSEL_NOT_AN_EXPRESSION(tuple)
+TESSEL_NOT_AN_EXPRESSION(get_tuple_element)
+TESSEL_NOT_AN_EXPRESSION(call)
 
 // ------------------------------------------------------------------ leaves
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "tracer/errors.hpp"
+#include "tracer/ir.hpp"
 
 namespace tessel {
 
@@ -68,6 +69,7 @@ void Dot::print(std::ostream& os) const {
 }
 void Constraint::print(std::ostream& os) const { os << ", sharding=" << sharding->spec_str(); }
 void TupleIndex::print(std::ostream& os) const { os << ", index=" << index; }
+void Call::print(std::ostream& os) const { os << ", to_apply=" << (body ? body->name : std::string("(none)")); }
 void AxisIndex::print(std::ostream& os) const {
   os << ", axes={";
   for (size_t i = 0; i < axes.size(); ++i) os << (i ? "," : "") << mesh->axes()[axes[i]].name;
@@ -147,6 +149,43 @@ std::size_t Attrs::hash() const {
 
 void Attrs::print(std::ostream& os) const {
   std::visit([&](const auto& a) { a.print(os); }, v_);
+}
+
+std::vector<GraphRef> Attrs::regions() const {
+  std::vector<GraphRef> out;
+  std::visit(
+      [&](const auto& a) {
+        std::apply(
+            [&](const auto&... f) {
+              auto one = [&](const auto& x) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(x)>, GraphRef>) out.push_back(x);
+              };
+              (one(f), ...);
+            },
+            a.fields());
+      },
+      v_);
+  return out;
+}
+
+Attrs Attrs::with_regions(const std::vector<GraphRef>& regions) const {
+  return std::visit(
+      [&](const auto& a) -> Attrs {
+        auto copy = a;  // not const: its fields may be assigned through the tie
+        size_t k = 0;
+        std::apply(
+            [&](const auto&... f) {
+              auto one = [&](const auto& x) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(x)>, GraphRef>)
+                  const_cast<GraphRef&>(x) = regions.at(k++);
+              };
+              (one(f), ...);
+            },
+            copy.fields());
+        if (k != regions.size()) throw InternalError("with_regions: wrong number of regions");
+        return Attrs(std::move(copy));
+      },
+      v_);
 }
 
 void Attrs::mismatch() const {

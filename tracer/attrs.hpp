@@ -26,6 +26,12 @@
 
 namespace tessel {
 
+// A region: a child graph a node owns (a called function, later loop bodies,
+// branches, shard_map bodies). Held in the node's attribute struct, so that
+// shape rules see it; compared and keyed by structure (tracer/ir.cpp).
+struct Graph;
+using GraphRef = std::shared_ptr<const Graph>;
+
 // Host data of a constant, row-major.
 struct Literal {
   DType dtype = DType::float32;
@@ -127,6 +133,13 @@ struct TupleIndex {
   auto fields() const { return std::tie(index); }
   void print(std::ostream& os) const;
 };
+// call: a function applied to the operands; its results are the node's
+// (a tuple when it has other than one).
+struct Call {
+  GraphRef body;
+  auto fields() const { return std::tie(body); }
+  void print(std::ostream& os) const;  // the body prints below the node
+};
 // Collectives and axis_index run over `axes` of `mesh`: groups are the
 // devices that differ only in those axes' coordinates.
 struct AxisIndex {
@@ -182,6 +195,7 @@ template <class T>
 bool equal(const std::shared_ptr<const T>& a, const std::shared_ptr<const T>& b) {
   return a == b || (a && b && *a == *b);
 }
+bool equal(const GraphRef& a, const GraphRef& b);  // same structure and bits
 inline void add(Key& k, std::int64_t v) { k.pod(v); }
 inline void add(Key& k, DType v) { k.pod(v); }
 inline void add(Key& k, Op v) { k.pod(v); }
@@ -198,6 +212,7 @@ inline void add(Key& k, const DotDims& d) {
 void add(Key& k, const LiteralRef& l);
 void add(Key& k, const MeshRef& m);
 void add(Key& k, const std::shared_ptr<const AxisSharding>& s);
+void add(Key& k, const GraphRef& g);  // its fingerprint
 }  // namespace field
 
 template <class A>
@@ -224,7 +239,7 @@ void add_to_key(Key& k, const A& a)
 using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
-                 attr::TupleIndex, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
+                 attr::TupleIndex, attr::Call, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
                  attr::AllToAll, attr::CollectivePermute>;
 
 class Attrs {
@@ -250,6 +265,11 @@ class Attrs {
   void add_to_key(Key& k) const;  // which struct, then its fields
   std::size_t hash() const;
   void print(std::ostream& os) const;
+
+  // The regions among the struct's fields, in order; the same attributes
+  // with those regions replaced (the one place passes reach regions through).
+  std::vector<GraphRef> regions() const;
+  Attrs with_regions(const std::vector<GraphRef>& regions) const;
 
  private:
   [[noreturn]] void mismatch() const;

@@ -22,7 +22,12 @@ struct Linearized {
 };
 
 // Primal and tangent of every node, tangent params numbered from `first_tangent`.
-void linearize(const Graph& g, const std::vector<bool>& wrt, int first_tangent, Linearized& L) {
+void linearize(const Graph& g_in, const std::vector<bool>& wrt, int first_tangent, Linearized& L) {
+  // Calls first become their bodies: every rule below sees plain primitives.
+  const bool calls = has_calls(g_in);
+  Graph inlined;
+  if (calls) inlined = inline_calls(g_in);
+  const Graph& g = calls ? inlined : g_in;
   std::unordered_map<const Node*, NodeRef> primal, tangent;
   int next = first_tangent;
   for (size_t i = 0; i < g.params.size(); ++i) {

@@ -183,6 +183,24 @@ NodeRef axis_index(NodeTable& t, MeshRef mesh, std::vector<int> axes) {
   return make(t, Op::axis_index, {}, attr::AxisIndex{std::move(mesh), std::move(axes)}, Aval{DType::int32, {}, false});
 }
 
+NodeRef tuple(NodeTable& t, const std::vector<NodeRef>& xs) { return make(t, Op::tuple, xs, attr::None{}); }
+
+NodeRef get_tuple_element(NodeTable& t, const NodeRef& x, std::int64_t index) {
+  if (x->op == Op::tuple && index >= 0 && index < std::int64_t(x->in.size())) return x->in[size_t(index)];
+  return make(t, Op::get_tuple_element, {x}, attr::TupleIndex{index});
+}
+
+NodeRef call(NodeTable& t, GraphRef body, const std::vector<NodeRef>& args) {
+  return make(t, Op::call, args, attr::Call{std::move(body)});
+}
+
+std::vector<NodeRef> results(NodeTable& t, const NodeRef& x) {
+  if (!x->aval.tuple) return {x};
+  std::vector<NodeRef> out;
+  for (size_t i = 0; i < x->aval.elements.size(); ++i) out.push_back(get_tuple_element(t, x, std::int64_t(i)));
+  return out;
+}
+
 NodeRef with_operands(NodeTable& t, const Node& n, std::vector<NodeRef> in) {
   return make(t, n.op, std::move(in), n.attrs, n.aval);
 }

@@ -59,6 +59,15 @@ NodeRef collective_permute(NodeTable& t, const NodeRef& x, MeshRef mesh,
 // This device's coordinate along `axes` of `mesh` (int32 scalar).
 NodeRef axis_index(NodeTable& t, MeshRef mesh, std::vector<int> axes);
 
+// Several values as one (a tuple aval), and element i of a tuple (of a
+// `tuple` node: that operand itself, as XLA's simplifier folds it).
+NodeRef tuple(NodeTable& t, const std::vector<NodeRef>& xs);
+NodeRef get_tuple_element(NodeTable& t, const NodeRef& x, std::int64_t index);
+// body applied to args: its one result, or a tuple of its results.
+NodeRef call(NodeTable& t, GraphRef body, const std::vector<NodeRef>& args);
+// A node's results as values: itself, or each element of its tuple.
+std::vector<NodeRef> results(NodeTable& t, const NodeRef& x);
+
 // Rebuilds node n with new operands (same op and params) in table t.
 NodeRef with_operands(NodeTable& t, const Node& n, std::vector<NodeRef> in);
 

@@ -38,8 +38,21 @@ const char* short_dtype(DType t) {
 
 }  // namespace
 
+Aval Aval::make_tuple(std::vector<Aval> elements) {
+  Aval a;
+  a.tuple = true;
+  a.elements = std::move(elements);
+  return a;
+}
+
 std::string Aval::str() const {
   std::ostringstream os;
+  if (tuple) {
+    os << '(';
+    for (size_t i = 0; i < elements.size(); ++i) os << (i ? ", " : "") << elements[i].str();
+    os << ')';
+    return os.str();
+  }
   os << short_dtype(dtype) << '[';
   for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
   os << ']';
@@ -106,7 +119,11 @@ Node::~Node() {
 }
 
 NodeRef NodeTable::make(Op op, std::vector<NodeRef> in, Aval aval, Attrs attrs) {
-  check_shape(aval.shape, aval.dtype, op_name(op));
+  if (aval.tuple) {
+    for (auto& e : aval.elements) check_shape(e.shape, e.dtype, op_name(op));
+  } else {
+    check_shape(aval.shape, aval.dtype, op_name(op));
+  }
   if (attrs.index() != op_attr_index(op))
     throw InternalError(std::string(op_name(op)) + " built with another op's attribute struct");
   std::size_t h = std::size_t(op);
@@ -114,6 +131,8 @@ NodeRef NodeTable::make(Op op, std::vector<NodeRef> in, Aval aval, Attrs attrs) 
   mix(h, std::size_t(aval.dtype));
   mix_vec(h, aval.shape);
   mix(h, aval.weak_type);
+  mix(h, aval.tuple);
+  mix(h, aval.elements.size());
   mix(h, attrs.hash());
   auto range = table_.equal_range(h);
   for (auto it = range.first; it != range.second; ++it) {
@@ -162,7 +181,10 @@ std::vector<NodeRef> Graph::topo_order() const {
 
 namespace {
 
-void add_aval(Key& k, const Aval& a) { k.pod(a.dtype).pod(a.weak_type).seq(a.shape); }
+void add_aval(Key& k, const Aval& a) {
+  k.pod(a.dtype).pod(a.weak_type).seq(a.shape).pod(a.tuple).pod(std::uint64_t(a.elements.size()));
+  for (auto& e : a.elements) add_aval(k, e);
+}
 
 // Nodes in `order` (operands first), each as op, aval, params and its operands'
 // positions in `order`; nodes of `leaf_no` as their input number and aval.
@@ -251,16 +273,18 @@ std::unordered_map<const Node*, int> value_numbers(const Graph& g) {
   return name;
 }
 
-std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSharding>* shardings,
-                    const std::unordered_map<const Node*, std::string>* notes) {
-  std::ostringstream os;
+namespace {
+
+void print_graph(std::ostream& os, const Graph& g, const std::string& indent,
+                 const std::unordered_map<const Node*, AxisSharding>* shardings,
+                 const std::unordered_map<const Node*, std::string>* notes) {
   auto order = g.topo_order();
   std::unordered_map<const Node*, int> name = value_numbers(g);
-  os << "func " << g.name << "(";
+  os << indent << "func " << g.name << "(";
   for (size_t i = 0; i < g.params.size(); ++i) os << (i ? ", " : "") << '%' << name[g.params[i].get()];
   os << ") {\n";
   for (auto& n : order) {
-    os << "  %" << name[n.get()] << " = " << n->aval.str() << ' ' << op_name(n->op) << '(';
+    os << indent << "  %" << name[n.get()] << " = " << n->aval.str() << ' ' << op_name(n->op) << '(';
     if (n->op == Op::parameter) os << n->attr<attr::Parameter>().index;
     if (n->op == Op::constant) os << literal_text(*n->attr<attr::Constant>().value);
     for (size_t i = 0; i < n->in.size(); ++i) os << (i ? ", " : "") << '%' << name[n->in[i].get()];
@@ -274,14 +298,38 @@ std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSh
       if (it != notes->end()) os << "  // " << it->second;
     }
     os << '\n';
+    // Regions print below their node, indented (their values numbered apart).
+    for (auto& r : n->regions()) print_graph(os, *r, indent + "    ", nullptr, nullptr);
   }
-  os << "  ROOT (";
+  os << indent << "  ROOT (";
   for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", " : "") << '%' << name[g.outputs[i].get()];
-  os << ")\n}\n";
+  os << ")\n" << indent << "}\n";
+}
+
+}  // namespace
+
+void for_each_graph(const Graph& g, const std::function<void(const Graph&)>& fn) {
+  std::vector<const Graph*> pending{&g};
+  while (!pending.empty()) {
+    const Graph* x = pending.back();
+    pending.pop_back();
+    fn(*x);
+    std::vector<const Graph*> children;
+    for (auto& n : x->topo_order())
+      for (auto& r : n->regions()) children.push_back(r.get());
+    pending.insert(pending.end(), children.rbegin(), children.rend());
+  }
+}
+
+std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSharding>* shardings,
+                    const std::unordered_map<const Node*, std::string>* notes) {
+  std::ostringstream os;
+  print_graph(os, g, "", shardings, notes);
   return os.str();
 }
 
-void verify(const Graph& g) {
+namespace {
+void verify_one(const Graph& g) {
   for (auto& n : g.topo_order()) {
     if (n->attrs.index() != op_attr_index(n->op))
       throw InternalError(std::string("verify: node ") + op_name(n->op) + " holds another op's attribute struct");
@@ -302,5 +350,21 @@ void verify(const Graph& g) {
     if (g.params[i]->op != Op::parameter || g.params[i]->attr<attr::Parameter>().index != std::int64_t(i))
       throw InternalError("verify: parameter " + std::to_string(i) + " is misplaced");
 }
+}  // namespace
+
+void verify(const Graph& g) { for_each_graph(g, verify_one); }
+
+namespace attr::field {
+bool equal(const GraphRef& a, const GraphRef& b) {
+  return a == b || (a && b && fingerprint(*a) == fingerprint(*b));
+}
+void add(Key& k, const GraphRef& g) {
+  if (!g) {
+    k.tag('-');
+    return;
+  }
+  k.tag('G').key(fingerprint(*g));
+}
+}  // namespace attr::field
 
 }  // namespace tessel

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,13 +28,18 @@
 
 namespace tessel {
 
-// An abstract value: what is known of an array at trace time.
+// An abstract value: what is known of an array at trace time, or of a
+// tuple of arrays (the value of a node with several results, XLA's tuple:
+// get_tuple_element projects one; dtype and shape are then unused).
 struct Aval {
   DType dtype = DType::float32;
   Shape shape;
   bool weak_type = false;
+  bool tuple = false;
+  std::vector<Aval> elements;  // a tuple's
   bool operator==(const Aval&) const = default;
-  std::string str() const;  // "f32[4,8]" ("f32[]{weak}" when weak)
+  std::string str() const;  // "f32[4,8]" ("f32[]{weak}" when weak; "(f32[2], s32[])" for a tuple)
+  static Aval make_tuple(std::vector<Aval> elements);
 };
 
 struct Node;
@@ -53,6 +59,8 @@ struct Node {
   const A& attr() const {
     return attrs.as<A>();
   }
+  // Its child graphs (call bodies; later loop bodies, branches).
+  std::vector<GraphRef> regions() const { return attrs.regions(); }
   DType dtype() const { return aval.dtype; }
   // Frees chains of operands iteratively: a 100,000-node chain must not
   // destroy itself recursively (stack overflow).
@@ -85,6 +93,11 @@ struct Graph {
 
 // The number each value gets in to_text (%0, %1, ...): its position in topo_order.
 std::unordered_map<const Node*, int> value_numbers(const Graph& g);
+
+// Calls every graph of g's region tree, g first, then each node's regions
+// (depth first, in node order): passes that look at every node of a program
+// walk it with this, so they never miss a region.
+void for_each_graph(const Graph& g, const std::function<void(const Graph&)>& fn);
 
 // HLO-like text of a graph; `shardings` (optional, by node) are printed after
 // each value, then `notes` (optional, by node) as comments.

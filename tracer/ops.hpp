@@ -24,6 +24,8 @@ enum class OpFamily : std::uint8_t {
   Library,     // run by a library routine on whole arrays (sort)
   Annotation,  // sharding_constraint: identity that pins a sharding
   Collective,  // made only by the partitioner and shard_map
+  Tuple,       // tuple, get_tuple_element: several results as one value, and one of them
+  Region,      // ops with child graphs (call; later loops, branches, shard_map)
 };
 
 // How costly an op is to recompute inside a fused loop (codegen/fusion.cpp),
@@ -110,7 +112,10 @@ enum class OpCost : std::uint8_t {
   X(all_reduce, "all-reduce", Collective, Never, AllReduce)                     \
   X(reduce_scatter, "reduce-scatter", Collective, Never, ReduceScatter)         \
   X(all_to_all, "all-to-all", Collective, Never, AllToAll)                      \
-  X(collective_permute, "collective-permute", Collective, Never, CollectivePermute)
+  X(collective_permute, "collective-permute", Collective, Never, CollectivePermute) \
+  X(tuple, "tuple", Tuple, Free, None)                                          \
+  X(get_tuple_element, "get-tuple-element", Tuple, Free, TupleIndex)            \
+  X(call, "call", Region, Never, Call)
 
 enum class Op : std::uint8_t {
 #define TESSEL_X(e, text, family, cost, attrs) e,

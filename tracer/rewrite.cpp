@@ -5,20 +5,81 @@
 
 namespace tessel {
 
+namespace {
+
+// The region r rebuilt with the same callback: fresh parameters of the same
+// avals, every node through fn.
+GraphRef rewrite_region(const Graph& r, NodeTable& t, const RewriteFn& fn) {
+  std::vector<NodeRef> params;
+  for (size_t i = 0; i < r.params.size(); ++i) params.push_back(build::parameter(t, int(i), r.params[i]->aval));
+  auto m = rewrite(r, t, params, fn);
+  auto g = std::make_shared<Graph>();
+  g->name = r.name;
+  g->params = params;
+  for (auto& o : r.outputs) g->outputs.push_back(m.at(o.get()));
+  return g;
+}
+
+}  // namespace
+
 std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, const std::vector<NodeRef>& params,
                                                  const RewriteFn& fn) {
   TESSEL_CHECK_INTERNAL(params.size() == g.params.size(), "rewrite: ", params.size(), " parameters for a graph of ",
                         g.params.size());
   std::unordered_map<const Node*, NodeRef> m;
+  std::vector<NodeRef> copies;  // nodes holding rebuilt regions, alive while fn may keep their address
   for (size_t i = 0; i < g.params.size(); ++i) m[g.params[i].get()] = params[i];
   for (auto& n : g.topo_order()) {
     if (m.count(n.get())) continue;  // a parameter
     std::vector<NodeRef> ops;
     ops.reserve(n->in.size());
     for (auto& x : n->in) ops.push_back(m.at(x.get()));
-    m[n.get()] = fn ? fn(*n, ops) : build::with_operands(t, *n, ops);
+    auto regions = n->regions();
+    if (regions.empty()) {
+      m[n.get()] = fn ? fn(*n, ops) : build::with_operands(t, *n, ops);
+      continue;
+    }
+    // Regions first, with the same callback; the callback then sees the node
+    // holding the rewritten regions.
+    std::vector<GraphRef> rebuilt;
+    for (auto& r : regions) rebuilt.push_back(rewrite_region(*r, t, fn));
+    auto copy = std::make_shared<Node>();
+    copy->op = n->op;
+    copy->in = n->in;
+    copy->aval = n->aval;
+    copy->attrs = n->attrs.with_regions(rebuilt);
+    copies.push_back(copy);
+    m[n.get()] = fn ? fn(*copy, ops) : build::with_operands(t, *copy, ops);
   }
   return m;
+}
+
+bool has_calls(const Graph& g) {
+  for (auto& n : g.topo_order())
+    if (n->op == Op::call) return true;
+  return false;
+}
+
+Graph inline_calls(const Graph& g) {
+  NodeTable t;
+  std::vector<NodeRef> params;
+  for (size_t i = 0; i < g.params.size(); ++i) params.push_back(build::parameter(t, int(i), g.params[i]->aval));
+  RewriteFn fn = [&](const Node& n, const std::vector<NodeRef>& ops) -> NodeRef {
+    if (n.op == Op::get_tuple_element) return build::get_tuple_element(t, ops[0], n.attr<attr::TupleIndex>().index);
+    if (n.op != Op::call) return build::with_operands(t, n, ops);
+    // The body was rewritten first (its calls are inlined already).
+    const Graph& body = *n.attr<attr::Call>().body;
+    auto m = rewrite(body, t, ops);
+    std::vector<NodeRef> outs;
+    for (auto& o : body.outputs) outs.push_back(m.at(o.get()));
+    return outs.size() == 1 ? outs[0] : build::tuple(t, outs);
+  };
+  auto m = rewrite(g, t, params, fn);
+  Graph out;
+  out.name = g.name;
+  out.params = params;
+  for (auto& o : g.outputs) out.outputs.push_back(m.at(o.get()));
+  return out;
 }
 
 }  // namespace tessel

@@ -1,9 +1,10 @@
 // The one graph rewrite (STYLE.md 5): rebuild a graph node by node, operands
 // first, into a table, optionally replacing nodes. Passes that copy a graph
 // with changes (the pipeline's mesh rewrite, autodiff's linearisation,
-// inlining a traced function into another trace) use it rather than walking
-// the graph themselves; when nodes get regions, this is where a rewrite will
-// recurse into them.
+// inlining a traced function into another trace, inlining calls) use it
+// rather than walking the graph themselves. It recurses into regions: a
+// node's child graphs are rewritten first with the same callback, and the
+// callback sees the node holding the rewritten regions.
 #pragma once
 
 #include <functional>
@@ -15,6 +16,7 @@
 namespace tessel {
 
 // A node's replacement, from the original and its rebuilt operands.
+// For a node with regions, `old` is a copy of it holding the rewritten regions.
 using RewriteFn = std::function<NodeRef(const Node& old, const std::vector<NodeRef>& operands)>;
 
 // Rebuilds every node of g into t (iteratively: graphs may be deep), g's
@@ -22,5 +24,11 @@ using RewriteFn = std::function<NodeRef(const Node& old, const std::vector<NodeR
 // its rebuilt operands. Returns the new value of every node of g.
 std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, const std::vector<NodeRef>& params,
                                                  const RewriteFn& fn = {});
+
+// g with every call replaced by its body (nested calls too); a call with
+// several results becomes a tuple, whose get_tuple_elements fold to the
+// values. The first pass of lower() and of autodiff.
+Graph inline_calls(const Graph& g);
+bool has_calls(const Graph& g);
 
 }  // namespace tessel

@@ -152,7 +152,7 @@ CostAnalysis cost_of(const Graph& local) {
     double bytes = size * double(dtype_size(n->dtype()));
     for (auto& x : n->in) bytes += double(numel(x->shape())) * double(dtype_size(x->dtype()));
     switch (op_family(n->op)) {
-      case OpFamily::Leaf: case OpFamily::Annotation: break;
+      case OpFamily::Leaf: case OpFamily::Annotation: case OpFamily::Tuple: case OpFamily::Region: break;
       case OpFamily::Unary:
         if (op_cost(n->op) == OpCost::Transcendental) c.transcendentals += size;
         else
@@ -254,26 +254,13 @@ Sharding user_sharding(const AxisSharding& s, const Shape& shape, const CommonMe
   return NamedSharding(Mesh(s.mesh), PartitionSpec::from_entries(entries));
 }
 
-void dump(const Program& p, const std::string& name) {
-  const std::string dir = config().dump_dir;
-  if (dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir, ec))
-    throw ValueError("config().dump_dir / TESSEL_DUMP_DIR '" + dir + "' is not a directory that can be created or written" +
-                     (ec ? ": " + ec.message() : std::string()));
-  const std::string base = dir + "/" + std::to_string(g_dump_counter++) + "." + name;
-  std::ofstream(base + ".1-traced.txt") << to_text(p.global);
-  std::ofstream(base + ".2-propagated.txt") << p.global_text;
-  std::ofstream(base + ".3-partitioned.txt") << p.local_text;
-  std::ofstream(base + ".4-thunks.txt") << p.thunks_text;
-}
-
 }  // namespace
+
+namespace {
 
 // The IR verifier between passes in debug builds (the sanitizer builds are
 // debug builds): a pass that breaks an invariant is named at once.
-static void verified(const Graph& g, const char* after_pass) {
+void verified(const Graph& g, const char* after_pass) {
 #ifndef NDEBUG
   try {
     verify(g);
@@ -284,6 +271,40 @@ static void verified(const Graph& g, const char* after_pass) {
   (void)g, (void)after_pass;
 #endif
 }
+
+// What each pass of lower() made: verified between passes (debug builds) and,
+// under config().dump_dir / TESSEL_DUMP_DIR, written as
+// <n>.<program>.<k>-<pass>.txt, one file per pass in order.
+class PassLog {
+ public:
+  PassLog() : dump_dir_(config().dump_dir) {}
+  // A pass that made graph g (text: how to print it; to_text(g) by default).
+  const Graph& after(const char* pass, const Graph& g, const std::string* text = nullptr) {
+    verified(g, pass);
+    if (!dump_dir_.empty()) record(pass, text ? *text : to_text(g));
+    return g;
+  }
+  void record(const char* pass, const std::string& text) {
+    if (!dump_dir_.empty()) texts_.emplace_back(pass, text);
+  }
+  void dump(const std::string& program) const {
+    if (dump_dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(dump_dir_, ec);
+    if (ec || !std::filesystem::is_directory(dump_dir_, ec))
+      throw ValueError("config().dump_dir / TESSEL_DUMP_DIR '" + dump_dir_ +
+                       "' is not a directory that can be created or written" + (ec ? ": " + ec.message() : std::string()));
+    const std::string base = dump_dir_ + "/" + std::to_string(g_dump_counter++) + "." + program;
+    for (size_t k = 0; k < texts_.size(); ++k)
+      std::ofstream(base + "." + std::to_string(k + 1) + "-" + texts_[k].first + ".txt") << texts_[k].second;
+  }
+
+ private:
+  std::string dump_dir_;
+  std::vector<std::pair<std::string, std::string>> texts_;
+};
+
+}  // namespace
 
 std::string ids_str(const std::vector<int>& ids) {
   std::ostringstream os;
@@ -338,12 +359,21 @@ std::size_t program_bytes(const Program& p, std::size_t code_bytes) {
 
 }  // namespace
 
-std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>& args, const LowerOptions& opt,
+// A script of named passes: inline-calls, rewrite-for-mesh, propagate,
+// partition, compile (each logged by PassLog above).
+std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Array>& args, const LowerOptions& opt,
                                      bool compile) {
-  Key key = program_key(g_in, args, opt);
+  Key key = program_key(traced, args, opt);
   if (auto hit = program_cache().find(key, compile)) return hit;
 
   auto p = std::make_shared<Program>();
+  PassLog passes;
+  passes.after("trace", traced);
+  // Calls become their bodies: every later pass sees plain primitives.
+  Graph inlined;
+  const bool calls = has_calls(traced);
+  if (calls) inlined = inline_calls(traced);
+  const Graph& g_in = calls ? passes.after("inline-calls", inlined) : traced;
   const std::vector<int> ids = device_assignment(g_in, args, opt);
   // Meshes: those of committed arguments, constraints and given shardings.
   std::vector<MeshRef> meshes;
@@ -376,9 +406,8 @@ std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>
   const MeshRef mesh = p->common.mesh;
   for (auto& o : out_ax)
     if (o) o = p->common.rewrite(*o);
-  verified(g_in, "trace");
   p->global = rewrite_for_mesh(g_in, p->common, out_ax);
-  verified(p->global, "rewrite-for-mesh");
+  passes.after("rewrite-for-mesh", p->global);
 
   PropagationInput pin;
   pin.mesh = mesh;
@@ -397,9 +426,11 @@ std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>
   }
   p->assignment = propagate(p->global, pin);
   p->global_text = to_text(p->global, &p->assignment.value);
+  passes.record("propagate", p->global_text);
   p->partitioned = partition(p->global, p->assignment);
   verify(p->partitioned.local);  // always: codegen trusts the partitioned program
   p->local_text = to_text(p->partitioned.local);
+  passes.after("partition", p->partitioned.local, &p->local_text);
   p->committed_outputs = false;
   for (auto& a : args) p->committed_outputs = p->committed_outputs || concrete(a).committed;
   for (auto& s : opt.in_shardings) p->committed_outputs = p->committed_outputs || bool(s);
@@ -425,8 +456,9 @@ std::shared_ptr<const Program> lower(const Graph& g_in, const std::vector<Array>
       if (!seen[s]) temp += c.executable->slots[s].bytes;
     p->peak_bytes = c.executable->peak_bytes();
     p->memory = {{"argument_size_in_bytes", arg}, {"output_size_in_bytes", out}, {"temp_size_in_bytes", temp}};
-    dump(*p, opt.name);
+    passes.record("compile", p->thunks_text);
   }
+  passes.dump(opt.name);
   program_cache().insert(std::move(key), p, program_bytes(*p, code_bytes));
   return p;
 }

@@ -1,0 +1,116 @@
+// Rules of the structural ops: tuple and get_tuple_element (a node with
+// several results is one tuple-valued node; each result is an element), and
+// call (a region: a function applied to the operands).
+//
+// Calls are inlined (tracer/rewrite.hpp, inline_calls) before propagation,
+// partitioning and autodiff, and tuples fold away with them; the reference
+// interpreter evaluates all three directly (tracer/interpreter.cpp), so that
+// inlining is tested against it.
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+using detail::cat;
+
+namespace {
+[[noreturn]] void structural(Op op) {
+  throw InternalError(cat(op_name(op), " is structural: the interpreter evaluates it, and inline_calls removes it "
+                                       "before propagation, partitioning and autodiff"));
+}
+}  // namespace
+
+// ------------------------------------------------------------------ tuple
+
+Aval Rule<Op::tuple>::infer(const std::vector<Aval>& in, const A&, const Aval&) { return Aval::make_tuple(in); }
+void Rule<Op::tuple>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
+  structural(Op::tuple);
+}
+FactorRule Rule<Op::tuple>::factors(const Node&) { structural(Op::tuple); }
+NodeRef Rule<Op::tuple>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                             const std::vector<NodeRef>& tx, const NodeRef&) {
+  bool any = false;
+  for (auto& d : tx) any = any || d;
+  if (!any) return nullptr;
+  std::vector<NodeRef> ts;
+  for (size_t k = 0; k < x.size(); ++k) ts.push_back(tx[k] ? tx[k] : ad::zeros_like(t, x[k]));
+  return build::tuple(t, ts);
+}
+void Rule<Op::tuple>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
+                                std::vector<NodeRef>& cts) {
+  for (size_t k = 0; k < n.in.size(); ++k)
+    if (linear[k]) cts[k] = build::get_tuple_element(t, ct, std::int64_t(k));
+}
+TESSEL_LOCAL_SAME_OP(tuple)
+
+// ------------------------------------------------------------------ get_tuple_element
+
+Aval Rule<Op::get_tuple_element>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  rule_util::expect_arity(Op::get_tuple_element, in, 1);
+  if (!in[0].tuple) throw InternalError(cat("get-tuple-element of a non-tuple ", in[0].str()));
+  if (p.index < 0 || p.index >= std::int64_t(in[0].elements.size()))
+    throw InternalError(cat("get-tuple-element index ", p.index, " out of range for ", in[0].str()));
+  return in[0].elements[size_t(p.index)];
+}
+void Rule<Op::get_tuple_element>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
+  structural(Op::get_tuple_element);
+}
+FactorRule Rule<Op::get_tuple_element>::factors(const Node&) { structural(Op::get_tuple_element); }
+NodeRef Rule<Op::get_tuple_element>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,
+                                         const std::vector<NodeRef>& tx, const NodeRef&) {
+  return tx[0] ? build::get_tuple_element(t, tx[0], attrs_of(n).index) : nullptr;
+}
+void Rule<Op::get_tuple_element>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                            std::vector<NodeRef>& cts) {
+  // The cotangent of the tuple: ct at this element, zeros elsewhere.
+  const Aval& tup = n.in[0]->aval;
+  std::vector<NodeRef> parts;
+  for (size_t k = 0; k < tup.elements.size(); ++k) {
+    if (std::int64_t(k) == attrs_of(n).index) {
+      parts.push_back(ct);
+    } else {
+      const Aval& e = tup.elements[k];
+      parts.push_back(build::broadcast_in_dim(t, build::scalar(t, e.dtype, 0.0), e.shape, {}));
+    }
+  }
+  cts[0] = build::tuple(t, parts);
+}
+TESSEL_LOCAL_SAME_OP(get_tuple_element)
+
+// ------------------------------------------------------------------ call
+
+Aval Rule<Op::call>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  if (!p.body) throw InternalError("call without a body");
+  const Graph& g = *p.body;
+  if (in.size() != g.params.size())
+    throw TypeError(cat("call of ", g.name, " with ", in.size(), " arguments; it takes ", g.params.size()));
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Aval& want = g.params[i]->aval;
+    if (in[i].dtype != want.dtype || in[i].shape != want.shape || in[i].tuple != want.tuple)
+      throw TypeError(cat("call of ", g.name, ": argument ", i, " is ", in[i].str(), " but the parameter is ",
+                          want.str()));
+  }
+  if (g.outputs.size() == 1) return g.outputs[0]->aval;
+  std::vector<Aval> outs;
+  for (auto& o : g.outputs) outs.push_back(o->aval);
+  return Aval::make_tuple(std::move(outs));
+}
+void Rule<Op::call>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
+  structural(Op::call);
+}
+FactorRule Rule<Op::call>::factors(const Node&) { structural(Op::call); }
+NodeRef Rule<Op::call>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&,
+                            const NodeRef&) {
+  structural(Op::call);
+}
+void Rule<Op::call>::transpose(NodeTable&, const Node&, const NodeRef&, const std::vector<bool>&,
+                               std::vector<NodeRef>&) {
+  structural(Op::call);
+}
+NodeRef Rule<Op::call>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&,
+                              const std::vector<AxisSharding>&, const AxisSharding&) {
+  structural(Op::call);
+}
+
+}  // namespace tessel
