@@ -246,7 +246,7 @@ class CollectiveThunk final : public rt::Thunk {
             std::int64_t src = 0, dst = 0;
             for (size_t d = 0; d < chunk.size(); ++d) {
               std::int64_t si = idx[d] + (std::int64_t(d) == split ? std::int64_t(rank) * chunk[split] : 0);
-              std::int64_t di = idx[d] + (std::int64_t(d) == concat ? k * in_shape_[concat] : 0);
+              std::int64_t di = idx[d] + (std::int64_t(d) == concat ? k * chunk[concat] : 0);
               if (std::int64_t(d) == split && split != concat) di = idx[d];
               if (std::int64_t(d) == concat && split != concat) si = idx[d];
               src += si * ist[d];

@@ -39,6 +39,7 @@ TESSEL_NOT_AN_EXPRESSION(collective_permute)
 TESSEL_NOT_AN_EXPRESSION(tuple)
 TESSEL_NOT_AN_EXPRESSION(get_tuple_element)
 TESSEL_NOT_AN_EXPRESSION(call)
+TESSEL_NOT_AN_EXPRESSION(shard_map)  // the partitioner inlines its body
 
 // ------------------------------------------------------------------ leaves
 

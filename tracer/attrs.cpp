@@ -69,6 +69,13 @@ void Dot::print(std::ostream& os) const {
 }
 void Constraint::print(std::ostream& os) const { os << ", sharding=" << sharding->spec_str(); }
 void TupleIndex::print(std::ostream& os) const { os << ", index=" << index; }
+void ShardMap::print(std::ostream& os) const {
+  os << ", mesh=" << (mesh ? mesh->str() : std::string("(none)")) << ", in_specs=(";
+  for (size_t i = 0; i < in_specs.size(); ++i) os << (i ? ", " : "") << in_specs[i].spec_str();
+  os << "), out_specs=(";
+  for (size_t i = 0; i < out_specs.size(); ++i) os << (i ? ", " : "") << out_specs[i].spec_str();
+  os << "), check_vma=" << (check_vma ? "true" : "false") << ", to_apply=" << (body ? body->name : std::string("(none)"));
+}
 void Call::print(std::ostream& os) const { os << ", to_apply=" << (body ? body->name : std::string("(none)")); }
 void AxisIndex::print(std::ostream& os) const {
   os << ", axes={";

@@ -140,6 +140,20 @@ struct Call {
   auto fields() const { return std::tie(body); }
   void print(std::ostream& os) const;  // the body prints below the node
 };
+// shard_map: body runs on every device of `mesh` on its blocks: operand k
+// laid out as in_specs[k] (global shapes), result k as out_specs[k] (an axis
+// an out_spec leaves out: the blocks are equal over it). Collectives in the
+// body run over `mesh`'s axes. `manual`: the mesh axes the body sees
+// (all of them unless axis_names chose a subset).
+struct ShardMap {
+  GraphRef body;
+  MeshRef mesh;
+  std::vector<AxisSharding> in_specs, out_specs;
+  std::vector<int> manual;
+  bool check_vma = true;
+  auto fields() const { return std::tie(body, mesh, in_specs, out_specs, manual, check_vma); }
+  void print(std::ostream& os) const;  // the body prints below the node
+};
 // Collectives and axis_index run over `axes` of `mesh`: groups are the
 // devices that differ only in those axes' coordinates.
 struct AxisIndex {
@@ -200,6 +214,8 @@ inline void add(Key& k, std::int64_t v) { k.pod(v); }
 inline void add(Key& k, DType v) { k.pod(v); }
 inline void add(Key& k, Op v) { k.pod(v); }
 inline void add(Key& k, int v) { k.pod(v); }
+inline void add(Key& k, bool v) { k.pod(v); }
+inline void add(Key& k, const AxisSharding& s) { add_to_key(k, s); }
 inline void add(Key& k, const std::pair<std::int64_t, std::int64_t>& v) { k.pod(v.first).pod(v.second); }
 template <class T>
 void add(Key& k, const std::vector<T>& v) {
@@ -239,7 +255,7 @@ void add_to_key(Key& k, const A& a)
 using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
-                 attr::TupleIndex, attr::Call, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
+                 attr::TupleIndex, attr::Call, attr::ShardMap, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
                  attr::AllToAll, attr::CollectivePermute>;
 
 class Attrs {

@@ -41,21 +41,30 @@ void linearize(const Graph& g_in, const std::vector<bool>& wrt, int first_tangen
       ta.weak_type = false;
       tp = build::parameter(L.t, next++, ta);
     }
-    tangent[p.get()] = tp;
+    tangent[np.get()] = tp;
     L.tangent_params.push_back(tp);
   }
   // The primal program, each node's tangent beside it (its op's JVP rule).
+  // Tangents are keyed by the new primal nodes (what the callback sees as
+  // operands), never by the old node's address.
   primal = rewrite(g, L.t, L.params, [&](const Node& n, const std::vector<NodeRef>& x) {
     std::vector<NodeRef> tx;
     bool any = false;
-    for (auto& in : n.in) tx.push_back(tangent.at(in.get())), any = any || tx.back();
+    for (auto& xi : x) {
+      auto it = tangent.find(xi.get());
+      tx.push_back(it == tangent.end() ? nullptr : it->second);
+      any = any || tx.back();
+    }
     NodeRef y = build::with_operands(L.t, n, x);
-    tangent[&n] = any ? rules(n.op).jvp(L.t, *y, x, tx, y) : nullptr;
+    NodeRef ty = any ? rules(n.op).jvp(L.t, *y, x, tx, y) : nullptr;
+    if (ty || !tangent.count(y.get())) tangent[y.get()] = ty;
     return y;
   });
   for (auto& o : g.outputs) {
-    L.outputs.push_back(primal.at(o.get()));
-    L.output_tangents.push_back(tangent.at(o.get()));
+    NodeRef y = primal.at(o.get());
+    L.outputs.push_back(y);
+    auto it = tangent.find(y.get());
+    L.output_tangents.push_back(it == tangent.end() ? nullptr : it->second);
   }
 }
 

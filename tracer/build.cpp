@@ -194,6 +194,10 @@ NodeRef call(NodeTable& t, GraphRef body, const std::vector<NodeRef>& args) {
   return make(t, Op::call, args, attr::Call{std::move(body)});
 }
 
+NodeRef shard_map(NodeTable& t, attr::ShardMap sm, const std::vector<NodeRef>& args) {
+  return make(t, Op::shard_map, args, std::move(sm));
+}
+
 std::vector<NodeRef> results(NodeTable& t, const NodeRef& x) {
   if (!x->aval.tuple) return {x};
   std::vector<NodeRef> out;

@@ -65,6 +65,8 @@ NodeRef tuple(NodeTable& t, const std::vector<NodeRef>& xs);
 NodeRef get_tuple_element(NodeTable& t, const NodeRef& x, std::int64_t index);
 // body applied to args: its one result, or a tuple of its results.
 NodeRef call(NodeTable& t, GraphRef body, const std::vector<NodeRef>& args);
+// f over `mesh` on blocks (tracer/attrs.hpp, attr::ShardMap).
+NodeRef shard_map(NodeTable& t, attr::ShardMap sm, const std::vector<NodeRef>& args);
 // A node's results as values: itself, or each element of its tuple.
 std::vector<NodeRef> results(NodeTable& t, const NodeRef& x);
 

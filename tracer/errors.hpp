@@ -60,6 +60,20 @@ class ValueError : public Error {
   using Error::Error;
 };
 
+// An axis name that no enclosing shard_map binds (JAX's NameError:
+// "unbound axis name: x").
+class NameError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A combination tessel does not support yet, said plainly rather than
+// computed wrongly (JAX's NotImplementedError).
+class NotImplementedError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A bug in tessel, not in the user's program.
 class InternalError : public std::logic_error {
  public:

@@ -1,5 +1,6 @@
 #include "tracer/interpreter.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -11,6 +12,164 @@ namespace {
 
 // A node's value: one array, or a tuple's elements.
 using Value = std::vector<HostArray>;
+
+std::vector<Value> run(const Graph& g, std::vector<Value> args);
+
+HostArray eval_op(Op op, const Attrs& a, const Aval& out_aval, const std::vector<const HostArray*>& in) {
+  HostArray out;
+  rules(op).eval(in, a, out_aval, out);
+  return out;
+}
+
+Aval aval_of(const HostArray& h) { return Aval{h.dtype, h.shape, false}; }
+
+HostArray slice_box(const HostArray& x, const Box& b) {
+  Aval o = aval_of(x);
+  o.shape = b.extent();
+  return eval_op(Op::slice, attr::Slice{b.start, b.stop, std::vector<std::int64_t>(b.start.size(), 1)}, o, {&x});
+}
+
+HostArray concat(const std::vector<HostArray>& xs, std::int64_t dim) {
+  std::vector<const HostArray*> in;
+  Aval o = aval_of(xs.at(0));
+  o.shape[dim] = 0;
+  for (auto& x : xs) in.push_back(&x), o.shape[dim] += x.shape[dim];
+  if (xs.size() == 1) return xs[0];
+  return eval_op(Op::concatenate, attr::Dimension{dim}, o, in);
+}
+
+// Block k of n along dim.
+HostArray chunk(const HostArray& x, std::int64_t dim, std::int64_t k, std::int64_t n) {
+  Box b{std::vector<std::int64_t>(x.shape.size(), 0), x.shape};
+  const std::int64_t len = x.shape[dim] / n;
+  b.start[dim] = k * len;
+  b.stop[dim] = (k + 1) * len;
+  return slice_box(x, b);
+}
+
+// shard_map: its body on every device's blocks, node by node across all
+// devices at once, so that each collective sees every member of its groups.
+// The reference for the partitioner's inlining and the runtime's collectives.
+Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
+  const auto& sm = n.attr<attr::ShardMap>();
+  const DeviceMesh& mesh = *sm.mesh;
+  const std::int64_t P = mesh.size();
+  const Graph& body = *sm.body;
+  std::unordered_map<const Node*, std::vector<HostArray>> v;  // per device position
+  for (size_t k = 0; k < body.params.size(); ++k) {
+    const HostArray& x = in[k]->at(0);
+    auto& per = v[body.params[k].get()];
+    for (std::int64_t pos = 0; pos < P; ++pos) per.push_back(slice_box(x, sm.in_specs[k].shard_box(x.shape, pos)));
+  }
+  for (auto& b : body.topo_order()) {
+    if (b->op == Op::parameter) continue;
+    std::vector<HostArray> out(P);
+    auto arg = [&](std::int64_t pos, size_t k) -> const HostArray& { return v.at(b->in[k].get())[pos]; };
+    auto each_group = [&](const std::vector<int>& axes, auto&& fn) {
+      for (auto& group : collective_groups(mesh, axes)) fn(group);
+    };
+    switch (b->op) {
+      case Op::axis_index: {
+        const auto& a = b->attr<attr::AxisIndex>();
+        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
+          for (size_t r = 0; r < group.size(); ++r) {
+            std::int32_t i = std::int32_t(r);
+            out[group[r]] = host_array(DType::int32, {}, &i);
+          }
+        });
+        break;
+      }
+      case Op::all_reduce: {
+        const auto& a = b->attr<attr::AllReduce>();
+        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
+          HostArray acc = arg(group[0], 0);
+          for (size_t r = 1; r < group.size(); ++r)
+            acc = eval_op(a.reduce_op, attr::None{}, aval_of(acc), {&acc, &arg(group[r], 0)});
+          for (auto pos : group) out[pos] = acc;
+        });
+        break;
+      }
+      case Op::all_gather: {
+        const auto& a = b->attr<attr::AllGather>();
+        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
+          std::vector<HostArray> parts;
+          for (auto pos : group) parts.push_back(arg(pos, 0));
+          HostArray all = concat(parts, a.dimension);
+          for (auto pos : group) out[pos] = all;
+        });
+        break;
+      }
+      case Op::reduce_scatter: {
+        const auto& a = b->attr<attr::ReduceScatter>();
+        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
+          HostArray acc = arg(group[0], 0);
+          for (size_t r = 1; r < group.size(); ++r)
+            acc = eval_op(a.reduce_op, attr::None{}, aval_of(acc), {&acc, &arg(group[r], 0)});
+          for (size_t r = 0; r < group.size(); ++r)
+            out[group[r]] = chunk(acc, a.dimension, std::int64_t(r), std::int64_t(group.size()));
+        });
+        break;
+      }
+      case Op::all_to_all: {
+        const auto& a = b->attr<attr::AllToAll>();
+        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
+          const std::int64_t m = std::int64_t(group.size());
+          for (std::int64_t r = 0; r < m; ++r) {
+            std::vector<HostArray> parts;
+            for (std::int64_t k = 0; k < m; ++k) parts.push_back(chunk(arg(group[k], 0), a.split_dimension, r, m));
+            out[group[r]] = concat(parts, a.concat_dimension);
+          }
+        });
+        break;
+      }
+      case Op::collective_permute: {
+        const auto& a = b->attr<attr::CollectivePermute>();
+        for (std::int64_t pos = 0; pos < P; ++pos) {
+          out[pos] = arg(pos, 0);
+          std::fill(out[pos].bytes.begin(), out[pos].bytes.end(), 0);  // no source: zeros
+        }
+        for (auto [src, dst] : a.pairs) out[dst] = arg(src, 0);
+        break;
+      }
+      default: {
+        if (op_family(b->op) == OpFamily::Region || op_family(b->op) == OpFamily::Tuple || b->aval.tuple)
+          throw NotImplementedError(detail::cat(op_name(b->op), " inside a shard_map body"));
+        for (std::int64_t pos = 0; pos < P; ++pos) {
+          std::vector<const HostArray*> ins;
+          for (size_t k = 0; k < b->in.size(); ++k) ins.push_back(&arg(pos, k));
+          out[pos] = eval_op(b->op, b->attrs, b->aval, ins);
+        }
+      }
+    }
+    v[b.get()] = std::move(out);
+  }
+  // Results: each device's block placed where its out_spec puts it (blocks
+  // over an axis the spec leaves out are equal: any one will do).
+  Value result;
+  for (size_t k = 0; k < body.outputs.size(); ++k) {
+    const auto& blocks = v.at(body.outputs[k].get());
+    Aval g = n.aval.tuple ? n.aval.elements[k] : n.aval;
+    HostArray whole;
+    whole.dtype = g.dtype;
+    whole.shape = g.shape;
+    whole.bytes.assign(std::size_t(numel(g.shape)) * dtype_size(g.dtype), 0);
+    const std::size_t es = dtype_size(g.dtype);
+    const auto gst = row_major_strides(g.shape);
+    for (std::int64_t pos = P - 1; pos >= 0; --pos) {
+      const Box box = sm.out_specs[k].shard_box(g.shape, pos);
+      const HostArray& blk = blocks[pos];
+      const auto bst = row_major_strides(blk.shape);
+      const std::int64_t count = numel(blk.shape);
+      for (std::int64_t f = 0; f < count; ++f) {
+        std::int64_t dst = 0;
+        for (size_t d = 0; d < blk.shape.size(); ++d) dst += ((f / bst[d]) % blk.shape[d] + box.start[d]) * gst[d];
+        std::memcpy(whole.bytes.data() + dst * es, blk.bytes.data() + f * es, es);
+      }
+    }
+    result.push_back(std::move(whole));
+  }
+  return result;
+}
 
 std::vector<Value> run(const Graph& g, std::vector<Value> args) {
   std::unordered_map<const Node*, Value> values;
@@ -30,6 +189,10 @@ std::vector<Value> run(const Graph& g, std::vector<Value> args) {
         }
         break;
       case OpFamily::Region: {
+        if (n->op == Op::shard_map) {
+          out = run_shard_map(*n, in);
+          break;
+        }
         // call: its body on the operands, by this same interpreter.
         std::vector<Value> sub;
         for (auto* v : in) sub.push_back(*v);

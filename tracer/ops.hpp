@@ -115,7 +115,8 @@ enum class OpCost : std::uint8_t {
   X(collective_permute, "collective-permute", Collective, Never, CollectivePermute) \
   X(tuple, "tuple", Tuple, Free, None)                                          \
   X(get_tuple_element, "get-tuple-element", Tuple, Free, TupleIndex)            \
-  X(call, "call", Region, Never, Call)
+  X(call, "call", Region, Never, Call)                                          \
+  X(shard_map, "shard-map", Region, Never, ShardMap)
 
 enum class Op : std::uint8_t {
 #define TESSEL_X(e, text, family, cost, attrs) e,

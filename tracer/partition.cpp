@@ -133,7 +133,14 @@ struct Partitioner final : LocalBuilder {
   // ---------------------------------------------------------------- ops
 
   NodeRef emit(const NodeRef& n) {
+    if (n->op == Op::shard_map) return emit_shard_map(*n);
     const AxisSharding& value = a.value.at(n.get());
+    if (n->op == Op::get_tuple_element && n->in[0]->op == Op::shard_map) {
+      // An element of a shard_map's results: laid out as its out_spec.
+      const auto k = n->attr<attr::TupleIndex>().index;
+      NodeRef r = build::get_tuple_element(t, local.at(n->in[0].get()), k);
+      return reshard(r, n->shape(), n->in[0]->attr<attr::ShardMap>().out_specs.at(size_t(k)), value);
+    }
     if (n->op == Op::parameter) {
       Aval av = n->aval;
       av.shape = value.tile_shape(n->shape());
@@ -168,6 +175,20 @@ struct Partitioner final : LocalBuilder {
       r = build::all_reduce(t, r, mesh, unreduced, rule.reduce_op);
     }
     return reshard(r, n->shape(), natural, value);
+  }
+
+  // shard_map: operands resharded to its in_specs, then its own partition
+  // rule (its body inlined); results laid out as its out_specs.
+  NodeRef emit_shard_map(const Node& n) {
+    const auto& sm = n.attr<attr::ShardMap>();
+    std::vector<NodeRef> ops;
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      const NodeRef& x = n.in[k];
+      ops.push_back(reshard(local.at(x.get()), x->shape(), a.value.at(x.get()), sm.in_specs[k]));
+    }
+    NodeRef r = rules(n.op).local(*this, n, ops, sm.in_specs, sm.out_specs.at(0));
+    if (n.aval.tuple) return r;  // its elements reshard at their get_tuple_element
+    return reshard(r, n.shape(), sm.out_specs[0], a.value.at(&n));
   }
 
   // LocalBuilder, for the ops' partition rules (Rule<Op>::local).

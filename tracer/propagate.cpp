@@ -1,6 +1,7 @@
 #include "tracer/propagate.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "tracer/errors.hpp"
@@ -216,6 +217,21 @@ int reduce_scatter_dim(const AxisSharding& natural, const AxisSharding& value, c
   return dim;
 }
 
+namespace {
+// Ops without a factor rule: a shard_map pins its results to its out_specs
+// (the partitioner reshards its operands to its in_specs); a tuple has no
+// sharding, its elements have.
+bool opaque(const Node& n) { return op_family(n.op) == OpFamily::Region || op_family(n.op) == OpFamily::Tuple; }
+
+// The sharding a shard_map (or an element of one) fixes, if n is one.
+std::optional<AxisSharding> pinned_by_shard_map(const Node& n) {
+  if (n.op == Op::shard_map && !n.aval.tuple) return n.attr<attr::ShardMap>().out_specs.at(0);
+  if (n.op == Op::get_tuple_element && n.in[0]->op == Op::shard_map)
+    return n.in[0]->attr<attr::ShardMap>().out_specs.at(size_t(n.attr<attr::TupleIndex>().index));
+  return std::nullopt;
+}
+}  // namespace
+
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
   Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}, {}};
   for (size_t i = 0; i < g.params.size(); ++i)
@@ -224,17 +240,23 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
       p.fixed[g.params[i].get()] = true;
       p.reason[g.params[i].get()] = "input " + std::to_string(i) + ": its own sharding (committed, or in_shardings)";
     }
-  for (auto& n : p.order)
+  for (auto& n : p.order) {
     if (n->op == Op::sharding_constraint) {
       p.value[n.get()] = *n->attr<attr::Constraint>().sharding;
       p.fixed[n.get()] = true;
       p.reason[n.get()] = "with_sharding_constraint";
     }
+    if (auto s = pinned_by_shard_map(*n)) {
+      p.value[n.get()] = *s;
+      p.fixed[n.get()] = true;
+      p.reason[n.get()] = "shard_map's out_specs";
+    }
+  }
   // Forward, backward, forward: enough for values to reach from any fixed one.
   for (int round = 0; round < 3; ++round) {
     if (round % 2 == 0) {
       for (auto& n : p.order)
-        if (n->op != Op::parameter && (p.value.count(n.get()) || !n->in.empty())) {
+        if (n->op != Op::parameter && !opaque(*n) && (p.value.count(n.get()) || !n->in.empty())) {
           bool any = p.value.count(n.get()) > 0;
           for (auto& x : n->in) any = any || p.value.count(x.get());
           if (any) p.visit(n, true);
@@ -242,7 +264,7 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
     } else {
       for (auto it = p.order.rbegin(); it != p.order.rend(); ++it) {
         const NodeRef& n = *it;
-        if (n->op == Op::parameter) continue;
+        if (n->op == Op::parameter || opaque(*n)) continue;
         bool any = p.value.count(n.get()) > 0;
         for (auto& x : n->in) any = any || p.value.count(x.get());
         if (any) p.visit(n, true);
@@ -252,13 +274,13 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
   ShardingAssignment out;
   out.mesh = in.mesh;
   for (auto& n : p.order)
-    if (!p.value.count(n.get())) {
+    if (!p.value.count(n.get()) && !n->aval.tuple) {
       p.value[n.get()] = replicated(in.mesh, n->rank());
       p.reason[n.get()] = "no sharding reached it: replicated";
       p.via.erase(n.get());
     }
   for (auto& n : p.order)
-    if (n->op != Op::parameter) out.factor_axes[n.get()] = p.visit(n, false);
+    if (n->op != Op::parameter && !opaque(*n)) out.factor_axes[n.get()] = p.visit(n, false);
   scatter_into_constraints(g, p.order, out, p.value, p.reason, p.via);
   out.value = std::move(p.value);
   out.reason = std::move(p.reason);

@@ -7,6 +7,7 @@
 // interpreter evaluates all three directly (tracer/interpreter.cpp), so that
 // inlining is tested against it.
 #include "tracer/build.hpp"
+#include "tracer/rewrite.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -111,6 +112,81 @@ void Rule<Op::call>::transpose(NodeTable&, const Node&, const NodeRef&, const st
 NodeRef Rule<Op::call>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&,
                               const std::vector<AxisSharding>&, const AxisSharding&) {
   structural(Op::call);
+}
+
+}  // namespace tessel
+
+namespace tessel {
+
+// ------------------------------------------------------------------ shard_map
+
+namespace {
+// The block of a global shape laid out as s (every tiled dim divides).
+Shape block_shape(const Shape& global, const AxisSharding& s) {
+  Shape b = global;
+  for (int d = 0; d < s.rank() && d < int(b.size()); ++d) b[d] = global[d] / s.num_tiles(d);
+  return b;
+}
+}  // namespace
+
+Aval Rule<Op::shard_map>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  if (!p.body || !p.mesh) throw InternalError("shard_map without a body or a mesh");
+  const Graph& g = *p.body;
+  if (in.size() != g.params.size() || in.size() != p.in_specs.size())
+    throw InternalError(cat("shard_map: ", in.size(), " operands, ", g.params.size(), " body parameters, ",
+                            p.in_specs.size(), " in_specs"));
+  if (g.outputs.size() != p.out_specs.size())
+    throw InternalError(cat("shard_map: ", g.outputs.size(), " body results, ", p.out_specs.size(), " out_specs"));
+  for (size_t k = 0; k < in.size(); ++k) {
+    const AxisSharding& s = p.in_specs[k];
+    if (in[k].tuple || s.rank() != int(in[k].shape.size()))
+      throw ShardingError(cat("shard_map: in_spec ", s.spec_str(), " does not fit argument ", k, " of shape ",
+                              shape_str(in[k].shape)));
+    for (int d = 0; d < s.rank(); ++d)
+      if (in[k].shape[d] % s.num_tiles(d) != 0)
+        throw ShardingError(cat("shard_map: argument ", k, " of shape ", shape_str(in[k].shape), " with in_spec ",
+                                s.spec_str(), ": dimension ", d, " (", in[k].shape[d], ") is not divisible by ",
+                                s.num_tiles(d), ", the number of its blocks"));
+    const Aval& want = g.params[k]->aval;
+    if (want.dtype != in[k].dtype || want.shape != block_shape(in[k].shape, s))
+      throw InternalError(cat("shard_map: argument ", k, " ", in[k].str(), " split as ", s.spec_str(),
+                              " does not give the body's parameter ", want.str()));
+  }
+  std::vector<Aval> outs;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    Aval o = g.outputs[k]->aval;
+    const AxisSharding& s = p.out_specs[k];
+    if (o.tuple || s.rank() != int(o.shape.size()))
+      throw ShardingError(cat("shard_map: out_spec ", s.spec_str(), " does not fit result ", k, " ", o.str()));
+    for (int d = 0; d < s.rank(); ++d) o.shape[d] *= s.num_tiles(d);
+    outs.push_back(o);
+  }
+  if (outs.size() == 1) return outs[0];
+  return Aval::make_tuple(std::move(outs));
+}
+void Rule<Op::shard_map>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
+  throw InternalError("shard_map is evaluated by the interpreter across all devices (tracer/interpreter.cpp)");
+}
+FactorRule Rule<Op::shard_map>::factors(const Node&) {
+  throw InternalError("shard_map has no factor rule: propagation pins its results to its out_specs");
+}
+NodeRef Rule<Op::shard_map>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&,
+                                 const NodeRef&) {
+  throw NotImplementedError("differentiating through shard_map is not implemented yet (issue 14)");
+}
+void Rule<Op::shard_map>::transpose(NodeTable&, const Node&, const NodeRef&, const std::vector<bool>&,
+                                    std::vector<NodeRef>&) {
+  throw NotImplementedError("differentiating through shard_map is not implemented yet (issue 14)");
+}
+// The operands arrive laid out as the in_specs (the partitioner reshards
+// them): the body, already a per-device program, is inlined on them.
+NodeRef Rule<Op::shard_map>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                                   const std::vector<AxisSharding>&, const AxisSharding&) {
+  const Graph& body = *attrs_of(n).body;
+  auto m = rewrite(body, b.table(), ops);
+  std::vector<NodeRef> outs;
+  for (auto& o : body.outputs) outs.push_back(m.at(o.get()));
+  return outs.size() == 1 ? outs[0] : build::tuple(b.table(), outs);
 }
 
 }  // namespace tessel

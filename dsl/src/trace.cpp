@@ -68,6 +68,12 @@ NodeRef node_of(TraceState& t, const Array& x) {
   return p;
 }
 
+Array tracer_for(const std::shared_ptr<TraceState>& t, const NodeRef& n) { return make_tracer(t, n); }
+
+std::shared_ptr<TraceState> current_trace() { return t_traces.empty() ? nullptr : t_traces.back(); }
+
+Array lift(const std::shared_ptr<TraceState>& t, const Array& x) { return make_tracer(t, node_of(*t, x)); }
+
 std::shared_ptr<TraceState> trace_of(const std::vector<Array>& xs) {
   std::shared_ptr<TraceState> found;
   for (auto& x : xs) {

@@ -32,6 +32,12 @@ Array new_input(const std::shared_ptr<TraceState>& t, const Aval& a);
 // The node of x in trace t: its own node for a tracer of t, a captured
 // input (or, for scalar literals, a constant) for a concrete array.
 NodeRef node_of(TraceState& t, const Array& x);
+// The innermost active trace on this thread, or null.
+std::shared_ptr<TraceState> current_trace();
+// The tracer of trace t standing for node n.
+Array tracer_for(const std::shared_ptr<TraceState>& t, const NodeRef& n);
+// x as a tracer of trace t (a concrete array is captured as an input).
+Array lift(const std::shared_ptr<TraceState>& t, const Array& x);
 // The innermost active trace among xs' tracers, or null.
 std::shared_ptr<TraceState> trace_of(const std::vector<Array>& xs);
 

@@ -14,5 +14,6 @@
 #include <tessel/jit.hpp>
 #include <tessel/ops.hpp>
 #include <tessel/random.hpp>
+#include <tessel/shard_map.hpp>
 #include <tessel/sharding.hpp>
 #include <tessel/tree.hpp>

@@ -1,0 +1,385 @@
+#include <tessel/shard_map.hpp>
+
+#include <tessel/creation.hpp>
+#include <tessel/ops.hpp>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "dsl/src/array_impl.hpp"
+#include "dsl/src/sharding_impl.hpp"
+#include "dsl/src/trace.hpp"
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+
+namespace tessel {
+
+using detail::cat;
+
+namespace detail {
+namespace {
+
+// The shard_maps being traced on this thread, innermost last: what binds
+// axis names for the collectives.
+struct ManualContext {
+  MeshRef mesh;
+  std::vector<int> manual;  // mesh axes the body sees
+};
+thread_local std::vector<ManualContext> t_manual;
+
+struct ManualScope {
+  explicit ManualScope(ManualContext c) { t_manual.push_back(std::move(c)); }
+  ~ManualScope() { t_manual.pop_back(); }
+};
+
+struct Bound {
+  MeshRef mesh;
+  std::vector<int> axes;
+  std::int64_t size = 1;
+};
+
+std::string names_str(const std::vector<std::string>& names) {
+  std::ostringstream os;
+  for (size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << '\'' << names[i] << '\'';
+  return os.str();
+}
+
+// The mesh axes of `names` in the innermost shard_map binding all of them.
+Bound bind(const AxisName& names, const char* what) {
+  if (names.names().empty()) throw ValueError(cat(what, ": no axis name given"));
+  for (auto it = t_manual.rbegin(); it != t_manual.rend(); ++it) {
+    Bound b{it->mesh, {}, 1};
+    for (auto& n : names.names()) {
+      int a = -1;
+      for (int k = 0; k < it->mesh->num_axes(); ++k)
+        if (it->mesh->axes()[k].name == n) a = k;
+      if (a < 0 || std::find(it->manual.begin(), it->manual.end(), a) == it->manual.end()) break;
+      if (std::find(b.axes.begin(), b.axes.end(), a) != b.axes.end())
+        throw ValueError(cat(what, ": axis name '", n, "' given twice"));
+      b.axes.push_back(a);
+      b.size *= it->mesh->axes()[a].size;
+    }
+    if (b.axes.size() == names.names().size()) return b;
+  }
+  std::vector<std::string> bound;
+  for (auto& c : t_manual)
+    for (int a : c.manual) bound.push_back(c.mesh->axes()[a].name);
+  throw NameError(cat("unbound axis name: ", names_str(names.names()), " in ", what,
+                      ". Axis names are bound by an enclosing shard_map; bound here: [", names_str(bound), "]"));
+}
+
+// x inside the trace being built (a concrete array is captured).
+Array traced(const Array& x) {
+  if (impl_of(x).trace) return x;
+  auto t = current_trace();
+  if (!t) throw InternalError("a collective outside any trace");
+  return lift(t, x);
+}
+
+int norm_axis(int axis, int rank, const char* what) {
+  if (axis < -rank || axis >= rank) throw ShapeError(cat(what, ": axis ", axis, " is out of range for rank ", rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Which mesh axes each value of a shard_map body varies over (JAX's vma):
+// a parameter over the manual axes its in_spec splits it by; axis_index
+// over its axes; psum and all_gather make a value invariant over theirs;
+// psum_scatter, all_to_all and ppermute make it vary; constants are
+// invariant; every other op varies where its operands do.
+std::unordered_map<const Node*, std::set<int>> varying_axes(const Graph& body, const std::vector<std::set<int>>& params,
+                                                            const DeviceMesh& mesh) {
+  std::unordered_map<const Node*, std::set<int>> v;
+  for (size_t k = 0; k < body.params.size(); ++k) v[body.params[k].get()] = params[k];
+  for (auto& n : body.topo_order()) {
+    if (n->op == Op::parameter) continue;
+    std::set<int> s;
+    for (auto& x : n->in) s.insert(v.at(x.get()).begin(), v.at(x.get()).end());
+    auto drop = [&](const std::vector<int>& axes) {
+      for (int a : axes) s.erase(a);
+    };
+    auto add = [&](const std::vector<int>& axes) { s.insert(axes.begin(), axes.end()); };
+    switch (n->op) {
+      case Op::axis_index: add(n->attr<attr::AxisIndex>().axes); break;
+      case Op::all_reduce: drop(n->attr<attr::AllReduce>().axes); break;
+      case Op::all_gather: drop(n->attr<attr::AllGather>().axes); break;
+      case Op::reduce_scatter: add(n->attr<attr::ReduceScatter>().axes); break;
+      case Op::all_to_all: add(n->attr<attr::AllToAll>().axes); break;
+      case Op::collective_permute:
+        for (auto [src, dst] : n->attr<attr::CollectivePermute>().pairs) {
+          for (int d = 0; d < mesh.num_axes(); ++d)
+            if (mesh.coord(src, d) != mesh.coord(dst, d)) s.insert(d);
+        }
+        break;
+      default: break;
+    }
+    v[n.get()] = std::move(s);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, const Specs& in_specs,
+                                  const Specs& out_specs, const ShardMapOptions& opt, const std::vector<Array>& args,
+                                  const std::vector<int>& arg_of_leaf, std::size_t nargs,
+                                  const std::function<std::vector<Array>(const std::vector<Array>&)>& body) {
+  const MeshRef& m = mesh.impl();
+  if (!t_manual.empty())
+    throw NotImplementedError("shard_map inside the body of another shard_map is not implemented yet");
+  const bool check_vma = opt.check_rep ? *opt.check_rep : opt.check_vma;
+  std::vector<int> manual;
+  for (int a = 0; a < m->num_axes(); ++a) manual.push_back(a);
+  if (!opt.axis_names.empty()) {
+    std::vector<int> chosen;
+    for (auto& n : opt.axis_names) {
+      int a = -1;
+      for (int k = 0; k < m->num_axes(); ++k)
+        if (m->axes()[k].name == n) a = k;
+      if (a < 0) throw ValueError(cat("shard_map: axis_names contains '", n, "', which is not an axis of ", m->str()));
+      chosen.push_back(a);
+    }
+    std::sort(chosen.begin(), chosen.end());
+    chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+    if (chosen != manual)
+      throw NotImplementedError(cat("shard_map with axis_names a subset of the mesh axes (partial manual) is not "
+                                    "implemented yet; ", m->str(), ", axis_names ", names_str(opt.axis_names)));
+  }
+  // The in_spec of each array.
+  if (!in_specs.single() && in_specs.specs().size() != nargs)
+    throw ValueError(cat("shard_map: in_specs has ", in_specs.specs().size(), " entries but the function was called with ",
+                         nargs, " positional arguments (give one spec per argument, or one for all)"));
+  std::vector<AxisSharding> in_ax;
+  std::vector<Aval> blocks;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const PartitionSpec& spec = in_specs.single() ? in_specs.specs()[0] : in_specs.specs()[size_t(arg_of_leaf[k])];
+    const Shape& shape = args[k].shape();
+    AxisSharding s = axis_sharding_for_rank(NamedSharding(mesh, spec), int(shape.size()));
+    Aval b{args[k].dtype(), shape, args[k].weak_type()};
+    for (int d = 0; d < s.rank(); ++d) {
+      const std::int64_t tiles = s.num_tiles(d);
+      if (shape[d] % tiles != 0) {
+        std::vector<std::string> axes;
+        for (int a : s.dims[d]) axes.push_back(m->axes()[a].name);
+        throw ShardingError(cat("shard_map applied to the function '", name,
+                                "' was given argument arrays with axis sizes that are not evenly divisible by the "
+                                "corresponding mesh axis sizes: args[",
+                                k, "] of shape ", aval_str(args[k].dtype(), shape), " corresponds to in_specs[",
+                                in_specs.single() ? 0 : arg_of_leaf[k], "] of value ", s.spec_str(),
+                                ", which maps array axis ", d, " (of size ", shape[d], ") to mesh axes (",
+                                names_str(axes), ") (of total size ", tiles, ")"));
+      }
+      b.shape[d] = shape[d] / tiles;
+    }
+    in_ax.push_back(s);
+    blocks.push_back(b);
+  }
+  // Trace the body on blocks.
+  auto t = begin_trace();
+  std::vector<NodeRef> outs;
+  try {
+    ManualScope scope({m, manual});
+    std::vector<Array> tracers;
+    for (auto& b : blocks) tracers.push_back(new_input(t, b));
+    for (auto& r : body(tracers)) outs.push_back(node_of(*t, r));
+  } catch (...) {
+    end_trace(t);
+    throw;
+  }
+  end_trace(t);
+  // Arrays the body closed over: extra inputs, the same on every device.
+  std::vector<Array> all_args = args;
+  for (auto& c : t->captured) {
+    all_args.push_back(c);
+    in_ax.push_back(replicated(m, int(c.shape().size())));
+  }
+  auto g = std::make_shared<Graph>();
+  g->name = name;
+  g->params = t->params;
+  g->outputs = outs;
+  // The out_spec of each result.
+  if (!out_specs.single() && out_specs.specs().size() != outs.size())
+    throw ValueError(cat("shard_map: out_specs has ", out_specs.specs().size(), " entries but the function returns ",
+                         outs.size(), " arrays (give one spec per result array, or one for all)"));
+  std::vector<AxisSharding> out_ax;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const PartitionSpec& spec = out_specs.single() ? out_specs.specs()[0] : out_specs.specs()[k];
+    out_ax.push_back(axis_sharding_for_rank(NamedSharding(mesh, spec), outs[k]->rank()));
+  }
+  if (check_vma) {
+    std::vector<std::set<int>> pv;
+    for (auto& s : in_ax) {
+      std::set<int> v;
+      for (auto& d : s.dims) v.insert(d.begin(), d.end());
+      pv.push_back(v);
+    }
+    auto vma = varying_axes(*g, pv, *m);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::set<int> used;
+      for (auto& d : out_ax[k].dims) used.insert(d.begin(), d.end());
+      std::vector<std::string> unproven;
+      for (int a : vma.at(outs[k].get()))
+        if (!used.count(a)) unproven.push_back(m->axes()[a].name);
+      if (!unproven.empty()) {
+        std::vector<std::string> names;
+        for (auto& a : m->axes()) names.push_back(a.name);
+        throw ShardingError(cat(
+            "shard_map applied to the function '", name,
+            "' was given out_specs which require replication which can't be statically inferred given the mesh:\n\n"
+            "The mesh given has axis names (",
+            names_str(names), ") (", m->str(), ").\n\nout_specs[", k, "] is ", out_ax[k].spec_str(),
+            " which implies that the corresponding output value (", outs[k]->aval.str(),
+            ") is replicated across mesh axes (", names_str(unproven),
+            "), but the value varies over them.\n\nCheck if these output values are meant to be replicated over "
+            "those mesh axes. If not, consider revising the corresponding out_specs entries. If so, consider "
+            "disabling the check with check_vma=false."));
+      }
+    }
+  }
+  attr::ShardMap sm;
+  sm.body = g;
+  sm.mesh = m;
+  sm.in_specs = in_ax;
+  sm.out_specs = out_ax;
+  sm.manual = manual;
+  sm.check_vma = check_vma;
+  return apply(name, all_args, [&](NodeTable& tab, const std::vector<NodeRef>& in) {
+    // The operands, as the in_specs lay them out (what propagation sees).
+    std::vector<NodeRef> ops;
+    for (size_t k = 0; k < in.size(); ++k) ops.push_back(build::sharding_constraint(tab, in[k], sm.in_specs[k]));
+    return build::results(tab, build::shard_map(tab, sm, ops));
+  });
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- collectives
+
+namespace {
+Array all_reduce(const char* what, const Array& x, const AxisName& axes, Op op) {
+  auto b = detail::bind(axes, what);
+  return detail::apply1(what, {detail::traced(x)}, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+    return build::all_reduce(t, in[0], b.mesh, b.axes, op);
+  });
+}
+}  // namespace
+
+Array psum(const Array& x, const AxisName& axes) {
+  if (x.dtype() == DType::bool_) throw TypeError("psum of a boolean array; convert it first");
+  return all_reduce("psum", x, axes, Op::add);
+}
+Array pmax(const Array& x, const AxisName& axes) { return all_reduce("pmax", x, axes, Op::max); }
+Array pmin(const Array& x, const AxisName& axes) { return all_reduce("pmin", x, axes, Op::min); }
+Array pmean(const Array& x, const AxisName& axes) {
+  const int n = axis_size(axes);
+  Array s = psum(x, axes);
+  if (is_integral(x.dtype()) || x.dtype() == DType::bool_) s = s.astype(DType::float32);
+  return s / double(n);
+}
+
+int axis_size(const AxisName& axis_name) { return int(detail::bind(axis_name, "axis_size").size); }
+
+Array axis_index(const AxisName& axis_name) {
+  auto b = detail::bind(axis_name, "axis_index");
+  auto t = detail::current_trace();
+  if (!t) throw InternalError("axis_index outside any trace");
+  return detail::tracer_for(t, build::axis_index(t->table, b.mesh, b.axes));
+}
+
+Array all_gather(const Array& x, const AxisName& axis_name, AllGatherOptions opt) {
+  auto b = detail::bind(axis_name, "all_gather");
+  Array xt = detail::traced(x);
+  const int rank = xt.ndim();
+  if (opt.tiled) {
+    const int axis = detail::norm_axis(opt.axis, rank, "all_gather");
+    return detail::apply1("all_gather", {xt}, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+      return build::all_gather(t, in[0], b.mesh, b.axes, axis);
+    });
+  }
+  // Stacked: a new dimension of the axis size at `axis`.
+  const int axis = detail::norm_axis(opt.axis, rank + 1, "all_gather");
+  Shape s = xt.shape();
+  s.insert(s.begin() + axis, 1);
+  return detail::apply1("all_gather", {xt}, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+    return build::all_gather(t, build::reshape(t, in[0], s), b.mesh, b.axes, axis);
+  });
+}
+
+Array psum_scatter(const Array& x, const AxisName& axis_name, PsumScatterOptions opt) {
+  auto b = detail::bind(axis_name, "psum_scatter");
+  Array xt = detail::traced(x);
+  const int rank = xt.ndim();
+  const int d = detail::norm_axis(opt.scatter_dimension, rank, "psum_scatter");
+  const std::int64_t len = xt.shape()[d];
+  if (opt.tiled ? len % b.size != 0 : len != b.size)
+    throw ShapeError(cat("psum_scatter: dimension ", d, " of ", aval_str(xt.dtype(), xt.shape()),
+                         opt.tiled ? " must be divisible by " : " must equal ", "the axis size ", b.size));
+  return detail::apply1("psum_scatter", {xt}, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+    NodeRef r = build::reduce_scatter(t, in[0], b.mesh, b.axes, d, Op::add);
+    if (opt.tiled) return r;
+    Shape s = r->shape();
+    s.erase(s.begin() + d);
+    return build::reshape(t, r, s);
+  });
+}
+
+Array ppermute(const Array& x, const AxisName& axis_name, const std::vector<std::pair<int, int>>& perm) {
+  auto b = detail::bind(axis_name, "ppermute");
+  std::set<int> srcs, dsts;
+  for (auto [s, d] : perm) {
+    if (s < 0 || s >= b.size || d < 0 || d >= b.size)
+      throw ValueError(cat("ppermute: pair (", s, ", ", d, ") is outside the axis of size ", b.size));
+    if (!srcs.insert(s).second || !dsts.insert(d).second)
+      throw ValueError(cat("ppermute: perm sends from or to index ", (srcs.count(s) ? s : d),
+                           " twice; it must be a permutation (possibly partial)"));
+  }
+  // Pairs along the axis, in every group: positions in the whole mesh.
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+  for (auto& group : collective_groups(*b.mesh, b.axes))
+    for (auto [s, d] : perm) pairs.push_back({group[size_t(s)], group[size_t(d)]});
+  return detail::apply1("ppermute", {detail::traced(x)}, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+    return build::collective_permute(t, in[0], b.mesh, pairs);
+  });
+}
+
+Array all_to_all(const Array& x, const AxisName& axis_name, int split_axis, int concat_axis, AllToAllOptions opt) {
+  auto b = detail::bind(axis_name, "all_to_all");
+  Array xt = detail::traced(x);
+  const int rank = xt.ndim();
+  const int split = detail::norm_axis(split_axis, rank, "all_to_all");
+  const int concat = detail::norm_axis(concat_axis, rank, "all_to_all");
+  const std::int64_t len = xt.shape()[split];
+  if (opt.tiled ? len % b.size != 0 : len != b.size)
+    throw ShapeError(cat("all_to_all: split axis ", split, " of ", aval_str(xt.dtype(), xt.shape()),
+                         opt.tiled ? " must be divisible by " : " must equal ", "the axis size ", b.size));
+  return detail::apply1("all_to_all", {xt}, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+    if (opt.tiled) return build::all_to_all(t, in[0], b.mesh, b.axes, split, concat);
+    // JAX's untiled form: element k along the split axis goes to member k;
+    // the result drops the split axis and stacks what each member sent
+    // along a new axis at concat_axis (np.insert(np.delete(shape, split),
+    // concat, n)).
+    NodeRef y = build::all_to_all(t, in[0], b.mesh, b.axes, split, split);  // exchange along the split axis
+    // y[k] along `split` came from member k; move that axis to concat_axis.
+    std::vector<std::int64_t> perm;
+    for (int i = 0; i < rank; ++i)
+      if (i != split) perm.push_back(i);
+    perm.insert(perm.begin() + concat, split);
+    return build::transpose(t, y, perm);
+  });
+}
+
+Array pvary(const Array& x, const AxisName& axis_name) {
+  detail::bind(axis_name, "pvary");  // names must be bound; the value is unchanged
+  return x;
+}
+
+Array pbroadcast(const Array& x, const AxisName& axis_name, int source) {
+  auto b = detail::bind(axis_name, "pbroadcast");
+  if (source < 0 || source >= b.size)
+    throw ValueError(cat("pbroadcast: source ", source, " is outside the axis of size ", b.size));
+  Array mine = where(axis_index(axis_name) == source, x, zeros_like(x));
+  if (x.dtype() == DType::bool_) return psum(mine.astype(DType::int32), axis_name).astype(DType::bool_);
+  return psum(mine, axis_name);
+}
+
+}  // namespace tessel

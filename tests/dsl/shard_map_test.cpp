@@ -1,0 +1,260 @@
+// shard_map and the collectives: every collective and option against the
+// reference interpreter (which runs the body on every device's blocks at
+// once, independently of the partitioner and the runtime's collectives) on
+// meshes of 1..8 devices, 1-D and 2-D, subsets of the devices, several
+// dtypes; the tutorial's values; JAX's errors.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include <tessel/tessel.hpp>
+
+#include "tests/common/run_graph.hpp"
+#include "tracer/interpreter.hpp"
+
+namespace ts = tessel;
+using ts::P;
+
+namespace {
+
+ts::HostArray host_of(const ts::Array& a) {
+  std::vector<unsigned char> bytes(std::size_t(ts::numel(a.shape())) * ts::dtype_size(a.dtype()));
+  switch (a.dtype()) {
+    case ts::DType::float32: {
+      auto v = a.to_vector<float>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case ts::DType::float64: {
+      auto v = a.to_vector<double>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case ts::DType::int32: {
+      auto v = a.to_vector<std::int32_t>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    default: FAIL("dtype");
+  }
+  return ts::host_array(a.dtype(), a.shape(), bytes.data());
+}
+
+// fn traced (the shard_map node with its body) and run by the reference
+// interpreter, against fn under jit and eagerly.
+template <class F>
+void check(const F& fn, const std::vector<ts::Array>& args, bool eager = true) {
+  auto tr = ts::detail::trace("f", args, [&](const std::vector<ts::Array>& xs, std::function<std::any(const std::vector<ts::Array>&)>&) {
+    return std::vector<ts::Array>{fn(xs)};
+  });
+  const ts::Graph& g = *std::static_pointer_cast<ts::Graph>(tr.graph);
+  std::vector<ts::HostArray> hosts;
+  for (auto& a : args) hosts.push_back(host_of(a));
+  for (auto& a : tr.captured) hosts.push_back(host_of(a));
+  auto want = ts::interpret(g, hosts);
+  auto jitted = ts::jit([&](const std::vector<ts::Array>& xs) { return fn(xs); });
+  ts::Array got = jitted(args);
+  CHECK(ts::testing::compare_arrays(host_of(got), want[0], 1e-5, 1e-5) == "");
+  if (eager) CHECK(ts::testing::compare_arrays(host_of(fn(args)), want[0], 1e-5, 1e-5) == "");
+}
+
+ts::Array random_array(std::mt19937& rng, const ts::Shape& s, ts::DType t) {
+  std::vector<double> v(ts::numel(s));
+  std::uniform_int_distribution<int> u(-9, 9);
+  for (auto& e : v) e = t == ts::DType::int32 ? double(u(rng)) : u(rng) / 4.0;
+  return ts::array(v, s).astype(t);
+}
+
+std::vector<ts::Device> first(int n) {
+  auto all = ts::devices();
+  return std::vector<ts::Device>(all.begin(), all.begin() + n);
+}
+
+}  // namespace
+
+// The caller's line in failure messages.
+#define CHECK_SM(...)            \
+  do {                           \
+    INFO("from line ", __LINE__); \
+    check(__VA_ARGS__);          \
+  } while (0)
+
+TEST_CASE("shard_map: the tutorial's values") {
+  auto mesh = ts::make_mesh({8}, {"x"});
+  ts::Array x = ts::arange(32.0f);
+  // The elementwise function over P('x'), the block shape seen inside.
+  ts::Shape seen;
+  auto f = ts::shard_map([&](ts::Array b) { seen = b.shape(); return ts::sin(b) * 2.0 + 1.0; }, mesh, P("x"), P("x"));
+  ts::Array y = f(x);
+  CHECK(seen == ts::Shape{4});
+  auto want = (ts::sin(x) * 2.0 + 1.0).to_vector<float>();
+  CHECK(y.to_vector<float>() == want);
+  CHECK(y.sharding() == ts::Sharding(ts::NamedSharding(mesh, P("x"))));
+  // Per-shard sums (keepdims) and the psum version with out_specs P().
+  auto sums = ts::shard_map([](ts::Array b) { return ts::sum(b, {0}, true); }, mesh, P("x"), P("x"))(x);
+  CHECK(sums.to_vector<float>() == std::vector<float>{6, 22, 38, 54, 70, 86, 102, 118});
+  auto total = ts::shard_map([](ts::Array b) { return ts::psum(ts::sum(b), "x"); }, mesh, P("x"), P())(x);
+  CHECK(total.to_vector<float>() == std::vector<float>{496});
+  CHECK(total.shape().empty());
+  // Inside jit, and jit inside it.
+  auto inner = ts::jit([](ts::Array b) { return ts::psum(b * 2.0, "x"); });
+  auto g = ts::jit([&](ts::Array a) { return ts::shard_map([&](ts::Array b) { return inner(ts::sum(b)); }, mesh, P("x"), P())(a); });
+  CHECK(g(x).to_vector<float>() == std::vector<float>{992});
+  // The lowered text shows the manual region and its specs; the compiled one names the collective.
+  auto lowered = g.lower(x);
+  CHECK(lowered.as_text().find("shard-map(") != std::string::npos);
+  CHECK(lowered.as_text().find("in_specs=(P('x'))") != std::string::npos);
+  CHECK(lowered.compile().as_text().find("all-reduce") != std::string::npos);
+}
+
+TEST_CASE("shard_map: every collective against the reference interpreter, 1..8 devices and 2-D meshes") {
+  std::mt19937 rng(14);
+  struct M {
+    ts::Shape shape;
+    std::vector<std::string> names;
+  };
+  std::vector<M> meshes = {{{1}, {"x"}}, {{2}, {"x"}}, {{3}, {"x"}}, {{4}, {"x"}}, {{5}, {"x"}}, {{6}, {"x"}},
+                           {{7}, {"x"}}, {{8}, {"x"}}, {{2, 4}, {"x", "y"}}, {{4, 2}, {"x", "y"}}};
+  int checked = 0;
+  for (auto& ms : meshes) {
+    const int n = int(ts::numel(ms.shape));
+    auto devs = ts::devices();
+    std::shuffle(devs.begin(), devs.end(), rng);  // any subset, any order
+    devs.resize(size_t(n), ts::Device(0));
+    ts::Mesh mesh(devs, ms.shape, ms.names);
+    CAPTURE(mesh.str());
+    const bool two = ms.names.size() == 2;
+    const std::string ax = ms.names.back();  // the axis the collectives run over
+    const int k = int(ms.shape.back());
+    ts::AxisName all = two ? ts::AxisName{"x", "y"} : ts::AxisName{"x"};
+    ts::PartitionSpec rows = two ? P({"x", "y"}) : P("x");
+    for (ts::DType t : {ts::DType::float32, ts::DType::int32, ts::DType::float64}) {
+      const std::string dtype = ts::dtype_name(t);
+      CAPTURE(dtype);
+      ts::Array a = random_array(rng, {n * 2, 3}, t);
+      ts::Array sq = random_array(rng, {n * k, k}, t);
+      auto sm = [&](auto body, ts::PartitionSpec in, ts::PartitionSpec out, bool vma = true) {
+        return [=](const std::vector<ts::Array>& xs) {
+          return ts::shard_map(body, mesh, in, out, {.check_vma = vma})(xs[0]);
+        };
+      };
+      // Reductions over one axis and over all.
+      CHECK_SM(sm([&](ts::Array b) { return ts::psum(b, ax); }, rows, two ? P("x") : P()), {a});
+      CHECK_SM(sm([&](ts::Array b) { return ts::pmax(b, all); }, rows, P()), {a});
+      CHECK_SM(sm([&](ts::Array b) { return ts::pmin(b, all); }, rows, P()), {a});
+      if (t != ts::DType::int32) check(sm([&](ts::Array b) { return ts::pmean(b, all); }, rows, P()), {a});
+      // all_gather, tiled and stacked, along either dim.
+      CHECK_SM(sm([&](ts::Array b) { return ts::all_gather(b, all, {.axis = 0, .tiled = true}); }, rows, P()), {a});
+      CHECK_SM(sm([&](ts::Array b) { return ts::all_gather(b, all, {.axis = 1, .tiled = true}); }, rows, P()), {a});
+      CHECK_SM(sm([&](ts::Array b) { return ts::reshape(ts::all_gather(b, ax, {.axis = 1}), {-1}); }, rows,
+               two ? P("x") : P(), true),
+            {a}, false);
+      // psum_scatter: tiled, and untiled (the scattered dim has the axis size).
+      CHECK_SM(sm([&](ts::Array b) { return ts::psum_scatter(b, ax, {.scatter_dimension = 0, .tiled = true}); }, rows,
+               two ? P({"x", "y"}) : P("x")),
+            {sq});
+      CHECK_SM(sm([&](ts::Array b) { return ts::psum_scatter(b, ax, {.scatter_dimension = 1}); }, rows,
+               two ? P({"x", "y"}) : P("x")),
+            {sq});
+      // ppermute: a shift, and a partial permutation (devices without a source get zeros).
+      std::vector<std::pair<int, int>> shift, partial;
+      for (int i = 0; i < k; ++i) shift.push_back({i, (i + 1) % k});
+      if (k > 1) partial.push_back({0, k - 1});
+      CHECK_SM(sm([&](ts::Array b) { return ts::ppermute(b, ax, shift); }, rows, rows), {a});
+      CHECK_SM(sm([&](ts::Array b) { return ts::ppermute(b, ax, partial); }, rows, rows), {a});
+      // all_to_all: tiled and untiled.
+      CHECK_SM(sm([&](ts::Array b) { return ts::all_to_all(b, ax, 1, 0, {.tiled = true}); }, rows, rows), {sq});
+      CHECK_SM(sm([&](ts::Array b) { return ts::all_to_all(ts::reshape(b, {k, -1}), ax, 0, 1); }, rows, rows), {sq});
+      // axis_index, axis_size, pbroadcast.
+      CHECK_SM(sm([&](ts::Array b) { return b * ts::axis_index(ax).astype(t) + double(ts::axis_size(all)); }, rows, rows),
+            {a});
+      CHECK_SM(sm([&](ts::Array b) { return ts::pbroadcast(b, ax, k - 1); }, rows, two ? P("x") : P()), {a});
+      checked += 16;
+    }
+  }
+  CHECK(checked == 16 * 3 * 10);
+}
+
+TEST_CASE("shard_map: collectives' closed forms") {
+  auto mesh = ts::make_mesh({4, 2}, {"x", "y"});
+  ts::Array x = ts::arange(8.0f).reshape({8, 1});
+  // Untiled all_gather stacks; psum over a tuple of names sums all 8.
+  auto g = ts::shard_map([](ts::Array b) { return ts::all_gather(b, "y"); }, mesh, P({"x", "y"}), P("x"),
+                         {.check_vma = false})(x);
+  CHECK(g.shape() == ts::Shape{8, 1, 1});
+  auto s = ts::shard_map([](ts::Array b) { return ts::psum(b, {"x", "y"}); }, mesh, P({"x", "y"}), P())(x);
+  CHECK(s.to_vector<float>() == std::vector<float>{28});
+  // axis_index over (x, y) is row-major: device k of the flattened mesh has index k.
+  auto idx = ts::shard_map([](ts::Array b) { return ts::axis_index({"x", "y"}).reshape({1}); }, mesh,
+                           P({"x", "y"}), P({"x", "y"}))(x);
+  CHECK(idx.to_vector<int>() == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  // A ring shift along y.
+  auto r = ts::shard_map([](ts::Array b) { return ts::ppermute(b, "y", {{0, 1}, {1, 0}}); }, mesh, P({"x", "y"}),
+                         P({"x", "y"}))(x);
+  CHECK(r.to_vector<float>() == std::vector<float>{1, 0, 3, 2, 5, 4, 7, 6});
+}
+
+TEST_CASE("shard_map: JAX's errors") {
+  auto mesh = ts::make_mesh({4}, {"x"});
+  ts::Array x = ts::arange(10.0f);
+  // Blocks that do not divide: the argument, its shape and the spec.
+  try {
+    ts::shard_map([](ts::Array b) { return b; }, mesh, P("x"), P("x"))(x);
+    FAIL("no error");
+  } catch (const ts::ShardingError& e) {
+    std::string m = e.what();
+    CHECK(m.find("float32[10]") != std::string::npos);
+    CHECK(m.find("P('x')") != std::string::npos);
+    CHECK(m.find("not evenly divisible") != std::string::npos);
+  }
+  ts::Array y = ts::arange(8.0f);
+  // An out_spec claiming replication of a varying value; check_vma=false (and check_rep) turn it off.
+  CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return b; }, mesh, P("x"), P())(y), ts::ShardingError);
+  CHECK(ts::shard_map([](ts::Array b) { return b; }, mesh, P("x"), P(), {.check_vma = false})(y).shape() ==
+        ts::Shape{2});
+  CHECK(ts::shard_map([](ts::Array b) { return b; }, mesh, P("x"), P(), {.check_rep = false})(y).shape() ==
+        ts::Shape{2});
+  // psum makes it invariant: fine.
+  CHECK(ts::shard_map([](ts::Array b) { return ts::psum(b, "x"); }, mesh, P("x"), P())(y).shape() == ts::Shape{2});
+  // Collectives outside a shard_map, or over an axis it does not bind.
+  CHECK_THROWS_AS(ts::psum(y, "x"), ts::NameError);
+  CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return ts::psum(b, "z"); }, mesh, P("x"), P())(y), ts::NameError);
+  CHECK_THROWS_AS(ts::axis_index("x"), ts::NameError);
+  // Specs of the wrong count or rank; bad collective arguments.
+  CHECK_THROWS_AS(ts::shard_map([](ts::Array a, ts::Array b) { return a + b; }, mesh, {P("x")}, P("x"))(y, y),
+                  ts::ValueError);
+  CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return b; }, mesh, P("x", "x"), P("x"))(y), ts::ShardingError);
+  CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return ts::psum_scatter(b, "x"); }, mesh, P("x"), P("x"))(y),
+                  ts::ShapeError);
+  CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return ts::ppermute(b, "x", {{0, 4}}); }, mesh, P("x"), P("x"))(y),
+                  ts::ValueError);
+  CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return ts::ppermute(b, "x", {{0, 1}, {2, 1}}); }, mesh, P("x"),
+                                P("x"))(y),
+                  ts::ValueError);
+  // What is not built yet says so.
+  CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return b; }, ts::make_mesh({2, 2}, {"x", "y"}), P("x"), P("x"),
+                                {.axis_names = {"x"}})(y),
+                  ts::NotImplementedError);
+  CHECK_THROWS_AS(ts::grad([&](ts::Array a) { return ts::sum(ts::shard_map([](ts::Array b) { return b * b; }, mesh,
+                                                                             P("x"), P("x"))(a)); })(y),
+                  ts::NotImplementedError);
+}
+
+TEST_CASE("shard_map: closed-over arrays are replicated inputs; the sigmoid layer three ways agree") {
+  auto mesh = ts::make_mesh({8}, {"x"});
+  std::mt19937 rng(3);
+  ts::Array w = random_array(rng, {16, 4}, ts::DType::float32);
+  ts::Array b = random_array(rng, {4}, ts::DType::float32);
+  ts::Array x = random_array(rng, {32, 16}, ts::DType::float32);
+  auto layer = [&](ts::Array xs) { return ts::nn::sigmoid(ts::matmul(xs, w) + b); };
+  ts::Array plain = ts::jit(layer)(ts::device_put(x, ts::NamedSharding(mesh, P("x"))));
+  ts::Array constrained = ts::jit([&](ts::Array xs) {
+    return layer(ts::with_sharding_constraint(xs, ts::NamedSharding(mesh, P("x"))));
+  })(x);
+  ts::Array manual = ts::shard_map(layer, mesh, P("x"), P("x"))(x);  // w and b closed over
+  CHECK(ts::testing::compare_arrays(host_of(manual), host_of(plain)) == "");
+  CHECK(ts::testing::compare_arrays(host_of(constrained), host_of(plain)) == "");
+  CHECK(manual.sharding() == plain.sharding());
+}
