@@ -1,0 +1,70 @@
+// The collectives users write in shard_map, over every device, 1 KiB to
+// 256 MiB per device: psum, all_gather, psum_scatter, all_to_all, ppermute.
+// Each is one jitted shard_map whose body is the collective alone, so the time
+// is the collective's (plus one dispatch). Floor: the bytes each device must
+// read from its peers (the shared-memory algorithm's traffic, as
+// Compiled::communication() counts it), times the devices, at the machine's
+// copy bandwidth measured in the same run. No peer library runs in-process
+// collectives on CPU devices; the floor is a plain multi-threaded copy.
+//
+//   ./tessel bench collectives [max MiB per device, default 256]
+#include <tessel/tessel.hpp>
+
+#include "tests/bench/bench_util.hpp"
+
+namespace ts = tessel;
+using ts::P;
+
+namespace {
+// The floor for copying `bytes`: the faster of one thread's memcpy and the
+// all-core copy (which pays for starting threads on small sizes).
+double copy_floor(std::size_t bytes) {
+  bytes = std::max<std::size_t>(bytes, 64);
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  const double one = bench::seconds([&] { std::memcpy(b.data(), a.data(), bytes); }, 21, 3);
+  return std::min(one, bench::copy_seconds(bytes));
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double max_mib = argc > 1 ? std::atof(argv[1]) : 256;
+  const int n = ts::device_count();
+  auto mesh = ts::make_mesh({n}, {"x"});
+  bench::header("collectives in shard_map over " + std::to_string(n) + " devices (" + std::to_string(bench::cores()) +
+                " cores); size = bytes per device");
+  for (double kib = 1; kib <= max_mib * 1024; kib *= 16) {
+    const std::int64_t per = std::int64_t(kib * 1024 / 4);  // float32 elements per device
+    const std::int64_t block = std::max<std::int64_t>(per / n * n, n);
+    ts::Array x = ts::device_put(ts::ones({block * n}), ts::NamedSharding(mesh, P("x"))).block_until_ready();
+    const double b = double(block) * 4;  // bytes per device
+    struct Case {
+      std::string name;
+      std::function<ts::Array(ts::Array)> body;
+      ts::PartitionSpec out;
+      double moved;  // bytes each device reads from peers
+    };
+    std::vector<std::pair<int, int>> shift;
+    for (int i = 0; i < n; ++i) shift.push_back({i, (i + 1) % n});
+    std::vector<Case> cases = {
+        {"psum", [](ts::Array v) { return ts::psum(v, "x"); }, P(), 2.0 * (n - 1) / n * b},
+        {"all_gather", [](ts::Array v) { return ts::all_gather(v, "x", {.tiled = true}); }, P(), double(n - 1) * b},
+        {"psum_scatter", [](ts::Array v) { return ts::psum_scatter(v, "x", {.tiled = true}); }, P("x"),
+         double(n - 1) / n * b},
+        {"all_to_all", [](ts::Array v) { return ts::all_to_all(v, "x", 0, 0, {.tiled = true}); }, P("x"),
+         double(n - 1) / n * b},
+        {"ppermute", [shift](ts::Array v) { return ts::ppermute(v, "x", shift); }, P("x"), b},
+    };
+    for (auto& c : cases) {
+      // all_gather's result is n times the input on every device.
+      if (c.name == "all_gather" && b * n * n > 4.0 * (1 << 30)) continue;
+      auto f = ts::jit(ts::shard_map(c.body, mesh, P("x"), c.out, {.check_vma = false}));
+      f(x).block_until_ready();
+      const double t = bench::seconds([&] { f(x).block_until_ready(); }, kib < 1024 ? 21 : 5);
+      const double floor_s = copy_floor(std::size_t(c.moved * n));
+      char name[96];
+      std::snprintf(name, sizeof name, "%s %.0f KiB", c.name.c_str(), b / 1024);
+      bench::row(name, floor_s, t, -1);
+    }
+  }
+  return 0;
+}
