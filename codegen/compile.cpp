@@ -239,9 +239,14 @@ class CollectiveThunk final : public rt::Thunk {
         Shape chunk = in_shape_;
         chunk[split] /= n;
         auto ist = row_major_strides(in_shape_), ost = row_major_strides(out_shape_);
-        const std::int64_t m = numel(chunk);
+        if (chunk.empty() || numel(chunk) == 0) break;
+        // Rows of the chunk's last dimension are contiguous in both the
+        // peer's input and this output: copy them whole.
+        const std::int64_t row = chunk.back();
+        const std::int64_t rows = numel(chunk) / row;
+        const int last = int(chunk.size()) - 1;
         std::vector<std::int64_t> idx(chunk.size(), 0);
-        for (std::int64_t f = 0; f < m; ++f) {
+        for (std::int64_t f = 0; f < rows; ++f) {
           for (std::int64_t k = 0; k < n; ++k) {
             std::int64_t src = 0, dst = 0;
             for (size_t d = 0; d < chunk.size(); ++d) {
@@ -252,9 +257,9 @@ class CollectiveThunk final : public rt::Thunk {
               src += si * ist[d];
               dst += di * ost[d];
             }
-            std::memcpy(out + dst * es, static_cast<const char*>(peers[k]) + src * es, es);
+            std::memcpy(out + dst * es, static_cast<const char*>(peers[k]) + src * es, std::size_t(row) * es);
           }
-          for (int d = int(chunk.size()) - 1; d >= 0; --d) {
+          for (int d = last - 1; d >= 0; --d) {
             if (++idx[d] < chunk[d]) break;
             idx[d] = 0;
           }
