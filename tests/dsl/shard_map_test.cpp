@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include <tessel/tessel.hpp>
 
@@ -257,4 +258,60 @@ TEST_CASE("shard_map: closed-over arrays are replicated inputs; the sigmoid laye
   CHECK(ts::testing::compare_arrays(host_of(manual), host_of(plain)) == "");
   CHECK(ts::testing::compare_arrays(host_of(constrained), host_of(plain)) == "");
   CHECK(manual.sharding() == plain.sharding());
+}
+
+TEST_CASE("shard_map: concurrent programs from several host threads on overlapping devices") {
+  // Each thread runs its own collective program on its own (overlapping) set
+  // of devices, many times; every result must be its own, exactly.
+  auto all = ts::devices();
+  struct Job {
+    std::vector<int> devs;
+    int kind;
+  };
+  std::vector<Job> jobs = {{{0, 1, 2, 3}, 0}, {{2, 3, 4, 5}, 1}, {{0, 1, 2, 3, 4, 5, 6, 7}, 2}, {{5, 4, 7, 6}, 0}};
+  std::vector<std::string> failures(jobs.size());
+  std::vector<std::thread> threads;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    threads.emplace_back([&, j] {
+      try {
+        std::vector<ts::Device> d;
+        for (int i : jobs[j].devs) d.push_back(all[size_t(i)]);
+        const int n = int(d.size());
+        ts::Mesh mesh(d, {n}, {"x"});
+        for (int rep = 0; rep < 25; ++rep) {
+          const float base = float(j * 1000 + rep);
+          ts::Array x = ts::arange(float(n * 4)) + base;
+          std::vector<float> got, want;
+          if (jobs[j].kind == 0) {
+            got = ts::shard_map([](ts::Array b) { return ts::psum(b, "x"); }, mesh, P("x"), P())(x).to_vector<float>();
+            for (int i = 0; i < 4; ++i) {
+              float s = 0;
+              for (int k = 0; k < n; ++k) s += float(k * 4 + i) + base;
+              want.push_back(s);
+            }
+          } else if (jobs[j].kind == 1) {
+            got = ts::shard_map([](ts::Array b) { return ts::all_gather(b, "x", {.tiled = true}); }, mesh, P("x"), P())(x)
+                      .to_vector<float>();
+            want = x.to_vector<float>();
+          } else {
+            std::vector<std::pair<int, int>> shift;
+            for (int k = 0; k < n; ++k) shift.push_back({k, (k + 1) % n});
+            got = ts::shard_map([&](ts::Array b) { return ts::ppermute(b, "x", shift); }, mesh, P("x"), P("x"))(x)
+                      .to_vector<float>();
+            auto v = x.to_vector<float>();
+            for (int k = 0; k < n; ++k)
+              for (int i = 0; i < 4; ++i) want.push_back(v[size_t(((k + n - 1) % n) * 4 + i)]);
+          }
+          if (got != want) {
+            failures[j] = "job " + std::to_string(j) + " rep " + std::to_string(rep) + " got a wrong result";
+            return;
+          }
+        }
+      } catch (const std::exception& e) {
+        failures[j] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& f : failures) CHECK(f == "");
 }
