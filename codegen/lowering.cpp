@@ -46,6 +46,7 @@ TESSEL_NOT_AN_EXPRESSION(shard_map)  // the partitioner inlines its body
 TESSEL_LOWER(constant) { return e.literal_scalar(*n.attr<attr::Constant>().value); }
 TESSEL_LOWER(iota) { return e.convert_value(idx[n.attr<attr::Iota>().dimension], DType::int64, n.dtype()); }
 TESSEL_LOWER(sharding_constraint) { return e.arg(n, idx, 0); }
+TESSEL_LOWER(pvary) { return e.arg(n, idx, 0); }  // a type change only
 
 // ------------------------------------------------------------------ unary
 

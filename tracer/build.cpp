@@ -179,6 +179,11 @@ NodeRef collective_permute(NodeTable& t, const NodeRef& x, MeshRef mesh,
   return make(t, Op::collective_permute, {x}, attr::CollectivePermute{std::move(mesh), std::move(pairs)});
 }
 
+NodeRef pvary(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes) {
+  if (axes.empty()) return x;
+  return make(t, Op::pvary, {x}, attr::AxisIndex{std::move(mesh), std::move(axes)});
+}
+
 NodeRef axis_index(NodeTable& t, MeshRef mesh, std::vector<int> axes) {
   return make(t, Op::axis_index, {}, attr::AxisIndex{std::move(mesh), std::move(axes)}, Aval{DType::int32, {}, false});
 }

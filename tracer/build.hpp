@@ -56,6 +56,10 @@ NodeRef all_to_all(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int
 NodeRef collective_permute(NodeTable& t, const NodeRef& x, MeshRef mesh,
                            std::vector<std::pair<std::int64_t, std::int64_t>> pairs);
 
+// x, typed as varying over `axes` of `mesh` (a shard_map body's typing; the
+// value is unchanged). Its transpose is a psum over them.
+NodeRef pvary(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes);
+
 // This device's coordinate along `axes` of `mesh` (int32 scalar).
 NodeRef axis_index(NodeTable& t, MeshRef mesh, std::vector<int> axes);
 

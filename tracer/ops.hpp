@@ -107,7 +107,8 @@ enum class OpCost : std::uint8_t {
   X(argmin, "argmin", Reduce, Never, ArgReduce)                                 \
   X(sort, "sort", Library, Never, Dimension)                                    \
   X(dot_general, "dot", Dot, Never, Dot)                                        \
-  X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)   \
+  X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)    \
+  X(pvary, "pvary", Annotation, Free, AxisIndex)   \
   X(all_gather, "all-gather", Collective, Never, AllGather)                     \
   X(all_reduce, "all-reduce", Collective, Never, AllReduce)                     \
   X(reduce_scatter, "reduce-scatter", Collective, Never, ReduceScatter)         \

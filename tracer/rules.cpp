@@ -128,6 +128,13 @@ namespace ad {
 NodeRef add(NodeTable& t, const NodeRef& a, const NodeRef& b) {
   if (!a) return b;
   if (!b) return a;
+  if (a->aval.tuple) {
+    // Cotangents of a node with several results: element by element.
+    std::vector<NodeRef> parts;
+    for (size_t i = 0; i < a->aval.elements.size(); ++i)
+      parts.push_back(add(t, build::get_tuple_element(t, a, std::int64_t(i)), build::get_tuple_element(t, b, std::int64_t(i))));
+    return build::tuple(t, parts);
+  }
   return build::binary(t, Op::add, a, b);
 }
 

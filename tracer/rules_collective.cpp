@@ -133,6 +133,27 @@ FactorRule Rule<Op::reduce_scatter>::factors(const Node& n) { return rule_util::
 FactorRule Rule<Op::all_to_all>::factors(const Node& n) { return rule_util::replicated_factors(n); }
 FactorRule Rule<Op::collective_permute>::factors(const Node& n) { return rule_util::replicated_factors(n); }
 
+// pvary: an identity in value; in a shard_map body it types x as varying
+// over its axes (JAX's pvary), so that its transpose sums over them.
+Aval Rule<Op::pvary>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::pvary, in, 1);
+  group_size(Op::pvary, p);
+  return in[0];
+}
+void Rule<Op::pvary>::eval(const std::vector<const HostArray*>& in, const A&, const Aval&, HostArray& out) {
+  out = *in[0];
+}
+FactorRule Rule<Op::pvary>::factors(const Node& n) { return rule_util::elementwise_factors(n); }
+NodeRef Rule<Op::pvary>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
+                             const NodeRef&) {
+  return tx[0] ? build::pvary(t, tx[0], attrs_of(n).mesh, attrs_of(n).axes) : nullptr;
+}
+void Rule<Op::pvary>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                std::vector<NodeRef>& cts) {
+  cts[0] = build::all_reduce(t, ct, attrs_of(n).mesh, attrs_of(n).axes, Op::add);
+}
+TESSEL_LOCAL_SAME_OP(pvary)
+
 // ------------------------------------------------------------------ autodiff
 
 TESSEL_NO_DERIVATIVE(axis_index)
@@ -170,8 +191,13 @@ NodeRef Rule<Op::all_reduce>::jvp(NodeTable& t, const Node& n, const std::vector
 }
 void Rule<Op::all_reduce>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
                                      std::vector<NodeRef>& cts) {
+  // A psum in a shard_map body takes a value varying over its axes to an
+  // invariant one (operands invariant over some of them were pvary'd first:
+  // tracer/shard_map typing); its transpose is pvary, the identity in value
+  // (JAX's psum_invariant transpose). Collectives of partitioned programs
+  // are never differentiated.
   if (attrs_of(n).reduce_op != Op::add) rule_util::not_linear(n);
-  cts[0] = build::all_reduce(t, ct, attrs_of(n).mesh, attrs_of(n).axes, Op::add);
+  cts[0] = build::pvary(t, ct, attrs_of(n).mesh, attrs_of(n).axes);
 }
 
 NodeRef Rule<Op::reduce_scatter>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&,

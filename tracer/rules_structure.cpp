@@ -7,7 +7,9 @@
 // interpreter evaluates all three directly (tracer/interpreter.cpp), so that
 // inlining is tested against it.
 #include "tracer/build.hpp"
+#include "tracer/autodiff.hpp"
 #include "tracer/rewrite.hpp"
+#include "tracer/vma.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -170,13 +172,73 @@ void Rule<Op::shard_map>::eval(const std::vector<const HostArray*>&, const A&, c
 FactorRule Rule<Op::shard_map>::factors(const Node&) {
   throw InternalError("shard_map has no factor rule: propagation pins its results to its out_specs");
 }
-NodeRef Rule<Op::shard_map>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>&,
-                                 const NodeRef&) {
-  throw NotImplementedError("differentiating through shard_map is not implemented yet (issue 14)");
+// JVP: a shard_map of the body's JVP over the operands and their tangents
+// (tangents split as their primals), its results the output tangents, split
+// as the outputs. Collectives' JVPs are themselves (linear).
+NodeRef Rule<Op::shard_map>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                 const std::vector<NodeRef>& tx, const NodeRef&) {
+  const auto& sm = attrs_of(n);
+  const Graph& body = *sm.body;
+  std::vector<bool> wrt(x.size(), false);
+  attr::ShardMap j = sm;
+  std::vector<NodeRef> ops = x;
+  for (size_t k = 0; k < x.size(); ++k)
+    if (tx[k] && is_floating(x[k]->dtype())) {
+      wrt[k] = true;
+      ops.push_back(tx[k]);
+      j.in_specs.push_back(sm.in_specs[k]);
+    }
+  Graph jg = jvp_graph(body, wrt);  // outputs: the body's, then their tangents
+  auto g = std::make_shared<Graph>();
+  g->name = "jvp(" + body.name + ")";
+  g->params = jg.params;
+  g->outputs.assign(jg.outputs.begin() + std::ptrdiff_t(body.outputs.size()), jg.outputs.end());
+  j.body = g;
+  NodeRef r = build::shard_map(t, std::move(j), ops);
+  return r;  // one tangent, or a tuple of them: the shape of n's value
 }
-void Rule<Op::shard_map>::transpose(NodeTable&, const Node&, const NodeRef&, const std::vector<bool>&,
-                                    std::vector<NodeRef>&) {
-  throw NotImplementedError("differentiating through shard_map is not implemented yet (issue 14)");
+
+// Transpose, with respect to the linear operands: a shard_map of the body's
+// VJP (JAX's typing made explicit first, so that implicit pvarys transpose
+// to psums and psums to pvarys) over the other operands and the output
+// cotangents (split as the outputs), its results the cotangents of the
+// linear operands, split as they are. Linear operands enter as zeros: the
+// body is linear in them, so their values do not matter.
+void Rule<Op::shard_map>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
+                                    std::vector<NodeRef>& cts) {
+  const auto& sm = attrs_of(n);
+  if (!sm.check_vma)
+    throw NotImplementedError("differentiating a shard_map with check_vma=false in reverse mode is not implemented");
+  const Graph& body = *sm.body;
+  std::vector<AxisSet> in_vma, out_vma;
+  for (auto& s : sm.in_specs) in_vma.push_back(spec_axes(s));
+  for (auto& s : sm.out_specs) out_vma.push_back(spec_axes(s));
+  Graph typed = with_explicit_pvary(body, in_vma, out_vma, sm.mesh);
+  Graph vb = vjp_graph(typed, linear);  // params: the body's, then output cotangents; outputs: the body's, then cts
+  auto g = std::make_shared<Graph>();
+  g->name = "transpose(" + body.name + ")";
+  g->params = vb.params;
+  g->outputs.assign(vb.outputs.begin() + std::ptrdiff_t(body.outputs.size()), vb.outputs.end());
+  attr::ShardMap tr = sm;
+  tr.body = g;
+  std::vector<NodeRef> ops;
+  for (size_t k = 0; k < n.in.size(); ++k) {
+    const Aval& a = n.in[k]->aval;
+    ops.push_back(linear[k] ? build::broadcast_in_dim(t, build::scalar(t, a.dtype, 0), a.shape, {}) : n.in[k]);
+  }
+  const size_t m = body.outputs.size();
+  for (size_t i = 0; i < m; ++i) {
+    ops.push_back(m == 1 ? ct : build::get_tuple_element(t, ct, std::int64_t(i)));
+    tr.in_specs.push_back(sm.out_specs[i]);
+  }
+  tr.out_specs.clear();
+  for (size_t k = 0; k < n.in.size(); ++k)
+    if (linear[k]) tr.out_specs.push_back(sm.in_specs[k]);
+  if (tr.out_specs.empty()) return;
+  auto results = build::results(t, build::shard_map(t, std::move(tr), ops));
+  size_t r = 0;
+  for (size_t k = 0; k < n.in.size(); ++k)
+    if (linear[k]) cts[k] = results.at(r++);
 }
 // The operands arrive laid out as the in_specs (the partitioner reshards
 // them): the body, already a per-device program, is inlined on them.

@@ -163,6 +163,10 @@ Graph rewrite_for_mesh(const Graph& g, const CommonMesh& cm, const std::vector<s
         const auto& a = n.attr<attr::AxisIndex>();
         return build::axis_index(t, cm.mesh, common_axes(cm, a.mesh, a.axes));
       }
+      case Op::pvary: {
+        const auto& a = n.attr<attr::AxisIndex>();
+        return build::pvary(t, in[0], cm.mesh, common_axes(cm, a.mesh, a.axes));
+      }
       case Op::all_reduce: {
         const auto& a = n.attr<attr::AllReduce>();
         return build::all_reduce(t, in[0], cm.mesh, common_axes(cm, a.mesh, a.axes), a.reduce_op);

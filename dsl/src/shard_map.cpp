@@ -12,6 +12,7 @@
 #include "dsl/src/trace.hpp"
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/vma.hpp"
 
 namespace tessel {
 
@@ -80,42 +81,6 @@ Array traced(const Array& x) {
 int norm_axis(int axis, int rank, const char* what) {
   if (axis < -rank || axis >= rank) throw ShapeError(cat(what, ": axis ", axis, " is out of range for rank ", rank));
   return axis < 0 ? axis + rank : axis;
-}
-
-// Which mesh axes each value of a shard_map body varies over (JAX's vma):
-// a parameter over the manual axes its in_spec splits it by; axis_index
-// over its axes; psum and all_gather make a value invariant over theirs;
-// psum_scatter, all_to_all and ppermute make it vary; constants are
-// invariant; every other op varies where its operands do.
-std::unordered_map<const Node*, std::set<int>> varying_axes(const Graph& body, const std::vector<std::set<int>>& params,
-                                                            const DeviceMesh& mesh) {
-  std::unordered_map<const Node*, std::set<int>> v;
-  for (size_t k = 0; k < body.params.size(); ++k) v[body.params[k].get()] = params[k];
-  for (auto& n : body.topo_order()) {
-    if (n->op == Op::parameter) continue;
-    std::set<int> s;
-    for (auto& x : n->in) s.insert(v.at(x.get()).begin(), v.at(x.get()).end());
-    auto drop = [&](const std::vector<int>& axes) {
-      for (int a : axes) s.erase(a);
-    };
-    auto add = [&](const std::vector<int>& axes) { s.insert(axes.begin(), axes.end()); };
-    switch (n->op) {
-      case Op::axis_index: add(n->attr<attr::AxisIndex>().axes); break;
-      case Op::all_reduce: drop(n->attr<attr::AllReduce>().axes); break;
-      case Op::all_gather: drop(n->attr<attr::AllGather>().axes); break;
-      case Op::reduce_scatter: add(n->attr<attr::ReduceScatter>().axes); break;
-      case Op::all_to_all: add(n->attr<attr::AllToAll>().axes); break;
-      case Op::collective_permute:
-        for (auto [src, dst] : n->attr<attr::CollectivePermute>().pairs) {
-          for (int d = 0; d < mesh.num_axes(); ++d)
-            if (mesh.coord(src, d) != mesh.coord(dst, d)) s.insert(d);
-        }
-        break;
-      default: break;
-    }
-    v[n.get()] = std::move(s);
-  }
-  return v;
 }
 
 }  // namespace
@@ -207,12 +172,8 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
     out_ax.push_back(axis_sharding_for_rank(NamedSharding(mesh, spec), outs[k]->rank()));
   }
   if (check_vma) {
-    std::vector<std::set<int>> pv;
-    for (auto& s : in_ax) {
-      std::set<int> v;
-      for (auto& d : s.dims) v.insert(d.begin(), d.end());
-      pv.push_back(v);
-    }
+    std::vector<AxisSet> pv;
+    for (auto& s : in_ax) pv.push_back(spec_axes(s));
     auto vma = varying_axes(*g, pv, *m);
     for (size_t k = 0; k < outs.size(); ++k) {
       std::set<int> used;
@@ -369,8 +330,10 @@ Array all_to_all(const Array& x, const AxisName& axis_name, int split_axis, int 
 }
 
 Array pvary(const Array& x, const AxisName& axis_name) {
-  detail::bind(axis_name, "pvary");  // names must be bound; the value is unchanged
-  return x;
+  auto b = detail::bind(axis_name, "pvary");
+  return detail::apply1("pvary", {detail::traced(x)}, [&](NodeTable& t, const std::vector<NodeRef>& in) {
+    return build::pvary(t, in[0], b.mesh, b.axes);
+  });
 }
 
 Array pbroadcast(const Array& x, const AxisName& axis_name, int source) {
