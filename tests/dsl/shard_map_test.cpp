@@ -108,6 +108,11 @@ TEST_CASE("shard_map: the tutorial's values") {
   CHECK(lowered.as_text().find("shard-map(") != std::string::npos);
   CHECK(lowered.as_text().find("in_specs=(P('x'))") != std::string::npos);
   CHECK(lowered.compile().as_text().find("all-reduce") != std::string::npos);
+  // communication() and explain_sharding cover it.
+  auto comm = lowered.compile().communication();
+  REQUIRE(comm.size() == 1);
+  CHECK(comm[0].collective == "all-reduce");
+  CHECK(lowered.explain_sharding().find("shard_map's out_specs") != std::string::npos);
 }
 
 TEST_CASE("shard_map: every collective against the reference interpreter, 1..8 devices and 2-D meshes") {
