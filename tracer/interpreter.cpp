@@ -68,6 +68,12 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
     auto each_group = [&](const std::vector<int>& axes, auto&& fn) {
       for (auto& group : collective_groups(mesh, axes)) fn(group);
     };
+    // The members' values combined with op, in group order.
+    auto reduce_group = [&](Op op, const std::vector<std::int64_t>& group) {
+      HostArray acc = arg(group[0], 0);
+      for (size_t r = 1; r < group.size(); ++r) acc = eval_op(op, attr::None{}, aval_of(acc), {&acc, &arg(group[r], 0)});
+      return acc;
+    };
     switch (b->op) {
       case Op::axis_index: {
         const auto& a = b->attr<attr::AxisIndex>();
@@ -82,9 +88,7 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
       case Op::all_reduce: {
         const auto& a = b->attr<attr::AllReduce>();
         each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
-          HostArray acc = arg(group[0], 0);
-          for (size_t r = 1; r < group.size(); ++r)
-            acc = eval_op(a.reduce_op, attr::None{}, aval_of(acc), {&acc, &arg(group[r], 0)});
+          HostArray acc = reduce_group(a.reduce_op, group);
           for (auto pos : group) out[pos] = acc;
         });
         break;
@@ -102,9 +106,7 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
       case Op::reduce_scatter: {
         const auto& a = b->attr<attr::ReduceScatter>();
         each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
-          HostArray acc = arg(group[0], 0);
-          for (size_t r = 1; r < group.size(); ++r)
-            acc = eval_op(a.reduce_op, attr::None{}, aval_of(acc), {&acc, &arg(group[r], 0)});
+          HostArray acc = reduce_group(a.reduce_op, group);
           for (size_t r = 0; r < group.size(); ++r)
             out[group[r]] = chunk(acc, a.dimension, std::int64_t(r), std::int64_t(group.size()));
         });
