@@ -4,6 +4,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -364,9 +365,11 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   for (size_t s = 0; s < last.size(); ++s)
     if (!keep[s] && last[s] >= 0) exe->free_after[last[s]].push_back(int(s));
   for (auto& t : exe->thunks) text << "  " << t->describe() << '\n';
-  // The kernels just built may have created statics (the JIT's);
-  // exit() must let running launches finish before destroying them.
-  rt::Runtime::synchronize_at_exit();
+  // The first compile creates the JIT's statics; exit() must let running
+  // launches finish before destroying them: one handler, registered after
+  // them (the JIT itself is never destroyed, later compiles add no statics).
+  static std::once_flag exit_sync;
+  std::call_once(exit_sync, [] { rt::Runtime::synchronize_at_exit(); });
   return {exe, text.str(), code_bytes};
 }
 
