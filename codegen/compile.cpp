@@ -142,6 +142,10 @@ void reduce_peers(DType t, Op op, char* dst, const std::vector<const void*>& pee
   });
 }
 
+// All-reduces up to this size skip the scatter/gather split: the second
+// exchange costs more than summing the whole (small) buffer on every member.
+constexpr std::size_t kSmallAllReduceBytes = 64 << 10;
+
 // Every collective reads peers' buffers in place (shared memory): publish,
 // read, release.
 class CollectiveThunk final : public rt::Thunk {
@@ -210,6 +214,12 @@ class CollectiveThunk final : public rt::Thunk {
         // Reduce-scatter then all-gather over a flat view: each member sums
         // one 1/n chunk from every peer, then copies the others' chunks.
         const std::int64_t count = numel(in_shape_);
+        if (std::size_t(count) * es <= kSmallAllReduceBytes) {
+          // Small: every member sums all peers itself (the same order, so
+          // the same bits everywhere): one exchange instead of two.
+          reduce_peers(dtype_, p_.as<attr::AllReduce>().reduce_op, out, peers, 0, count);
+          break;
+        }
         const std::int64_t lo = count * std::int64_t(rank) / n, hi = count * std::int64_t(rank + 1) / n;
         reduce_peers(dtype_, p_.as<attr::AllReduce>().reduce_op, out + lo * es, peers, lo, hi - lo);
         // Everyone's chunk is done once everyone has released the inputs.
