@@ -48,7 +48,9 @@ NodeRef node_of(TraceState& t, const Array& x) {
       throw ConcretizationError("a tracer of shape " + aval_str(a.dtype, a.shape) +
                                 " escaped the jit trace that made it (it was stored outside the traced function "
                                 "and used later)");
-    throw InternalError("a tracer of another (outer) trace reached an inner one");
+    // A tracer of an enclosing trace (a function traced inside jit closed
+    // over it): an input of this trace, like a closed-over concrete array;
+    // applying this trace's graph in the enclosing one passes it in.
   }
   auto it = t.captured_node.find(&a);
   if (it != t.captured_node.end()) return it->second;

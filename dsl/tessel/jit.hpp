@@ -192,6 +192,13 @@ class Jitted {
     for (auto& a : c.arrays)
       if (a.is_tracer()) return R(f_(args...));
     const detail::Traced& t = traced<R>(c, args...);
+    for (auto& a : t.captured)
+      if (a.is_tracer()) {
+        // f closes over values of an enclosing trace: no program of its
+        // own; trace straight through, and keep no trace holding them.
+        forget<R>(c);
+        return R(f_(args...));
+      }
     auto inputs = c.arrays;
     inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
     auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, true);
@@ -254,6 +261,14 @@ class Jitted {
     // Settings that change what tracing builds.
     c.key.pod(config().threefry_partitionable);
     return c;
+  }
+
+  template <class R>
+  void forget(const Call& c) const {
+    std::lock_guard<std::mutex> lk(cache_->m);
+    Key key;
+    key.str(typeid(R).name()).key(c.key);
+    cache_->traces.erase(key);
   }
 
   template <class R, class... Args>

@@ -253,3 +253,25 @@ TEST_CASE("all-reduce and reduce-scatter of many cache tiles, every op and devic
     }
   }
 }
+
+TEST_CASE("functions traced inside jit may close over the enclosing trace's values") {
+  // grad, an inner jit called with concrete arguments, and shard_map, each
+  // closing over a tracer of the outer jit: inputs of the inner trace.
+  ts::Array x = ts::arange(8.0f), w = ts::full({2}, 3.0f);
+  auto h = ts::jit([&](ts::Array a, ts::Array v) { return ts::grad([&](ts::Array b) { return ts::sum(b * v.sum()); })(a); });
+  CHECK(h(x, w).to_vector<float>() == std::vector<float>(8, 6.0f));
+  ts::Array y = ts::arange(4.0f);
+  ts::Array* vp = nullptr;
+  auto inner = ts::jit([&](ts::Array b) { return b * vp->sum(); });
+  auto outer = ts::jit([&](ts::Array v) {
+    vp = &v;
+    return inner(y);
+  });
+  CHECK(outer(ts::full({2}, 1.0f)).to_vector<float>() == std::vector<float>{0, 2, 4, 6});
+  CHECK(outer(ts::full({3}, 1.0f)).to_vector<float>() == std::vector<float>{0, 3, 6, 9});  // no stale trace
+  auto mesh = ts::make_mesh({4}, {"x"});
+  auto s = ts::jit([&](ts::Array a, ts::Array v) {
+    return ts::shard_map([&](ts::Array b) { return b * v.sum(); }, mesh, ts::P("x"), ts::P("x"))(a);
+  });
+  CHECK(s(x, w).to_vector<float>() == std::vector<float>{0, 6, 12, 18, 24, 30, 36, 42});
+}
