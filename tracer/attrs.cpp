@@ -168,6 +168,7 @@ std::vector<GraphRef> Attrs::regions() const {
                 if constexpr (std::is_same_v<std::decay_t<decltype(x)>, GraphRef>) out.push_back(x);
               };
               (one(f), ...);
+              (void)one;  // structs without fields
             },
             a.fields());
       },
@@ -187,6 +188,7 @@ Attrs Attrs::with_regions(const std::vector<GraphRef>& regions) const {
                   const_cast<GraphRef&>(x) = regions.at(k++);
               };
               (one(f), ...);
+              (void)one;  // structs without fields
             },
             copy.fields());
         if (k != regions.size()) throw InternalError("with_regions: wrong number of regions");

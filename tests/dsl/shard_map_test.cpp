@@ -68,11 +68,6 @@ ts::Array random_array(std::mt19937& rng, const ts::Shape& s, ts::DType t) {
   return ts::array(v, s).astype(t);
 }
 
-std::vector<ts::Device> first(int n) {
-  auto all = ts::devices();
-  return std::vector<ts::Device>(all.begin(), all.begin() + n);
-}
-
 }  // namespace
 
 // The caller's line in failure messages.
