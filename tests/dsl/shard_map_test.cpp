@@ -38,6 +38,16 @@ ts::HostArray host_of(const ts::Array& a) {
       std::memcpy(bytes.data(), v.data(), bytes.size());
       break;
     }
+    case ts::DType::int64: {
+      auto v = a.to_vector<std::int64_t>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case ts::DType::uint32: {
+      auto v = a.to_vector<std::uint32_t>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
     default: FAIL("dtype");
   }
   return ts::host_array(a.dtype(), a.shape(), bytes.data());
@@ -64,7 +74,7 @@ void check(const F& fn, const std::vector<ts::Array>& args, bool eager = true) {
 ts::Array random_array(std::mt19937& rng, const ts::Shape& s, ts::DType t) {
   std::vector<double> v(ts::numel(s));
   std::uniform_int_distribution<int> u(-9, 9);
-  for (auto& e : v) e = t == ts::DType::int32 ? double(u(rng)) : u(rng) / 4.0;
+  for (auto& e : v) e = ts::is_floating(t) ? u(rng) / 4.0 : t == ts::DType::uint32 ? double(u(rng) + 9) : double(u(rng));
   return ts::array(v, s).astype(t);
 }
 
@@ -131,7 +141,7 @@ TEST_CASE("shard_map: every collective against the reference interpreter, 1..8 d
     const int k = int(ms.shape.back());
     ts::AxisName all = two ? ts::AxisName{"x", "y"} : ts::AxisName{"x"};
     ts::PartitionSpec rows = two ? P({"x", "y"}) : P("x");
-    for (ts::DType t : {ts::DType::float32, ts::DType::int32, ts::DType::float64}) {
+    for (ts::DType t : {ts::DType::float32, ts::DType::int32, ts::DType::float64, ts::DType::int64, ts::DType::uint32}) {
       const std::string dtype = ts::dtype_name(t);
       CAPTURE(dtype);
       ts::Array a = random_array(rng, {n * 2, 3}, t);
@@ -176,7 +186,7 @@ TEST_CASE("shard_map: every collective against the reference interpreter, 1..8 d
       checked += 16;
     }
   }
-  CHECK(checked == 16 * 3 * 10);
+  CHECK(checked == 16 * 5 * 10);
 }
 
 TEST_CASE("shard_map: collectives' closed forms") {
