@@ -115,6 +115,7 @@ std::vector<int> device_assignment(const Graph& g, const std::vector<Array>& arg
   };
   for (auto& n : g.topo_order())
     if (n->op == Op::sharding_constraint) check(n->attr<attr::Constraint>().sharding->mesh->device_ids(), "with_sharding_constraint");
+    else if (n->op == Op::shard_map) check(n->attr<attr::ShardMap>().mesh->device_ids(), "shard_map");
   for (auto& s : opt.in_shardings)
     if (s) check(device_ids(sharding_devices(*s)), "in_shardings " + s->str());
   for (auto& s : opt.out_shardings)
@@ -283,6 +284,7 @@ Sharding user_sharding(const AxisSharding& s, const Shape& shape, const CommonMe
     if (o && o->is_named()) meshes.push_back(o->as_named().mesh());
   for (auto& n : g.topo_order())
     if (n->op == Op::sharding_constraint) meshes.push_back(Mesh(n->attr<attr::Constraint>().sharding->mesh));
+    else if (n->op == Op::shard_map) meshes.push_back(Mesh(n->attr<attr::ShardMap>().mesh));
   for (auto& m : meshes) {
     auto e = cm.express_on(s, m.impl());
     if (!e) continue;
@@ -438,6 +440,7 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
     if (concrete(a).committed) add_mesh(concrete(a).layout.mesh);
   for (auto& n : g_in.topo_order())
     if (n->op == Op::sharding_constraint) add_mesh(n->attr<attr::Constraint>().sharding->mesh);
+    else if (n->op == Op::shard_map) add_mesh(n->attr<attr::ShardMap>().mesh);
   std::vector<std::optional<AxisSharding>> in_ax(g_in.params.size()), out_ax(g_in.outputs.size());
   for (size_t i = 0; i < opt.in_shardings.size() && i < in_ax.size(); ++i)
     if (opt.in_shardings[i]) {

@@ -202,6 +202,10 @@ TEST_CASE("shard_map: collectives' closed forms") {
   auto idx = ts::shard_map([](ts::Array b) { return ts::axis_index({"x", "y"}).reshape({1}); }, mesh,
                            P({"x", "y"}), P({"x", "y"}))(x);
   CHECK(idx.to_vector<int>() == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  // No arguments at all: the program runs on the shard_map's mesh.
+  auto ids = ts::shard_map([] { return ts::axis_index("x").reshape({1}); }, ts::make_mesh({8}, {"x"}),
+                           std::vector<ts::PartitionSpec>{}, P("x"))();
+  CHECK(ids.to_vector<int>() == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   // A ring shift along y.
   auto r = ts::shard_map([](ts::Array b) { return ts::ppermute(b, "y", {{0, 1}, {1, 0}}); }, mesh, P({"x", "y"}),
                          P({"x", "y"}))(x);
