@@ -207,18 +207,52 @@ NodeRef Rule<Op::shard_map>::jvp(NodeTable& t, const Node& n, const std::vector<
 void Rule<Op::shard_map>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                                     std::vector<NodeRef>& cts) {
   const auto& sm = attrs_of(n);
-  if (!sm.check_vma)
-    throw NotImplementedError("differentiating a shard_map with check_vma=false in reverse mode is not implemented");
   const Graph& body = *sm.body;
   std::vector<AxisSet> in_vma, out_vma;
   for (auto& s : sm.in_specs) in_vma.push_back(spec_axes(s));
   for (auto& s : sm.out_specs) out_vma.push_back(spec_axes(s));
-  Graph typed = with_explicit_pvary(body, in_vma, out_vma, sm.mesh);
+  // The manual axes a spec leaves out.
+  auto unmentioned = [&](const AxisSet& named) {
+    std::vector<int> out;
+    for (int a : sm.manual)
+      if (!named.count(a)) out.push_back(a);
+    return out;
+  };
+  // check_vma: JAX's typing made explicit. Without it (JAX's check_vma=False):
+  // every psum transposes to a psum (a pvary before it), output cotangents
+  // are divided by the size of the axes their out_spec leaves out, and input
+  // cotangents summed over the axes their in_spec leaves out.
+  Graph typed;
+  if (sm.check_vma) {
+    typed = with_explicit_pvary(body, in_vma, out_vma, sm.mesh);
+  } else {
+    NodeTable u;
+    std::vector<NodeRef> params;
+    for (size_t k = 0; k < body.params.size(); ++k) params.push_back(build::parameter(u, int(k), body.params[k]->aval));
+    auto m = rewrite(body, u, params, [&](const Node& x, const std::vector<NodeRef>& in) -> NodeRef {
+      if (x.op != Op::all_reduce || x.attr<attr::AllReduce>().reduce_op != Op::add) return build::with_operands(u, x, in);
+      const auto& a = x.attr<attr::AllReduce>();
+      return build::all_reduce(u, build::pvary(u, in[0], a.mesh, a.axes), a.mesh, a.axes, Op::add);
+    });
+    typed.name = body.name;
+    typed.params = params;
+    for (auto& o : body.outputs) typed.outputs.push_back(m.at(o.get()));
+  }
   Graph vb = vjp_graph(typed, linear);  // params: the body's, then output cotangents; outputs: the body's, then cts
   auto g = std::make_shared<Graph>();
   g->name = "transpose(" + body.name + ")";
   g->params = vb.params;
   g->outputs.assign(vb.outputs.begin() + std::ptrdiff_t(body.outputs.size()), vb.outputs.end());
+  if (!sm.check_vma) {
+    NodeTable u;
+    size_t r = 0;
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      if (!linear[k]) continue;
+      auto axes = unmentioned(in_vma[k]);
+      if (!axes.empty()) g->outputs[r] = build::all_reduce(u, g->outputs[r], sm.mesh, axes, Op::add);
+      ++r;
+    }
+  }
   attr::ShardMap tr = sm;
   tr.body = g;
   std::vector<NodeRef> ops;
@@ -228,7 +262,14 @@ void Rule<Op::shard_map>::transpose(NodeTable& t, const Node& n, const NodeRef& 
   }
   const size_t m = body.outputs.size();
   for (size_t i = 0; i < m; ++i) {
-    ops.push_back(m == 1 ? ct : build::get_tuple_element(t, ct, std::int64_t(i)));
+    NodeRef c = m == 1 ? ct : build::get_tuple_element(t, ct, std::int64_t(i));
+    if (!sm.check_vma) {
+      double d = 1;
+      for (int a : unmentioned(out_vma[i])) d *= double(sm.mesh->axes()[size_t(a)].size);
+      if (d != 1 && is_floating(c->dtype()))
+        c = build::binary(t, Op::div, c, build::broadcast_in_dim(t, build::scalar(t, c->dtype(), d), c->shape(), {}));
+    }
+    ops.push_back(c);
     tr.in_specs.push_back(sm.out_specs[i]);
   }
   tr.out_specs.clear();
