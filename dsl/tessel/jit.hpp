@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <any>
+#include <deque>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -191,7 +192,8 @@ class Jitted {
     // Called while tracing another function: trace straight through.
     for (auto& a : c.arrays)
       if (a.is_tracer()) return R(f_(args...));
-    const detail::Traced& t = traced<R>(c, args...);
+    const std::shared_ptr<const detail::Traced> held = traced<R>(c, args...);
+    const detail::Traced& t = *held;
     for (auto& a : t.captured)
       if (a.is_tracer()) {
         // f closes over values of an enclosing trace: no program of its
@@ -209,12 +211,12 @@ class Jitted {
   Lowered lower(const Args&... args) const {
     using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
     Call c = prepare(args...);
-    const detail::Traced& t = traced<R>(c, args...);
+    const std::shared_ptr<const detail::Traced> tp = traced<R>(c, args...);
+    const detail::Traced& t = *tp;
     auto inputs = c.arrays;
     inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
     auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, false);
-    // The trace lives in the cache, which the lambdas keep alive.
-    const detail::Traced* tp = &t;
+    // The lambdas hold the trace (the cache may drop it).
     auto cache = cache_;
     JitOptions opt = opt_;
     std::vector<int> aol = c.arg_of_leaf;
@@ -238,7 +240,8 @@ class Jitted {
   };
   struct Cache {
     std::mutex m;
-    std::map<Key, std::unique_ptr<detail::Traced>> traces;
+    std::map<Key, std::shared_ptr<const detail::Traced>> traces;
+    std::deque<Key> order;  // insertion order: the oldest trace goes first when full
   };
 
   template <class... Args>
@@ -269,15 +272,19 @@ class Jitted {
     Key key;
     key.str(typeid(R).name()).key(c.key);
     cache_->traces.erase(key);
+    auto it = std::find(cache_->order.begin(), cache_->order.end(), key);
+    if (it != cache_->order.end()) cache_->order.erase(it);
   }
 
+  static constexpr std::size_t kMaxTraces = 512;
+
   template <class R, class... Args>
-  const detail::Traced& traced(const Call& c, const Args&... args) const {
+  std::shared_ptr<const detail::Traced> traced(const Call& c, const Args&... args) const {
     std::lock_guard<std::mutex> lk(cache_->m);
     Key key;
     key.str(typeid(R).name()).key(c.key);
     auto it = cache_->traces.find(key);
-    if (it != cache_->traces.end()) return *it->second;
+    if (it != cache_->traces.end()) return it->second;
     auto t = std::make_unique<detail::Traced>(detail::trace(
         opt_.name, c.arrays,
         [&](const std::vector<Array>& tracers, std::function<std::any(const std::vector<Array>&)>& rebuild) {
@@ -289,7 +296,13 @@ class Jitted {
           rebuild = [shape](const std::vector<Array>& outs) { return std::any(tree::unflatten(*shape, outs)); };
           return tree::flatten(r);
         }));
-    return *cache_->traces.emplace(key, std::move(t)).first->second;
+    // Bounded: a jit object called with ever new shapes keeps its newest traces.
+    while (cache_->traces.size() >= kMaxTraces && !cache_->order.empty()) {
+      cache_->traces.erase(cache_->order.front());
+      cache_->order.pop_front();
+    }
+    cache_->order.push_back(key);
+    return cache_->traces.emplace(key, std::shared_ptr<const detail::Traced>(std::move(t))).first->second;
   }
 
   F f_;

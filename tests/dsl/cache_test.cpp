@@ -153,3 +153,12 @@ TEST_CASE("C++ doubles keep their bits and JAX's weak types") {
   CHECK((ts::ones({2}) * 0.1).to_vector<float>()[0] == 0.1f);
   CHECK(ts::jit([](ts::Array x) { return x + 0.1; })(ts::zeros({2}, ts::float64)).to_vector<double>()[1] == 0.1);
 }
+
+TEST_CASE("a jit object keeps a bounded number of traces, and what it dropped still runs") {
+  auto f = ts::jit([](ts::Array x) { return x * 2.0f; });
+  auto lowered = f.lower(ts::zeros({1}));
+  for (int n = 1; n <= 600; ++n) CHECK(f(ts::zeros({n})).shape() == ts::Shape{n});  // 600 shapes > 512 kept
+  // The first trace is gone from the cache; its Lowered still compiles and runs.
+  CHECK(lowered.compile()(ts::ones({1})).get<ts::Array>().to_vector<float>() == std::vector<float>{2});
+  CHECK(f(ts::ones({1})).to_vector<float>() == std::vector<float>{2});  // traced again
+}
