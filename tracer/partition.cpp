@@ -134,6 +134,8 @@ struct Partitioner final : LocalBuilder {
 
   NodeRef emit(const NodeRef& n) {
     if (n->op == Op::shard_map) return emit_shard_map(*n);
+    if (n->aval.tuple)
+      throw InternalError(std::string("a tuple-valued ") + op_name(n->op) + " reached the partitioner");
     const AxisSharding& value = a.value.at(n.get());
     if (n->op == Op::get_tuple_element && n->in[0]->op == Op::shard_map) {
       // An element of a shard_map's results: laid out as its out_spec.
