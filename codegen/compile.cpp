@@ -154,15 +154,10 @@ class CollectiveThunk final : public rt::Thunk {
     in_shape_ = n.in[0]->shape();
     out_shape_ = n.shape();
     dtype_ = n.dtype();
-    auto groups = [&](const auto& a) { groups_ = collective_groups(*a.mesh, a.axes); };
-    switch (op_) {
-      case Op::all_gather: groups(n.attr<attr::AllGather>()); break;
-      case Op::all_reduce: groups(n.attr<attr::AllReduce>()); break;
-      case Op::reduce_scatter: groups(n.attr<attr::ReduceScatter>()); break;
-      case Op::all_to_all: groups(n.attr<attr::AllToAll>()); break;
-      case Op::collective_permute: break;  // pairs, not groups
-      default: throw InternalError(std::string(op_name(op_)) + " is not a collective");
-    }
+    const CollectiveAxes ca = collective_axes(n);
+    if (op_family(op_) != OpFamily::Collective || !ca.mesh)
+      throw InternalError(std::string(op_name(op_)) + " is not a collective");
+    if (ca.axes) groups_ = collective_groups(**ca.mesh, *ca.axes);  // collective_permute: pairs, not groups
     std::ostringstream os;
     os << op_name(op_) << ' ' << n.in[0]->aval.str() << " -> " << n.aval.str();
     text_ = os.str();

@@ -150,6 +150,15 @@ NodeRef scalar_like(NodeTable& t, const NodeRef& like, double v) {
 
 NodeRef zeros_like(NodeTable& t, const NodeRef& like) { return scalar_like(t, like, 0.0); }
 
+std::vector<NodeRef> dense_tangents(NodeTable& t, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx) {
+  bool any = false;
+  for (auto& d : tx) any = any || d;
+  std::vector<NodeRef> out;
+  if (!any) return out;
+  for (size_t k = 0; k < x.size(); ++k) out.push_back(tx[k] ? tx[k] : zeros_like(t, x[k]));
+  return out;
+}
+
 NodeRef unbroadcast(NodeTable& t, const NodeRef& ct, const Shape& shape, const std::vector<std::int64_t>& dims) {
   std::vector<std::int64_t> sum_axes;
   std::vector<bool> kept(ct->rank(), false);

@@ -107,6 +107,15 @@ TESSEL_OPS(TESSEL_X)
 // reference kernels, the partitioner's padding masks and codegen read it.
 Literal reduction_identity(Op op, DType t);
 
+// The mesh and axes a collective, pvary or axis_index runs over (axes null
+// for collective_permute, whose pairs name whole-mesh positions; both null
+// for other ops).
+struct CollectiveAxes {
+  const MeshRef* mesh = nullptr;
+  const std::vector<int>* axes = nullptr;
+};
+CollectiveAxes collective_axes(const Node& n);
+
 // The axes a Reduce-family node (reduce_*, argmax, argmin) reduces.
 std::vector<std::int64_t> reduced_axes(const Node& n);
 
@@ -172,6 +181,8 @@ NodeRef mul(NodeTable& t, const NodeRef& a, const NodeRef& b);  // b a primal co
 NodeRef div(NodeTable& t, const NodeRef& a, const NodeRef& b);
 NodeRef scalar_like(NodeTable& t, const NodeRef& like, double v);  // v broadcast to like's shape and dtype
 NodeRef zeros_like(NodeTable& t, const NodeRef& like);
+// The tangents tx of operands x with zeros for the null ones; empty when all are null.
+std::vector<NodeRef> dense_tangents(NodeTable& t, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx);
 // Sums ct down to `shape` over the dims a broadcast_in_dim(dims) added or stretched.
 NodeRef unbroadcast(NodeTable& t, const NodeRef& ct, const Shape& shape, const std::vector<std::int64_t>& dims);
 }  // namespace ad

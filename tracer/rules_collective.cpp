@@ -133,6 +133,20 @@ FactorRule Rule<Op::reduce_scatter>::factors(const Node& n) { return rule_util::
 FactorRule Rule<Op::all_to_all>::factors(const Node& n) { return rule_util::replicated_factors(n); }
 FactorRule Rule<Op::collective_permute>::factors(const Node& n) { return rule_util::replicated_factors(n); }
 
+CollectiveAxes collective_axes(const Node& n) {
+  auto of = [](const auto& a) { return CollectiveAxes{&a.mesh, &a.axes}; };
+  switch (n.op) {
+    case Op::all_reduce: return of(n.attr<attr::AllReduce>());
+    case Op::all_gather: return of(n.attr<attr::AllGather>());
+    case Op::reduce_scatter: return of(n.attr<attr::ReduceScatter>());
+    case Op::all_to_all: return of(n.attr<attr::AllToAll>());
+    case Op::pvary: return of(n.attr<attr::AxisIndex>());
+    case Op::axis_index: return of(n.attr<attr::AxisIndex>());
+    case Op::collective_permute: return {&n.attr<attr::CollectivePermute>().mesh, nullptr};
+    default: return {};
+  }
+}
+
 // pvary: an identity in value; in a shard_map body it types x as varying
 // over its axes (JAX's pvary), so that its transpose sums over them.
 Aval Rule<Op::pvary>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {

@@ -574,12 +574,8 @@ void Rule<Op::pad>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, co
 
 NodeRef Rule<Op::concatenate>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                    const std::vector<NodeRef>& tx, const NodeRef&) {
-  bool any = false;
-  for (auto& v : tx) any = any || v;
-  if (!any) return nullptr;
-  std::vector<NodeRef> parts;
-  for (size_t k = 0; k < x.size(); ++k) parts.push_back(tx[k] ? tx[k] : ad::zeros_like(t, x[k]));
-  return build::concatenate(t, parts, attrs_of(n).dimension);
+  auto parts = ad::dense_tangents(t, x, tx);
+  return parts.empty() ? nullptr : build::concatenate(t, parts, attrs_of(n).dimension);
 }
 void Rule<Op::concatenate>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                                       std::vector<NodeRef>& cts) {

@@ -33,12 +33,8 @@ void Rule<Op::tuple>::eval(const std::vector<const HostArray*>&, const A&, const
 FactorRule Rule<Op::tuple>::factors(const Node&) { structural(Op::tuple); }
 NodeRef Rule<Op::tuple>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                              const std::vector<NodeRef>& tx, const NodeRef&) {
-  bool any = false;
-  for (auto& d : tx) any = any || d;
-  if (!any) return nullptr;
-  std::vector<NodeRef> ts;
-  for (size_t k = 0; k < x.size(); ++k) ts.push_back(tx[k] ? tx[k] : ad::zeros_like(t, x[k]));
-  return build::tuple(t, ts);
+  auto ts = ad::dense_tangents(t, x, tx);
+  return ts.empty() ? nullptr : build::tuple(t, ts);
 }
 void Rule<Op::tuple>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
                                 std::vector<NodeRef>& cts) {
@@ -194,8 +190,7 @@ NodeRef Rule<Op::shard_map>::jvp(NodeTable& t, const Node& n, const std::vector<
   g->params = jg.params;
   g->outputs.assign(jg.outputs.begin() + std::ptrdiff_t(body.outputs.size()), jg.outputs.end());
   j.body = g;
-  NodeRef r = build::shard_map(t, std::move(j), ops);
-  return r;  // one tangent, or a tuple of them: the shape of n's value
+  return build::shard_map(t, std::move(j), ops);  // one tangent, or a tuple of them: the shape of n's value
 }
 
 // Transpose, with respect to the linear operands: a shard_map of the body's

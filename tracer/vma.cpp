@@ -3,23 +3,11 @@
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rewrite.hpp"
+#include "tracer/rules.hpp"
 
 namespace tessel {
 
 namespace {
-
-// The axes a collective (or pvary, or axis_index) runs over; null for other ops.
-const std::vector<int>* collective_axes(const Node& n) {
-  switch (n.op) {
-    case Op::all_reduce: return &n.attr<attr::AllReduce>().axes;
-    case Op::all_gather: return &n.attr<attr::AllGather>().axes;
-    case Op::reduce_scatter: return &n.attr<attr::ReduceScatter>().axes;
-    case Op::all_to_all: return &n.attr<attr::AllToAll>().axes;
-    case Op::pvary: return &n.attr<attr::AxisIndex>().axes;
-    case Op::axis_index: return &n.attr<attr::AxisIndex>().axes;
-    default: return nullptr;
-  }
-}
 
 // ppermute moves data along the axes where sources and targets differ.
 std::vector<int> permute_axes(const Node& n, const DeviceMesh& mesh) {
@@ -38,7 +26,7 @@ AxisSet result_vma(const Node& n, const std::vector<const AxisSet*>& in, const D
     for (int a : permute_axes(n, mesh)) s.insert(a);
     return s;
   }
-  const std::vector<int>* axes = collective_axes(n);
+  const std::vector<int>* axes = collective_axes(n).axes;
   if (!axes) return s;
   if (n.op == Op::all_reduce) {
     for (int a : *axes) s.erase(a);
@@ -94,7 +82,7 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
   };
   auto m = rewrite(body, t, g.params, [&](const Node& n, const std::vector<NodeRef>& ops) -> NodeRef {
     std::vector<NodeRef> in = ops;
-    if (const std::vector<int>* axes = collective_axes(n); axes && n.op != Op::axis_index && n.op != Op::pvary) {
+    if (const std::vector<int>* axes = collective_axes(n).axes; axes && n.op != Op::axis_index && n.op != Op::pvary) {
       in[0] = raise(in[0], AxisSet(axes->begin(), axes->end()));  // JAX's insert_collective_pvary
     } else if (in.size() > 1) {
       AxisSet all;

@@ -241,16 +241,10 @@ std::vector<CommStat> communication_of(const Graph& local) {
     if (op_family(n->op) != OpFamily::Collective) continue;
     double in_bytes = double(numel(n->in[0]->shape())) * double(dtype_size(n->dtype()));
     double out_bytes = double(numel(n->shape())) * double(dtype_size(n->dtype()));
-    auto group_of = [](const MeshRef& mesh, const std::vector<int>& axes) {
-      double g = 1;
-      for (int a : axes) g *= double(mesh->axes()[a].size);
-      return g;
-    };
     double group = 1;
-    if (n->op == Op::all_reduce) group = group_of(n->attr<attr::AllReduce>().mesh, n->attr<attr::AllReduce>().axes);
-    if (n->op == Op::reduce_scatter)
-      group = group_of(n->attr<attr::ReduceScatter>().mesh, n->attr<attr::ReduceScatter>().axes);
-    if (n->op == Op::all_to_all) group = group_of(n->attr<attr::AllToAll>().mesh, n->attr<attr::AllToAll>().axes);
+    const CollectiveAxes ca = collective_axes(*n);
+    if (ca.axes)
+      for (int a : *ca.axes) group *= double((*ca.mesh)->axes()[a].size);
     double moved = 0;
     // Bytes each device reads from its peers, as the shared-memory collectives do.
     switch (n->op) {

@@ -52,9 +52,7 @@ Bound bind(const AxisName& names, const char* what) {
   for (auto it = t_manual.rbegin(); it != t_manual.rend(); ++it) {
     Bound b{it->mesh, {}, 1};
     for (auto& n : names.names()) {
-      int a = -1;
-      for (int k = 0; k < it->mesh->num_axes(); ++k)
-        if (it->mesh->axes()[k].name == n) a = k;
+      const int a = it->mesh->axis_index(n);
       if (a < 0 || std::find(it->manual.begin(), it->manual.end(), a) == it->manual.end()) break;
       if (std::find(b.axes.begin(), b.axes.end(), a) != b.axes.end())
         throw ValueError(cat(what, ": axis name '", n, "' given twice"));
@@ -98,9 +96,7 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
   if (!opt.axis_names.empty()) {
     std::vector<int> chosen;
     for (auto& n : opt.axis_names) {
-      int a = -1;
-      for (int k = 0; k < m->num_axes(); ++k)
-        if (m->axes()[k].name == n) a = k;
+      const int a = m->axis_index(n);
       if (a < 0) throw ValueError(cat("shard_map: axis_names contains '", n, "', which is not an axis of ", m->str()));
       chosen.push_back(a);
     }
