@@ -74,7 +74,9 @@ void ShardMap::print(std::ostream& os) const {
   for (size_t i = 0; i < in_specs.size(); ++i) os << (i ? ", " : "") << in_specs[i].spec_str();
   os << "), out_specs=(";
   for (size_t i = 0; i < out_specs.size(); ++i) os << (i ? ", " : "") << out_specs[i].spec_str();
-  os << "), check_vma=" << (check_vma ? "true" : "false") << ", to_apply=" << (body ? body->name : std::string("(none)"));
+  os << "), manual_axes={";
+  for (size_t i = 0; i < manual.size(); ++i) os << (i ? "," : "") << (mesh ? mesh->axes()[size_t(manual[i])].name : "?");
+  os << "}, check_vma=" << (check_vma ? "true" : "false") << (explicit_vma ? ", explicit_vma" : "") << ", to_apply=" << (body ? body->name : std::string("(none)"));
 }
 void Call::print(std::ostream& os) const { os << ", to_apply=" << (body ? body->name : std::string("(none)")); }
 void AxisIndex::print(std::ostream& os) const {

@@ -149,9 +149,12 @@ struct ShardMap {
   GraphRef body;
   MeshRef mesh;
   std::vector<AxisSharding> in_specs, out_specs;
-  std::vector<int> manual;
+  std::vector<int> manual;  // the mesh axes this shard_map makes manual (sorted); the others stay automatic
   bool check_vma = true;
-  auto fields() const { return std::tie(body, mesh, in_specs, out_specs, manual, check_vma); }
+  // The body holds JAX's implicit pvarys as nodes, over every axis (those of
+  // enclosing shard_maps too): its transpose takes the body as it is.
+  bool explicit_vma = false;
+  auto fields() const { return std::tie(body, mesh, in_specs, out_specs, manual, check_vma, explicit_vma); }
   void print(std::ostream& os) const;  // the body prints below the node
 };
 // Collectives and axis_index run over `axes` of `mesh`: groups are the

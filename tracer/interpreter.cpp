@@ -47,24 +47,104 @@ HostArray chunk(const HostArray& x, std::int64_t dim, std::int64_t k, std::int64
   return slice_box(x, b);
 }
 
-// shard_map: its body on every device's blocks, node by node across all
-// devices at once, so that each collective sees every member of its groups.
-// The reference for the partitioner's inlining and the runtime's collectives.
-Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
+// Per device position, a value.
+using PerDevice = std::vector<Value>;
+
+// The devices of `axes`' group that holds pos, in group order.
+std::vector<std::int64_t> group_of(const DeviceMesh& mesh, const std::vector<int>& axes, std::int64_t pos) {
+  for (auto& g : collective_groups(mesh, axes))
+    if (std::find(g.begin(), g.end(), pos) != g.end()) return g;
+  throw InternalError(detail::cat("device position ", pos, " in no group of ", mesh.str()));
+}
+
+// The whole array of aval g from the blocks of `members`, each placed where
+// `spec` puts it (blocks over an axis the spec leaves out are equal: the
+// first member's is kept).
+HostArray assemble(const AxisSharding& spec, const Aval& g, const std::vector<Value>& blocks, size_t element,
+                   const std::vector<std::int64_t>& members) {
+  HostArray whole;
+  whole.dtype = g.dtype;
+  whole.shape = g.shape;
+  whole.bytes.assign(std::size_t(numel(g.shape)) * dtype_size(g.dtype), 0);
+  const std::size_t es = dtype_size(g.dtype);
+  const auto gst = row_major_strides(g.shape);
+  for (auto it = members.rbegin(); it != members.rend(); ++it) {
+    const Box box = spec.shard_box(g.shape, *it);
+    const HostArray& blk = blocks[size_t(*it)].at(element);
+    const auto bst = row_major_strides(blk.shape);
+    const std::int64_t count = numel(blk.shape);
+    for (std::int64_t f = 0; f < count; ++f) {
+      std::int64_t dst = 0;
+      for (size_t d = 0; d < blk.shape.size(); ++d) dst += ((f / bst[d]) % blk.shape[d] + box.start[d]) * gst[d];
+      std::memcpy(whole.bytes.data() + dst * es, blk.bytes.data() + f * es, es);
+    }
+  }
+  return whole;
+}
+
+std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::vector<PerDevice> params);
+
+// A shard_map on every device at once: each device's block of each operand
+// (its value at that device, split by the in_spec), the body run SPMD, and
+// each device's results assembled from the blocks of its group over the
+// shard_map's manual axes. Devices differing in other axes (automatic ones,
+// or those of an enclosing shard_map) run the body apart.
+PerDevice run_shard_map_spmd(const Node& n, const std::vector<const PerDevice*>& in) {
   const auto& sm = n.attr<attr::ShardMap>();
   const DeviceMesh& mesh = *sm.mesh;
   const std::int64_t P = mesh.size();
   const Graph& body = *sm.body;
-  std::unordered_map<const Node*, std::vector<HostArray>> v;  // per device position
+  std::vector<PerDevice> params;
   for (size_t k = 0; k < body.params.size(); ++k) {
-    const HostArray& x = in[k]->at(0);
-    auto& per = v[body.params[k].get()];
-    for (std::int64_t pos = 0; pos < P; ++pos) per.push_back(slice_box(x, sm.in_specs[k].shard_box(x.shape, pos)));
+    PerDevice per;
+    for (std::int64_t pos = 0; pos < P; ++pos) {
+      const HostArray& x = (*in[k])[size_t(pos)].at(0);
+      per.push_back({slice_box(x, sm.in_specs[k].shard_box(x.shape, pos))});
+    }
+    params.push_back(std::move(per));
   }
+  auto outs = run_spmd(body, mesh, std::move(params));
+  PerDevice result(static_cast<size_t>(P));
+  for (std::int64_t pos = 0; pos < P; ++pos) {
+    const auto members = group_of(mesh, sm.manual, pos);
+    for (size_t k = 0; k < body.outputs.size(); ++k) {
+      const Aval& g = n.aval.tuple ? n.aval.elements[k] : n.aval;
+      result[size_t(pos)].push_back(assemble(sm.out_specs[k], g, outs[k], 0, members));
+    }
+  }
+  return result;
+}
+
+// The body of a shard_map on every device's values, node by node across all
+// devices at once, so that each collective sees every member of its groups.
+// The reference for the partitioner and the runtime's collectives.
+std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::vector<PerDevice> params) {
+  const std::int64_t P = mesh.size();
+  std::unordered_map<const Node*, PerDevice> v;
+  for (size_t k = 0; k < body.params.size(); ++k) v[body.params[k].get()] = std::move(params[k]);
   for (auto& b : body.topo_order()) {
     if (b->op == Op::parameter) continue;
-    std::vector<HostArray> out(P);
-    auto arg = [&](std::int64_t pos, size_t k) -> const HostArray& { return v.at(b->in[k].get())[pos]; };
+    if (b->op == Op::shard_map) {
+      std::vector<const PerDevice*> in;
+      for (auto& x : b->in) in.push_back(&v.at(x.get()));
+      v[b.get()] = run_shard_map_spmd(*b, in);
+      continue;
+    }
+    PerDevice pv(static_cast<size_t>(P));
+    if (b->op == Op::tuple || b->op == Op::get_tuple_element) {
+      for (std::int64_t pos = 0; pos < P; ++pos) {
+        if (b->op == Op::tuple) {
+          for (auto& x : b->in) pv[size_t(pos)].push_back(v.at(x.get())[size_t(pos)].at(0));
+        } else {
+          pv[size_t(pos)].push_back(
+              v.at(b->in[0].get())[size_t(pos)].at(size_t(b->attr<attr::TupleIndex>().index)));
+        }
+      }
+      v[b.get()] = std::move(pv);
+      continue;
+    }
+    std::vector<HostArray> out(static_cast<size_t>(P));
+    auto arg = [&](std::int64_t pos, size_t k) -> const HostArray& { return v.at(b->in[k].get())[size_t(pos)].at(0); };
     auto each_group = [&](const std::vector<int>& axes, auto&& fn) {
       for (auto& group : collective_groups(mesh, axes)) fn(group);
     };
@@ -80,7 +160,7 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
         each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
           for (size_t r = 0; r < group.size(); ++r) {
             std::int32_t i = std::int32_t(r);
-            out[group[r]] = host_array(DType::int32, {}, &i);
+            out[size_t(group[r])] = host_array(DType::int32, {}, &i);
           }
         });
         break;
@@ -89,7 +169,7 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
         const auto& a = b->attr<attr::AllReduce>();
         each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
           HostArray acc = reduce_group(a.reduce_op, group);
-          for (auto pos : group) out[pos] = acc;
+          for (auto pos : group) out[size_t(pos)] = acc;
         });
         break;
       }
@@ -99,7 +179,7 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
           std::vector<HostArray> parts;
           for (auto pos : group) parts.push_back(arg(pos, 0));
           HostArray all = concat(parts, a.dimension);
-          for (auto pos : group) out[pos] = all;
+          for (auto pos : group) out[size_t(pos)] = all;
         });
         break;
       }
@@ -108,7 +188,7 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
         each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
           HostArray acc = reduce_group(a.reduce_op, group);
           for (size_t r = 0; r < group.size(); ++r)
-            out[group[r]] = chunk(acc, a.dimension, std::int64_t(r), std::int64_t(group.size()));
+            out[size_t(group[r])] = chunk(acc, a.dimension, std::int64_t(r), std::int64_t(group.size()));
         });
         break;
       }
@@ -119,7 +199,7 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
           for (std::int64_t r = 0; r < m; ++r) {
             std::vector<HostArray> parts;
             for (std::int64_t k = 0; k < m; ++k) parts.push_back(chunk(arg(group[k], 0), a.split_dimension, r, m));
-            out[group[r]] = concat(parts, a.concat_dimension);
+            out[size_t(group[r])] = concat(parts, a.concat_dimension);
           }
         });
         break;
@@ -127,10 +207,10 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
       case Op::collective_permute: {
         const auto& a = b->attr<attr::CollectivePermute>();
         for (std::int64_t pos = 0; pos < P; ++pos) {
-          out[pos] = arg(pos, 0);
-          std::fill(out[pos].bytes.begin(), out[pos].bytes.end(), 0);  // no source: zeros
+          out[size_t(pos)] = arg(pos, 0);
+          std::fill(out[size_t(pos)].bytes.begin(), out[size_t(pos)].bytes.end(), 0);  // no source: zeros
         }
-        for (auto [src, dst] : a.pairs) out[dst] = arg(src, 0);
+        for (auto [src, dst] : a.pairs) out[size_t(dst)] = arg(src, 0);
         break;
       }
       default: {
@@ -139,38 +219,28 @@ Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
         for (std::int64_t pos = 0; pos < P; ++pos) {
           std::vector<const HostArray*> ins;
           for (size_t k = 0; k < b->in.size(); ++k) ins.push_back(&arg(pos, k));
-          out[pos] = eval_op(b->op, b->attrs, b->aval, ins);
+          out[size_t(pos)] = eval_op(b->op, b->attrs, b->aval, ins);
         }
       }
     }
-    v[b.get()] = std::move(out);
+    for (std::int64_t pos = 0; pos < P; ++pos) pv[size_t(pos)].push_back(std::move(out[size_t(pos)]));
+    v[b.get()] = std::move(pv);
   }
-  // Results: each device's block placed where its out_spec puts it (blocks
-  // over an axis the spec leaves out are equal: any one will do).
-  Value result;
-  for (size_t k = 0; k < body.outputs.size(); ++k) {
-    const auto& blocks = v.at(body.outputs[k].get());
-    Aval g = n.aval.tuple ? n.aval.elements[k] : n.aval;
-    HostArray whole;
-    whole.dtype = g.dtype;
-    whole.shape = g.shape;
-    whole.bytes.assign(std::size_t(numel(g.shape)) * dtype_size(g.dtype), 0);
-    const std::size_t es = dtype_size(g.dtype);
-    const auto gst = row_major_strides(g.shape);
-    for (std::int64_t pos = P - 1; pos >= 0; --pos) {
-      const Box box = sm.out_specs[k].shard_box(g.shape, pos);
-      const HostArray& blk = blocks[pos];
-      const auto bst = row_major_strides(blk.shape);
-      const std::int64_t count = numel(blk.shape);
-      for (std::int64_t f = 0; f < count; ++f) {
-        std::int64_t dst = 0;
-        for (size_t d = 0; d < blk.shape.size(); ++d) dst += ((f / bst[d]) % blk.shape[d] + box.start[d]) * gst[d];
-        std::memcpy(whole.bytes.data() + dst * es, blk.bytes.data() + f * es, es);
-      }
-    }
-    result.push_back(std::move(whole));
-  }
-  return result;
+  std::vector<PerDevice> outs;
+  for (auto& o : body.outputs) outs.push_back(v.at(o.get()));
+  return outs;
+}
+
+// A shard_map outside any other: every device's operands are the whole
+// arrays; its results as the first device's group assembles them (every
+// group's are equal).
+Value run_shard_map(const Node& n, const std::vector<const Value*>& in) {
+  const std::int64_t P = n.attr<attr::ShardMap>().mesh->size();
+  std::vector<PerDevice> per;
+  std::vector<const PerDevice*> ptrs;
+  for (auto* x : in) per.push_back(PerDevice(static_cast<size_t>(P), *x));
+  for (auto& p : per) ptrs.push_back(&p);
+  return run_shard_map_spmd(n, ptrs)[0];
 }
 
 std::vector<Value> run(const Graph& g, std::vector<Value> args) {

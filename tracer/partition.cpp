@@ -12,12 +12,17 @@ namespace tessel {
 namespace {
 
 struct Partitioner final : LocalBuilder {
-  Partitioner(const Graph& g, const ShardingAssignment& a, MeshRef mesh) : g(g), a(a), mesh(std::move(mesh)) {}
+  Partitioner(const Graph& g, const ShardingAssignment& a, MeshRef mesh, NodeTable& t, std::vector<int> manual)
+      : g(g), a(a), mesh(std::move(mesh)), t(t), manual(std::move(manual)) {}
   const Graph& g;
   const ShardingAssignment& a;
   MeshRef mesh;
-  NodeTable t;
+  NodeTable& t;
+  std::vector<int> manual;  // axes enclosing shard_maps made manual (g is one's body)
   std::unordered_map<const Node*, NodeRef> local;
+  // Each shard_map's results, as the per-device program holds them: split by
+  // its out_specs over its manual axes, then by its body's automatic splits.
+  std::unordered_map<const Node*, std::vector<AxisSharding>> shard_map_out;
 
   std::int64_t tiles(const std::vector<int>& axes) const override {
     std::int64_t k = 1;
@@ -141,7 +146,7 @@ struct Partitioner final : LocalBuilder {
       // An element of a shard_map's results: laid out as its out_spec.
       const auto k = n->attr<attr::TupleIndex>().index;
       NodeRef r = build::get_tuple_element(t, local.at(n->in[0].get()), k);
-      return reshard(r, n->shape(), n->in[0]->attr<attr::ShardMap>().out_specs.at(size_t(k)), value);
+      return reshard(r, n->shape(), shard_map_out.at(n->in[0].get()).at(size_t(k)), value);
     }
     if (n->op == Op::parameter) {
       Aval av = n->aval;
@@ -179,18 +184,58 @@ struct Partitioner final : LocalBuilder {
     return reshard(r, n->shape(), natural, value);
   }
 
-  // shard_map: operands resharded to its in_specs, then its own partition
-  // rule (its body inlined); results laid out as its out_specs.
+  // shard_map: its body is a program over the axes it leaves automatic,
+  // propagated and partitioned like any other (nested shard_maps recurse);
+  // with none left it is already a per-device program and comes out as it
+  // is. Each operand is resharded to its in_spec over the manual axes,
+  // joined (minor) with the automatic split its body parameter takes: the
+  // operand's own, where it splits the block evenly. Each result leaves
+  // joined the same way, and is resharded to its value's sharding.
   NodeRef emit_shard_map(const Node& n) {
     const auto& sm = n.attr<attr::ShardMap>();
+    const Graph& body = *sm.body;
+    auto is_manual = [&](int x) { return std::find(sm.manual.begin(), sm.manual.end(), x) != sm.manual.end(); };
+    // The automatic part of s, dims the block b does not split evenly left whole.
+    auto automatic = [&](const AxisSharding& s, const Shape& b) {
+      AxisSharding r{mesh, std::vector<std::vector<int>>(b.size()), {}};
+      for (size_t d = 0; d < b.size(); ++d) {
+        for (int x : s.dims[d])
+          if (!is_manual(x)) r.dims[d].push_back(x);
+        if (b[d] % tiles(r.dims[d]) != 0) r.dims[d].clear();
+      }
+      return r;
+    };
+    auto join = [&](const AxisSharding& spec, const AxisSharding& aut) {
+      AxisSharding j = spec;
+      for (size_t d = 0; d < j.dims.size(); ++d) j.dims[d].insert(j.dims[d].end(), aut.dims[d].begin(), aut.dims[d].end());
+      return j;
+    };
+    PropagationInput pin{mesh, {}};
     std::vector<NodeRef> ops;
     for (size_t k = 0; k < n.in.size(); ++k) {
       const NodeRef& x = n.in[k];
-      ops.push_back(reshard(local.at(x.get()), x->shape(), a.value.at(x.get()), sm.in_specs[k]));
+      AxisSharding aut = automatic(a.value.at(x.get()), body.params[k]->shape());
+      ops.push_back(reshard(local.at(x.get()), x->shape(), a.value.at(x.get()), join(sm.in_specs[k], aut)));
+      pin.params.push_back(std::move(aut));
     }
-    NodeRef r = rules(n.op).local(*this, n, ops, sm.in_specs, sm.out_specs.at(0));
-    if (n.aval.tuple) return r;  // its elements reshard at their get_tuple_element
-    return reshard(r, n.shape(), sm.out_specs[0], a.value.at(&n));
+    std::vector<int> inner = manual;
+    inner.insert(inner.end(), sm.manual.begin(), sm.manual.end());
+    const ShardingAssignment ba = propagate(body, pin);
+    Partitioner sub(body, ba, mesh, t, inner);
+    for (size_t k = 0; k < body.params.size(); ++k) sub.local[body.params[k].get()] = ops[k];
+    for (auto& b : body.topo_order())
+      if (b->op != Op::parameter) sub.local[b.get()] = sub.emit(b);
+    std::vector<NodeRef> outs;
+    auto& joined = shard_map_out[&n];
+    for (size_t i = 0; i < body.outputs.size(); ++i) {
+      const NodeRef& o = body.outputs[i];
+      const AxisSharding& v = ba.value.at(o.get());
+      AxisSharding aut = automatic(v, o->shape());
+      outs.push_back(sub.reshard(sub.local.at(o.get()), o->shape(), v, aut));
+      joined.push_back(join(sm.out_specs[i], aut));
+    }
+    if (n.aval.tuple) return build::tuple(t, outs);  // its elements reshard at their get_tuple_element
+    return reshard(outs[0], n.shape(), joined[0], a.value.at(&n));
   }
 
   // LocalBuilder, for the ops' partition rules (Rule<Op>::local).
@@ -201,7 +246,8 @@ struct Partitioner final : LocalBuilder {
 }  // namespace
 
 PartitionedProgram partition(const Graph& g, const ShardingAssignment& a) {
-  Partitioner p(g, a, a.mesh);
+  NodeTable t;
+  Partitioner p(g, a, a.mesh, t, {});
   PartitionedProgram out;
   out.mesh = a.mesh;
   for (auto& n : g.topo_order()) p.local[n.get()] = p.emit(n);

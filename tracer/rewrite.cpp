@@ -23,7 +23,7 @@ GraphRef rewrite_region(const Graph& r, NodeTable& t, const RewriteFn& fn) {
 }  // namespace
 
 std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, const std::vector<NodeRef>& params,
-                                                 const RewriteFn& fn) {
+                                                 const RewriteFn& fn, bool into_regions) {
   TESSEL_CHECK_INTERNAL(params.size() == g.params.size(), "rewrite: ", params.size(), " parameters for a graph of ",
                         g.params.size());
   std::unordered_map<const Node*, NodeRef> m;
@@ -35,7 +35,7 @@ std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, c
     ops.reserve(n->in.size());
     for (auto& x : n->in) ops.push_back(m.at(x.get()));
     auto regions = n->regions();
-    if (regions.empty()) {
+    if (regions.empty() || !into_regions) {
       m[n.get()] = fn ? fn(*n, ops) : build::with_operands(t, *n, ops);
       continue;
     }

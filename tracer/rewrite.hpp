@@ -22,8 +22,10 @@ using RewriteFn = std::function<NodeRef(const Node& old, const std::vector<NodeR
 // Rebuilds every node of g into t (iteratively: graphs may be deep), g's
 // parameter i becoming params[i]. Without `fn`, each node is the same op on
 // its rebuilt operands. Returns the new value of every node of g.
+// into_regions=false: regions are not rewritten first; fn sees the original
+// node and rebuilds its regions itself (a pass whose state differs per region).
 std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, const std::vector<NodeRef>& params,
-                                                 const RewriteFn& fn = {});
+                                                 const RewriteFn& fn = {}, bool into_regions = true);
 
 // g with every call replaced by its body (nested calls too); a call with
 // several results becomes a tuple, whose get_tuple_elements fold to the

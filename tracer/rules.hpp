@@ -151,14 +151,6 @@ std::string ints(const std::vector<std::int64_t>& v);
                               const std::vector<AxisSharding>&, const AxisSharding&) {                \
     return build::with_operands(b.table(), n, ops);                                                    \
   }
-// The partition rule of a primitive that never occurs in a global program
-// (collectives and axis_index: the partitioner makes them).
-#define TESSEL_LOCAL_NEVER(OP)                                                                           \
-  NodeRef Rule<Op::OP>::local(LocalBuilder&, const Node& n, const std::vector<NodeRef>&,               \
-                              const std::vector<AxisSharding>&, const AxisSharding&) {                \
-    throw InternalError(std::string(op_name(n.op)) + " in a global program");                         \
-  }
-
 // The autodiff rules of a primitive with no derivative to carry: its tangent
 // is zero (piecewise constant, integer-valued, or a leaf of the graph) and it
 // is not linear, so it has no transpose.

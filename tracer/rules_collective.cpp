@@ -126,12 +126,36 @@ void Rule<Op::axis_index>::eval(const std::vector<const HostArray*>&, const A&, 
 FactorRule Rule<Op::axis_index>::factors(const Node& n) { return rule_util::leaf_factors(n); }
 
 FactorRule Rule<Op::sharding_constraint>::factors(const Node& n) { return rule_util::elementwise_factors(n); }
-// Collectives live only in per-device programs, which are never propagated.
-FactorRule Rule<Op::all_gather>::factors(const Node& n) { return rule_util::replicated_factors(n); }
-FactorRule Rule<Op::all_reduce>::factors(const Node& n) { return rule_util::replicated_factors(n); }
-FactorRule Rule<Op::reduce_scatter>::factors(const Node& n) { return rule_util::replicated_factors(n); }
-FactorRule Rule<Op::all_to_all>::factors(const Node& n) { return rule_util::replicated_factors(n); }
-FactorRule Rule<Op::collective_permute>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+// Collectives occur in shard_map bodies; a body with automatic axes is
+// propagated and partitioned over them (tracer/partition.cpp). A group runs
+// over manual axes, so its members hold the same tile of every automatic
+// split: dims a collective keeps pass through; the dims it gathers,
+// scatters or exchanges stay whole.
+namespace {
+FactorRule elementwise_but(const Node& n, std::vector<std::int64_t> whole) {
+  FactorRule r;
+  const Shape& in = n.in.at(0)->shape();
+  std::vector<std::vector<int>> op(in.size()), res(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (std::find(whole.begin(), whole.end(), std::int64_t(d)) != whole.end()) {
+      op[d] = {r.add_factor(in[d], false, true)};
+      res[d] = {r.add_factor(n.shape()[d], false, true)};
+    } else {
+      op[d] = res[d] = {r.add_factor(in[d])};
+    }
+  }
+  r.operands.push_back(op);
+  r.result = res;
+  return r;
+}
+}  // namespace
+FactorRule Rule<Op::all_gather>::factors(const Node& n) { return elementwise_but(n, {attrs_of(n).dimension}); }
+FactorRule Rule<Op::all_reduce>::factors(const Node& n) { return rule_util::elementwise_factors(n); }
+FactorRule Rule<Op::reduce_scatter>::factors(const Node& n) { return elementwise_but(n, {attrs_of(n).dimension}); }
+FactorRule Rule<Op::all_to_all>::factors(const Node& n) {
+  return elementwise_but(n, {attrs_of(n).split_dimension, attrs_of(n).concat_dimension});
+}
+FactorRule Rule<Op::collective_permute>::factors(const Node& n) { return rule_util::elementwise_factors(n); }
 
 CollectiveAxes collective_axes(const Node& n) {
   auto of = [](const auto& a) { return CollectiveAxes{&a.mesh, &a.axes}; };
@@ -247,12 +271,12 @@ void Rule<Op::collective_permute>::transpose(NodeTable& t, const Node& n, const 
 
 // ---------------------------------------------------------------- partitioning
 
-TESSEL_LOCAL_NEVER(axis_index)
-TESSEL_LOCAL_NEVER(all_gather)
-TESSEL_LOCAL_NEVER(all_reduce)
-TESSEL_LOCAL_NEVER(reduce_scatter)
-TESSEL_LOCAL_NEVER(all_to_all)
-TESSEL_LOCAL_NEVER(collective_permute)
+TESSEL_LOCAL_SAME_OP(axis_index)
+TESSEL_LOCAL_SAME_OP(all_gather)
+TESSEL_LOCAL_SAME_OP(all_reduce)
+TESSEL_LOCAL_SAME_OP(reduce_scatter)
+TESSEL_LOCAL_SAME_OP(all_to_all)
+TESSEL_LOCAL_SAME_OP(collective_permute)
 // A constraint only pinned the sharding its operand now has.
 NodeRef Rule<Op::sharding_constraint>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>& ops,
                                              const std::vector<AxisSharding>&, const AxisSharding&) {

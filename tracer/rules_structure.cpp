@@ -1,11 +1,14 @@
 // Rules of the structural ops: tuple and get_tuple_element (a node with
-// several results is one tuple-valued node; each result is an element), and
-// call (a region: a function applied to the operands).
+// several results is one tuple-valued node; each result is an element),
+// call (a region: a function applied to the operands) and shard_map (a
+// region run per device on blocks; its partitioning is the partitioner's).
 //
 // Calls are inlined (tracer/rewrite.hpp, inline_calls) before propagation,
 // partitioning and autodiff, and tuples fold away with them; the reference
 // interpreter evaluates all three directly (tracer/interpreter.cpp), so that
 // inlining is tested against it.
+#include <algorithm>
+
 #include "tracer/build.hpp"
 #include "tracer/autodiff.hpp"
 #include "tracer/rewrite.hpp"
@@ -119,6 +122,34 @@ namespace tessel {
 // ------------------------------------------------------------------ shard_map
 
 namespace {
+// A mesh axis a collective of g runs over that is neither in `manual` nor
+// made manual by a shard_map nested in g; -1 if none.
+int collective_outside(const Graph& g, const std::vector<int>& manual) {
+  for (auto& n : g.topo_order()) {
+    if (n->op == Op::shard_map) {
+      const auto& sm = n->attr<attr::ShardMap>();
+      std::vector<int> inner = manual;
+      inner.insert(inner.end(), sm.manual.begin(), sm.manual.end());
+      if (int a = collective_outside(*sm.body, inner); a >= 0) return a;
+      continue;
+    }
+    std::vector<int> axes;
+    if (n->op == Op::collective_permute) {
+      const DeviceMesh& mesh = **collective_axes(*n).mesh;
+      for (auto [src, dst] : n->attr<attr::CollectivePermute>().pairs)
+        for (int d = 0; d < mesh.num_axes(); ++d)
+          if (mesh.coord(src, d) != mesh.coord(dst, d)) axes.push_back(d);
+    } else if (auto* c = collective_axes(*n).axes) {
+      axes = *c;
+    }
+    for (int a : axes)
+      if (std::find(manual.begin(), manual.end(), a) == manual.end()) return a;
+  }
+  return -1;
+}
+}  // namespace
+
+namespace {
 // The block of a global shape laid out as s (every tiled dim divides).
 Shape block_shape(const Shape& global, const AxisSharding& s) {
   Shape b = global;
@@ -177,6 +208,8 @@ NodeRef Rule<Op::shard_map>::jvp(NodeTable& t, const Node& n, const std::vector<
   const Graph& body = *sm.body;
   std::vector<bool> wrt(x.size(), false);
   attr::ShardMap j = sm;
+  // An explicitly typed body stays so: every multi-operand op's operands
+  // already agree in vma, so a tangent and the primals it meets agree too.
   std::vector<NodeRef> ops = x;
   for (size_t k = 0; k < x.size(); ++k)
     if (tx[k] && is_floating(x[k]->dtype())) {
@@ -218,17 +251,31 @@ void Rule<Op::shard_map>::transpose(NodeTable& t, const Node& n, const NodeRef& 
   // are divided by the size of the axes their out_spec leaves out, and input
   // cotangents summed over the axes their in_spec leaves out.
   Graph typed;
-  if (sm.check_vma) {
+  if (sm.explicit_vma) {
+    typed = body;  // typed by an enclosing shard_map's transpose, over every axis
+  } else if (sm.check_vma) {
+    // Typing from the in_specs alone is complete only when the body's
+    // collectives run over this shard_map's axes (and nested ones').
+    if (auto a = collective_outside(body, sm.manual); a >= 0)
+      throw NotImplementedError(cat("the transpose of a nested shard_map whose body has a collective over mesh axis '",
+                                    sm.mesh->axes()[size_t(a)].name,
+                                    "' of an enclosing shard_map, outside that shard_map's own transpose (take the "
+                                    "gradient of the enclosing shard_map instead)"));
     typed = with_explicit_pvary(body, in_vma, out_vma, sm.mesh);
   } else {
     NodeTable u;
     std::vector<NodeRef> params;
     for (size_t k = 0; k < body.params.size(); ++k) params.push_back(build::parameter(u, int(k), body.params[k]->aval));
-    auto m = rewrite(body, u, params, [&](const Node& x, const std::vector<NodeRef>& in) -> NodeRef {
-      if (x.op != Op::all_reduce || x.attr<attr::AllReduce>().reduce_op != Op::add) return build::with_operands(u, x, in);
-      const auto& a = x.attr<attr::AllReduce>();
-      return build::all_reduce(u, build::pvary(u, in[0], a.mesh, a.axes), a.mesh, a.axes, Op::add);
-    });
+    // Nested shard_maps keep their bodies: their own transposes apply their rules.
+    auto m = rewrite(
+        body, u, params,
+        [&](const Node& x, const std::vector<NodeRef>& in) -> NodeRef {
+          if (x.op != Op::all_reduce || x.attr<attr::AllReduce>().reduce_op != Op::add)
+            return build::with_operands(u, x, in);
+          const auto& a = x.attr<attr::AllReduce>();
+          return build::all_reduce(u, build::pvary(u, in[0], a.mesh, a.axes), a.mesh, a.axes, Op::add);
+        },
+        /*into_regions=*/false);
     typed.name = body.name;
     typed.params = params;
     for (auto& o : body.outputs) typed.outputs.push_back(m.at(o.get()));
@@ -276,15 +323,11 @@ void Rule<Op::shard_map>::transpose(NodeTable& t, const Node& n, const NodeRef& 
   for (size_t k = 0; k < n.in.size(); ++k)
     if (linear[k]) cts[k] = results.at(r++);
 }
-// The operands arrive laid out as the in_specs (the partitioner reshards
-// them): the body, already a per-device program, is inlined on them.
-NodeRef Rule<Op::shard_map>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+// A shard_map's body is propagated and partitioned over the axes it leaves
+// automatic by the partitioner itself (tracer/partition.cpp, emit_shard_map).
+NodeRef Rule<Op::shard_map>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&,
                                    const std::vector<AxisSharding>&, const AxisSharding&) {
-  const Graph& body = *attrs_of(n).body;
-  auto m = rewrite(body, b.table(), ops);
-  std::vector<NodeRef> outs;
-  for (auto& o : body.outputs) outs.push_back(m.at(o.get()));
-  return outs.size() == 1 ? outs[0] : build::tuple(b.table(), outs);
+  throw InternalError("shard_map is partitioned by the partitioner's emit_shard_map");
 }
 
 }  // namespace tessel

@@ -1,5 +1,7 @@
 #include "tracer/vma.hpp"
 
+#include <algorithm>
+
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rewrite.hpp"
@@ -44,19 +46,76 @@ AxisSet spec_axes(const AxisSharding& s) {
   return a;
 }
 
+namespace {
+
+// Per node, the vma of each element (one for an array value).
+using Vmas = std::unordered_map<const Node*, std::vector<AxisSet>>;
+
+// A nested shard_map's parameters: split by their in_specs over its own
+// manual axes, and varying over the enclosing ones as their operands do.
+std::vector<AxisSet> inner_params(const attr::ShardMap& sm, const std::vector<const AxisSet*>& operands) {
+  std::vector<AxisSet> pv;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    AxisSet s = spec_axes(sm.in_specs.at(k));
+    for (int a : *operands[k])
+      if (std::find(sm.manual.begin(), sm.manual.end(), a) == sm.manual.end()) s.insert(a);
+    pv.push_back(std::move(s));
+  }
+  return pv;
+}
+// Its results: split by their out_specs over its manual axes, varying over
+// the enclosing ones as the body's outputs do.
+std::vector<AxisSet> inner_results(const attr::ShardMap& sm, const std::vector<const AxisSet*>& outputs) {
+  std::vector<AxisSet> r;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    AxisSet s = spec_axes(sm.out_specs.at(k));
+    for (int a : *outputs[k])
+      if (std::find(sm.manual.begin(), sm.manual.end(), a) == sm.manual.end()) s.insert(a);
+    r.push_back(std::move(s));
+  }
+  return r;
+}
+
+// The vma of every value of g (nested shard_map bodies too).
+void type_graph(const Graph& g, const std::vector<AxisSet>& params, const DeviceMesh& mesh, Vmas& v) {
+  for (size_t k = 0; k < g.params.size(); ++k) v[g.params[k].get()] = {params.at(k)};
+  for (auto& n : g.topo_order()) {
+    if (n->op == Op::parameter) continue;
+    std::vector<const AxisSet*> in;
+    for (auto& x : n->in) in.push_back(&v.at(x.get()).at(0));
+    if (n->op == Op::shard_map) {
+      const auto& sm = n->attr<attr::ShardMap>();
+      type_graph(*sm.body, inner_params(sm, in), mesh, v);
+      std::vector<const AxisSet*> outs;
+      for (auto& o : sm.body->outputs) outs.push_back(&v.at(o.get()).at(0));
+      v[n.get()] = inner_results(sm, outs);
+    } else if (n->op == Op::tuple) {
+      std::vector<AxisSet> e;
+      for (auto* x : in) e.push_back(*x);
+      v[n.get()] = std::move(e);
+    } else if (n->op == Op::get_tuple_element) {
+      v[n.get()] = {v.at(n->in[0].get()).at(size_t(n->attr<attr::TupleIndex>().index))};
+    } else if (op_family(n->op) == OpFamily::Region) {
+      throw NotImplementedError(std::string(op_name(n->op)) + " inside a shard_map body");
+    } else {
+      v[n.get()] = {result_vma(*n, in, mesh)};
+    }
+  }
+}
+
+}  // namespace
+
 std::unordered_map<const Node*, AxisSet> varying_axes(const Graph& body, const std::vector<AxisSet>& params,
                                                       const DeviceMesh& mesh) {
-  std::unordered_map<const Node*, AxisSet> v;
-  for (size_t k = 0; k < body.params.size(); ++k) v[body.params[k].get()] = params.at(k);
-  for (auto& n : body.topo_order()) {
-    if (n->op == Op::parameter) continue;
-    if (op_family(n->op) == OpFamily::Region || op_family(n->op) == OpFamily::Tuple)
-      throw NotImplementedError(std::string(op_name(n->op)) + " inside a shard_map body");
-    std::vector<const AxisSet*> in;
-    for (auto& x : n->in) in.push_back(&v.at(x.get()));
-    v[n.get()] = result_vma(*n, in, mesh);
+  Vmas v;
+  type_graph(body, params, mesh, v);
+  std::unordered_map<const Node*, AxisSet> out;
+  for (auto& [n, e] : v) {
+    AxisSet all;  // a tuple: the union of its elements'
+    for (auto& s : e) all.insert(s.begin(), s.end());
+    out[n] = std::move(all);
   }
-  return v;
+  return out;
 }
 
 Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params, const std::vector<AxisSet>& outs,
@@ -64,39 +123,76 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
   NodeTable t;
   Graph g;
   g.name = body.name;
-  std::unordered_map<const Node*, AxisSet> v;  // by new node
+  Vmas v;  // by new node
   for (size_t k = 0; k < body.params.size(); ++k) {
     g.params.push_back(build::parameter(t, int(k), body.params[k]->aval));
-    v[g.params.back().get()] = params.at(k);
+    v[g.params.back().get()] = {params.at(k)};
   }
   auto raise = [&](NodeRef x, const AxisSet& want) {
     std::vector<int> missing;
     for (int a : want)
-      if (!v.at(x.get()).count(a)) missing.push_back(a);
+      if (!v.at(x.get()).at(0).count(a)) missing.push_back(a);
     if (missing.empty()) return x;
     NodeRef y = build::pvary(t, x, mesh, missing);
-    AxisSet s = v.at(x.get());
+    AxisSet s = v.at(x.get()).at(0);
     s.insert(missing.begin(), missing.end());
-    v[y.get()] = s;
+    v[y.get()] = {s};
     return y;
   };
-  auto m = rewrite(body, t, g.params, [&](const Node& n, const std::vector<NodeRef>& ops) -> NodeRef {
-    std::vector<NodeRef> in = ops;
-    if (const std::vector<int>* axes = collective_axes(n).axes; axes && n.op != Op::axis_index && n.op != Op::pvary) {
-      in[0] = raise(in[0], AxisSet(axes->begin(), axes->end()));  // JAX's insert_collective_pvary
-    } else if (in.size() > 1) {
-      AxisSet all;
-      for (auto& x : in) all.insert(v.at(x.get()).begin(), v.at(x.get()).end());
-      for (auto& x : in) x = raise(x, all);  // JAX's auto_insert_reshard
-    }
-    NodeRef y = build::with_operands(t, n, in);
-    if (!v.count(y.get())) {
-      std::vector<const AxisSet*> vin;
-      for (auto& x : in) vin.push_back(&v.at(x.get()));
-      v[y.get()] = result_vma(*y, vin, *mesh);
-    }
-    return y;
-  });
+  // Regions are typed here, with their parameters' vma (not by rewrite's recursion).
+  auto m = rewrite(
+      body, t, g.params,
+      [&](const Node& n, const std::vector<NodeRef>& ops) -> NodeRef {
+        std::vector<NodeRef> in = ops;
+        std::vector<const AxisSet*> vin;
+        if (n.op == Op::shard_map) {
+          // A nested shard_map: its body made explicit with its parameters'
+          // full typing, so that its own transpose takes it as it is.
+          for (auto& x : in) vin.push_back(&v.at(x.get()).at(0));
+          attr::ShardMap sm = n.attr<attr::ShardMap>();
+          const auto pv = inner_params(sm, vin);
+          std::vector<AxisSet> named;
+          for (auto& s : sm.out_specs) named.push_back(spec_axes(s));
+          auto typed = std::make_shared<Graph>(with_explicit_pvary(*sm.body, pv, named, mesh));
+          const auto tv = varying_axes(*typed, pv, *mesh);
+          std::vector<const AxisSet*> vout;
+          for (auto& o : typed->outputs) vout.push_back(&tv.at(o.get()));
+          sm.body = typed;
+          sm.explicit_vma = true;
+          NodeRef y = build::shard_map(t, std::move(sm), in);
+          v[y.get()] = inner_results(y->attr<attr::ShardMap>(), vout);
+          return y;
+        }
+        if (op_family(n.op) == OpFamily::Region)
+          throw NotImplementedError(std::string(op_name(n.op)) + " inside a shard_map body");
+        if (n.op == Op::tuple || n.op == Op::get_tuple_element) {
+          NodeRef y = build::with_operands(t, n, in);
+          if (!v.count(y.get())) {
+            if (n.op == Op::tuple) {
+              std::vector<AxisSet> e;
+              for (auto& x : in) e.push_back(v.at(x.get()).at(0));
+              v[y.get()] = std::move(e);
+            } else {
+              v[y.get()] = {v.at(in[0].get()).at(size_t(n.attr<attr::TupleIndex>().index))};
+            }
+          }
+          return y;
+        }
+        if (const std::vector<int>* axes = collective_axes(n).axes; axes && n.op != Op::axis_index && n.op != Op::pvary) {
+          in[0] = raise(in[0], AxisSet(axes->begin(), axes->end()));  // JAX's insert_collective_pvary
+        } else if (in.size() > 1) {
+          AxisSet all;
+          for (auto& x : in) all.insert(v.at(x.get()).at(0).begin(), v.at(x.get()).at(0).end());
+          for (auto& x : in) x = raise(x, all);  // JAX's auto_insert_reshard
+        }
+        NodeRef y = build::with_operands(t, n, in);
+        if (!v.count(y.get())) {
+          for (auto& x : in) vin.push_back(&v.at(x.get()).at(0));
+          v[y.get()] = {result_vma(*y, vin, *mesh)};
+        }
+        return y;
+      },
+      /*into_regions=*/false);
   for (size_t k = 0; k < body.outputs.size(); ++k) g.outputs.push_back(raise(m.at(body.outputs[k].get()), outs.at(k)));
   return g;
 }

@@ -221,6 +221,7 @@ Array operator>=(const Array& a, const Array& b) { return greater_equal(a, b); }
 Array with_sharding_constraint(const Array& x, const Sharding& sharding) {
   if (!x.is_tracer()) return device_put(x, sharding);
   AxisSharding s = detail::axis_sharding(sharding, x.shape());
+  detail::check_constraint_in_body(s);
   return apply1("tessel.with_sharding_constraint", {x},
                 [s](NodeTable& t, const NR& in) { return build::sharding_constraint(t, in[0], s); });
 }

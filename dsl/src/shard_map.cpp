@@ -83,29 +83,74 @@ int norm_axis(int axis, int rank, const char* what) {
 
 }  // namespace
 
+void check_constraint_in_body(const AxisSharding& s) {
+  if (t_manual.empty()) return;
+  const ManualContext& c = t_manual.back();
+  if (!(*s.mesh == *c.mesh))
+    throw ShardingError(cat("with_sharding_constraint over ", s.mesh->str(), " inside the body of a shard_map over ",
+                            c.mesh->str()));
+  for (auto& d : s.dims)
+    for (int a : d)
+      if (std::find(c.manual.begin(), c.manual.end(), a) != c.manual.end())
+        throw ShardingError(cat("with_sharding_constraint with ", s.spec_str(), " inside a shard_map body: mesh axis '",
+                                c.mesh->axes()[size_t(a)].name,
+                                "' is manual there; a constraint may name only the axes the shard_map left automatic"));
+}
+
 std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, const Specs& in_specs,
                                   const Specs& out_specs, const ShardMapOptions& opt, const std::vector<Array>& args,
                                   const std::vector<int>& arg_of_leaf, std::size_t nargs,
                                   const std::function<std::vector<Array>(const std::vector<Array>&)>& body) {
   const MeshRef& m = mesh.impl();
-  if (!t_manual.empty())
-    throw NotImplementedError("shard_map inside the body of another shard_map is not implemented yet");
   const bool check_vma = opt.check_rep ? *opt.check_rep : opt.check_vma;
-  std::vector<int> manual;
-  for (int a = 0; a < m->num_axes(); ++a) manual.push_back(a);
-  if (!opt.axis_names.empty()) {
-    std::vector<int> chosen;
+  // Axes already manual: those of the enclosing shard_maps (nested ones run
+  // over the same mesh, on the axes the enclosing ones left automatic).
+  std::vector<int> enclosing;
+  if (!t_manual.empty()) {
+    const ManualContext& outer = t_manual.back();
+    if (!(*outer.mesh == *m))
+      throw ValueError(cat("shard_map over ", m->str(), " inside the body of a shard_map over ", outer.mesh->str(),
+                           ": a nested shard_map runs over the same mesh"));
+    enclosing = outer.manual;
+  }
+  auto is_enclosing = [&](int a) { return std::find(enclosing.begin(), enclosing.end(), a) != enclosing.end(); };
+  std::vector<int> manual;  // this shard_map's manual axes
+  if (opt.axis_names.empty()) {
+    for (int a = 0; a < m->num_axes(); ++a)
+      if (!is_enclosing(a)) manual.push_back(a);
+    if (manual.empty())
+      throw ValueError(cat("shard_map inside the body of a shard_map that is manual over every axis of ", m->str(),
+                           ": no axis is left for it (give the outer one axis_names)"));
+  } else {
     for (auto& n : opt.axis_names) {
       const int a = m->axis_index(n);
       if (a < 0) throw ValueError(cat("shard_map: axis_names contains '", n, "', which is not an axis of ", m->str()));
-      chosen.push_back(a);
+      if (is_enclosing(a))
+        throw ValueError(cat("shard_map: axis_names contains '", n,
+                             "', which an enclosing shard_map already made manual"));
+      manual.push_back(a);
     }
-    std::sort(chosen.begin(), chosen.end());
-    chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-    if (chosen != manual)
-      throw NotImplementedError(cat("shard_map with axis_names a subset of the mesh axes (partial manual) is not "
-                                    "implemented yet; ", m->str(), ", axis_names ", names_str(opt.axis_names)));
+    std::sort(manual.begin(), manual.end());
+    manual.erase(std::unique(manual.begin(), manual.end()), manual.end());
   }
+  auto is_manual = [&](int a) { return std::find(manual.begin(), manual.end(), a) != manual.end(); };
+  // A spec names manual axes only: the others are automatic inside the body.
+  auto check_spec = [&](const AxisSharding& s, const char* which, size_t k) {
+    for (auto& d : s.dims)
+      for (int a : d)
+        if (!is_manual(a)) {
+          std::vector<std::string> names;
+          for (int x : manual) names.push_back(m->axes()[size_t(x)].name);
+          throw ValueError(cat("shard_map applied to the function '", name, "': ", which, "[", k, "] is ", s.spec_str(),
+                               ", which refers to mesh axis '", m->axes()[size_t(a)].name,
+                               "', but the shard_map is manual only over (", names_str(names),
+                               "); an axis outside axis_names stays automatic and cannot appear in a spec"));
+        }
+  };
+  std::vector<int> bound = enclosing;  // what the body's collectives may name
+  bound.insert(bound.end(), manual.begin(), manual.end());
+  std::sort(bound.begin(), bound.end());
+  const bool all_manual = int(bound.size()) == m->num_axes();
   // The in_spec of each array.
   if (!in_specs.single() && in_specs.specs().size() != nargs)
     throw ValueError(cat("shard_map: in_specs has ", in_specs.specs().size(), " entries but the function was called with ",
@@ -116,6 +161,7 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
     const PartitionSpec& spec = in_specs.single() ? in_specs.specs()[0] : in_specs.specs()[size_t(arg_of_leaf[k])];
     const Shape& shape = args[k].shape();
     AxisSharding s = axis_sharding_for_rank(NamedSharding(mesh, spec), int(shape.size()));
+    check_spec(s, "in_specs", in_specs.single() ? 0 : size_t(arg_of_leaf[k]));
     Aval b{args[k].dtype(), shape, args[k].weak_type()};
     for (int d = 0; d < s.rank(); ++d) {
       const std::int64_t tiles = s.num_tiles(d);
@@ -139,7 +185,7 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
   auto t = begin_trace();
   std::vector<NodeRef> outs;
   try {
-    ManualScope scope({m, manual});
+    ManualScope scope({m, bound});
     std::vector<Array> tracers;
     for (auto& b : blocks) tracers.push_back(new_input(t, b));
     for (auto& r : body(tracers)) outs.push_back(node_of(*t, r));
@@ -166,6 +212,7 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
   for (size_t k = 0; k < outs.size(); ++k) {
     const PartitionSpec& spec = out_specs.single() ? out_specs.specs()[0] : out_specs.specs()[k];
     out_ax.push_back(axis_sharding_for_rank(NamedSharding(mesh, spec), outs[k]->rank()));
+    check_spec(out_ax.back(), "out_specs", k);
   }
   if (check_vma) {
     std::vector<AxisSet> pv;
@@ -176,7 +223,7 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
       for (auto& d : out_ax[k].dims) used.insert(d.begin(), d.end());
       std::vector<std::string> unproven;
       for (int a : vma.at(outs[k].get()))
-        if (!used.count(a)) unproven.push_back(m->axes()[a].name);
+        if (is_manual(a) && !used.count(a)) unproven.push_back(m->axes()[a].name);
       if (!unproven.empty()) {
         std::vector<std::string> names;
         for (auto& a : m->axes()) names.push_back(a.name);
@@ -201,9 +248,12 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
   sm.manual = manual;
   sm.check_vma = check_vma;
   return apply(name, all_args, [&](NodeTable& tab, const std::vector<NodeRef>& in) {
-    // The operands, as the in_specs lay them out (what propagation sees).
-    std::vector<NodeRef> ops;
-    for (size_t k = 0; k < in.size(); ++k) ops.push_back(build::sharding_constraint(tab, in[k], sm.in_specs[k]));
+    // The operands, as the in_specs lay them out (what propagation sees),
+    // when no axis stays automatic; otherwise propagation leaves their
+    // automatic axes open and the partitioner joins the two.
+    std::vector<NodeRef> ops = in;
+    if (all_manual)
+      for (size_t k = 0; k < in.size(); ++k) ops[k] = build::sharding_constraint(tab, in[k], sm.in_specs[k]);
     return build::results(tab, build::shard_map(tab, sm, ops));
   });
 }

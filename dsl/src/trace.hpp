@@ -52,4 +52,8 @@ Array apply1(const std::string& name, const std::vector<Array>& inputs, const Bu
 // that a trace bakes in as a constant.
 Array scalar_literal(double value, DType dtype, bool weak);
 
+// Inside a shard_map body, a sharding constraint may name automatic axes
+// only (dsl/src/shard_map.cpp): a ShardingError otherwise.
+void check_constraint_in_body(const AxisSharding& s);
+
 }  // namespace tessel::detail

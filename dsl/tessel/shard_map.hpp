@@ -30,7 +30,7 @@ namespace tessel {
 struct ShardMapOptions {
   bool check_vma = true;
   std::optional<bool> check_rep;        // JAX's older name; when given it is check_vma
-  std::vector<std::string> axis_names;  // the manual axes; empty: all of the mesh's
+  std::vector<std::string> axis_names;  // the manual axes; empty: all the mesh's that no enclosing shard_map made manual
 };
 
 // in_specs / out_specs: one PartitionSpec for every array, or one per

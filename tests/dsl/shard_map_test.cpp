@@ -12,73 +12,15 @@
 
 #include <tessel/tessel.hpp>
 
+#include "tests/common/interp_check.hpp"
 #include "tests/common/run_graph.hpp"
 #include "tracer/interpreter.hpp"
 
 namespace ts = tessel;
 using ts::P;
-
-namespace {
-
-ts::HostArray host_of(const ts::Array& a) {
-  std::vector<unsigned char> bytes(std::size_t(ts::numel(a.shape())) * ts::dtype_size(a.dtype()));
-  switch (a.dtype()) {
-    case ts::DType::float32: {
-      auto v = a.to_vector<float>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case ts::DType::float64: {
-      auto v = a.to_vector<double>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case ts::DType::int32: {
-      auto v = a.to_vector<std::int32_t>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case ts::DType::int64: {
-      auto v = a.to_vector<std::int64_t>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case ts::DType::uint32: {
-      auto v = a.to_vector<std::uint32_t>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    default: FAIL("dtype");
-  }
-  return ts::host_array(a.dtype(), a.shape(), bytes.data());
-}
-
-// fn traced (the shard_map node with its body) and run by the reference
-// interpreter, against fn under jit and eagerly.
-template <class F>
-void check(const F& fn, const std::vector<ts::Array>& args, bool eager = true) {
-  auto tr = ts::detail::trace("f", args, [&](const std::vector<ts::Array>& xs, std::function<std::any(const std::vector<ts::Array>&)>&) {
-    return std::vector<ts::Array>{fn(xs)};
-  });
-  const ts::Graph& g = *std::static_pointer_cast<ts::Graph>(tr.graph);
-  std::vector<ts::HostArray> hosts;
-  for (auto& a : args) hosts.push_back(host_of(a));
-  for (auto& a : tr.captured) hosts.push_back(host_of(a));
-  auto want = ts::interpret(g, hosts);
-  auto jitted = ts::jit([&](const std::vector<ts::Array>& xs) { return fn(xs); });
-  ts::Array got = jitted(args);
-  CHECK(ts::testing::compare_arrays(host_of(got), want[0], 1e-5, 1e-5) == "");
-  if (eager) CHECK(ts::testing::compare_arrays(host_of(fn(args)), want[0], 1e-5, 1e-5) == "");
-}
-
-ts::Array random_array(std::mt19937& rng, const ts::Shape& s, ts::DType t) {
-  std::vector<double> v(ts::numel(s));
-  std::uniform_int_distribution<int> u(-9, 9);
-  for (auto& e : v) e = ts::is_floating(t) ? u(rng) / 4.0 : t == ts::DType::uint32 ? double(u(rng) + 9) : double(u(rng));
-  return ts::array(v, s).astype(t);
-}
-
-}  // namespace
+using ts::testing::check;
+using ts::testing::host_of;
+using ts::testing::random_array;
 
 // The caller's line in failure messages.
 #define CHECK_SM(...)            \
@@ -249,10 +191,6 @@ TEST_CASE("shard_map: JAX's errors") {
   CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return ts::ppermute(b, "x", {{0, 1}, {2, 1}}); }, mesh, P("x"),
                                 P("x"))(y),
                   ts::ValueError);
-  // What is not built yet says so.
-  CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return b; }, ts::make_mesh({2, 2}, {"x", "y"}), P("x"), P("x"),
-                                {.axis_names = {"x"}})(y),
-                  ts::NotImplementedError);
   // JAX's typing: all_gather's result varies, so out_specs P() is rejected.
   CHECK_THROWS_AS(ts::shard_map([](ts::Array b) { return ts::all_gather(b, "x", {.tiled = true}); }, mesh, P("x"),
                                 P())(y),

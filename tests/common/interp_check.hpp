@@ -1,0 +1,80 @@
+// Checking traced programs against the reference interpreter from tests:
+// a concrete array as a host array (exact, every dtype the tests use), and
+// fn compiled under jit (and eagerly) against the interpreter's evaluation
+// of its trace.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <any>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include <tessel/tessel.hpp>
+
+#include "tests/common/run_graph.hpp"
+#include "tracer/interpreter.hpp"
+
+namespace tessel::testing {
+
+inline tessel::HostArray host_of(const tessel::Array& a) {
+  std::vector<unsigned char> bytes(std::size_t(tessel::numel(a.shape())) * tessel::dtype_size(a.dtype()));
+  switch (a.dtype()) {
+    case tessel::DType::float32: {
+      auto v = a.to_vector<float>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case tessel::DType::float64: {
+      auto v = a.to_vector<double>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case tessel::DType::int32: {
+      auto v = a.to_vector<std::int32_t>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case tessel::DType::int64: {
+      auto v = a.to_vector<std::int64_t>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case tessel::DType::uint32: {
+      auto v = a.to_vector<std::uint32_t>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    default: FAIL("dtype");
+  }
+  return tessel::host_array(a.dtype(), a.shape(), bytes.data());
+}
+
+// fn traced (the shard_map node with its body) and run by the reference
+// interpreter, against fn under jit and eagerly.
+template <class F>
+void check(const F& fn, const std::vector<tessel::Array>& args, bool eager = true) {
+  auto tr = tessel::detail::trace("f", args, [&](const std::vector<tessel::Array>& xs, std::function<std::any(const std::vector<tessel::Array>&)>&) {
+    return std::vector<tessel::Array>{fn(xs)};
+  });
+  const tessel::Graph& g = *std::static_pointer_cast<tessel::Graph>(tr.graph);
+  std::vector<tessel::HostArray> hosts;
+  for (auto& a : args) hosts.push_back(host_of(a));
+  for (auto& a : tr.captured) hosts.push_back(host_of(a));
+  auto want = tessel::interpret(g, hosts);
+  auto jitted = tessel::jit([&](const std::vector<tessel::Array>& xs) { return fn(xs); });
+  tessel::Array got = jitted(args);
+  CHECK(tessel::testing::compare_arrays(host_of(got), want[0], 1e-5, 1e-5) == "");
+  if (eager) CHECK(tessel::testing::compare_arrays(host_of(fn(args)), want[0], 1e-5, 1e-5) == "");
+}
+
+inline tessel::Array random_array(std::mt19937& rng, const tessel::Shape& s, tessel::DType t) {
+  std::vector<double> v(tessel::numel(s));
+  std::uniform_int_distribution<int> u(-9, 9);
+  for (auto& e : v) e = tessel::is_floating(t) ? u(rng) / 4.0 : t == tessel::DType::uint32 ? double(u(rng) + 9) : double(u(rng));
+  return tessel::array(v, s).astype(t);
+}
+
+}  // namespace tessel::testing
