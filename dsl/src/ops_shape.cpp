@@ -199,12 +199,14 @@ namespace {
 struct DimIndex {
   std::int64_t start = 0, step = 1, len = 0;
   bool drop = false;
+  int dynamic = -1;  // an Array index: its place in ParsedIndex::dynamic (the window keeps the whole dim)
 };
 
 struct ParsedIndex {
   std::vector<DimIndex> dims;   // per array dim
   Shape result;                 // shape x.index() returns
-  Shape kept;                   // the same with dropped dims as 1 and no new axes
+  Shape kept;                   // the same with dropped dims as 1 (dynamic ones whole) and no new axes
+  std::vector<Array> dynamic;   // the Array indices, in dim order
 };
 
 ParsedIndex parse_index(const Shape& shape, const std::vector<IndexItem>& items) {
@@ -220,10 +222,23 @@ ParsedIndex parse_index(const Shape& shape, const std::vector<IndexItem>& items)
                      std::to_string(used) + " were indexed");
   ParsedIndex p;
   int d = 0;
-  auto take = [&](const std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag>& v) {
+  auto take = [&](const std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag, Array>& v) {
     const std::int64_t n = shape[d];
     DimIndex di;
-    if (auto* i = std::get_if<std::int64_t>(&v)) {
+    if (auto* a = std::get_if<Array>(&v)) {
+      if (!is_integral(a->dtype()) || a->dtype() == DType::bool_ || a->ndim() != 0)
+        throw TypeError("an Array index must be an integer scalar (a dynamic index); got " +
+                        aval_str(a->dtype(), a->shape()) + " for axis " + std::to_string(d) + " of shape " +
+                        shape_str(shape));
+      if (n == 0)
+        throw ShapeError("index into axis " + std::to_string(d) + " of size 0 (shape " + shape_str(shape) + ")");
+      di = {0, 1, n, true, int(p.dynamic.size())};
+      p.dynamic.push_back(*a);
+      p.dims.push_back(di);
+      p.kept.push_back(n);
+      ++d;
+      return;
+    } else if (auto* i = std::get_if<std::int64_t>(&v)) {
       std::int64_t k = *i < 0 ? *i + n : *i;
       if (k < 0 || k >= n)
         throw ShapeError("index " + std::to_string(*i) + " is out of bounds for axis " + std::to_string(d) +
@@ -272,6 +287,20 @@ ParsedIndex parse_index(const Shape& shape, const std::vector<IndexItem>& items)
   return p;
 }
 
+// The Array indices as int32 positions: negative ones count from the end
+// (then out of bounds reads clamp in dynamic_slice; updates drop).
+std::vector<NodeRef> dynamic_positions(NodeTable& t, const ParsedIndex& p, const NR& idx) {
+  std::vector<NodeRef> out;
+  for (auto& di : p.dims) {
+    if (di.dynamic < 0) continue;
+    NodeRef i = c::cast(t, idx[size_t(di.dynamic)], DType::int32, false);
+    const std::int64_t n = di.len;
+    NodeRef neg = build::binary(t, Op::lt, i, build::scalar(t, DType::int32, 0));
+    out.push_back(build::select(t, neg, build::binary(t, Op::add, i, build::scalar(t, DType::int32, double(n))), i));
+  }
+  return out;
+}
+
 // The window of a positive-step view: (low, step, length) per dim, with the
 // dims whose step was negative listed for reversal.
 struct Window {
@@ -301,11 +330,29 @@ Window window(const ParsedIndex& p) {
 Array index(const Array& x, const std::vector<IndexItem>& items) {
   ParsedIndex p = parse_index(x.shape(), items);
   Window w = window(p);
-  return apply1("tessel.index", {x}, [p, w](NodeTable& t, const NR& in) {
+  std::vector<Array> in{x};
+  in.insert(in.end(), p.dynamic.begin(), p.dynamic.end());
+  return apply1("tessel.index", in, [p, w](NodeTable& t, const NR& in) {
     std::vector<std::int64_t> lo = w.lo, hi(lo.size()), step = w.step;
     for (size_t d = 0; d < lo.size(); ++d) hi[d] = p.dims[d].len == 0 ? 0 : lo[d] + (p.dims[d].len - 1) * step[d] + 1;
     NodeRef v = build::slice(t, in[0], lo, hi, step);
     v = build::rev(t, v, w.reversed);
+    if (!p.dynamic.empty()) {
+      // One element along each dynamically indexed dim (dynamic_slice clamps).
+      auto pos = dynamic_positions(t, p, NR(in.begin() + 1, in.end()));
+      std::vector<NodeRef> starts;
+      Shape sizes = v->shape();
+      size_t k = 0;
+      for (size_t d = 0; d < p.dims.size(); ++d) {
+        if (p.dims[d].dynamic >= 0) {
+          starts.push_back(pos[k++]);
+          sizes[d] = 1;
+        } else {
+          starts.push_back(build::scalar(t, DType::int32, 0));
+        }
+      }
+      v = build::dynamic_slice(t, v, starts, sizes);
+    }
     return build::reshape(t, v, p.result);
   });
 }
@@ -314,9 +361,17 @@ namespace {
 // The update v placed at the index positions of an array of shape `shape`:
 // (padded value, mask of the positions).
 std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DType dtype, const Shape& shape,
-                                           const ParsedIndex& p, const Window& w) {
+                                           const ParsedIndex& p, const Window& w, const NR& idx) {
   NodeRef v = c::broadcast_to(t, c::cast(t, v_in, dtype, false), p.result, "at[].set");
-  v = build::reshape(t, v, p.kept);
+  Shape one = p.kept;  // dynamically indexed dims: one element, spread along the whole dim below
+  for (size_t d = 0; d < p.dims.size(); ++d)
+    if (p.dims[d].dynamic >= 0) one[d] = 1;
+  v = build::reshape(t, v, one);
+  if (one != p.kept) {
+    std::vector<std::int64_t> all(one.size());
+    for (size_t d = 0; d < all.size(); ++d) all[d] = std::int64_t(d);
+    v = build::broadcast_in_dim(t, v, p.kept, all);
+  }
   v = build::rev(t, v, w.reversed);
   std::vector<std::int64_t> lo = w.lo, hi(lo.size()), interior(lo.size());
   for (size_t d = 0; d < lo.size(); ++d) {
@@ -329,35 +384,55 @@ std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DT
   NodeRef placed = build::pad(t, v, build::scalar(t, dtype, 0), lo, hi, interior);
   NodeRef ones = build::broadcast_in_dim(t, build::scalar(t, DType::bool_, 1), p.kept, {});
   NodeRef mask = build::pad(t, ones, build::scalar(t, DType::bool_, 0), lo, hi, interior);
+  // A dynamic index selects its position along the dim; out of bounds it
+  // selects none, so the update is dropped (JAX's scatter).
+  if (!p.dynamic.empty()) {
+    auto pos = dynamic_positions(t, p, idx);
+    size_t k = 0;
+    for (size_t d = 0; d < p.dims.size(); ++d) {
+      if (p.dims[d].dynamic < 0) continue;
+      NodeRef at = build::binary(t, Op::eq, build::iota(t, DType::int32, shape, std::int64_t(d)),
+                                 build::broadcast_in_dim(t, pos[k++], shape, {}));
+      mask = build::binary(t, Op::and_, mask, at);
+    }
+  }
   return {placed, mask};
 }
 }  // namespace
 
+namespace {
+// x with v combined into the indexed positions: combine(old, placed) there.
+Array update(const char* name, const Array& x, const std::vector<IndexItem>& items, const Array& v,
+             std::function<NodeRef(NodeTable&, const NodeRef&, const NodeRef&)> combine) {
+  ParsedIndex p = parse_index(x.shape(), items);
+  Window w = window(p);
+  std::vector<Array> in{x, v};
+  in.insert(in.end(), p.dynamic.begin(), p.dynamic.end());
+  return apply1(name, in, [p, w, combine](NodeTable& t, const NR& in) {
+    auto [placed, mask] = scatter_window(t, in[1], in[0]->dtype(), in[0]->shape(), p, w, NR(in.begin() + 2, in.end()));
+    return build::select(t, mask, combine(t, in[0], placed), in[0]);
+  });
+}
+}  // namespace
+
 Array IndexUpdate::set(const Array& v) const {
-  ParsedIndex p = parse_index(x_.shape(), items_);
-  Window w = window(p);
-  return apply1("tessel.at.set", {x_, v}, [p, w](NodeTable& t, const NR& in) {
-    auto [placed, mask] = scatter_window(t, in[1], in[0]->dtype(), in[0]->shape(), p, w);
-    return build::select(t, mask, placed, in[0]);
-  });
+  return update("tessel.at.set", x_, items_, v, [](NodeTable&, const NodeRef&, const NodeRef& u) { return u; });
 }
-
 Array IndexUpdate::add(const Array& v) const {
-  ParsedIndex p = parse_index(x_.shape(), items_);
-  Window w = window(p);
-  return apply1("tessel.at.add", {x_, v}, [p, w](NodeTable& t, const NR& in) {
-    auto [placed, mask] = scatter_window(t, in[1], in[0]->dtype(), in[0]->shape(), p, w);
-    return build::binary(t, Op::add, in[0], placed);
-  });
+  return update("tessel.at.add", x_, items_, v,
+                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::add, a, u); });
 }
-
 Array IndexUpdate::multiply(const Array& v) const {
-  ParsedIndex p = parse_index(x_.shape(), items_);
-  Window w = window(p);
-  return apply1("tessel.at.multiply", {x_, v}, [p, w](NodeTable& t, const NR& in) {
-    auto [placed, mask] = scatter_window(t, in[1], in[0]->dtype(), in[0]->shape(), p, w);
-    return build::select(t, mask, build::binary(t, Op::mul, in[0], placed), in[0]);
-  });
+  return update("tessel.at.multiply", x_, items_, v,
+                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::mul, a, u); });
+}
+Array IndexUpdate::min(const Array& v) const {
+  return update("tessel.at.min", x_, items_, v,
+                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::min, a, u); });
+}
+Array IndexUpdate::max(const Array& v) const {
+  return update("tessel.at.max", x_, items_, v,
+                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::max, a, u); });
 }
 
 Array Array::T() const { return transpose(*this); }

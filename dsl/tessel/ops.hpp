@@ -251,7 +251,9 @@ Array where(const Array& c, T x, const Array& y) {
 
 // ---------------------------------------------------------------- indexing
 // x.index({...}) items: an integer, ts::slice(start, stop, step), ts::all,
-// ts::ellipsis, ts::newaxis.
+// ts::ellipsis, ts::newaxis, or an integer scalar Array (traced or not: a
+// dynamic index; negative values count from the end; out of bounds, a read
+// clamps and an update is dropped, as JAX).
 struct SliceItem {
   std::optional<std::int64_t> start, stop, step;
 };
@@ -278,10 +280,11 @@ class IndexItem {
   IndexItem(AllTag) : v_(SliceItem{}) {}
   IndexItem(EllipsisTag e) : v_(e) {}
   IndexItem(NewAxisTag n) : v_(n) {}
-  const std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag>& v() const { return v_; }
+  IndexItem(const Array& i) : v_(i) {}
+  const std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag, Array>& v() const { return v_; }
 
  private:
-  std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag> v_;
+  std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag, Array> v_;
 };
 
 // x.at({...}): .set(v), .add(v) return updated copies.
@@ -291,6 +294,8 @@ class IndexUpdate {
   Array set(const Array& v) const;
   Array add(const Array& v) const;
   Array multiply(const Array& v) const;
+  Array min(const Array& v) const;
+  Array max(const Array& v) const;
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Array set(T v) const {
     return set(detail::scalar_operand(v));
@@ -298,6 +303,18 @@ class IndexUpdate {
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Array add(T v) const {
     return add(detail::scalar_operand(v));
+  }
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Array multiply(T v) const {
+    return multiply(detail::scalar_operand(v));
+  }
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Array min(T v) const {
+    return min(detail::scalar_operand(v));
+  }
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Array max(T v) const {
+    return max(detail::scalar_operand(v));
   }
 
  private:
