@@ -31,11 +31,40 @@ std::unique_ptr<rt::Thunk> sort_routine(const Node& n, const std::vector<int>& r
   return std::make_unique<SortThunk>(n, reads.at(0), reads.at(1), out);
 }
 
+// scatter: x with the updates combined in (the interpreter's kernel).
+class ScatterThunk final : public rt::Thunk {
+ public:
+  ScatterThunk(const Node& n, int x, int idx, int upd, int out)
+      : x_(x), idx_(idx), upd_(upd), out_(out), how_(n.attr<attr::Indexed>()), shape_(n.shape()), dtype_(n.dtype()),
+        idx_shape_(n.in[1]->shape()), idx_dtype_(n.in[1]->dtype()) {}
+  void run(rt::ExecContext& ctx) const override {
+    scatter_kernel(how_, dtype_, shape_, idx_dtype_, idx_shape_, ctx.slots[x_], ctx.slots[idx_], ctx.slots[upd_],
+                   ctx.slots[out_]);
+  }
+  std::string describe() const override {
+    return std::string("scatter-") + op_name(how_.combine) + " " + aval_str(dtype_, shape_) + " at " +
+           aval_str(idx_dtype_, idx_shape_);
+  }
+
+ private:
+  int x_, idx_, upd_, out_;
+  attr::Indexed how_;
+  Shape shape_;
+  DType dtype_;
+  Shape idx_shape_;
+  DType idx_dtype_;
+};
+
+std::unique_ptr<rt::Thunk> scatter_routine(const Node& n, const std::vector<int>& reads, int out) {
+  return std::make_unique<ScatterThunk>(n, reads.at(0), reads.at(1), reads.at(2), out);
+}
+
 // One entry per op; only Library-family ops have one.
 const std::array<LibraryRoutine, kNumOps>& table() {
   static const std::array<LibraryRoutine, kNumOps> t = [] {
     std::array<LibraryRoutine, kNumOps> r{};
     r[std::size_t(Op::sort)] = &sort_routine;
+    r[std::size_t(Op::scatter)] = &scatter_routine;
     return r;
   }();
   return t;

@@ -1,5 +1,7 @@
 #include "codegen/lowering.hpp"
 
+#include "tracer/rules.hpp"
+
 #include <string>
 
 #include "codegen/math.hpp"
@@ -266,6 +268,38 @@ TESSEL_LOWER(dynamic_update_slice) {
   for (auto& v : sub) v = b.CreateSelect(inside, v, e.i64c(0));
   return b.CreateSelect(inside, e.value(n.in[1], sub), e.arg(n, idx, 0));
 }
+
+// x at the position the index array names along the axis (attr::Indexed).
+TESSEL_LOWER(gather) {
+  auto& b = e.b;
+  const auto& a = n.attr<attr::Indexed>();
+  const Shape& is = n.in[1]->shape();
+  const std::int64_t s = std::int64_t(is.size());
+  Index ip, xp;
+  if (a.along) {
+    ip = idx;
+    xp = idx;  // the axis coordinate replaced below
+  } else {
+    xp.assign(idx.begin(), idx.begin() + a.axis);
+    xp.push_back(nullptr);  // the axis coordinate, below
+    xp.insert(xp.end(), idx.begin() + a.axis + s, idx.end());
+    ip.assign(idx.begin() + a.axis, idx.begin() + a.axis + s);
+  }
+  const std::int64_t len = n.in[0]->shape()[size_t(a.axis)];
+  Value* i = e.convert_value(e.value(n.in[1], ip), n.in[1]->dtype(), DType::int64);
+  Value* k = b.CreateSelect(b.CreateICmpSLT(i, e.i64c(0)), b.CreateAdd(i, e.i64c(len)), i);
+  if (a.mode == attr::IndexMode::clip) {
+    k = b.CreateSelect(b.CreateICmpSLT(k, e.i64c(0)), e.i64c(0), k);
+    k = b.CreateSelect(b.CreateICmpSGT(k, e.i64c(len - 1)), e.i64c(len - 1), k);
+    xp[size_t(a.axis)] = k;
+    return e.value(n.in[0], xp);
+  }
+  Value* inside = b.CreateICmpULT(k, e.i64c(len));  // also false for negatives
+  xp[size_t(a.axis)] = b.CreateSelect(inside, k, e.i64c(0));
+  const Literal fill = a.mode == attr::IndexMode::zero ? *Literal::scalar(n.dtype(), 0) : gather_fill(n.dtype());
+  return b.CreateSelect(inside, e.value(n.in[0], xp), e.literal_scalar(fill));
+}
+TESSEL_NOT_AN_EXPRESSION(scatter)
 
 #undef TESSEL_LOWER
 #undef TESSEL_NOT_AN_EXPRESSION

@@ -88,6 +88,25 @@ struct Dimension {
   auto fields() const { return std::tie(dimension); }
   void print(std::ostream& os) const;
 };
+// gather, scatter: indexing along one axis with an integer index array.
+// Take form (along=false): the index array's dims stand in for `axis` (the
+// gathered result, and scatter's updates, are x.shape[:axis] + idx.shape +
+// x.shape[axis+1:]). Along form (take_along_axis): idx has x's rank and at
+// each position picks along `axis`. A negative index counts from the end;
+// then out of bounds: clip clamps it; fill makes a gather yield JAX's fill
+// value (NaN, the lowest signed, the highest unsigned, true) and zero makes
+// it yield 0, and both make a scatter drop the update. scatter combines an
+// update into its place with `combine`: add, mul, min, max, or select (the
+// update replaces it).
+enum class IndexMode : std::uint8_t { clip, fill, zero };
+struct Indexed {
+  std::int64_t axis = 0;
+  bool along = false;
+  IndexMode mode = IndexMode::clip;
+  Op combine = Op::add;
+  auto fields() const { return std::tie(axis, along, mode, combine); }
+  void print(std::ostream& os) const;
+};
 // argmax, argmin: the reduced axis and the index dtype.
 struct ArgReduce {
   std::int64_t dimension = 0;
@@ -216,6 +235,7 @@ bool equal(const GraphRef& a, const GraphRef& b);  // same structure and bits
 inline void add(Key& k, std::int64_t v) { k.pod(v); }
 inline void add(Key& k, DType v) { k.pod(v); }
 inline void add(Key& k, Op v) { k.pod(v); }
+inline void add(Key& k, IndexMode v) { k.pod(v); }
 inline void add(Key& k, int v) { k.pod(v); }
 inline void add(Key& k, bool v) { k.pod(v); }
 inline void add(Key& k, const AxisSharding& s) { add_to_key(k, s); }
@@ -259,7 +279,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute>;
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed>;
 
 class Attrs {
  public:

@@ -129,6 +129,13 @@ NodeRef dynamic_update_slice(NodeTable& t, const NodeRef& x, const NodeRef& upda
   return make(t, Op::dynamic_update_slice, std::move(in), attr::None{});
 }
 
+NodeRef gather(NodeTable& t, const NodeRef& x, const NodeRef& idx, attr::Indexed how) {
+  return make(t, Op::gather, {x, idx}, how);
+}
+NodeRef scatter(NodeTable& t, const NodeRef& x, const NodeRef& idx, const NodeRef& updates, attr::Indexed how) {
+  return make(t, Op::scatter, {x, idx, updates}, how);
+}
+
 NodeRef reduce(NodeTable& t, Op op, const NodeRef& x, const std::vector<std::int64_t>& axes) {
   TESSEL_CHECK_INTERNAL(op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_prod);
   if (axes.empty()) return x;

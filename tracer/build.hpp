@@ -40,6 +40,10 @@ NodeRef reduce(NodeTable& t, Op op, const NodeRef& x, const std::vector<std::int
 NodeRef arg_reduce(NodeTable& t, Op op, const NodeRef& x, std::int64_t axis, DType index_dtype);
 // Word `word` (0 or 1) of Threefry-2x32 of counts (x0, x1) under key (k0, k1).
 NodeRef threefry2x32(NodeTable& t, const NodeRef& k0, const NodeRef& k1, const NodeRef& x0, const NodeRef& x1, int word);
+// x indexed along an axis by an integer array (attr::Indexed): a gather, and
+// a scatter of `updates` into x.
+NodeRef gather(NodeTable& t, const NodeRef& x, const NodeRef& idx, attr::Indexed how);
+NodeRef scatter(NodeTable& t, const NodeRef& x, const NodeRef& idx, const NodeRef& updates, attr::Indexed how);
 // values reordered by a stable sort of keys along dim.
 NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int64_t dim);
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims);

@@ -99,6 +99,7 @@ enum class OpCost : std::uint8_t {
   X(concatenate, "concatenate", Shape, Cheap, Dimension)                        \
   X(dynamic_slice, "dynamic-slice", Shape, Cheap, DynamicSlice)                 \
   X(dynamic_update_slice, "dynamic-update-slice", Shape, Cheap, None)           \
+  X(gather, "gather", Shape, Cheap, Indexed)                                    \
   X(reduce_sum, "reduce-sum", Reduce, Never, Dimensions)                        \
   X(reduce_max, "reduce-max", Reduce, Never, Dimensions)                        \
   X(reduce_min, "reduce-min", Reduce, Never, Dimensions)                        \
@@ -106,6 +107,7 @@ enum class OpCost : std::uint8_t {
   X(argmax, "argmax", Reduce, Never, ArgReduce)                                 \
   X(argmin, "argmin", Reduce, Never, ArgReduce)                                 \
   X(sort, "sort", Library, Never, Dimension)                                    \
+  X(scatter, "scatter", Library, Never, Indexed)                                \
   X(dot_general, "dot", Dot, Never, Dot)                                        \
   X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)    \
   X(pvary, "pvary", Annotation, Free, AxisIndex)   \

@@ -122,6 +122,16 @@ std::vector<std::int64_t> reduced_axes(const Node& n);
 // One Threefry-2x32 block (the reference kernel; tests use it for known answers).
 void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, std::uint32_t& x1);
 
+// JAX's fill value of an out-of-bounds gather (mode fill): NaN for floats,
+// the lowest signed and the highest unsigned integer, true.
+Literal gather_fill(DType t);
+
+// The scatter primitive's kernel, shared by the interpreter and the compiled
+// thunk: out = x with each update combined into its place (updates in row-
+// major order; a later one combines into an earlier one's result).
+void scatter_kernel(const attr::Indexed& how, DType dtype, const Shape& x_shape, DType idx_dtype, const Shape& idx_shape,
+                    const void* x, const void* idx, const void* updates, void* out);
+
 // The sort primitive's kernel, shared by the interpreter and the compiled
 // thunk: each line of `values` along dim, reordered by a stable sort of the
 // same line of `keys` (NaNs last, as JAX). `shape` is both operands'.

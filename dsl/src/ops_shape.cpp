@@ -226,10 +226,11 @@ ParsedIndex parse_index(const Shape& shape, const std::vector<IndexItem>& items)
     const std::int64_t n = shape[d];
     DimIndex di;
     if (auto* a = std::get_if<Array>(&v)) {
-      if (!is_integral(a->dtype()) || a->dtype() == DType::bool_ || a->ndim() != 0)
-        throw TypeError("an Array index must be an integer scalar (a dynamic index); got " +
-                        aval_str(a->dtype(), a->shape()) + " for axis " + std::to_string(d) + " of shape " +
-                        shape_str(shape));
+      if (!is_integral(a->dtype()) || a->dtype() == DType::bool_)
+        throw TypeError("an Array index must hold integers; got " + aval_str(a->dtype(), a->shape()) + " for axis " +
+                        std::to_string(d) + " of shape " + shape_str(shape));
+      if (a->ndim() != 0)
+        throw InternalError("an index array reached parse_index");
       if (n == 0)
         throw ShapeError("index into axis " + std::to_string(d) + " of size 0 (shape " + shape_str(shape) + ")");
       di = {0, 1, n, true, int(p.dynamic.size())};
@@ -327,7 +328,108 @@ Window window(const ParsedIndex& p) {
 
 }  // namespace
 
+namespace {
+attr::IndexMode index_mode(const std::string& mode, const char* what) {
+  if (mode == "fill") return attr::IndexMode::fill;
+  if (mode == "clip") return attr::IndexMode::clip;
+  throw ValueError(std::string(what) + ": mode must be \"fill\" or \"clip\", got \"" + mode + "\"");
+}
+void check_index_array(const Array& i, const char* what) {
+  if (!is_integral(i.dtype()) || i.dtype() == DType::bool_)
+    throw TypeError(std::string(what) + ": indices must be integers, got " + aval_str(i.dtype(), i.shape()));
+}
+// The item holding an index array of rank >= 1, if any (one at most).
+int array_item(const std::vector<IndexItem>& items) {
+  int found = -1;
+  for (size_t k = 0; k < items.size(); ++k)
+    if (auto* a = std::get_if<Array>(&items[k].v()); a && a->ndim() > 0) {
+      if (found >= 0)
+        throw NotImplementedError("indexing with more than one integer array (broadcast together) is not supported; "
+                                  "index with one array at a time");
+      found = int(k);
+    }
+  return found;
+}
+}  // namespace
+
+Array take(const Array& a, const Array& indices, std::optional<int> axis, const std::string& mode) {
+  check_index_array(indices, "take");
+  attr::Indexed how;
+  how.mode = index_mode(mode, "take");
+  Array src = a;
+  if (!axis) {
+    src = reshape(a, {-1});
+    how.axis = 0;
+  } else {
+    how.axis = c::norm_axis(*axis, a.ndim(), "take");
+  }
+  return apply1("tessel.take", {src, indices},
+                [how](NodeTable& t, const NR& in) { return build::gather(t, in[0], in[1], how); });
+}
+
+Array take_along_axis(const Array& a, const Array& indices, int axis, const std::string& mode) {
+  check_index_array(indices, "take_along_axis");
+  if (indices.ndim() != a.ndim())
+    throw ValueError("take_along_axis: indices " + aval_str(indices.dtype(), indices.shape()) + " and array " +
+                     aval_str(a.dtype(), a.shape()) + " must have the same number of dimensions");
+  attr::Indexed how;
+  how.mode = index_mode(mode, "take_along_axis");
+  how.along = true;
+  how.axis = c::norm_axis(axis, a.ndim(), "take_along_axis");
+  // Broadcast against each other in every dim but the axis.
+  Shape as = a.shape(), is = indices.shape();
+  for (int d = 0; d < a.ndim(); ++d) {
+    if (d == how.axis) continue;
+    if (as[d] != is[d] && as[d] != 1 && is[d] != 1)
+      throw ShapeError("take_along_axis: indices " + shape_str(indices.shape()) + " and array " + shape_str(a.shape()) +
+                       " do not broadcast in dimension " + std::to_string(d));
+    as[d] = is[d] = std::max(as[d], is[d]);
+  }
+  return apply1("tessel.take_along_axis", {a, indices}, [how, as, is](NodeTable& t, const NR& in) {
+    return build::gather(t, c::broadcast_to(t, in[0], as), c::broadcast_to(t, in[1], is), how);
+  });
+}
+
 Array index(const Array& x, const std::vector<IndexItem>& items) {
+  if (int k = array_item(items); k >= 0) {
+    // The other items first, the array's dim kept whole; then a gather
+    // (clamped) along where that dim went. NumPy puts the array's dims where
+    // it stood, or first when integers and the array are not side by side.
+    std::vector<IndexItem> rest = items;
+    rest[size_t(k)] = IndexItem(SliceItem{});
+    int dim = 0;  // where the array's dim lands in x.index(rest)
+    for (int j = 0; j < k; ++j) {
+      const auto& v = items[size_t(j)].v();
+      if (std::holds_alternative<NewAxisTag>(v) || std::holds_alternative<SliceItem>(v)) {
+        ++dim;
+      } else if (std::holds_alternative<EllipsisTag>(v)) {
+        int used = 0;
+        for (auto& it : items)
+          if (!std::holds_alternative<NewAxisTag>(it.v()) && !std::holds_alternative<EllipsisTag>(it.v())) ++used;
+        dim += x.ndim() - used;
+      }
+    }
+    // NumPy's advanced indices here: the array and the integers. Not side by
+    // side, their dims go first.
+    std::vector<int> advanced;
+    for (size_t j = 0; j < items.size(); ++j) {
+      const auto& v = items[j].v();
+      if (std::holds_alternative<std::int64_t>(v) || std::holds_alternative<Array>(v)) advanced.push_back(int(j));
+    }
+    const bool gap = advanced.back() - advanced.front() + 1 != int(advanced.size());
+    const Array& idx = std::get<Array>(items[size_t(k)].v());
+    check_index_array(idx, "index");
+    Array r = take(index(x, rest), idx, dim, "clip");
+    if (gap && dim > 0) {
+      // Integer indices apart from the array: its dims go first (NumPy).
+      std::vector<int> perm;
+      for (int j = 0; j < idx.ndim(); ++j) perm.push_back(dim + j);
+      for (int j = 0; j < r.ndim(); ++j)
+        if (j < dim || j >= dim + idx.ndim()) perm.push_back(j);
+      r = transpose(r, perm);
+    }
+    return r;
+  }
   ParsedIndex p = parse_index(x.shape(), items);
   Window w = window(p);
   std::vector<Array> in{x};
@@ -403,7 +505,38 @@ std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DT
 namespace {
 // x with v combined into the indexed positions: combine(old, placed) there.
 Array update(const char* name, const Array& x, const std::vector<IndexItem>& items, const Array& v,
-             std::function<NodeRef(NodeTable&, const NodeRef&, const NodeRef&)> combine) {
+             std::function<NodeRef(NodeTable&, const NodeRef&, const NodeRef&)> combine, Op scatter_op) {
+  if (int k = array_item(items); k >= 0) {
+    // A scatter along the array's dim (updates out of bounds dropped); the
+    // other items must leave their dims whole.
+    int dim = -1, d = 0;
+    for (size_t j = 0; j < items.size(); ++j) {
+      const auto& it = items[j].v();
+      if (int(j) == k) {
+        dim = d++;
+      } else if (std::holds_alternative<EllipsisTag>(it)) {
+        d += x.ndim() - (int(items.size()) - 1);
+      } else if (auto* s = std::get_if<SliceItem>(&it); s && !s->start && !s->stop && !s->step) {
+        ++d;
+      } else {
+        throw NotImplementedError(std::string(name) +
+                                  " with an index array: the other index items must be ts::all or ts::ellipsis");
+      }
+    }
+    const Array& idx = std::get<Array>(items[size_t(k)].v());
+    check_index_array(idx, name);
+    attr::Indexed how;
+    how.axis = dim;
+    how.mode = attr::IndexMode::fill;  // dropped out of bounds
+    how.combine = scatter_op;
+    Shape us(x.shape().begin(), x.shape().begin() + dim);
+    us.insert(us.end(), idx.shape().begin(), idx.shape().end());
+    us.insert(us.end(), x.shape().begin() + dim + 1, x.shape().end());
+    return apply1(name, {x, idx, v}, [how, us, name](NodeTable& t, const NR& in) {
+      NodeRef u = c::broadcast_to(t, c::cast(t, in[2], in[0]->dtype(), false), us, name);
+      return build::scatter(t, in[0], in[1], u, how);
+    });
+  }
   ParsedIndex p = parse_index(x.shape(), items);
   Window w = window(p);
   std::vector<Array> in{x, v};
@@ -416,23 +549,28 @@ Array update(const char* name, const Array& x, const std::vector<IndexItem>& ite
 }  // namespace
 
 Array IndexUpdate::set(const Array& v) const {
-  return update("tessel.at.set", x_, items_, v, [](NodeTable&, const NodeRef&, const NodeRef& u) { return u; });
+  return update("tessel.at.set", x_, items_, v, [](NodeTable&, const NodeRef&, const NodeRef& u) { return u; },
+                Op::select);
 }
 Array IndexUpdate::add(const Array& v) const {
   return update("tessel.at.add", x_, items_, v,
-                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::add, a, u); });
+                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::add, a, u); },
+                Op::add);
 }
 Array IndexUpdate::multiply(const Array& v) const {
   return update("tessel.at.multiply", x_, items_, v,
-                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::mul, a, u); });
+                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::mul, a, u); },
+                Op::mul);
 }
 Array IndexUpdate::min(const Array& v) const {
   return update("tessel.at.min", x_, items_, v,
-                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::min, a, u); });
+                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::min, a, u); },
+                Op::min);
 }
 Array IndexUpdate::max(const Array& v) const {
   return update("tessel.at.max", x_, items_, v,
-                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::max, a, u); });
+                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::max, a, u); },
+                Op::max);
 }
 
 Array Array::T() const { return transpose(*this); }

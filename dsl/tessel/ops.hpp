@@ -251,9 +251,11 @@ Array where(const Array& c, T x, const Array& y) {
 
 // ---------------------------------------------------------------- indexing
 // x.index({...}) items: an integer, ts::slice(start, stop, step), ts::all,
-// ts::ellipsis, ts::newaxis, or an integer scalar Array (traced or not: a
-// dynamic index; negative values count from the end; out of bounds, a read
-// clamps and an update is dropped, as JAX).
+// ts::ellipsis, ts::newaxis, or an integer Array (traced or not; negative
+// values count from the end; out of bounds, a read clamps and an update is
+// dropped, as JAX). A scalar Array is a dynamic index; one integer array of
+// any shape is NumPy's integer-array indexing (a gather; in x.at(), a
+// scatter, the other items whole dims).
 struct SliceItem {
   std::optional<std::int64_t> start, stop, step;
 };
@@ -323,5 +325,16 @@ class IndexUpdate {
 };
 
 Array index(const Array& x, const std::vector<IndexItem>& items);
+
+// jnp.take: elements of a at integer `indices` along `axis` (none: of the
+// flattened array); the result is a.shape[:axis] + indices.shape +
+// a.shape[axis+1:]. mode "fill" (JAX's default: out-of-bounds positions
+// give NaN, the lowest signed or highest unsigned integer, or true) or
+// "clip" (clamped). Negative indices count from the end.
+Array take(const Array& a, const Array& indices, std::optional<int> axis = std::nullopt,
+           const std::string& mode = "fill");
+// jnp.take_along_axis: at each position, the element `indices` names along
+// `axis` (indices and a broadcast against each other elsewhere).
+Array take_along_axis(const Array& a, const Array& indices, int axis, const std::string& mode = "fill");
 
 }  // namespace tessel
