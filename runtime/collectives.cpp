@@ -14,6 +14,8 @@ class SharedMemoryCommunicator final : public Communicator {
  public:
   explicit SharedMemoryCommunicator(std::size_t n) : round_(n, 0) {}
 
+  // Each meeting has its own condition variable, woken once, by the member
+  // completing it (not every waiter of every group at every arrival).
   std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine) override {
     std::unique_lock<std::mutex> lk(m_);
     Key key{round_[pos], group.front()};
@@ -21,9 +23,8 @@ class SharedMemoryCommunicator final : public Communicator {
     if (m.ptrs.empty()) m.ptrs.assign(group.size(), nullptr);
     std::size_t me = index_in(group, pos);
     m.ptrs[me] = mine;
-    ++m.arrived;
-    cv_.notify_all();
-    cv_.wait(lk, [&] { return error_ || m.arrived == group.size(); });
+    if (++m.arrived == group.size()) m.cv.notify_all();
+    else m.cv.wait(lk, [&] { return error_ || m.arrived == group.size(); });
     if (error_) std::rethrow_exception(error_);
     return m.ptrs;
   }
@@ -32,9 +33,8 @@ class SharedMemoryCommunicator final : public Communicator {
     std::unique_lock<std::mutex> lk(m_);
     Key key{round_[pos], group.front()};
     Meeting& m = meetings_[key];
-    ++m.released;
-    cv_.notify_all();
-    cv_.wait(lk, [&] { return error_ || m.released == group.size(); });
+    if (++m.released == group.size()) m.cv.notify_all();
+    else m.cv.wait(lk, [&] { return error_ || m.released == group.size(); });
     if (error_) std::rethrow_exception(error_);
     if (++m.left == group.size()) meetings_.erase(key);
     ++round_[pos];
@@ -43,7 +43,7 @@ class SharedMemoryCommunicator final : public Communicator {
   void abort(std::exception_ptr error) override {
     std::lock_guard<std::mutex> lk(m_);
     if (!error_) error_ = error;
-    cv_.notify_all();
+    for (auto& [k, m] : meetings_) m.cv.notify_all();
   }
 
  private:
@@ -55,6 +55,7 @@ class SharedMemoryCommunicator final : public Communicator {
   struct Meeting {
     std::vector<const void*> ptrs;
     std::size_t arrived = 0, released = 0, left = 0;
+    std::condition_variable cv;
   };
   static std::size_t index_in(const std::vector<std::int64_t>& group, int pos) {
     for (std::size_t i = 0; i < group.size(); ++i)
@@ -63,7 +64,6 @@ class SharedMemoryCommunicator final : public Communicator {
   }
 
   std::mutex m_;
-  std::condition_variable cv_;
   std::vector<std::uint64_t> round_;
   std::map<Key, Meeting> meetings_;
   std::exception_ptr error_;

@@ -1,7 +1,10 @@
 // The collectives users write in shard_map, over every device, 1 KiB to
 // 256 MiB per device: psum, all_gather, psum_scatter, all_to_all, ppermute.
 // Each is one jitted shard_map whose body is the collective alone, so the time
-// is the collective's (plus one dispatch). Floor: the bytes each device must
+// is the collective's (plus one dispatch); the shape-keeping ones (psum,
+// all_to_all, ppermute) also run 16 in a chain in one body, and the
+// "(chained)" rows give the time per collective without the dispatch:
+// (t16 - t1) / 15. Floor: the bytes each device must
 // read from its peers (the shared-memory algorithm's traffic, as
 // Compiled::communication() counts it), times the devices, at the machine's
 // copy bandwidth measured in the same run. No peer library runs in-process
@@ -75,6 +78,18 @@ int main(int argc, char** argv) {
       char name[96];
       std::snprintf(name, sizeof name, "%s %.0f KiB", c.name.c_str(), b / 1024);
       bench::row(name, floor_s, t, -1);
+      if (c.name == "psum" || c.name == "all_to_all" || c.name == "ppermute") {
+        auto chain = ts::jit(ts::shard_map(
+            [&](ts::Array v) {
+              for (int k = 0; k < 16; ++k) v = c.body(v);
+              return v;
+            },
+            mesh, P("x"), c.out, {.check_vma = false}));
+        chain(x).block_until_ready();
+        const double t16 = bench::seconds([&] { chain(x).block_until_ready(); }, kib < 1024 ? 21 : 5);
+        std::snprintf(name, sizeof name, "%s %.0f KiB (chained)", c.name.c_str(), b / 1024);
+        bench::row(name, floor_s, std::max(t16 - t, 0.0) / 15, -1);
+      }
     }
   }
   return 0;
