@@ -350,6 +350,27 @@ int array_item(const std::vector<IndexItem>& items) {
     }
   return found;
 }
+// A boolean mask item: the only item, its shape x's leading dims.
+const Array* mask_item(const Array& x, const std::vector<IndexItem>& items) {
+  const Array* mask = nullptr;
+  for (auto& it : items)
+    if (auto* a = std::get_if<Array>(&it.v()); a && a->dtype() == DType::bool_) mask = a;
+  if (!mask) return nullptr;
+  if (items.size() != 1)
+    throw NotImplementedError("indexing with a boolean mask and other items; index with the mask alone");
+  const Shape& m = mask->shape();
+  if (m.size() > x.shape().size() || !std::equal(m.begin(), m.end(), x.shape().begin()))
+    throw ShapeError("boolean index " + aval_str(mask->dtype(), m) + " does not match the leading dims of " +
+                     aval_str(x.dtype(), x.shape()));
+  return mask;
+}
+
+// The mask broadcast over x's trailing dims.
+NodeRef mask_like(NodeTable& t, const NodeRef& mask, const Shape& shape) {
+  std::vector<std::int64_t> dims;
+  for (int d = 0; d < mask->rank(); ++d) dims.push_back(d);
+  return build::broadcast_in_dim(t, mask, shape, dims);
+}
 }  // namespace
 
 Array take(const Array& a, const Array& indices, std::optional<int> axis, const std::string& mode) {
@@ -391,6 +412,19 @@ Array take_along_axis(const Array& a, const Array& indices, int axis, const std:
 }
 
 Array index(const Array& x, const std::vector<IndexItem>& items) {
+  if (const Array* mask = mask_item(x, items)) {
+    // The result's length is the mask's count: the mask must be concrete.
+    if (mask->is_tracer())
+      throw ConcretizationError("Array boolean indices must be concrete; got " + aval_str(mask->dtype(), mask->shape()) +
+                                " (the result's shape would depend on its values). Use ts::where, or x.at({mask}).set(...)");
+    auto m = mask->astype(DType::int32).to_vector<std::int32_t>();
+    std::vector<std::int32_t> where;
+    for (size_t i = 0; i < m.size(); ++i)
+      if (m[i]) where.push_back(std::int32_t(i));
+    Shape flat{std::int64_t(m.size())};
+    flat.insert(flat.end(), x.shape().begin() + mask->ndim(), x.shape().end());
+    return take(reshape(x, flat), array(where, {std::int64_t(where.size())}), 0, "clip");
+  }
   if (int k = array_item(items); k >= 0) {
     // The other items first, the array's dim kept whole; then a gather
     // (clamped) along where that dim went. NumPy puts the array's dims where
@@ -506,6 +540,14 @@ namespace {
 // x with v combined into the indexed positions: combine(old, placed) there.
 Array update(const char* name, const Array& x, const std::vector<IndexItem>& items, const Array& v,
              std::function<NodeRef(NodeTable&, const NodeRef&, const NodeRef&)> combine, Op scatter_op) {
+  if (mask_item(x, items)) {
+    // where-style: the value broadcast to x, combined where the mask is set.
+    const Array& mask = std::get<Array>(items[0].v());
+    return apply1(name, {x, mask, v}, [combine, name](NodeTable& t, const NR& in) {
+      NodeRef u = c::broadcast_to(t, c::cast(t, in[2], in[0]->dtype(), false), in[0]->shape(), name);
+      return build::select(t, mask_like(t, in[1], in[0]->shape()), combine(t, in[0], u), in[0]);
+    });
+  }
   if (int k = array_item(items); k >= 0) {
     // A scatter along the array's dim (updates out of bounds dropped); the
     // other items must leave their dims whole.

@@ -255,7 +255,10 @@ Array where(const Array& c, T x, const Array& y) {
 // values count from the end; out of bounds, a read clamps and an update is
 // dropped, as JAX). A scalar Array is a dynamic index; one integer array of
 // any shape is NumPy's integer-array indexing (a gather; in x.at(), a
-// scatter, the other items whole dims).
+// scatter, the other items whole dims). A boolean mask over x's leading dims,
+// alone: x.at({mask}) updates where it is set (any mask, traced too; the
+// value broadcast to x); x.index({mask}) needs a concrete mask (its result's
+// length is the count).
 struct SliceItem {
   std::optional<std::int64_t> start, stop, step;
 };

@@ -205,3 +205,25 @@ TEST_CASE("gathers and scatters: gradients, and no communication where the index
   CHECK(got.sharding().is_equivalent_to(ts::NamedSharding(mesh, P(ts::None, "x")), 2));
   CHECK(got.to_vector<float>()[8] == 8.0f);  // row 1, column 0
 }
+
+TEST_CASE("boolean masks: where-style updates under jit, concrete masks select") {
+  auto mesh = ts::make_mesh({4}, {"x"});
+  ts::Array x = ts::device_put(ts::arange(-6.0f, 6.0f).reshape({4, 3}), ts::NamedSharding(mesh, P("x")));
+  auto clamp_neg = ts::jit([](ts::Array a) { return a.at({a < 0.0f}).set(0.0f); });
+  auto xv = x.to_vector<float>();
+  auto got = clamp_neg(x).to_vector<float>();
+  for (size_t i = 0; i < xv.size(); ++i) CHECK(got[i] == std::max(xv[i], 0.0f));
+  CHECK(clamp_neg(x).sharding().is_equivalent_to(x.sharding(), 2));
+  // A mask over the leading dim, an array value broadcast to x.
+  ts::Array rows = ts::array({true, false, false, true});
+  auto added = ts::jit([](ts::Array a, ts::Array m) { return a.at({m}).add(ts::array({10.0f, 20.0f, 30.0f})); })(x, rows);
+  auto av = added.to_vector<float>();
+  for (size_t i = 0; i < av.size(); ++i) CHECK(av[i] == xv[i] + ((i / 3 == 0 || i / 3 == 3) ? 10.0f * float(i % 3 + 1) : 0.0f));
+  // Reading with a concrete mask: NumPy's result (its length is the count).
+  ts::Array sel = x.index({x > 2.0f});
+  CHECK(sel.to_vector<float>() == std::vector<float>{3, 4, 5});
+  CHECK(x.index({rows}).shape() == ts::Shape{2, 3});
+  // Traced: the shape would depend on values.
+  CHECK_THROWS_AS(ts::jit([](ts::Array a) { return a.index({a > 0.0f}); })(x), ts::ConcretizationError);
+  CHECK_THROWS_AS(x.index({ts::array({true, false})}), ts::ShapeError);
+}
