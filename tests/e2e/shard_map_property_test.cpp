@@ -39,7 +39,7 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
   };
   std::vector<M> meshes = {{{1}, {"x"}}, {{2}, {"x"}}, {{3}, {"x"}}, {{4}, {"x"}}, {{6}, {"x"}}, {{8}, {"x"}},
                            {{2, 2}, {"x", "y"}}, {{2, 4}, {"x", "y"}}, {{4, 2}, {"x", "y"}}, {{2, 3}, {"x", "y"}}};
-  int run = 0, rejected = 0, collectives = 0;
+  int run = 0, rejected = 0, collectives = 0, partial_run = 0;
   for (int trial = 0; trial < 90; ++trial) {
     const M& ms = meshes[size_t(trial) % meshes.size()];
     auto devs = ts::devices();
@@ -52,9 +52,14 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
     // Global shape divisible by every axis product (blocks are even).
     const std::int64_t all = ts::numel(ms.shape);
     ts::Shape shape{all * (1 + pick(rng, 2)), all * (1 + pick(rng, 2))};
-    auto random_spec = [&]() {
+    // Every other program on a 2-D mesh is manual over x only: y stays
+    // automatic in the body (the operand keeps its y split, constraints and
+    // contractions over y inside).
+    const bool partial = ms.names.size() == 2 && trial % 2 == 1;
+    const std::vector<std::string> manual = partial ? std::vector<std::string>{"x"} : ms.names;
+    auto random_spec_over = [&](const std::vector<std::string>& names) {
       std::vector<ts::PartitionSpec::Entry> e(2, ts::PartitionSpec::Entry(ts::None));
-      for (auto& name : ms.names) {
+      for (auto& name : names) {
         int d = pick(rng, 3);
         if (d == 2) continue;
         auto axes = e[size_t(d)].axes();
@@ -63,21 +68,22 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
       }
       return ts::PartitionSpec::from_entries(e);
     };
+    auto random_spec = [&]() { return random_spec_over(manual); };
     ts::PartitionSpec in0 = random_spec(), in1 = random_spec(), out = random_spec();
     // The body: a random chain over the two blocks.
     std::vector<int> code;
-    for (int k = 0; k < 6; ++k) code.push_back(pick(rng, 9));
+    for (int k = 0; k < 6; ++k) code.push_back(pick(rng, 11));
     std::uniform_int_distribution<int> u(-4, 4);
     auto body = [&](ts::Array a, ts::Array b) {
       ts::Array v = a;
       for (int op : code) {
-        const std::string ax = ms.names[size_t(pick(rng, int(ms.names.size())))];
+        const std::string ax = manual[size_t(pick(rng, int(manual.size())))];
         const int n = ts::axis_size(ax);
         switch (op) {
           case 0: v = v + b; break;
           case 1: v = v * b - v; break;
           case 2: v = ts::psum(v, ax), ++collectives; break;
-          case 3: v = ts::pmax(v, ms.names.size() == 2 ? ts::AxisName{"x", "y"} : ts::AxisName{"x"}), ++collectives; break;
+          case 3: v = ts::pmax(v, manual.size() == 2 ? ts::AxisName{"x", "y"} : ts::AxisName{"x"}), ++collectives; break;
           case 4: {
             std::vector<std::pair<int, int>> perm;
             for (int i = 0; i < n; ++i) perm.push_back({i, (i + 1 + pick(rng, n)) % n});
@@ -95,6 +101,10 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
             if (v.shape()[0] % n == 0) v = ts::psum_scatter(v, ax, {.scatter_dimension = 0, .tiled = true}), ++collectives;
             break;
           case 7: v = v + ts::axis_index(ax).astype(v.dtype()); break;
+          case 9:  // a constraint over the automatic axis
+            if (partial) v = ts::with_sharding_constraint(v * b, ts::NamedSharding(mesh, P(ts::None, "y")));
+            break;
+          case 10: v = ts::matmul(v, ts::transpose(b)); break;  // a contraction (over y's split, when automatic)
           default: v = ts::maximum(v, b.astype(v.dtype()) * 2) - b; break;
         }
         if (v.shape() != b.shape()) v = b + ts::sum(v, {1}, true).astype(b.dtype()).index({ts::slice(0, 1)});
@@ -104,10 +114,12 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
     std::vector<double> av(ts::numel(shape)), bv(ts::numel(shape));
     for (auto& e : av) e = u(rng);
     for (auto& e : bv) e = u(rng);
-    ts::Array a = ts::device_put(ts::array(av, shape).astype(dt), ts::NamedSharding(mesh, random_spec()));
+    ts::Array a = ts::device_put(ts::array(av, shape).astype(dt), ts::NamedSharding(mesh, random_spec_over(ms.names)));
     ts::Array b = ts::array(bv, shape).astype(dt);
     auto fn = [&](const std::vector<ts::Array>& xs) {
-      return std::vector<ts::Array>{ts::shard_map(body, mesh, {in0, in1}, out)(xs[0], xs[1])};
+      ts::ShardMapOptions opt;
+      if (partial) opt.axis_names = {"x"};
+      return std::vector<ts::Array>{ts::shard_map(body, mesh, {in0, in1}, out, opt)(xs[0], xs[1])};
     };
     // Trace once with a fixed generator state so the reference and the compiled run see one program.
     const auto state = rng;
@@ -146,7 +158,10 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
     }
     CHECK(ts::testing::compare_arrays(gw, ww, 1e-5, 1e-4) == "");
     ++run;
+    partial_run += partial;
   }
-  MESSAGE("ran ", run, " programs (", collectives, " collectives traced), rejected ", rejected);
+  MESSAGE("ran ", run, " programs (", collectives, " collectives traced, ", partial_run,
+          " partially manual), rejected ", rejected);
   CHECK(run >= 35);
+  CHECK(partial_run >= 6);
 }
