@@ -51,29 +51,25 @@ namespace {
 // Per node, the vma of each element (one for an array value).
 using Vmas = std::unordered_map<const Node*, std::vector<AxisSet>>;
 
-// A nested shard_map's parameters: split by their in_specs over its own
-// manual axes, and varying over the enclosing ones as their operands do.
-std::vector<AxisSet> inner_params(const attr::ShardMap& sm, const std::vector<const AxisSet*>& operands) {
-  std::vector<AxisSet> pv;
-  for (size_t k = 0; k < operands.size(); ++k) {
-    AxisSet s = spec_axes(sm.in_specs.at(k));
-    for (int a : *operands[k])
-      if (std::find(sm.manual.begin(), sm.manual.end(), a) == sm.manual.end()) s.insert(a);
-    pv.push_back(std::move(s));
-  }
-  return pv;
-}
-// Its results: split by their out_specs over its manual axes, varying over
-// the enclosing ones as the body's outputs do.
-std::vector<AxisSet> inner_results(const attr::ShardMap& sm, const std::vector<const AxisSet*>& outputs) {
+// A nested shard_map's parameters (results): split by their in_specs
+// (out_specs) over its own manual axes, and varying over the enclosing ones
+// as their operands (the body's outputs) do.
+std::vector<AxisSet> joined(const std::vector<AxisSharding>& specs, const std::vector<int>& manual,
+                            const std::vector<const AxisSet*>& values) {
   std::vector<AxisSet> r;
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    AxisSet s = spec_axes(sm.out_specs.at(k));
-    for (int a : *outputs[k])
-      if (std::find(sm.manual.begin(), sm.manual.end(), a) == sm.manual.end()) s.insert(a);
+  for (size_t k = 0; k < values.size(); ++k) {
+    AxisSet s = spec_axes(specs.at(k));
+    for (int a : *values[k])
+      if (std::find(manual.begin(), manual.end(), a) == manual.end()) s.insert(a);
     r.push_back(std::move(s));
   }
   return r;
+}
+std::vector<AxisSet> inner_params(const attr::ShardMap& sm, const std::vector<const AxisSet*>& operands) {
+  return joined(sm.in_specs, sm.manual, operands);
+}
+std::vector<AxisSet> inner_results(const attr::ShardMap& sm, const std::vector<const AxisSet*>& outputs) {
+  return joined(sm.out_specs, sm.manual, outputs);
 }
 
 // The vma of every value of g (nested shard_map bodies too).
