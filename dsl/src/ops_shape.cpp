@@ -199,7 +199,8 @@ namespace {
 struct DimIndex {
   std::int64_t start = 0, step = 1, len = 0;
   bool drop = false;
-  int dynamic = -1;  // an Array index: its place in ParsedIndex::dynamic (the window keeps the whole dim)
+  int dynamic = -1;  // an Array index or start: its place in ParsedIndex::dynamic (the window keeps the whole dim)
+  std::int64_t window = 0;  // a dynamic slice's size (not dropped); 0 for a dynamic index (dropped)
 };
 
 struct ParsedIndex {
@@ -222,9 +223,25 @@ ParsedIndex parse_index(const Shape& shape, const std::vector<IndexItem>& items)
                      std::to_string(used) + " were indexed");
   ParsedIndex p;
   int d = 0;
-  auto take = [&](const std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag, Array>& v) {
+  auto take = [&](const IndexItem::Variant& v) {
     const std::int64_t n = shape[d];
     DimIndex di;
+    if (auto* ds = std::get_if<DynamicSliceItem>(&v)) {
+      const Array& a = ds->start;
+      if (!is_integral(a.dtype()) || a.dtype() == DType::bool_ || a.ndim() != 0)
+        throw TypeError("the start of a dynamic slice must be an integer scalar; got " + aval_str(a.dtype(), a.shape()) +
+                        " for axis " + std::to_string(d) + " of shape " + shape_str(shape));
+      if (ds->size < 0 || ds->size > n)
+        throw ShapeError("a dynamic slice of size " + std::to_string(ds->size) + " does not fit axis " + std::to_string(d) +
+                         " of size " + std::to_string(n) + " (shape " + shape_str(shape) + ")");
+      di = {0, 1, n, false, int(p.dynamic.size()), ds->size};
+      p.dynamic.push_back(a);
+      p.dims.push_back(di);
+      p.result.push_back(ds->size);
+      p.kept.push_back(n);
+      ++d;
+      return;
+    }
     if (auto* a = std::get_if<Array>(&v)) {
       if (!is_integral(a->dtype()) || a->dtype() == DType::bool_)
         throw TypeError("an Array index must hold integers; got " + aval_str(a->dtype(), a->shape()) + " for axis " +
@@ -297,7 +314,12 @@ std::vector<NodeRef> dynamic_positions(NodeTable& t, const ParsedIndex& p, const
     NodeRef i = c::cast(t, idx[size_t(di.dynamic)], DType::int32, false);
     const std::int64_t n = di.len;
     NodeRef neg = build::binary(t, Op::lt, i, build::scalar(t, DType::int32, 0));
-    out.push_back(build::select(t, neg, build::binary(t, Op::add, i, build::scalar(t, DType::int32, double(n))), i));
+    i = build::select(t, neg, build::binary(t, Op::add, i, build::scalar(t, DType::int32, double(n))), i);
+    if (di.window > 0) {  // a window's start, clamped so it fits
+      i = build::binary(t, Op::max, i, build::scalar(t, DType::int32, 0));
+      i = build::binary(t, Op::min, i, build::scalar(t, DType::int32, double(n - di.window)));
+    }
+    out.push_back(i);
   }
   return out;
 }
@@ -434,7 +456,8 @@ Array index(const Array& x, const std::vector<IndexItem>& items) {
     int dim = 0;  // where the array's dim lands in x.index(rest)
     for (int j = 0; j < k; ++j) {
       const auto& v = items[size_t(j)].v();
-      if (std::holds_alternative<NewAxisTag>(v) || std::holds_alternative<SliceItem>(v)) {
+      if (std::holds_alternative<NewAxisTag>(v) || std::holds_alternative<SliceItem>(v) ||
+          std::holds_alternative<DynamicSliceItem>(v)) {
         ++dim;
       } else if (std::holds_alternative<EllipsisTag>(v)) {
         int used = 0;
@@ -482,7 +505,7 @@ Array index(const Array& x, const std::vector<IndexItem>& items) {
       for (size_t d = 0; d < p.dims.size(); ++d) {
         if (p.dims[d].dynamic >= 0) {
           starts.push_back(pos[k++]);
-          sizes[d] = 1;
+          sizes[d] = std::max<std::int64_t>(p.dims[d].window, 1);
         } else {
           starts.push_back(build::scalar(t, DType::int32, 0));
         }
@@ -499,14 +522,29 @@ namespace {
 std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DType dtype, const Shape& shape,
                                            const ParsedIndex& p, const Window& w, const NR& idx) {
   NodeRef v = c::broadcast_to(t, c::cast(t, v_in, dtype, false), p.result, "at[].set");
-  Shape one = p.kept;  // dynamically indexed dims: one element, spread along the whole dim below
+  // Dynamically indexed dims: one element, spread along the whole dim;
+  // dynamic windows: placed at their start in zeros of the whole dim.
+  Shape one = p.kept;
   for (size_t d = 0; d < p.dims.size(); ++d)
-    if (p.dims[d].dynamic >= 0) one[d] = 1;
+    if (p.dims[d].dynamic >= 0) one[d] = std::max<std::int64_t>(p.dims[d].window, 1);
   v = build::reshape(t, v, one);
+  std::vector<NodeRef> pos;
+  if (!p.dynamic.empty()) pos = dynamic_positions(t, p, idx);
   if (one != p.kept) {
+    Shape spread = p.kept;  // windows whole, indices still 1
+    bool windows = false;
+    std::vector<NodeRef> starts;
+    size_t k = 0;
+    for (size_t d = 0; d < p.dims.size(); ++d) {
+      const bool dyn = p.dims[d].dynamic >= 0;
+      if (dyn && p.dims[d].window == 0) spread[d] = 1;
+      windows = windows || (dyn && p.dims[d].window > 0);
+      starts.push_back(dyn ? pos[k++] : build::scalar(t, DType::int32, 0));
+    }
+    if (windows) v = build::dynamic_update_slice(t, build::broadcast_in_dim(t, build::scalar(t, dtype, 0), spread, {}), v, starts);
     std::vector<std::int64_t> all(one.size());
     for (size_t d = 0; d < all.size(); ++d) all[d] = std::int64_t(d);
-    v = build::broadcast_in_dim(t, v, p.kept, all);
+    if (spread != p.kept) v = build::broadcast_in_dim(t, v, p.kept, all);
   }
   v = build::rev(t, v, w.reversed);
   std::vector<std::int64_t> lo = w.lo, hi(lo.size()), interior(lo.size());
@@ -523,12 +561,19 @@ std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DT
   // A dynamic index selects its position along the dim; out of bounds it
   // selects none, so the update is dropped (JAX's scatter).
   if (!p.dynamic.empty()) {
-    auto pos = dynamic_positions(t, p, idx);
     size_t k = 0;
     for (size_t d = 0; d < p.dims.size(); ++d) {
       if (p.dims[d].dynamic < 0) continue;
-      NodeRef at = build::binary(t, Op::eq, build::iota(t, DType::int32, shape, std::int64_t(d)),
-                                 build::broadcast_in_dim(t, pos[k++], shape, {}));
+      NodeRef io = build::iota(t, DType::int32, shape, std::int64_t(d));
+      NodeRef lo = build::broadcast_in_dim(t, pos[k++], shape, {});
+      NodeRef at;
+      if (p.dims[d].window == 0) {
+        at = build::binary(t, Op::eq, io, lo);
+      } else {
+        NodeRef hi = build::binary(t, Op::add, lo,
+                                   build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(p.dims[d].window)), shape, {}));
+        at = build::binary(t, Op::and_, build::binary(t, Op::ge, io, lo), build::binary(t, Op::lt, io, hi));
+      }
       mask = build::binary(t, Op::and_, mask, at);
     }
   }

@@ -266,6 +266,14 @@ inline SliceItem slice(std::optional<std::int64_t> start, std::optional<std::int
                        std::optional<std::int64_t> step = std::nullopt) {
   return {start, stop, step};
 }
+// A window of static `size` at a start that may be traced: ts::slice(i, 3)
+// (lax.dynamic_slice_in_dim; a negative start counts from the end, then the
+// start is clamped so the window fits, for reads and updates alike).
+struct DynamicSliceItem {
+  Array start;
+  std::int64_t size = 0;
+};
+inline DynamicSliceItem slice(const Array& start, std::int64_t size) { return {start, size}; }
 // ts::all is both the "whole dimension" index item and jnp.all: ts::all(x, axis).
 struct AllTag {
   Array operator()(const Array& x, Axes axis = {}, bool keepdims = false) const;
@@ -286,10 +294,12 @@ class IndexItem {
   IndexItem(EllipsisTag e) : v_(e) {}
   IndexItem(NewAxisTag n) : v_(n) {}
   IndexItem(const Array& i) : v_(i) {}
-  const std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag, Array>& v() const { return v_; }
+  IndexItem(DynamicSliceItem s) : v_(std::move(s)) {}
+  using Variant = std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag, Array, DynamicSliceItem>;
+  const Variant& v() const { return v_; }
 
  private:
-  std::variant<std::int64_t, SliceItem, EllipsisTag, NewAxisTag, Array> v_;
+  Variant v_;
 };
 
 // x.at({...}): .set(v), .add(v) return updated copies.

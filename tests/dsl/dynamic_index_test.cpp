@@ -110,3 +110,51 @@ TEST_CASE("dynamic indices: gradients") {
     CHECK(ts::grad(h)(ts::array(2.0)).to_vector<double>()[0] == (in ? 3.0 : 0.0));
   }
 }
+
+TEST_CASE("dynamic windows: ts::slice(start, size) with a traced start, reads and updates") {
+  const std::int64_t R = 5, C = 6;
+  ts::Array x = ts::arange(double(R * C)).reshape({R, C}).astype(ts::DType::float64);
+  const auto xv = x.to_vector<double>();
+  auto mesh = ts::make_mesh({2}, {"x"});
+  ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, P("x")));
+  auto rows = ts::jit([](ts::Array a, ts::Array i) { return a.index({ts::slice(i, 3)}); });
+  auto cols = ts::jit([](ts::Array a, ts::Array j) { return a.index({ts::all, ts::slice(j, 2)}); });
+  auto put = ts::jit([](ts::Array a, ts::Array i, ts::Array v) { return a.at({ts::slice(i, 2)}).set(v); });
+  auto bump = ts::jit([](ts::Array a, ts::Array i, ts::Array j) { return a.at({ts::slice(i, 2), j}).add(100.0); });
+  ts::Array v = ts::arange(12.0).reshape({2, C}).astype(ts::DType::float64) * -1.0;
+  for (ts::Array a : {x, xs}) {
+    for (std::int64_t i : {std::int64_t(0), std::int64_t(1), std::int64_t(2), std::int64_t(4), std::int64_t(9),
+                           std::int64_t(-1), std::int64_t(-9)}) {
+      CAPTURE(i);
+      const std::int64_t n3 = std::clamp<std::int64_t>(i < 0 ? i + R : i, 0, R - 3);
+      const std::int64_t n2 = std::clamp<std::int64_t>(i < 0 ? i + R : i, 0, R - 2);
+      const std::int64_t c2 = std::clamp<std::int64_t>(i < 0 ? i + C : i, 0, C - 2);
+      ts::Array ia = ts::array(std::int32_t(i));
+      ts::Array r = rows(a, ia);
+      CHECK(r.shape() == ts::Shape{3, C});
+      auto rv = r.to_vector<double>();
+      for (std::int64_t q = 0; q < 3; ++q)
+        for (std::int64_t c = 0; c < C; ++c) CHECK(rv[size_t(q * C + c)] == xv[size_t((n3 + q) * C + c)]);
+      auto cv = cols(a, ia).to_vector<double>();
+      for (std::int64_t q = 0; q < R; ++q)
+        for (std::int64_t c = 0; c < 2; ++c) CHECK(cv[size_t(q * 2 + c)] == xv[size_t(q * C + c2 + c)]);
+      auto pv = put(a, ia, v).to_vector<double>();
+      auto want = xv;
+      for (std::int64_t q = 0; q < 2; ++q)
+        for (std::int64_t c = 0; c < C; ++c) want[size_t((n2 + q) * C + c)] = v.to_vector<double>()[size_t(q * C + c)];
+      CHECK(pv == want);
+      // A window and a dynamic index together (the index drops out of bounds).
+      auto bv = bump(a, ia, ts::array(std::int32_t(i))).to_vector<double>();
+      auto wb = xv;
+      const std::int64_t jc = (i < 0 ? i + C : i);
+      if (jc >= 0 && jc < C)
+        for (std::int64_t q = 0; q < 2; ++q) wb[size_t((n2 + q) * C + jc)] += 100;
+      CHECK(bv == wb);
+    }
+  }
+  // The gradient of a window read: ones on the window's rows.
+  auto g = ts::jit(ts::grad([](ts::Array a) { return ts::sum(a.index({ts::slice(ts::array(3), 3)})); }))(x).to_vector<double>();
+  for (std::int64_t q = 0; q < R; ++q) CHECK(g[size_t(q * C)] == (q >= 2 ? 1.0 : 0.0));
+  CHECK_THROWS_AS(x.index({ts::slice(ts::array(0), 6)}), ts::ShapeError);
+  CHECK_THROWS_AS(x.index({ts::slice(ts::array(0.5), 2)}), ts::TypeError);
+}
