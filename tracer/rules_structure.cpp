@@ -263,22 +263,7 @@ void Rule<Op::shard_map>::transpose(NodeTable& t, const Node& n, const NodeRef& 
                                     "gradient of the enclosing shard_map instead)"));
     typed = with_explicit_pvary(body, in_vma, out_vma, sm.mesh);
   } else {
-    NodeTable u;
-    std::vector<NodeRef> params;
-    for (size_t k = 0; k < body.params.size(); ++k) params.push_back(build::parameter(u, int(k), body.params[k]->aval));
-    // Nested shard_maps keep their bodies: their own transposes apply their rules.
-    auto m = rewrite(
-        body, u, params,
-        [&](const Node& x, const std::vector<NodeRef>& in) -> NodeRef {
-          if (x.op != Op::all_reduce || x.attr<attr::AllReduce>().reduce_op != Op::add)
-            return build::with_operands(u, x, in);
-          const auto& a = x.attr<attr::AllReduce>();
-          return build::all_reduce(u, build::pvary(u, in[0], a.mesh, a.axes), a.mesh, a.axes, Op::add);
-        },
-        /*into_regions=*/false);
-    typed.name = body.name;
-    typed.params = params;
-    for (auto& o : body.outputs) typed.outputs.push_back(m.at(o.get()));
+    typed = with_untyped_psums(body);
   }
   Graph vb = vjp_graph(typed, linear);  // params: the body's, then output cotangents; outputs: the body's, then cts
   auto g = std::make_shared<Graph>();

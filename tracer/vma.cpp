@@ -193,4 +193,21 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
   return g;
 }
 
+Graph with_untyped_psums(const Graph& body) {
+  NodeTable u;
+  Graph g;
+  g.name = body.name;
+  for (size_t k = 0; k < body.params.size(); ++k) g.params.push_back(build::parameter(u, int(k), body.params[k]->aval));
+  auto m = rewrite(
+      body, u, g.params,
+      [&](const Node& x, const std::vector<NodeRef>& in) -> NodeRef {
+        if (x.op != Op::all_reduce || x.attr<attr::AllReduce>().reduce_op != Op::add) return build::with_operands(u, x, in);
+        const auto& a = x.attr<attr::AllReduce>();
+        return build::all_reduce(u, build::pvary(u, in[0], a.mesh, a.axes), a.mesh, a.axes, Op::add);
+      },
+      /*into_regions=*/false);
+  for (auto& o : body.outputs) g.outputs.push_back(m.at(o.get()));
+  return g;
+}
+
 }  // namespace tessel

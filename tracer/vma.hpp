@@ -37,4 +37,9 @@ std::unordered_map<const Node*, AxisSet> varying_axes(const Graph& body, const s
 Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params, const std::vector<AxisSet>& outs,
                           const MeshRef& mesh);
 
+// body with every psum preceded by a pvary over its axes: JAX's untyped
+// (check_vma=false) rule, under which a psum transposes to a psum. Nested
+// shard_maps keep their bodies (their own transposes apply their rules).
+Graph with_untyped_psums(const Graph& body);
+
 }  // namespace tessel

@@ -63,7 +63,7 @@ std::vector<Array> run_vjp(const Traced& t, const std::vector<Array>& inputs, co
     if (cts[k].shape() != g.outputs[k]->shape())
       throw ShapeError("vjp: the cotangent of output " + std::to_string(k) + " has shape " + shape_str(cts[k].shape()) +
                        ", the output " + g.outputs[k]->aval.str());
-  Graph v = vjp_graph(g, wrt);
+  Graph v = vjp_graph(typed_for_vjp(g, inputs), wrt);
   std::vector<Array> args = inputs;
   args.insert(args.end(), cts.begin(), cts.end());
   return call_graph(v, args, "vjp");

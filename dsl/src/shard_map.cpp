@@ -4,6 +4,7 @@
 #include <tessel/ops.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "dsl/src/trace.hpp"
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
 #include "tracer/vma.hpp"
 
 namespace tessel {
@@ -26,6 +28,9 @@ namespace {
 struct ManualContext {
   MeshRef mesh;
   std::vector<int> manual;  // mesh axes the body sees
+  std::shared_ptr<TraceState> trace;  // the body's trace
+  std::vector<AxisSet> param_vma;     // the axes each of its explicit inputs varies over
+  bool check_vma = true;
 };
 thread_local std::vector<ManualContext> t_manual;
 
@@ -81,7 +86,44 @@ int norm_axis(int axis, int rank, const char* what) {
   return axis < 0 ? axis + rank : axis;
 }
 
+// The axes x varies over in the innermost body being traced: a tracer of
+// that body's trace by its ancestry (its explicit inputs vary as their
+// in_specs and enclosing shard_maps say; captured arrays and constants do
+// not); anything else (concrete) varies over none. nullopt: a tracer of
+// another trace (a jit inside the body), whose typing is not known here.
+std::optional<AxisSet> vma_in_body(const Array& x) {
+  if (t_manual.empty()) return AxisSet{};
+  const ManualContext& c = t_manual.back();
+  const auto& impl = impl_of(x);
+  if (!impl.trace) return AxisSet{};
+  if (impl.trace != c.trace) return std::nullopt;
+  Graph g;
+  g.params = c.trace->params;
+  g.outputs = {impl.node};
+  std::vector<AxisSet> pv(g.params.size());
+  for (size_t k = 0; k < c.param_vma.size() && k < pv.size(); ++k) pv[k] = c.param_vma[k];
+  return varying_axes(g, pv, *c.mesh).at(impl.node.get());
+}
+
 }  // namespace
+
+Graph typed_for_vjp(const Graph& g, const std::vector<Array>& inputs) {
+  if (t_manual.empty()) return g;
+  std::vector<AxisSet> pv;
+  for (auto& x : inputs) {
+    auto v = vma_in_body(x);
+    if (!v) {
+      for (auto& n : g.topo_order())
+        if (collective_axes(*n).mesh)
+          throw NotImplementedError("the gradient of a function with collectives, taken on values of a jit traced "
+                                    "inside a shard_map body (take it in the body itself)");
+      return g;
+    }
+    pv.push_back(*v);
+  }
+  if (!t_manual.back().check_vma) return with_untyped_psums(g);
+  return with_explicit_pvary(g, pv, std::vector<AxisSet>(g.outputs.size()), t_manual.back().mesh);
+}
 
 void check_constraint_in_body(const AxisSharding& s) {
   if (t_manual.empty()) return;
@@ -181,11 +223,21 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
     in_ax.push_back(s);
     blocks.push_back(b);
   }
+  // What each block varies over: its in_spec's axes, and the enclosing
+  // axes its array varies over.
+  std::vector<AxisSet> param_vma;
+  for (size_t k = 0; k < args.size(); ++k) {
+    AxisSet v = spec_axes(in_ax[k]);
+    if (auto outer = vma_in_body(args[k]))
+      for (int a : *outer)
+        if (!is_manual(a)) v.insert(a);
+    param_vma.push_back(std::move(v));
+  }
   // Trace the body on blocks.
   auto t = begin_trace();
   std::vector<NodeRef> outs;
   try {
-    ManualScope scope({m, bound});
+    ManualScope scope({m, bound, t, param_vma, check_vma});
     std::vector<Array> tracers;
     for (auto& b : blocks) tracers.push_back(new_input(t, b));
     for (auto& r : body(tracers)) outs.push_back(node_of(*t, r));

@@ -56,4 +56,9 @@ Array scalar_literal(double value, DType dtype, bool weak);
 // only (dsl/src/shard_map.cpp): a ShardingError otherwise.
 void check_constraint_in_body(const AxisSharding& s);
 
+// g (traced from inputs) ready for reverse mode inside a shard_map body:
+// JAX's implicit pvarys made explicit from its inputs' typing (or, with
+// check_vma=false, JAX's untyped psums); g itself outside any body.
+Graph typed_for_vjp(const Graph& g, const std::vector<Array>& inputs);
+
 }  // namespace tessel::detail

@@ -274,3 +274,24 @@ TEST_CASE("partial manual and nested shard_map: JAX's errors") {
                     {.axis_names = {"x"}})(a),
       ts::ShardingError);
 }
+
+TEST_CASE("gradients taken inside a shard_map body follow JAX's typing") {
+  auto mesh = ts::make_mesh({4}, {"x"});
+  ts::Array u = ts::array({3.0f});
+  ts::Array b = ts::arange(1.0f, 5.0f);
+  // A psum of an invariant value is 4u^2: its gradient is 8u (a pvary before the psum).
+  auto inv = ts::shard_map([](ts::Array v) { return ts::grad([](ts::Array w) { return ts::sum(ts::psum(w * w, "x")); })(v); },
+                           mesh, P(), P());
+  CHECK(inv(u).to_vector<float>() == std::vector<float>{24});
+  // A varying value: typed, the psum transposes to a pvary (2b); untyped
+  // (check_vma=false), to a psum (4 * 2b), as JAX.
+  auto body = [](ts::Array v) { return ts::grad([](ts::Array w) { return ts::sum(ts::psum(w * w, "x")); })(v); };
+  CHECK(ts::shard_map(body, mesh, P("x"), P("x"))(b).to_vector<float>() == std::vector<float>{2, 4, 6, 8});
+  CHECK(ts::shard_map(body, mesh, P("x"), P("x"), {.check_vma = false})(b).to_vector<float>() ==
+        std::vector<float>{8, 16, 24, 32});
+  // An invariant value meeting a varying one: its gradient sums over the devices.
+  auto mixed = ts::shard_map(
+      [](ts::Array v, ts::Array w) { return ts::grad([&](ts::Array z) { return ts::sum(z * w); })(v); }, mesh,
+      {P(), P("x")}, P());
+  CHECK(mixed(u, b).to_vector<float>() == std::vector<float>{10});
+}
