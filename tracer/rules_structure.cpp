@@ -135,10 +135,7 @@ int collective_outside(const Graph& g, const std::vector<int>& manual) {
     }
     std::vector<int> axes;
     if (n->op == Op::collective_permute) {
-      const DeviceMesh& mesh = **collective_axes(*n).mesh;
-      for (auto [src, dst] : n->attr<attr::CollectivePermute>().pairs)
-        for (int d = 0; d < mesh.num_axes(); ++d)
-          if (mesh.coord(src, d) != mesh.coord(dst, d)) axes.push_back(d);
+      axes = permute_axes(*n, **collective_axes(*n).mesh);
     } else if (auto* c = collective_axes(*n).axes) {
       axes = *c;
     }

@@ -9,8 +9,6 @@
 
 namespace tessel {
 
-namespace {
-
 // ppermute moves data along the axes where sources and targets differ.
 std::vector<int> permute_axes(const Node& n, const DeviceMesh& mesh) {
   AxisSet s;
@@ -19,6 +17,8 @@ std::vector<int> permute_axes(const Node& n, const DeviceMesh& mesh) {
       if (mesh.coord(src, d) != mesh.coord(dst, d)) s.insert(d);
   return std::vector<int>(s.begin(), s.end());
 }
+
+namespace {
 
 // The vma of n's result from its operands' (already pvary'd where needed).
 AxisSet result_vma(const Node& n, const std::vector<const AxisSet*>& in, const DeviceMesh& mesh) {

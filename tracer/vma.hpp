@@ -25,6 +25,10 @@ namespace tessel {
 
 using AxisSet = std::set<int>;
 
+// The mesh axes a collective_permute moves data along (where its sources
+// and targets differ).
+std::vector<int> permute_axes(const Node& n, const DeviceMesh& mesh);
+
 // The mesh axes a sharding splits some dimension by.
 AxisSet spec_axes(const AxisSharding& s);
 

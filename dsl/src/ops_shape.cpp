@@ -582,9 +582,13 @@ std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DT
 }  // namespace
 
 namespace {
-// x with v combined into the indexed positions: combine(old, placed) there.
-Array update(const char* name, const Array& x, const std::vector<IndexItem>& items, const Array& v,
-             std::function<NodeRef(NodeTable&, const NodeRef&, const NodeRef&)> combine, Op scatter_op) {
+// x with v combined into the indexed positions by `op` (add, mul, min, max;
+// select: v replaces what is there) — the scatter's combine, and the same
+// elementwise where the update is a mask.
+Array update(const char* name, const Array& x, const std::vector<IndexItem>& items, const Array& v, Op op) {
+  auto combine = [op](NodeTable& t, const NodeRef& old, const NodeRef& u) {
+    return op == Op::select ? u : build::binary(t, op, old, u);
+  };
   if (mask_item(x, items)) {
     // where-style: the value broadcast to x, combined where the mask is set.
     const Array& mask = std::get<Array>(items[0].v());
@@ -615,7 +619,7 @@ Array update(const char* name, const Array& x, const std::vector<IndexItem>& ite
     attr::Indexed how;
     how.axis = dim;
     how.mode = attr::IndexMode::fill;  // dropped out of bounds
-    how.combine = scatter_op;
+    how.combine = op;
     Shape us(x.shape().begin(), x.shape().begin() + dim);
     us.insert(us.end(), idx.shape().begin(), idx.shape().end());
     us.insert(us.end(), x.shape().begin() + dim + 1, x.shape().end());
@@ -635,30 +639,11 @@ Array update(const char* name, const Array& x, const std::vector<IndexItem>& ite
 }
 }  // namespace
 
-Array IndexUpdate::set(const Array& v) const {
-  return update("tessel.at.set", x_, items_, v, [](NodeTable&, const NodeRef&, const NodeRef& u) { return u; },
-                Op::select);
-}
-Array IndexUpdate::add(const Array& v) const {
-  return update("tessel.at.add", x_, items_, v,
-                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::add, a, u); },
-                Op::add);
-}
-Array IndexUpdate::multiply(const Array& v) const {
-  return update("tessel.at.multiply", x_, items_, v,
-                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::mul, a, u); },
-                Op::mul);
-}
-Array IndexUpdate::min(const Array& v) const {
-  return update("tessel.at.min", x_, items_, v,
-                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::min, a, u); },
-                Op::min);
-}
-Array IndexUpdate::max(const Array& v) const {
-  return update("tessel.at.max", x_, items_, v,
-                [](NodeTable& t, const NodeRef& a, const NodeRef& u) { return build::binary(t, Op::max, a, u); },
-                Op::max);
-}
+Array IndexUpdate::set(const Array& v) const { return update("tessel.at.set", x_, items_, v, Op::select); }
+Array IndexUpdate::add(const Array& v) const { return update("tessel.at.add", x_, items_, v, Op::add); }
+Array IndexUpdate::multiply(const Array& v) const { return update("tessel.at.multiply", x_, items_, v, Op::mul); }
+Array IndexUpdate::min(const Array& v) const { return update("tessel.at.min", x_, items_, v, Op::min); }
+Array IndexUpdate::max(const Array& v) const { return update("tessel.at.max", x_, items_, v, Op::max); }
 
 Array Array::T() const { return transpose(*this); }
 Array Array::reshape(Shape shape) const { return tessel::reshape(*this, std::move(shape)); }
