@@ -4,6 +4,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -296,6 +297,118 @@ class CollectiveThunk final : public rt::Thunk {
   std::string text_;
 };
 
+// ------------------------------------------------------------------ control flow
+
+// cond, while and scan: each region is an executable of its own, run inline
+// on this device's thread (runtime/executable.hpp, run_inline). Loops keep
+// two sets of carry buffers, the results' own and temporaries, and swap
+// them each step; a scan's steps read their x slices and write their y
+// slices in place (the leading axis is the outermost).
+class ControlThunk final : public rt::Thunk {
+ public:
+  ControlThunk(const Node& n, std::vector<int> reads, std::vector<int> writes,
+               std::vector<std::shared_ptr<rt::Executable>> regions, std::string text)
+      : op_(n.op), reads_(std::move(reads)), writes_(std::move(writes)), regions_(std::move(regions)),
+        text_(std::move(text)) {
+    for (auto& x : n.in) in_bytes_.push_back(std::size_t(numel(x->shape())) * dtype_size(x->dtype()));
+    for (auto& e : n.aval.elements) out_bytes_.push_back(std::size_t(numel(e.shape)) * dtype_size(e.dtype));
+    if (op_ == Op::while_) {
+      first_ = std::size_t(n.attr<attr::While>().cond_consts);
+      consts_ = std::size_t(n.attr<attr::While>().body_consts);
+      carries_ = out_bytes_.size();
+    } else if (op_ == Op::scan) {
+      const auto& s = n.attr<attr::Scan>();
+      consts_ = std::size_t(s.consts);
+      carries_ = std::size_t(s.carries);
+      length_ = s.length;
+      reverse_ = s.reverse;
+    }
+  }
+  // Its regions' thunks take compute slots (and meet peers) themselves.
+  bool waits_on_peers() const override { return true; }
+  std::string describe() const override { return text_; }
+
+  void run(rt::ExecContext& ctx) const override {
+    auto slot = [&](int s) { return ctx.slots[size_t(s)]; };
+    if (op_ == Op::cond) {
+      const std::int64_t n = std::int64_t(regions_.size());
+      const std::int64_t b = std::clamp<std::int64_t>(*static_cast<const std::int32_t*>(slot(reads_[0])), 0, n - 1);
+      std::vector<void*> params, outs;
+      for (size_t k = 1; k < reads_.size(); ++k) params.push_back(slot(reads_[k]));
+      for (int w : writes_) outs.push_back(slot(w));
+      regions_[size_t(b)]->run_inline(ctx, params, outs);
+      return;
+    }
+    // Carries: `cur` starts as the results' buffers, holding the init.
+    const size_t carry_at = op_ == Op::while_ ? first_ + consts_ : consts_;
+    std::vector<void*> cur, next;
+    std::vector<void*> temps;
+    struct Free {
+      std::vector<void*>& t;
+      const std::vector<std::size_t>& bytes;
+      ~Free() {
+        for (size_t k = 0; k < t.size(); ++k) rt::device_free(t[k], std::max<std::size_t>(bytes[k], 1));
+      }
+    } free_temps{temps, out_bytes_};
+    for (size_t k = 0; k < carries_; ++k) {
+      cur.push_back(slot(writes_[k]));
+      if (out_bytes_[k]) std::memcpy(cur[k], slot(reads_[carry_at + k]), out_bytes_[k]);
+      temps.push_back(rt::device_alloc(std::max<std::size_t>(out_bytes_[k], 1)));
+      next.push_back(temps.back());
+    }
+    if (op_ == Op::while_) {
+      bool pred = false;
+      std::vector<void*> cparams, bparams;
+      for (size_t k = 0; k < first_; ++k) cparams.push_back(slot(reads_[k]));
+      for (size_t k = first_; k < first_ + consts_; ++k) bparams.push_back(slot(reads_[k]));
+      const size_t cfixed = cparams.size(), bfixed = bparams.size();
+      while (true) {
+        cparams.resize(cfixed);
+        cparams.insert(cparams.end(), cur.begin(), cur.end());
+        regions_[0]->run_inline(ctx, cparams, {&pred});
+        if (!pred) break;
+        bparams.resize(bfixed);
+        bparams.insert(bparams.end(), cur.begin(), cur.end());
+        regions_[1]->run_inline(ctx, bparams, next);
+        std::swap(cur, next);
+      }
+    } else {
+      const size_t q = reads_.size() - consts_ - carries_, ny = writes_.size() - carries_;
+      std::vector<void*> params, outs;
+      for (std::int64_t step = 0; step < length_; ++step) {
+        const std::int64_t i = reverse_ ? length_ - 1 - step : step;
+        params.clear();
+        for (size_t k = 0; k < consts_; ++k) params.push_back(slot(reads_[k]));
+        params.insert(params.end(), cur.begin(), cur.end());
+        for (size_t k = 0; k < q; ++k) {
+          const size_t x = consts_ + carries_ + k;
+          const std::size_t sb = length_ ? in_bytes_[x] / std::size_t(length_) : 0;
+          params.push_back(static_cast<char*>(slot(reads_[x])) + std::size_t(i) * sb);
+        }
+        outs = next;
+        for (size_t k = 0; k < ny; ++k) {
+          const std::size_t sb = out_bytes_[carries_ + k] / std::size_t(length_);
+          outs.push_back(static_cast<char*>(slot(writes_[carries_ + k])) + std::size_t(i) * sb);
+        }
+        regions_[0]->run_inline(ctx, params, outs);
+        std::swap(cur, next);
+      }
+    }
+    for (size_t k = 0; k < carries_; ++k)
+      if (cur[k] != slot(writes_[k]) && out_bytes_[k]) std::memcpy(slot(writes_[k]), cur[k], out_bytes_[k]);
+  }
+
+ private:
+  Op op_;
+  std::vector<int> reads_, writes_;
+  std::vector<std::shared_ptr<rt::Executable>> regions_;
+  std::string text_;
+  std::vector<std::size_t> in_bytes_, out_bytes_;
+  std::size_t first_ = 0, consts_ = 0, carries_ = 0;
+  std::int64_t length_ = 0;
+  bool reverse_ = false;
+};
+
 }  // namespace
 
 CompiledProgram compile(const Graph& program, const CompileOptions& options) {
@@ -304,26 +417,70 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   sink_collectives(plan.steps);
   auto exe = std::make_shared<rt::Executable>();
   std::unordered_map<const Node*, int> slot;
+  // A control op's results: a slot per element, which its
+  // get_tuple_elements share.
+  std::map<std::pair<const Node*, std::int64_t>, int> element_slot;
+  auto element = [&](const Node* c, std::int64_t k) {
+    auto it = element_slot.find({c, k});
+    if (it != element_slot.end()) return it->second;
+    const Aval& a = c->aval.elements.at(size_t(k));
+    int s = int(exe->slots.size());
+    exe->slots.push_back({std::size_t(numel(a.shape)) * dtype_size(a.dtype), false});
+    element_slot[{c, k}] = s;
+    return s;
+  };
   auto slot_of = [&](const NodeRef& n) {
     auto it = slot.find(n.get());
     if (it != slot.end()) return it->second;
-    int s = int(exe->slots.size());
-    exe->slots.push_back({std::size_t(numel(n->shape())) * dtype_size(n->dtype()), false});
+    int s;
+    if (n->op == Op::get_tuple_element && n->in[0]->aval.tuple)
+      s = element(n->in[0].get(), n->attr<attr::TupleIndex>().index);
+    else {
+      s = int(exe->slots.size());
+      exe->slots.push_back({std::size_t(numel(n->shape())) * dtype_size(n->dtype()), false});
+    }
     slot[n.get()] = s;
     return s;
+  };
+  // The slots a step writes.
+  auto writes_of = [&](const Step& step) {
+    std::vector<int> w;
+    if (step.kind != StepKind::Control) return std::vector<int>{slot_of(step.node)};
+    for (size_t k = 0; k < step.node->aval.elements.size(); ++k) w.push_back(element(step.node.get(), std::int64_t(k)));
+    return w;
   };
   for (auto& p : g.params) exe->param_slots.push_back(slot_of(p));
   std::ostringstream text;
   std::size_t code_bytes = 0;
   for (auto& step : plan.steps) {
-    int out = slot_of(step.node);
+    const std::vector<int> writes = writes_of(step);
+    const int out = writes[0];
     std::vector<int> reads;
     for (auto& r : step.reads) reads.push_back(slot_of(r));
     std::unique_ptr<rt::Thunk> thunk;
     // An empty result needs no work (and no kernel: its loops would divide
     // by zero sizes). Every device holds the same shapes, so collectives
     // skipped here are skipped on every device.
-    if (numel(step.node->shape()) == 0)
+    if (step.kind == StepKind::Control) {
+      std::vector<std::shared_ptr<rt::Executable>> regions;
+      std::ostringstream os;
+      os << op_name(step.node->op) << ' ' << step.node->aval.str() << " {";
+      for (auto& r : step.node->regions()) {
+        CompiledProgram sub = compile(*r, options);
+        code_bytes += sub.code_bytes;
+        exe->uses_collectives = exe->uses_collectives || sub.executable->uses_collectives;
+        regions.push_back(sub.executable);
+        std::string body = sub.thunks_text;
+        std::string indented;
+        for (size_t p = 0; p < body.size(); ++p) {
+          indented += body[p];
+          if (body[p] == '\n' && p + 1 < body.size()) indented += "  ";
+        }
+        os << "\n  " << r->name << ":\n  " << indented;
+      }
+      os << "  }";
+      thunk = std::make_unique<ControlThunk>(*step.node, reads, writes, std::move(regions), os.str());
+    } else if (numel(step.node->shape()) == 0)
       thunk = std::make_unique<EmptyThunk>("empty " + step.node->aval.str() + " root=" + op_name(step.node->op));
     else switch (step.kind) {
       case StepKind::Loop:
@@ -347,12 +504,13 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         break;
       case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->attr<attr::Constant>().value, out); break;
       case StepKind::Library: thunk = library_thunk(*step.node, reads, out); break;
+      case StepKind::Control: break;  // above
       case StepKind::AxisIndex:
         thunk = std::make_unique<AxisIndexThunk>(step.node->attr<attr::AxisIndex>().mesh,
                                                  step.node->attr<attr::AxisIndex>().axes, out);
         break;
     }
-    exe->alloc_before.push_back({out});
+    exe->alloc_before.push_back(writes);
     exe->free_after.push_back({});
     exe->thunks.push_back(std::move(thunk));
   }
@@ -364,8 +522,8 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   std::vector<int> last(exe->slots.size(), -1);
   for (size_t t = 0; t < plan.steps.size(); ++t) {
     for (auto& r : plan.steps[t].reads) last[slot.at(r.get())] = int(t);
-    int own = slot.at(plan.steps[t].node.get());
-    if (last[own] < int(t)) last[own] = int(t);
+    for (int own : writes_of(plan.steps[t]))
+      if (last[own] < int(t)) last[own] = int(t);
   }
   for (size_t s = 0; s < last.size(); ++s)
     if (!keep[s] && last[s] >= 0) exe->free_after[last[s]].push_back(int(s));

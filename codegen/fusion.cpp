@@ -23,6 +23,8 @@ int own_cost(Op op) {
   __builtin_unreachable();
 }
 
+bool is_control(const Node& n) { return n.op == Op::cond || n.op == Op::while_ || n.op == Op::scan; }
+
 bool always_materialized(const Node& n) {
   switch (op_family(n.op)) {
     case OpFamily::Reduce: case OpFamily::Dot: case OpFamily::Collective: case OpFamily::Library: return true;
@@ -31,6 +33,8 @@ bool always_materialized(const Node& n) {
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
     case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return false;
     case OpFamily::Tuple: case OpFamily::Region:
+      // A control-flow op's results sit in buffers of their own.
+      if (is_control(n) || (n.op == Op::get_tuple_element && is_control(*n.in[0]))) return true;
       throw InternalError(std::string(op_name(n.op)) + " reached codegen: inline_calls removes it first");
   }
   __builtin_unreachable();
@@ -47,6 +51,7 @@ StepKind step_kind(const Node& n) {
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
     case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return StepKind::Loop;
     case OpFamily::Tuple: case OpFamily::Region:
+      if (is_control(n)) return StepKind::Control;
       throw InternalError(std::string(op_name(n.op)) + " reached codegen: inline_calls removes it first");
   }
   __builtin_unreachable();
@@ -85,7 +90,7 @@ FusionPlan plan_fusion(const Graph& g) {
     if (always_materialized(*n)) plan.materialized.insert(n.get());
     // Library calls and collectives read their operands from memory.
     auto f = op_family(n->op);
-    if (f == OpFamily::Dot || f == OpFamily::Collective || f == OpFamily::Library)
+    if (f == OpFamily::Dot || f == OpFamily::Collective || f == OpFamily::Library || is_control(*n))
       for (auto& x : n->in) plan.materialized.insert(x.get());
   }
   // Values used more than once: materialise when recomputing them is not cheap.
@@ -105,8 +110,11 @@ FusionPlan plan_fusion(const Graph& g) {
   }
   for (auto& n : order) {
     if (!plan.materialized.count(n.get()) || n->op == Op::parameter) continue;
+    if (n->op == Op::get_tuple_element) continue;  // an element of a control op's results: its step writes it
     Step s{step_kind(*n), n, {}};
-    if (s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library) s.reads = n->in;
+    if (s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library ||
+        s.kind == StepKind::Control)
+      s.reads = n->in;
     else if (s.kind != StepKind::Constant) s.reads = leaves_of(n, plan.materialized);
     plan.steps.push_back(std::move(s));
   }

@@ -27,11 +27,12 @@ enum class StepKind {
   Constant,    // a non-scalar literal copied into its buffer
   AxisIndex,   // the device's coordinate along mesh axes
   Library,     // a library routine on whole arrays (codegen/library.hpp)
+  Control,     // cond, while, scan: their regions run as executables of their own
 };
 
 struct Step {
   StepKind kind;
-  NodeRef node;                 // the value computed
+  NodeRef node;                 // the value computed (a control op: its tuple, whose elements get the buffers)
   std::vector<NodeRef> reads;   // materialised values it reads, in a fixed order
 };
 

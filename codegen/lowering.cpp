@@ -42,6 +42,9 @@ TESSEL_NOT_AN_EXPRESSION(tuple)
 TESSEL_NOT_AN_EXPRESSION(get_tuple_element)
 TESSEL_NOT_AN_EXPRESSION(call)
 TESSEL_NOT_AN_EXPRESSION(shard_map)  // the partitioner inlines its body
+TESSEL_NOT_AN_EXPRESSION(cond)  // control flow runs its regions as executables (compile.cpp)
+TESSEL_NOT_AN_EXPRESSION(while_)
+TESSEL_NOT_AN_EXPRESSION(scan)
 
 // ------------------------------------------------------------------ leaves
 

@@ -16,6 +16,77 @@
 
 namespace tessel::rt {
 
+namespace {
+
+// Frees the temporaries a run allocated, however it ends.
+struct Owned {
+  const Executable& e;
+  std::vector<void*> blocks;
+  explicit Owned(const Executable& e) : e(e), blocks(e.slots.size(), nullptr) {}
+  ~Owned() {
+    for (size_t s = 0; s < blocks.size(); ++s)
+      if (blocks[s]) device_free(blocks[s], e.slots[s].bytes);
+  }
+};
+
+// Every thunk of e in order on ctx (parameters and outputs bound already).
+void run_thunks(const Executable& e, ExecContext& ctx, Owned& owned, bool profiled) {
+  for (size_t t = 0; t < e.thunks.size(); ++t) {
+    for (int s : e.alloc_before[t]) {
+      if (ctx.slots[s]) continue;
+      owned.blocks[s] = device_alloc(e.slots[s].bytes);
+      if (e.slots[s].zero_init) std::memset(owned.blocks[s], 0, e.slots[s].bytes);
+      ctx.slots[s] = owned.blocks[s];
+    }
+    const Thunk& thunk = *e.thunks[t];
+    // Computing thunks wait for a compute slot first; the profile
+    // counts the thunk's own time only.
+    std::optional<ComputeSlot> slot;
+    if (!thunk.waits_on_peers()) slot.emplace(thunk.width());
+    ctx.machine_wide = slot && slot->machine_wide();
+    if (profiled) {
+      auto t0 = std::chrono::steady_clock::now();
+      const double c0 = profile::thread_cpu_seconds();
+      thunk.run(ctx);
+      profile::record(thunk.describe(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                      profile::thread_cpu_seconds() - c0);
+    } else {
+      thunk.run(ctx);
+    }
+    slot.reset();
+    for (int s : e.free_after[t])
+      if (owned.blocks[s]) device_free(owned.blocks[s], e.slots[s].bytes), owned.blocks[s] = nullptr, ctx.slots[s] = nullptr;
+  }
+}
+
+}  // namespace
+
+void Executable::run_inline(const ExecContext& parent, const std::vector<void*>& params,
+                            const std::vector<void*>& outs) const {
+  TESSEL_CHECK_INTERNAL(params.size() == param_slots.size() && outs.size() == output_slots.size(),
+                        "run_inline: wrong number of buffers");
+  ExecContext ctx;
+  ctx.device = parent.device;
+  ctx.position = parent.position;
+  ctx.comm = parent.comm;
+  ctx.slots.assign(slots.size(), nullptr);
+  for (size_t k = 0; k < params.size(); ++k) ctx.slots[param_slots[k]] = params[k];
+  // An output whose slot is its own is computed in place; the others
+  // (parameters, repeated slots) are copied at the end.
+  std::vector<bool> direct(outs.size(), false);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const int s = output_slots[k];
+    if (ctx.slots[s]) continue;
+    ctx.slots[s] = outs[k];
+    if (slots[s].zero_init) std::memset(outs[k], 0, slots[s].bytes);
+    direct[k] = true;
+  }
+  Owned owned(*this);
+  run_thunks(*this, ctx, owned, false);
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (!direct[k] && slots[output_slots[k]].bytes) std::memcpy(outs[k], ctx.slots[output_slots[k]], slots[output_slots[k]].bytes);
+}
+
 std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& device_ids,
                                                        const std::vector<std::vector<BufferRef>>& inputs) const {
   const std::size_t n = device_ids.size();
@@ -43,7 +114,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     int dev = device_ids[i];
     return [self, ins, outs, dev, i, comm] {
       const Executable& e = *self;
-      std::vector<void*> owned(e.slots.size(), nullptr);
+      Owned owned(e);
       try {
         ExecContext ctx;
         ctx.device = dev;
@@ -56,38 +127,10 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
         }
         for (size_t k = 0; k < outs.size(); ++k)
           if (!ctx.slots[e.output_slots[k]]) ctx.slots[e.output_slots[k]] = outs[k]->data();
-        for (size_t t = 0; t < e.thunks.size(); ++t) {
-          for (int s : e.alloc_before[t]) {
-            if (ctx.slots[s]) continue;
-            owned[s] = device_alloc(e.slots[s].bytes);
-            if (e.slots[s].zero_init) std::memset(owned[s], 0, e.slots[s].bytes);
-            ctx.slots[s] = owned[s];
-          }
-          const Thunk& thunk = *e.thunks[t];
-          // Computing thunks wait for a compute slot first; the profile
-          // counts the thunk's own time only.
-          std::optional<ComputeSlot> slot;
-          if (!thunk.waits_on_peers()) slot.emplace(thunk.width());
-          ctx.machine_wide = slot && slot->machine_wide();
-          if (i == 0 && profile::enabled()) {
-            auto t0 = std::chrono::steady_clock::now();
-            const double c0 = profile::thread_cpu_seconds();
-            thunk.run(ctx);
-            profile::record(thunk.describe(),
-                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                            profile::thread_cpu_seconds() - c0);
-          } else {
-            thunk.run(ctx);
-          }
-          slot.reset();
-          for (int s : e.free_after[t])
-            if (owned[s]) device_free(owned[s], e.slots[s].bytes), owned[s] = nullptr, ctx.slots[s] = nullptr;
-        }
-        for (size_t s = 0; s < owned.size(); ++s) device_free(owned[s], e.slots[s].bytes);
+        run_thunks(e, ctx, owned, i == 0 && profile::enabled());
         for (auto& o : outs)
           if (!o->ready().is_set()) o->ready().set();
       } catch (...) {
-        for (size_t s = 0; s < owned.size(); ++s) device_free(owned[s], e.slots[s].bytes);
         if (comm) comm->abort(std::current_exception());
         for (auto& o : outs)
           if (!o->ready().is_set()) o->ready().set_error(std::current_exception());

@@ -59,6 +59,13 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::vector<std::vector<BufferRef>> launch(const std::vector<int>& device_ids,
                                              const std::vector<std::vector<BufferRef>>& inputs) const;
 
+  // Runs on the calling thread, within a thunk of an enclosing executable
+  // running on parent's device (a region of a loop or a branch): params[k]
+  // is parameter k's buffer, outs[k] receives output k. Collectives meet in
+  // the parent's communicator; each thunk takes its own compute slot, so the
+  // calling thunk must hold none (waits_on_peers).
+  void run_inline(const ExecContext& parent, const std::vector<void*>& params, const std::vector<void*>& outs) const;
+
   std::string describe() const;
   // The most memory one device holds at once for a run: its outputs plus the
   // largest set of temporaries alive together (parameters exist already).

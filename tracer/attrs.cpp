@@ -82,6 +82,19 @@ void ShardMap::print(std::ostream& os) const {
   for (size_t i = 0; i < manual.size(); ++i) os << (i ? "," : "") << (mesh ? mesh->axes()[size_t(manual[i])].name : "?");
   os << "}, check_vma=" << (check_vma ? "true" : "false") << (explicit_vma ? ", explicit_vma" : "") << ", to_apply=" << (body ? body->name : std::string("(none)"));
 }
+void Cond::print(std::ostream& os) const {
+  os << ", branch_computations={";
+  for (size_t i = 0; i < branches.size(); ++i) os << (i ? ", " : "") << (branches[i] ? branches[i]->name : "(none)");
+  os << '}';
+}
+void While::print(std::ostream& os) const {
+  os << ", condition=" << (cond ? cond->name : std::string("(none)")) << ", body=" << (body ? body->name : std::string("(none)"))
+     << ", cond_consts=" << cond_consts << ", body_consts=" << body_consts;
+}
+void Scan::print(std::ostream& os) const {
+  os << ", length=" << length << ", consts=" << consts << ", carries=" << carries << (reverse ? ", reverse" : "")
+     << ", body=" << (body ? body->name : std::string("(none)"));
+}
 void Call::print(std::ostream& os) const { os << ", to_apply=" << (body ? body->name : std::string("(none)")); }
 void AxisIndex::print(std::ostream& os) const {
   os << ", axes={";
@@ -172,6 +185,8 @@ std::vector<GraphRef> Attrs::regions() const {
             [&](const auto&... f) {
               auto one = [&](const auto& x) {
                 if constexpr (std::is_same_v<std::decay_t<decltype(x)>, GraphRef>) out.push_back(x);
+                if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::vector<GraphRef>>)
+                  out.insert(out.end(), x.begin(), x.end());
               };
               (one(f), ...);
               (void)one;  // structs without fields
@@ -192,6 +207,8 @@ Attrs Attrs::with_regions(const std::vector<GraphRef>& regions) const {
               auto one = [&](const auto& x) {
                 if constexpr (std::is_same_v<std::decay_t<decltype(x)>, GraphRef>)
                   const_cast<GraphRef&>(x) = regions.at(k++);
+                if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::vector<GraphRef>>)
+                  for (auto& r : const_cast<std::vector<GraphRef>&>(x)) r = regions.at(k++);
               };
               (one(f), ...);
               (void)one;  // structs without fields

@@ -176,6 +176,35 @@ struct ShardMap {
   auto fields() const { return std::tie(body, mesh, in_specs, out_specs, manual, check_vma, explicit_vma); }
   void print(std::ostream& os) const;  // the body prints below the node
 };
+// cond: branches[index] applied to the operands after the index (an int32
+// scalar, clamped to the branches); every branch takes and returns the same
+// avals. Its results are a tuple (lax.cond / lax.switch).
+struct Cond {
+  std::vector<GraphRef> branches;
+  auto fields() const { return std::tie(branches); }
+  void print(std::ostream& os) const;
+};
+// while_: operands are cond's constants, body's constants, then the carries;
+// cond(cond consts, carries) -> bool[], body(body consts, carries) -> carries.
+// Its results are the final carries, a tuple (lax.while_loop).
+struct While {
+  GraphRef cond, body;
+  std::int64_t cond_consts = 0, body_consts = 0;
+  auto fields() const { return std::tie(cond, body, cond_consts, body_consts); }
+  void print(std::ostream& os) const;
+};
+// scan: operands are constants, carries, then xs (each stacked along a
+// leading dim of `length`); body(consts, carries, x slices) -> (carries, y
+// slices). Its results, a tuple: the final carries, then each y stacked
+// along a new leading dim of `length`. reverse: steps run from the last
+// index to the first (lax.scan).
+struct Scan {
+  GraphRef body;
+  std::int64_t length = 0, consts = 0, carries = 0;
+  bool reverse = false;
+  auto fields() const { return std::tie(body, length, consts, carries, reverse); }
+  void print(std::ostream& os) const;
+};
 // Collectives and axis_index run over `axes` of `mesh`: groups are the
 // devices that differ only in those axes' coordinates.
 struct AxisIndex {
@@ -232,6 +261,12 @@ bool equal(const std::shared_ptr<const T>& a, const std::shared_ptr<const T>& b)
   return a == b || (a && b && *a == *b);
 }
 bool equal(const GraphRef& a, const GraphRef& b);  // same structure and bits
+inline bool equal(const std::vector<GraphRef>& a, const std::vector<GraphRef>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!equal(a[i], b[i])) return false;
+  return true;
+}
 inline void add(Key& k, std::int64_t v) { k.pod(v); }
 inline void add(Key& k, DType v) { k.pod(v); }
 inline void add(Key& k, Op v) { k.pod(v); }
@@ -240,6 +275,7 @@ inline void add(Key& k, int v) { k.pod(v); }
 inline void add(Key& k, bool v) { k.pod(v); }
 inline void add(Key& k, const AxisSharding& s) { add_to_key(k, s); }
 inline void add(Key& k, const std::pair<std::int64_t, std::int64_t>& v) { k.pod(v.first).pod(v.second); }
+void add(Key& k, const GraphRef& g);  // its fingerprint
 template <class T>
 void add(Key& k, const std::vector<T>& v) {
   k.pod(std::uint64_t(v.size()));
@@ -278,7 +314,7 @@ void add_to_key(Key& k, const A& a)
 using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
-                 attr::TupleIndex, attr::Call, attr::ShardMap, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
+                 attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
                  attr::AllToAll, attr::CollectivePermute, attr::Indexed>;
 
 class Attrs {

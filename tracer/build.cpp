@@ -210,6 +210,20 @@ NodeRef shard_map(NodeTable& t, attr::ShardMap sm, const std::vector<NodeRef>& a
   return make(t, Op::shard_map, args, std::move(sm));
 }
 
+NodeRef cond(NodeTable& t, const NodeRef& index, std::vector<GraphRef> branches, const std::vector<NodeRef>& operands) {
+  std::vector<NodeRef> in{index};
+  in.insert(in.end(), operands.begin(), operands.end());
+  return make(t, Op::cond, std::move(in), attr::Cond{std::move(branches)});
+}
+
+NodeRef while_loop(NodeTable& t, attr::While w, const std::vector<NodeRef>& operands) {
+  return make(t, Op::while_, operands, std::move(w));
+}
+
+NodeRef scan(NodeTable& t, attr::Scan s, const std::vector<NodeRef>& operands) {
+  return make(t, Op::scan, operands, std::move(s));
+}
+
 std::vector<NodeRef> results(NodeTable& t, const NodeRef& x) {
   if (!x->aval.tuple) return {x};
   std::vector<NodeRef> out;

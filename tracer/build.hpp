@@ -75,6 +75,11 @@ NodeRef get_tuple_element(NodeTable& t, const NodeRef& x, std::int64_t index);
 NodeRef call(NodeTable& t, GraphRef body, const std::vector<NodeRef>& args);
 // f over `mesh` on blocks (tracer/attrs.hpp, attr::ShardMap).
 NodeRef shard_map(NodeTable& t, attr::ShardMap sm, const std::vector<NodeRef>& args);
+// Control flow (tracer/attrs.hpp: attr::Cond, attr::While, attr::Scan);
+// each returns a tuple of its results, even of one.
+NodeRef cond(NodeTable& t, const NodeRef& index, std::vector<GraphRef> branches, const std::vector<NodeRef>& operands);
+NodeRef while_loop(NodeTable& t, attr::While w, const std::vector<NodeRef>& operands);
+NodeRef scan(NodeTable& t, attr::Scan s, const std::vector<NodeRef>& operands);
 // A node's results as values: itself, or each element of its tuple.
 std::vector<NodeRef> results(NodeTable& t, const NodeRef& x);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 
 #include "tracer/errors.hpp"
@@ -84,6 +85,145 @@ HostArray assemble(const AxisSharding& spec, const Aval& g, const std::vector<Va
 
 std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::vector<PerDevice> params);
 
+// ------------------------------------------------------------------ control flow
+
+// Runs a region on every position's values: [param][position] -> [output][position].
+using RunGraph = std::function<std::vector<PerDevice>(const Graph&, std::vector<PerDevice>)>;
+
+bool has_collectives(const Graph& g) {
+  bool found = false;
+  for_each_graph(g, [&](const Graph& r) {
+    for (auto& n : r.topo_order())
+      if (collective_axes(*n).mesh && n->op != Op::axis_index && n->op != Op::pvary) found = true;
+  });
+  return found;
+}
+
+std::int64_t scalar_int(const HostArray& h) {
+  if (h.dtype == DType::bool_) return h.bytes.at(0) != 0;
+  std::int32_t v;
+  std::memcpy(&v, h.bytes.data(), sizeof v);
+  return v;
+}
+
+// cond, while_ and scan over P positions at once (one, outside shard_map
+// bodies): collectives in their regions meet across positions, so every
+// position must take the same branch and the same number of steps when
+// regions hold collectives.
+PerDevice run_control(const Node& n, const std::vector<const PerDevice*>& in, std::int64_t P, const RunGraph& run_graph) {
+  const size_t np = size_t(P);
+  auto operands = [&](size_t from, size_t count) {
+    std::vector<PerDevice> out;
+    for (size_t k = from; k < from + count; ++k) out.push_back(*in[k]);
+    return out;
+  };
+  auto varying = [&](const char* what) {
+    throw NotImplementedError(detail::cat(op_name(n.op), " whose ", what,
+                                          " differs between devices while its regions hold collectives"));
+  };
+  PerDevice result(np);
+  switch (n.op) {
+    case Op::cond: {
+      const auto& branches = n.attr<attr::Cond>().branches;
+      const std::int64_t nb = std::int64_t(branches.size());
+      std::vector<std::int64_t> idx(np);
+      for (size_t p = 0; p < np; ++p) idx[p] = std::clamp<std::int64_t>(scalar_int((*in[0])[p].at(0)), 0, nb - 1);
+      const bool uniform = std::all_of(idx.begin(), idx.end(), [&](std::int64_t i) { return i == idx[0]; });
+      if (!uniform) {
+        for (auto& b : branches)
+          if (has_collectives(*b)) varying("branch index");
+      }
+      for (std::int64_t b = 0; b < nb; ++b) {
+        if (std::find(idx.begin(), idx.end(), b) == idx.end()) continue;
+        auto outs = run_graph(*branches[size_t(b)], operands(1, in.size() - 1));
+        for (size_t p = 0; p < np; ++p)
+          if (idx[p] == b)
+            for (auto& o : outs) result[p].push_back(o[p].at(0));
+      }
+      return result;
+    }
+    case Op::while_: {
+      const auto& w = n.attr<attr::While>();
+      const size_t cc = size_t(w.cond_consts), bc = size_t(w.body_consts), m = in.size() - cc - bc;
+      std::vector<PerDevice> carry = operands(cc + bc, m);
+      const std::vector<PerDevice> cconsts = operands(0, cc), bconsts = operands(cc, bc);
+      const bool collectives = has_collectives(*w.cond) || has_collectives(*w.body);
+      std::vector<bool> done(np, false);
+      while (true) {
+        std::vector<PerDevice> cargs = cconsts;
+        cargs.insert(cargs.end(), carry.begin(), carry.end());
+        auto pred = run_graph(*w.cond, std::move(cargs));
+        bool any = false, all = true;
+        for (size_t p = 0; p < np; ++p) {
+          if (!done[p] && !scalar_int(pred[0][p].at(0))) done[p] = true;
+          any = any || !done[p];
+          all = all && !done[p];
+        }
+        if (!any) break;
+        if (!all && collectives) varying("predicate");
+        std::vector<PerDevice> bargs = bconsts;
+        bargs.insert(bargs.end(), carry.begin(), carry.end());
+        auto next = run_graph(*w.body, std::move(bargs));
+        for (size_t k = 0; k < m; ++k)
+          for (size_t p = 0; p < np; ++p)
+            if (!done[p]) carry[k][p] = std::move(next[k][p]);
+      }
+      for (size_t p = 0; p < np; ++p)
+        for (size_t k = 0; k < m; ++k) result[p].push_back(carry[k][p].at(0));
+      return result;
+    }
+    case Op::scan: {
+      const auto& s = n.attr<attr::Scan>();
+      const size_t c = size_t(s.consts), m = size_t(s.carries), q = in.size() - c - m;
+      const Graph& body = *s.body;
+      const size_t ny = body.outputs.size() - m;
+      std::vector<PerDevice> carry = operands(c, m);
+      const std::vector<PerDevice> consts = operands(0, c);
+      // ys[k][p]: the stacked output, filled a slice at a time.
+      std::vector<std::vector<HostArray>> ys(ny, std::vector<HostArray>(np));
+      for (size_t k = 0; k < ny; ++k)
+        for (size_t p = 0; p < np; ++p) {
+          const Aval& a = n.aval.elements[m + k];
+          ys[k][p].dtype = a.dtype;
+          ys[k][p].shape = a.shape;
+          ys[k][p].bytes.assign(std::size_t(numel(a.shape)) * dtype_size(a.dtype), 0);
+        }
+      for (std::int64_t step = 0; step < s.length; ++step) {
+        const std::int64_t i = s.reverse ? s.length - 1 - step : step;
+        std::vector<PerDevice> args = consts;
+        args.insert(args.end(), carry.begin(), carry.end());
+        for (size_t k = 0; k < q; ++k) {
+          PerDevice slices(np);
+          for (size_t p = 0; p < np; ++p) {
+            const HostArray& x = (*in[c + m + k])[p].at(0);
+            HostArray sl;
+            sl.dtype = x.dtype;
+            sl.shape.assign(x.shape.begin() + 1, x.shape.end());
+            const std::size_t bytes = std::size_t(numel(sl.shape)) * dtype_size(x.dtype);
+            sl.bytes.assign(x.bytes.begin() + std::ptrdiff_t(std::size_t(i) * bytes),
+                            x.bytes.begin() + std::ptrdiff_t(std::size_t(i + 1) * bytes));
+            slices[p].push_back(std::move(sl));
+          }
+          args.push_back(std::move(slices));
+        }
+        auto outs = run_graph(body, std::move(args));
+        for (size_t k = 0; k < m; ++k) carry[k] = std::move(outs[k]);
+        for (size_t k = 0; k < ny; ++k)
+          for (size_t p = 0; p < np; ++p) {
+            const HostArray& y = outs[m + k][p].at(0);
+            std::memcpy(ys[k][p].bytes.data() + std::size_t(i) * y.bytes.size(), y.bytes.data(), y.bytes.size());
+          }
+      }
+      for (size_t p = 0; p < np; ++p) {
+        for (size_t k = 0; k < m; ++k) result[p].push_back(carry[k][p].at(0));
+        for (size_t k = 0; k < ny; ++k) result[p].push_back(std::move(ys[k][p]));
+      }
+      return result;
+    }
+    default: throw InternalError(detail::cat(op_name(n.op), " is not control flow"));
+  }
+}
+
 // A shard_map on every device at once: each device's block of each operand
 // (its value at that device, split by the in_spec), the body run SPMD, and
 // each device's results assembled from the blocks of its group over the
@@ -128,6 +268,14 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
       std::vector<const PerDevice*> in;
       for (auto& x : b->in) in.push_back(&v.at(x.get()));
       v[b.get()] = run_shard_map_spmd(*b, in);
+      continue;
+    }
+    if (b->op == Op::cond || b->op == Op::while_ || b->op == Op::scan) {
+      std::vector<const PerDevice*> in;
+      for (auto& x : b->in) in.push_back(&v.at(x.get()));
+      v[b.get()] = run_control(*b, in, P, [&](const Graph& g, std::vector<PerDevice> args) {
+        return run_spmd(g, mesh, std::move(args));
+      });
       continue;
     }
     PerDevice pv(static_cast<size_t>(P));
@@ -263,6 +411,21 @@ std::vector<Value> run(const Graph& g, std::vector<Value> args) {
       case OpFamily::Region: {
         if (n->op == Op::shard_map) {
           out = run_shard_map(*n, in);
+          break;
+        }
+        if (n->op != Op::call) {
+          // Control flow: one position.
+          std::vector<PerDevice> per;
+          std::vector<const PerDevice*> ptrs;
+          for (auto* v : in) per.push_back(PerDevice{*v});
+          for (auto& p : per) ptrs.push_back(&p);
+          out = run_control(*n, ptrs, 1, [](const Graph& g, std::vector<PerDevice> args) {
+            std::vector<Value> a;
+            for (auto& x : args) a.push_back(std::move(x.at(0)));
+            std::vector<PerDevice> r;
+            for (auto& o : run(g, std::move(a))) r.push_back(PerDevice{std::move(o)});
+            return r;
+          })[0];
           break;
         }
         // call: its body on the operands, by this same interpreter.

@@ -119,7 +119,10 @@ enum class OpCost : std::uint8_t {
   X(tuple, "tuple", Tuple, Free, None)                                          \
   X(get_tuple_element, "get-tuple-element", Tuple, Free, TupleIndex)            \
   X(call, "call", Region, Never, Call)                                          \
-  X(shard_map, "shard-map", Region, Never, ShardMap)
+  X(shard_map, "shard-map", Region, Never, ShardMap)                            \
+  X(cond, "conditional", Region, Never, Cond)                                   \
+  X(while_, "while", Region, Never, While)                                      \
+  X(scan, "scan", Region, Never, Scan)
 
 enum class Op : std::uint8_t {
 #define TESSEL_X(e, text, family, cost, attrs) e,

@@ -139,6 +139,13 @@ struct Partitioner final : LocalBuilder {
 
   NodeRef emit(const NodeRef& n) {
     if (n->op == Op::shard_map) return emit_shard_map(*n);
+    if (is_control_flow(n->op)) return emit_control(*n);
+    if (n->op == Op::get_tuple_element && is_control_flow(n->in[0]->op)) {
+      // A result of a control-flow op: laid out as its boundary says.
+      const auto k = n->attr<attr::TupleIndex>().index;
+      NodeRef r = build::get_tuple_element(t, local.at(n->in[0].get()), k);
+      return reshard(r, n->shape(), a.regions.at(n->in[0].get()).results.at(size_t(k)), a.value.at(n.get()));
+    }
     if (n->aval.tuple)
       throw InternalError(std::string("a tuple-valued ") + op_name(n->op) + " reached the partitioner");
     const AxisSharding& value = a.value.at(n.get());
@@ -236,6 +243,53 @@ struct Partitioner final : LocalBuilder {
     }
     if (n.aval.tuple) return build::tuple(t, outs);  // its elements reshard at their get_tuple_element
     return reshard(outs[0], n.shape(), joined[0], a.value.at(&n));
+  }
+
+  // A region of a control-flow op as a per-device program of its own: its
+  // parameters laid out as `params`, propagated and partitioned like any
+  // program, its outputs resharded to `outputs`.
+  GraphRef partition_region(const Graph& r, const std::vector<AxisSharding>& params,
+                            const std::vector<AxisSharding>& outputs) {
+    PropagationInput pin{mesh, {}};
+    for (auto& p : params) pin.params.push_back(p);
+    const ShardingAssignment ra = propagate(r, pin);
+    auto table = std::make_shared<NodeTable>();
+    Partitioner sub(r, ra, mesh, *table, manual);
+    auto g = std::make_shared<Graph>();
+    g->name = r.name;
+    for (auto& n : r.topo_order()) sub.local[n.get()] = sub.emit(n);
+    for (auto& prm : r.params) {
+      if (!sub.local.count(prm.get())) sub.local[prm.get()] = sub.emit(prm);
+      g->params.push_back(sub.local.at(prm.get()));
+    }
+    for (size_t k = 0; k < r.outputs.size(); ++k) {
+      const NodeRef& o = r.outputs[k];
+      g->outputs.push_back(sub.reshard(sub.local.at(o.get()), o->shape(), ra.value.at(o.get()), outputs.at(k)));
+    }
+    return g;
+  }
+
+  // cond, while_, scan: operands resharded to the op's boundary, each region
+  // partitioned as a program of its own (tracer/propagate.hpp,
+  // RegionShardings); the op runs on local values, its regions per device.
+  NodeRef emit_control(const Node& n) {
+    const RegionShardings& rs = a.regions.at(&n);
+    std::vector<NodeRef> ops;
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      const NodeRef& x = n.in[k];
+      ops.push_back(reshard(local.at(x.get()), x->shape(), a.value.at(x.get()), rs.operands.at(k)));
+    }
+    auto regions = n.regions();
+    std::vector<GraphRef> local_regions;
+    for (size_t i = 0; i < regions.size(); ++i)
+      local_regions.push_back(partition_region(*regions[i], rs.params.at(i), rs.outputs.at(i)));
+    const Attrs at = n.attrs.with_regions(local_regions);
+    switch (n.op) {
+      case Op::cond: return build::cond(t, ops[0], at.as<attr::Cond>().branches, std::vector<NodeRef>(ops.begin() + 1, ops.end()));
+      case Op::while_: return build::while_loop(t, at.as<attr::While>(), ops);
+      case Op::scan: return build::scan(t, at.as<attr::Scan>(), ops);
+      default: throw InternalError("not control flow");
+    }
   }
 
   // LocalBuilder, for the ops' partition rules (Rule<Op>::local).

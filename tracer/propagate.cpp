@@ -232,6 +232,91 @@ std::optional<AxisSharding> pinned_by_shard_map(const Node& n) {
 }
 }  // namespace
 
+bool is_control_flow(Op op) { return op == Op::cond || op == Op::while_ || op == Op::scan; }
+
+namespace {
+
+AxisSharding without_leading(const AxisSharding& s) {
+  AxisSharding r = s;
+  r.dims.erase(r.dims.begin());
+  return r;
+}
+AxisSharding with_leading(const AxisSharding& s) {
+  AxisSharding r = s;
+  r.dims.insert(r.dims.begin(), std::vector<int>{});
+  return r;
+}
+
+// The shardings region g's outputs take when its parameters are laid out as `params`.
+std::vector<AxisSharding> region_outputs(const Graph& g, const MeshRef& mesh, const std::vector<AxisSharding>& params) {
+  PropagationInput pin{mesh, {}};
+  for (auto& p : params) pin.params.push_back(p);
+  ShardingAssignment a = propagate(g, pin);
+  std::vector<AxisSharding> out;
+  for (auto& o : g.outputs) out.push_back(a.value.at(o.get()));
+  return out;
+}
+
+// A control-flow op's boundary from its operands' shardings: operands enter
+// as they are (a cond's index and a scan's xs along the scanned axis whole);
+// a loop's carries keep their init's sharding throughout; a cond's results
+// and a scan's ys take what propagation through the (first) region gives.
+RegionShardings region_shardings(const Node& n, const std::vector<AxisSharding>& ops, const MeshRef& mesh) {
+  RegionShardings r;
+  r.operands = ops;
+  for (auto& s : r.operands) s.unreduced.clear();
+  switch (n.op) {
+    case Op::cond: {
+      r.operands[0] = replicated(mesh, 0);
+      std::vector<AxisSharding> params(r.operands.begin() + 1, r.operands.end());
+      const auto& branches = n.attr<attr::Cond>().branches;
+      r.results = region_outputs(*branches[0], mesh, params);
+      for (size_t b = 0; b < branches.size(); ++b) {
+        r.params.push_back(params);
+        r.outputs.push_back(r.results);
+      }
+      break;
+    }
+    case Op::while_: {
+      const auto& w = n.attr<attr::While>();
+      const size_t cc = size_t(w.cond_consts), bc = size_t(w.body_consts);
+      std::vector<AxisSharding> carries(r.operands.begin() + std::ptrdiff_t(cc + bc), r.operands.end());
+      std::vector<AxisSharding> cp(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(cc));
+      std::vector<AxisSharding> bp(r.operands.begin() + std::ptrdiff_t(cc), r.operands.begin() + std::ptrdiff_t(cc + bc));
+      cp.insert(cp.end(), carries.begin(), carries.end());
+      bp.insert(bp.end(), carries.begin(), carries.end());
+      r.results = carries;
+      r.params = {cp, bp};
+      r.outputs = {{replicated(mesh, 0)}, carries};
+      break;
+    }
+    case Op::scan: {
+      const auto& sc = n.attr<attr::Scan>();
+      const size_t c = size_t(sc.consts), m = size_t(sc.carries);
+      std::vector<AxisSharding> bp(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(c + m));
+      for (size_t k = c + m; k < r.operands.size(); ++k) {
+        r.operands[k].dims[0].clear();
+        bp.push_back(without_leading(r.operands[k]));
+      }
+      std::vector<AxisSharding> outs = region_outputs(*sc.body, mesh, bp);
+      std::vector<AxisSharding> carries(r.operands.begin() + std::ptrdiff_t(c), r.operands.begin() + std::ptrdiff_t(c + m));
+      r.results = carries;
+      std::vector<AxisSharding> bo = carries;
+      for (size_t k = m; k < outs.size(); ++k) {
+        bo.push_back(outs[k]);
+        r.results.push_back(with_leading(outs[k]));
+      }
+      r.params = {bp};
+      r.outputs = {bo};
+      break;
+    }
+    default: throw InternalError(std::string(op_name(n.op)) + " is not control flow");
+  }
+  return r;
+}
+
+}  // namespace
+
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
   Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}, {}};
   for (size_t i = 0; i < g.params.size(); ++i)
@@ -252,9 +337,30 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
       p.reason[n.get()] = "shard_map's out_specs";
     }
   }
+  // A control-flow op's results are settled once its operands are.
+  std::unordered_map<const Node*, RegionShardings> regions;
+  auto settle = [&](const Node& c) -> const RegionShardings& {
+    auto it = regions.find(&c);
+    if (it != regions.end()) return it->second;
+    std::vector<AxisSharding> ops;
+    for (auto& x : c.in) ops.push_back(p.value.at(x.get()));
+    return regions[&c] = region_shardings(c, ops, in.mesh);
+  };
+  auto control_result = [&](const Node& n) {
+    return n.op == Op::get_tuple_element && is_control_flow(n.in[0]->op);
+  };
+  auto settle_results = [&](const NodeRef& n) {
+    if (!control_result(*n) || p.value.count(n.get())) return;
+    const Node& c = *n->in[0];
+    for (auto& x : c.in)
+      if (!p.value.count(x.get())) return;
+    p.value[n.get()] = settle(c).results.at(size_t(n->attr<attr::TupleIndex>().index));
+    p.reason[n.get()] = std::string("the boundary of its ") + op_name(c.op);
+  };
   // Forward, backward, forward: enough for values to reach from any fixed one.
   for (int round = 0; round < 3; ++round) {
     if (round % 2 == 0) {
+      for (auto& n : p.order) settle_results(n);
       for (auto& n : p.order)
         if (n->op != Op::parameter && !opaque(*n) && (p.value.count(n.get()) || !n->in.empty())) {
           bool any = p.value.count(n.get()) > 0;
@@ -279,6 +385,14 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
       p.reason[n.get()] = "no sharding reached it: replicated";
       p.via.erase(n.get());
     }
+  // Control-flow ops whose operands were settled only by the default.
+  for (auto& n : p.order) {
+    if (!control_result(*n)) continue;
+    const Node& c = *n->in[0];
+    p.value[n.get()] = settle(c).results.at(size_t(n->attr<attr::TupleIndex>().index));
+  }
+  for (auto& n : p.order)
+    if (is_control_flow(n->op)) out.regions[n.get()] = settle(*n);
   for (auto& n : p.order)
     if (n->op != Op::parameter && !opaque(*n)) out.factor_axes[n.get()] = p.visit(n, false);
   scatter_into_constraints(g, p.order, out, p.value, p.reason, p.via);

@@ -29,8 +29,19 @@ struct PropagationInput {
   std::vector<std::optional<AxisSharding>> params;  // fixed parameter shardings; nullopt: open
 };
 
+// How a control-flow op (cond, while_, scan) meets its regions: the
+// sharding each operand is resharded to as it enters, and each result's as
+// it leaves (a loop's carries: the same on the way in and out, as XLA's
+// while; a scan's xs and ys whole along the scanned axis).
+struct RegionShardings {
+  std::vector<AxisSharding> operands, results;
+  // Each region's parameter and output shardings, in Attrs::regions() order.
+  std::vector<std::vector<AxisSharding>> params, outputs;
+};
+
 struct ShardingAssignment {
   MeshRef mesh;
+  std::unordered_map<const Node*, RegionShardings> regions;  // per control-flow op
   std::unordered_map<const Node*, AxisSharding> value;                   // every node's sharding (reduced)
   std::unordered_map<const Node*, std::vector<std::vector<int>>> factor_axes;  // per op: mesh axes per factor
   std::unordered_map<const Node*, std::string> reason;                   // what chose each value's sharding
@@ -38,6 +49,8 @@ struct ShardingAssignment {
 };
 
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in);
+
+bool is_control_flow(Op op);  // cond, while_, scan
 
 // The sharding of each dim of a participant from factor axes.
 AxisSharding sharding_from_factors(const MeshRef& mesh, const std::vector<std::vector<int>>& dims,

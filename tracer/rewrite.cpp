@@ -54,6 +54,25 @@ std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, c
   return m;
 }
 
+GraphRef reparameterize(const Graph& g, const std::vector<Aval>& avals, const std::vector<int>& pos,
+                        const std::vector<int>& outputs) {
+  TESSEL_CHECK_INTERNAL(pos.size() == g.params.size(), "reparameterize: ", pos.size(), " positions for ", g.params.size(),
+                        " parameters");
+  NodeTable t;
+  auto r = std::make_shared<Graph>();
+  r->name = g.name;
+  for (size_t i = 0; i < avals.size(); ++i) r->params.push_back(build::parameter(t, int(i), avals[i]));
+  std::vector<NodeRef> mapped;
+  for (int p : pos) mapped.push_back(r->params.at(size_t(p)));
+  auto m = rewrite(g, t, mapped);
+  if (outputs.empty()) {
+    for (auto& o : g.outputs) r->outputs.push_back(m.at(o.get()));
+  } else {
+    for (int k : outputs) r->outputs.push_back(m.at(g.outputs.at(size_t(k)).get()));
+  }
+  return r;
+}
+
 bool has_calls(const Graph& g) {
   for (auto& n : g.topo_order())
     if (n->op == Op::call) return true;

@@ -27,6 +27,12 @@ using RewriteFn = std::function<NodeRef(const Node& old, const std::vector<NodeR
 std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, const std::vector<NodeRef>& params,
                                                  const RewriteFn& fn = {}, bool into_regions = true);
 
+// g with parameters of `avals` (in a fresh table), g's parameter i becoming
+// parameter pos[i] (others unused); its outputs `outputs` of g's (all when
+// empty), in that order. How regions are rebuilt with other parameter lists.
+GraphRef reparameterize(const Graph& g, const std::vector<Aval>& avals, const std::vector<int>& pos,
+                        const std::vector<int>& outputs = {});
+
 // g with every call replaced by its body (nested calls too); a call with
 // several results becomes a tuple, whose get_tuple_elements fold to the
 // values. The first pass of lower() and of autodiff.

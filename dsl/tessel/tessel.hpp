@@ -12,6 +12,7 @@
 #include <tessel/device.hpp>
 #include <tessel/device_put.hpp>
 #include <tessel/jit.hpp>
+#include <tessel/lax.hpp>
 #include <tessel/ops.hpp>
 #include <tessel/random.hpp>
 #include <tessel/shard_map.hpp>
