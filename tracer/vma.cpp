@@ -72,6 +72,117 @@ std::vector<AxisSet> inner_results(const attr::ShardMap& sm, const std::vector<c
   return joined(sm.out_specs, sm.manual, outputs);
 }
 
+void type_graph(const Graph& g, const std::vector<AxisSet>& params, const DeviceMesh& mesh, Vmas& v);
+
+AxisSet unite(AxisSet a, const AxisSet& b) {
+  a.insert(b.begin(), b.end());
+  return a;
+}
+
+bool has_collectives(const Graph& g) {
+  bool found = false;
+  for_each_graph(g, [&](const Graph& r) {
+    for (auto& n : r.topo_order())
+      if (collective_axes(*n).mesh && n->op != Op::axis_index && n->op != Op::pvary) found = true;
+  });
+  return found;
+}
+
+// The typing of a control-flow op (cond, while_, scan) from its operands':
+// each region's parameters, the vma its outputs must reach, and the op's
+// results. A loop's carries vary over what their init and every step's
+// result vary over (a fixpoint), and over what its predicate varies over
+// (devices then stop at different steps); a cond's results over what any
+// branch's do and what its index varies over. Devices whose predicate or
+// index differ run different code, so the regions may not hold collectives
+// then (they would wait for each other forever).
+struct ControlTyping {
+  std::vector<std::vector<AxisSet>> params, outputs;  // per region, Attrs::regions() order
+  std::vector<AxisSet> results;
+};
+ControlTyping type_control(const Node& n, const std::vector<AxisSet>& in, const DeviceMesh& mesh) {
+  ControlTyping ct;
+  auto outputs_of = [&](const Graph& g, const std::vector<AxisSet>& params) {
+    Vmas v;
+    type_graph(g, params, mesh, v);
+    std::vector<AxisSet> out;
+    for (auto& o : g.outputs) out.push_back(v.at(o.get()).at(0));
+    return out;
+  };
+  auto no_collectives = [&](const AxisSet& control, const char* what, const std::vector<GraphRef>& regions) {
+    if (control.empty()) return;
+    for (auto& r : regions)
+      if (has_collectives(*r))
+        throw NotImplementedError(std::string(op_name(n.op)) + " in a shard_map body whose " + what + " varies over mesh axis '" +
+                                  mesh.axes()[size_t(*control.begin())].name +
+                                  "' while its regions hold collectives: devices would run different code and never meet");
+  };
+  switch (n.op) {
+    case Op::cond: {
+      const auto& branches = n.attr<attr::Cond>().branches;
+      no_collectives(in[0], "branch index", branches);
+      std::vector<AxisSet> params(in.begin() + 1, in.end());
+      ct.results.assign(branches[0]->outputs.size(), in[0]);
+      for (auto& b : branches) {
+        auto o = outputs_of(*b, params);
+        for (size_t k = 0; k < o.size(); ++k) ct.results[k] = unite(ct.results[k], o[k]);
+      }
+      for (size_t b = 0; b < branches.size(); ++b) ct.params.push_back(params), ct.outputs.push_back(ct.results);
+      break;
+    }
+    case Op::while_: {
+      const auto& w = n.attr<attr::While>();
+      const size_t cc = size_t(w.cond_consts), bc = size_t(w.body_consts);
+      std::vector<AxisSet> carry(in.begin() + std::ptrdiff_t(cc + bc), in.end());
+      std::vector<AxisSet> cp, bp;
+      AxisSet pred;
+      for (;;) {
+        cp.assign(in.begin(), in.begin() + std::ptrdiff_t(cc));
+        bp.assign(in.begin() + std::ptrdiff_t(cc), in.begin() + std::ptrdiff_t(cc + bc));
+        cp.insert(cp.end(), carry.begin(), carry.end());
+        bp.insert(bp.end(), carry.begin(), carry.end());
+        pred = outputs_of(*w.cond, cp).at(0);
+        auto next = outputs_of(*w.body, bp);
+        bool changed = false;
+        for (size_t k = 0; k < carry.size(); ++k) {
+          AxisSet u = unite(unite(carry[k], next[k]), pred);
+          if (u != carry[k]) carry[k] = std::move(u), changed = true;
+        }
+        if (!changed) break;
+      }
+      no_collectives(pred, "predicate", {w.cond, w.body});
+      ct.params = {cp, bp};
+      ct.outputs = {{pred}, carry};
+      ct.results = carry;
+      break;
+    }
+    case Op::scan: {
+      const auto& s = n.attr<attr::Scan>();
+      const size_t c = size_t(s.consts), m = size_t(s.carries);
+      std::vector<AxisSet> carry(in.begin() + std::ptrdiff_t(c), in.begin() + std::ptrdiff_t(c + m)), bp, out;
+      for (;;) {
+        bp.assign(in.begin(), in.begin() + std::ptrdiff_t(c));
+        bp.insert(bp.end(), carry.begin(), carry.end());
+        bp.insert(bp.end(), in.begin() + std::ptrdiff_t(c + m), in.end());
+        out = outputs_of(*s.body, bp);
+        bool changed = false;
+        for (size_t k = 0; k < m; ++k) {
+          AxisSet u = unite(carry[k], out[k]);
+          if (u != carry[k]) carry[k] = std::move(u), changed = true;
+        }
+        if (!changed) break;
+      }
+      for (size_t k = 0; k < m; ++k) out[k] = carry[k];
+      ct.params = {bp};
+      ct.outputs = {out};
+      ct.results = out;
+      break;
+    }
+    default: throw InternalError("not control flow");
+  }
+  return ct;
+}
+
 // The vma of every value of g (nested shard_map bodies too).
 void type_graph(const Graph& g, const std::vector<AxisSet>& params, const DeviceMesh& mesh, Vmas& v) {
   for (size_t k = 0; k < g.params.size(); ++k) v[g.params[k].get()] = {params.at(k)};
@@ -91,6 +202,13 @@ void type_graph(const Graph& g, const std::vector<AxisSet>& params, const Device
       v[n.get()] = std::move(e);
     } else if (n->op == Op::get_tuple_element) {
       v[n.get()] = {v.at(n->in[0].get()).at(size_t(n->attr<attr::TupleIndex>().index))};
+    } else if (n->op == Op::cond || n->op == Op::while_ || n->op == Op::scan) {
+      std::vector<AxisSet> ins;
+      for (auto* x : in) ins.push_back(*x);
+      ControlTyping ct = type_control(*n, ins, mesh);
+      auto regions = n->regions();
+      for (size_t r = 0; r < regions.size(); ++r) type_graph(*regions[r], ct.params[r], mesh, v);
+      v[n.get()] = ct.results;
     } else if (op_family(n->op) == OpFamily::Region) {
       throw NotImplementedError(std::string(op_name(n->op)) + " inside a shard_map body");
     } else {
@@ -157,6 +275,32 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
           sm.explicit_vma = true;
           NodeRef y = build::shard_map(t, std::move(sm), in);
           v[y.get()] = inner_results(y->attr<attr::ShardMap>(), vout);
+          return y;
+        }
+        if (n.op == Op::cond || n.op == Op::while_ || n.op == Op::scan) {
+          // Each region made explicit with its parameters' typing, its
+          // outputs raised to the op's; a loop's init raised to its carries'.
+          std::vector<AxisSet> ins;
+          for (auto& x : in) ins.push_back(v.at(x.get()).at(0));
+          ControlTyping ct = type_control(n, ins, *mesh);
+          auto regions = n.regions();
+          std::vector<GraphRef> typed;
+          for (size_t r = 0; r < regions.size(); ++r)
+            typed.push_back(std::make_shared<Graph>(with_explicit_pvary(*regions[r], ct.params[r], ct.outputs[r], mesh)));
+          size_t first_carry = 0, carries = 0;
+          if (n.op == Op::while_) {
+            first_carry = size_t(n.attr<attr::While>().cond_consts + n.attr<attr::While>().body_consts);
+            carries = in.size() - first_carry;
+          } else if (n.op == Op::scan) {
+            first_carry = size_t(n.attr<attr::Scan>().consts);
+            carries = size_t(n.attr<attr::Scan>().carries);
+          }
+          for (size_t k = 0; k < carries; ++k) in[first_carry + k] = raise(in[first_carry + k], ct.results[k]);
+          auto copy = std::make_shared<Node>();
+          copy->op = n.op;
+          copy->attrs = n.attrs.with_regions(typed);
+          NodeRef y = build::with_operands(t, *copy, in);
+          v[y.get()] = ct.results;
           return y;
         }
         if (op_family(n.op) == OpFamily::Region)

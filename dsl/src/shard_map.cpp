@@ -266,10 +266,12 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
     out_ax.push_back(axis_sharding_for_rank(NamedSharding(mesh, spec), outs[k]->rank()));
     check_spec(out_ax.back(), "out_specs", k);
   }
+  // The typing runs either way: it also rejects control flow whose devices
+  // would take different paths through collectives.
+  std::vector<AxisSet> pv;
+  for (auto& s : in_ax) pv.push_back(spec_axes(s));
+  const auto vma = varying_axes(*g, pv, *m);
   if (check_vma) {
-    std::vector<AxisSet> pv;
-    for (auto& s : in_ax) pv.push_back(spec_axes(s));
-    auto vma = varying_axes(*g, pv, *m);
     for (size_t k = 0; k < outs.size(); ++k) {
       std::set<int> used;
       for (auto& d : out_ax[k].dims) used.insert(d.begin(), d.end());

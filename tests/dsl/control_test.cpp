@@ -295,3 +295,67 @@ TEST_CASE("grad through cond, scan and fori_loop against finite differences; jvp
   // Reverse mode through a while loop: JAX's error.
   CHECK_THROWS_AS(ts::grad([&](ts::Array v) { return ts::sum(wf(v)); })(x), ts::ValueError);
 }
+
+TEST_CASE("control flow inside shard_map bodies: collectives in loops and branches, vma typing, gradients") {
+  std::mt19937 rng(3);
+  for (int n : {1, 2, 3, 4, 8}) {
+    CAPTURE(n);
+    ts::Mesh mesh = mesh_of(n);
+    ts::Array x = ts::testing::random_array(rng, {std::int64_t(2 * n), 3}, ts::DType::float32);
+    // A loop whose body all-reduces each step; a branch on a psum (the
+    // same on every device) whose branches hold collectives.
+    ts::testing::check(
+        [&](const std::vector<ts::Array>& a) {
+          return ts::shard_map(
+              [](ts::Array b) {
+                b = lax::fori_loop(0, 3, [](ts::Array, ts::Array v) { return v * 0.5f + ts::psum(v, "x"); }, b);
+                return lax::cond(ts::psum(ts::sum(b), "x") > 0, [](ts::Array v) { return ts::pmax(v, "x") - v; },
+                                 [](ts::Array v) { return ts::ppermute(v, "x", {{0, 1 % ts::axis_size("x")}}); }, b);
+              },
+              mesh, P("x"), P("x"))(a[0]);
+        },
+        {x});
+    // A branch on a varying predicate without collectives; a scan shifting rows around the ring.
+    ts::testing::check(
+        [&](const std::vector<ts::Array>& a) {
+          return ts::shard_map(
+              [](ts::Array b) {
+                ts::Array c = lax::cond(ts::axis_index("x") == 0, [](ts::Array v) { return v * 10.0f; },
+                                        [](ts::Array v) { return v - 1.0f; }, b);
+                const int k = ts::axis_size("x");
+                std::vector<std::pair<int, int>> ring;
+                for (int i = 0; i < k; ++i) ring.push_back({i, (i + 1) % k});
+                auto r = lax::scan([&](ts::Array carry, ts::Array row) {
+                  ts::Array next = ts::ppermute(carry, "x", ring) + row;
+                  return std::pair{next, next * 2.0f};
+                }, ts::zeros({3}), c);
+                return r.second + r.first;
+              },
+              mesh, P("x"), P("x"))(a[0]);
+        },
+        {x});
+    // A varying predicate with collectives in the branches: rejected, never a hang.
+    CHECK_THROWS_AS(ts::shard_map(
+                        [](ts::Array b) {
+                          return lax::cond(ts::axis_index("x") == 0, [](ts::Array v) { return ts::psum(v, "x"); },
+                                           [](ts::Array v) { return v; }, b);
+                        },
+                        mesh, P("x"), P("x"))(x),
+                    ts::NotImplementedError);
+    // Gradient of a shard_map with a scan and a psum in it, against finite differences.
+    ts::Array xd = x.astype(ts::DType::float64);
+    auto loss = [&](ts::Array v) {
+      return ts::sum(ts::shard_map(
+          [](ts::Array b) {
+            auto r = lax::scan([](ts::Array c, ts::Array row) { return std::pair{ts::sin(c) + row, c * row}; },
+                               ts::zeros({3}, ts::DType::float64), b);
+            return ts::psum(r.second, "x") + r.first;
+          },
+          mesh, P("x"), P("x"))(v));
+    };
+    auto want = fd(loss, xd);
+    auto got = ts::grad(loss)(xd).to_vector<double>();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+  }
+}

@@ -1,0 +1,57 @@
+// Overhead of compiled loops: a fori_loop of 10,000 steps of a small body
+// (y = y * 0.999 + 1 on 16 floats), jitted, against the body's own work
+// (the floor: its bytes over the memory bandwidth measured here, a generous
+// lower bound for data that stays in cache) and against PyTorch running the
+// same 10,000 steps from Python (the peer). Also a scan that reads a slice
+// and writes a slice per step, and a while loop (its condition is a second
+// region per step). Target (issue 15): < 5 us of overhead per iteration.
+#include <tessel/tessel.hpp>
+
+#include "tests/bench/bench_util.hpp"
+
+namespace ts = tessel;
+namespace lax = tessel::lax;
+
+int main() {
+  const int steps = 10000;
+  const std::int64_t n = 16;
+  ts::Array x = ts::arange(double(n)).astype(ts::DType::float32);
+  const double floor = bench::copy_seconds(std::size_t(64) << 20) / double(std::size_t(64) << 20) *
+                       double(n * 4) * steps;  // per-byte time of a large copy, for this loop's bytes
+  bench::header("compiled loops: 10,000 steps of a 16-float body (ms for all steps)");
+
+  auto fori = ts::jit([&](ts::Array v) {
+    return lax::fori_loop(0, steps, [](ts::Array, ts::Array y) { return y * 0.999f + 1.0f; }, v);
+  });
+  fori(x).block_until_ready();
+  const double t_fori = bench::seconds([&] { fori(x).block_until_ready(); }, 7, 1);
+  const double torch_loop = bench::torch_seconds("x = torch.arange(16.0)",
+                                                 "y = x\n    for _ in range(10000): y = y * 0.999 + 1", 5);
+  bench::row("fori_loop (static bounds: a scan)", floor, t_fori, torch_loop);
+
+  using C = std::pair<ts::Array, ts::Array>;
+  auto wl = ts::jit([&](ts::Array v) {
+    return lax::while_loop([&](const C& c) { return c.first < steps; },
+                           [](const C& c) { return C(c.first + 1, c.second * 0.999f + 1.0f); },
+                           C(ts::array(std::int32_t(0)), v))
+        .second;
+  });
+  wl(x).block_until_ready();
+  const double t_while = bench::seconds([&] { wl(x).block_until_ready(); }, 7, 1);
+  bench::row("while_loop (a condition region per step)", floor, t_while, torch_loop);
+
+  ts::Array xs = ts::ones({steps, n});
+  auto sc = ts::jit([](ts::Array c0, ts::Array s) {
+    return lax::scan([](ts::Array c, ts::Array row) { return std::pair{c * 0.999f + row, c}; }, c0, s).second;
+  });
+  sc(x, xs).block_until_ready();
+  const double t_scan = bench::seconds([&] { sc(x, xs).block_until_ready(); }, 7, 1);
+  const double torch_scan = bench::torch_seconds(
+      "x = torch.arange(16.0); xs = torch.ones(10000, 16); ys = torch.empty(10000, 16)",
+      "c = x\n    for i in range(10000): ys[i] = c; c = c * 0.999 + xs[i]", 5);
+  bench::row("scan (reads a row, writes a row per step)", floor * 3, t_scan, torch_scan);
+
+  std::printf("\nper iteration: fori_loop %.2f us, while_loop %.2f us, scan %.2f us (target: < 5 us of overhead)\n",
+              t_fori / steps * 1e6, t_while / steps * 1e6, t_scan / steps * 1e6);
+  return 0;
+}
