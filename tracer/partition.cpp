@@ -5,6 +5,7 @@
 
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/rewrite.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {
@@ -279,6 +280,11 @@ struct Partitioner final : LocalBuilder {
       const NodeRef& x = n.in[k];
       ops.push_back(reshard(local.at(x.get()), x->shape(), a.value.at(x.get()), rs.operands.at(k)));
     }
+    if (n.op == Op::scan) {
+      const auto& sc = n.attr<attr::Scan>();
+      for (size_t k = size_t(sc.consts + sc.carries); k < n.in.size(); ++k)
+        if (!rs.operands[k].dims[0].empty()) return emit_split_scan(n, ops);
+    }
     auto regions = n.regions();
     std::vector<GraphRef> local_regions;
     for (size_t i = 0; i < regions.size(); ++i)
@@ -290,6 +296,91 @@ struct Partitioner final : LocalBuilder {
       case Op::scan: return build::scan(t, at.as<attr::Scan>(), ops);
       default: throw InternalError("not control flow");
     }
+  }
+
+  // A scan over xs split along the scanned axis: each device keeps its
+  // block of every such xs as a constant of the loop, and each step the
+  // device holding row i sends it to the others (an all-reduce over the
+  // split's axes of the row where this device holds it and zeros
+  // elsewhere, on the row's bits as integers, so the sum is the row
+  // exactly). A step counter, carried first, says which row. Memory stays
+  // one block and one row per device; the whole stack is never gathered.
+  NodeRef emit_split_scan(const Node& n, const std::vector<NodeRef>& ops) {
+    const RegionShardings& rs = a.regions.at(&n);
+    const auto& sc = n.attr<attr::Scan>();
+    const size_t c = size_t(sc.consts), m = size_t(sc.carries), q = n.in.size() - c - m;
+    const Graph& body = *sc.body;
+    GraphRef local_body = partition_region(body, rs.params.at(0), rs.outputs.at(0));
+    std::vector<size_t> split, whole;  // xs by whether their scanned axis is split
+    for (size_t k = 0; k < q; ++k) (rs.operands[c + m + k].dims[0].empty() ? whole : split).push_back(k);
+    auto u = std::make_shared<NodeTable>();
+    NodeTable& w = *u;
+    auto g = std::make_shared<Graph>();
+    g->name = "split_scan(" + body.name + ")";
+    auto param = [&](const Aval& av) {
+      Aval s = av;
+      s.weak_type = false;
+      g->params.push_back(build::parameter(w, int(g->params.size()), s));
+      return g->params.back();
+    };
+    std::vector<NodeRef> consts, blocks, carries, xs;
+    for (size_t k = 0; k < c; ++k) consts.push_back(param(ops[k]->aval));
+    for (size_t k : split) blocks.push_back(param(ops[c + m + k]->aval));
+    NodeRef counter = param(Aval{DType::int32, {}, false});
+    for (size_t k = 0; k < m; ++k) carries.push_back(param(ops[c + k]->aval));
+    for (size_t k : whole) {
+      Aval s = ops[c + m + k]->aval;
+      s.shape.erase(s.shape.begin());
+      xs.push_back(param(s));
+    }
+    // Each split xs' row for this step.
+    std::vector<NodeRef> rows(q);
+    for (size_t j = 0; j < split.size(); ++j) rows[split[j]] = nullptr;
+    for (size_t j = 0; j < whole.size(); ++j) rows[whole[j]] = xs[j];
+    for (size_t j = 0; j < split.size(); ++j) {
+      const size_t k = split[j];
+      const std::vector<int>& axes = rs.operands[c + m + k].dims[0];
+      const NodeRef& blk = blocks[j];
+      const std::int64_t per = blk->shape()[0];  // rows per block (padded)
+      NodeRef owner = build::binary(w, Op::div, counter, build::scalar(w, DType::int32, double(per)));
+      NodeRef at = build::binary(w, Op::sub, counter, build::binary(w, Op::mul, owner, build::scalar(w, DType::int32, double(per))));
+      std::vector<NodeRef> starts(blk->shape().size(), build::scalar(w, DType::int32, 0));
+      starts[0] = at;
+      Shape one = blk->shape();
+      one[0] = 1;
+      Shape row_shape(blk->shape().begin() + 1, blk->shape().end());
+      NodeRef row = build::reshape(w, build::dynamic_slice(w, blk, starts, one), row_shape);
+      // Its bits as integers: one device adds them, the others zeros.
+      const DType t = row->dtype();
+      const DType bits = t == DType::float32 ? DType::int32 : t == DType::float64 ? DType::int64 : t == DType::bool_ ? DType::int32 : t;
+      NodeRef v = t == DType::float32 || t == DType::float64 ? build::bitcast_convert(w, row, bits)
+                  : t == DType::bool_ ? build::convert(w, row, bits) : row;
+      NodeRef mine = build::binary(w, Op::eq, build::axis_index(w, mesh, axes), owner);
+      NodeRef zero = build::broadcast_in_dim(w, build::scalar(w, bits, 0), row_shape, {});
+      v = build::select(w, build::broadcast_in_dim(w, mine, row_shape, {}), v, zero);
+      v = build::all_reduce(w, v, mesh, axes, Op::add);
+      rows[k] = t == DType::float32 || t == DType::float64 ? build::bitcast_convert(w, v, t)
+                : t == DType::bool_ ? build::convert(w, v, t) : v;
+    }
+    std::vector<NodeRef> inner = consts;
+    inner.insert(inner.end(), carries.begin(), carries.end());
+    inner.insert(inner.end(), rows.begin(), rows.end());
+    auto mm = rewrite(*local_body, w, inner);
+    NodeRef step = build::scalar(w, DType::int32, sc.reverse ? -1 : 1);
+    g->outputs.push_back(build::binary(w, Op::add, counter, step));
+    for (auto& o : local_body->outputs) g->outputs.push_back(mm.at(o.get()));
+    attr::Scan ls = sc;
+    ls.body = g;
+    ls.consts = std::int64_t(c + split.size());
+    ls.carries = std::int64_t(m + 1);
+    std::vector<NodeRef> lops(ops.begin(), ops.begin() + std::ptrdiff_t(c));
+    for (size_t k : split) lops.push_back(ops[c + m + k]);
+    lops.push_back(build::scalar(t, DType::int32, sc.reverse ? double(sc.length - 1) : 0.0));
+    for (size_t k = 0; k < m; ++k) lops.push_back(ops[c + k]);
+    for (size_t k : whole) lops.push_back(ops[c + m + k]);
+    auto r = build::results(t, build::scan(t, std::move(ls), lops));
+    // The op's own results: all but the counter.
+    return build::tuple(t, std::vector<NodeRef>(r.begin() + 1, r.end()));
   }
 
   // LocalBuilder, for the ops' partition rules (Rule<Op>::local).

@@ -294,10 +294,10 @@ RegionShardings region_shardings(const Node& n, const std::vector<AxisSharding>&
       const auto& sc = n.attr<attr::Scan>();
       const size_t c = size_t(sc.consts), m = size_t(sc.carries);
       std::vector<AxisSharding> bp(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(c + m));
-      for (size_t k = c + m; k < r.operands.size(); ++k) {
-        r.operands[k].dims[0].clear();
-        bp.push_back(without_leading(r.operands[k]));
-      }
+      // xs keep their split along the scanned axis: each step fetches its
+      // slice from the device holding it (tracer/partition.cpp), rather than
+      // every device gathering the whole stack.
+      for (size_t k = c + m; k < r.operands.size(); ++k) bp.push_back(without_leading(r.operands[k]));
       std::vector<AxisSharding> outs = region_outputs(*sc.body, mesh, bp);
       std::vector<AxisSharding> carries(r.operands.begin() + std::ptrdiff_t(c), r.operands.begin() + std::ptrdiff_t(c + m));
       r.results = carries;

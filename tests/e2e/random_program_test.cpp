@@ -10,6 +10,8 @@
 #include <set>
 #include <random>
 
+#include <tessel/tessel.hpp>
+
 #include "dsl/src/array_impl.hpp"
 #include "tests/common/golden.hpp"
 #include "tests/common/run_graph.hpp"
@@ -21,7 +23,7 @@ using ts::P;
 namespace {
 
 enum class K { Unary, Binary, Bcast, Reduce, Transpose, Reshape, Dot, Slice, Concat, Where, Cast, Argmax, Set,
-               Constraint, Pad, Flip, Softmax };
+               Constraint, Pad, Flip, Softmax, Loop, Branch, ScanRows };
 
 struct Instr {
   K kind;
@@ -73,7 +75,7 @@ Program generate(std::mt19937& rng, int n_ops, const std::vector<std::string>& a
     const ts::Shape s = pool[in.a];
     const int r = int(s.size());
     ts::Shape out = s;
-    in.kind = K(pick(rng, 17));
+    in.kind = K(pick(rng, 20));
     switch (in.kind) {
       case K::Unary: in.which = pick(rng, 9); break;
       case K::Binary: in.b = same_shape(in.a); in.which = pick(rng, 6); break;
@@ -157,6 +159,20 @@ Program generate(std::mt19937& rng, int n_ops, const std::vector<std::string>& a
       }
       case K::Flip: break;
       case K::Softmax: if (r == 0) continue; break;
+      case K::Loop: {
+        // fori_loop of 1..3 steps: x scaled, plus its mean over an axis.
+        if (r == 0) continue;
+        in.which = 1 + pick(rng, 3);
+        in.axis = pick(rng, r);
+        break;
+      }
+      case K::Branch: in.b = same_shape(in.a); in.which = pick(rng, 3); break;
+      case K::ScanRows: {
+        // Over x's leading axis: carry a row, stack the carries.
+        if (r == 0) continue;
+        in.which = pick(rng, 2);  // reverse
+        break;
+      }
     }
     p.code.push_back(in);
     pool.push_back(out);
@@ -235,6 +251,28 @@ std::vector<ts::Array> replay(const Program& p, const std::vector<ts::Array>& in
       }
       case K::Flip: y = ts::flip(x); break;
       case K::Softmax: y = ts::nn::softmax(x, -1); break;
+      case K::Loop: {
+        const int axis = in.axis;
+        y = ts::lax::fori_loop(0, in.which, [&](ts::Array i, ts::Array v) {
+          return v * 0.5 + ts::mean(v, axis, true) * 0.25 + i.astype(ts::float32) * 0.125;
+        }, x);
+        break;
+      }
+      case K::Branch: {
+        const ts::Array& b = pool[in.b];
+        auto pred = in.which == 0 ? ts::sum(x) > ts::sum(b) : in.which == 1 ? ts::max(x) > 0.5 : ts::min(b) > 0.0;
+        y = ts::lax::cond(pred, [](ts::Array u, ts::Array w) { return ts::sin(u) * w; },
+                          [](ts::Array u, ts::Array w) { return u - ts::max(w); }, x, b);
+        break;
+      }
+      case K::ScanRows: {
+        ts::lax::ScanOptions opt;
+        opt.reverse = in.which == 1;
+        auto rows = ts::lax::scan([](ts::Array c, ts::Array row) { return std::pair{ts::tanh(c + row), c * 0.5 + row}; },
+                                  ts::zeros_like(x.index({0})), x, opt);
+        y = rows.second;
+        break;
+      }
     }
     pool.push_back(y);
   }
@@ -242,6 +280,10 @@ std::vector<ts::Array> replay(const Program& p, const std::vector<ts::Array>& in
 }
 
 ts::HostArray host_of(const ts::Array& a) {
+  if (a.dtype() == ts::int32) {  // captured loop bounds
+    auto v = a.to_vector<std::int32_t>();
+    return ts::host_array(ts::DType::int32, a.shape(), v.data());
+  }
   auto v = a.to_vector<float>();
   return ts::host_array(ts::DType::float32, a.shape(), v.data());
 }
@@ -300,7 +342,7 @@ TEST_CASE("random programs: partitioned and compiled results equal the reference
                                         {{6}, {"x"}},    {{7}, {"x"}},       {{8}, {"x"}},
                                         {{4, 2}, {"x", "y"}}, {{2, 2, 2}, {"x", "y", "z"}}, {{3, 2}, {"x", "y"}}};
   std::mt19937 rng(2026);
-  int programs = 0, ops = 0, constrained_outputs = 0;
+  int programs = 0, ops = 0, constrained_outputs = 0, control = 0;
   for (int trial = 0; trial < 36; ++trial) {
     const MeshSpec& ms = meshes[trial % meshes.size()];
     std::vector<ts::Device> devs = ts::devices();
@@ -309,6 +351,7 @@ TEST_CASE("random programs: partitioned and compiled results equal the reference
     ts::Mesh mesh(devs, ms.shape, ms.names);
     Program prog = generate(rng, 20 + pick(rng, 10), ms.names);
     ops += int(prog.code.size());
+    for (auto& in : prog.code) control += in.kind == K::Loop || in.kind == K::Branch || in.kind == K::ScanRows;
     CAPTURE(trial);
     CAPTURE(mesh.str());
     // Inputs: random values, random shardings on the mesh (some uncommitted).
@@ -368,4 +411,5 @@ TEST_CASE("random programs: partitioned and compiled results equal the reference
   CHECK(programs == 36);
   CHECK(constrained_outputs > 0);
   CHECK(ops >= 36 * 20);
+  CHECK(control >= 36);  // loops, branches and scans among them
 }
