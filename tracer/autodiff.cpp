@@ -47,6 +47,7 @@ void linearize(const Graph& g_in, const std::vector<bool>& wrt, int first_tangen
   // The primal program, each node's tangent beside it (its op's JVP rule).
   // Tangents are keyed by the new primal nodes (what the callback sees as
   // operands), never by the old node's address.
+  // Regions are left as they are: each region op's JVP rule differentiates its own.
   primal = rewrite(g, L.t, L.params, [&](const Node& n, const std::vector<NodeRef>& x) {
     std::vector<NodeRef> tx;
     bool any = false;
@@ -59,7 +60,7 @@ void linearize(const Graph& g_in, const std::vector<bool>& wrt, int first_tangen
     NodeRef ty = any ? rules(n.op).jvp(L.t, *y, x, tx, y) : nullptr;
     if (ty || !tangent.count(y.get())) tangent[y.get()] = ty;
     return y;
-  });
+  }, /*into_regions=*/false);
   for (auto& o : g.outputs) {
     NodeRef y = primal.at(o.get());
     L.outputs.push_back(y);

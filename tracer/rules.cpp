@@ -22,7 +22,7 @@ void eval_entry(const std::vector<const HostArray*>& in, const Attrs& p, const A
 const OpRules kRules[] = {
 #define TESSEL_X(e, text, family, cost, attrs)                                                  \
   {&infer_entry<Op::e>, &eval_entry<Op::e>, &Rule<Op::e>::factors, &Rule<Op::e>::jvp, \
-   &Rule<Op::e>::transpose, &Rule<Op::e>::local},
+   &Rule<Op::e>::transpose, &Rule<Op::e>::local, &Rule<Op::e>::batch},
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <ostream>
 #include <vector>
 
@@ -49,6 +50,14 @@ class LocalBuilder {
   virtual NodeRef reshard(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) = 0;
 };
 
+// What a batching rule knows of the vmap it is part of: the batch size, and
+// the mesh axis name the batch dimension is split by in constraints and
+// shard_map specs (vmap's spmd_axis_name; empty: none).
+struct BatchInfo {
+  std::int64_t size = 1;
+  std::string spmd_axis;
+};
+
 struct OpRules {
   // The result's aval from the operands' (and, for ops whose result type is a
   // parameter — parameter, constant, iota, reshape, broadcast, convert — the
@@ -74,6 +83,12 @@ struct OpRules {
   // on local operands; ops with offsets or sizes rewrite them.
   NodeRef (*local)(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                    const std::vector<AxisSharding>& op_sh, const AxisSharding& natural);
+  // The batching rule (vmap): n applied to operands x, those with batched[k]
+  // carrying a leading batch dimension of size b.size (at least one does);
+  // returns the batched result, its batch dimension leading too (a tuple's
+  // elements each).
+  NodeRef (*batch)(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                   const BatchInfo& b);
 };
 
 const OpRules& rules(Op op);
@@ -96,6 +111,8 @@ struct Rule;
                           const std::vector<bool>& linear, std::vector<NodeRef>& cts);              \
     static NodeRef local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,           \
                          const std::vector<AxisSharding>& op_sh, const AxisSharding& natural);     \
+    static NodeRef batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                \
+                         const std::vector<bool>& batched, const BatchInfo& b);                     \
   };
 TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
@@ -172,6 +189,41 @@ std::string ints(const std::vector<std::int64_t>& v);
   void Rule<Op::OP>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,            \
                                std::vector<NodeRef>&) {                                                        \
     rule_util::not_linear(n);                                                                                  \
+  }
+
+// Helpers for the batching rules (tracer/batching.cpp).
+namespace bt {
+// x with a leading batch dimension: itself when batched, else broadcast.
+NodeRef batched(NodeTable& t, const NodeRef& x, bool is_batched, const BatchInfo& b);
+std::vector<NodeRef> all_batched(NodeTable& t, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                                 const BatchInfo& b);
+// Dims shifted past the batch dimension (+1 each).
+std::vector<std::int64_t> shifted(const std::vector<std::int64_t>& dims);
+// n on every operand batched, the same op (elementwise ops).
+NodeRef same_op(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                const BatchInfo& b);
+// The rule of last resort, always right: a scan over the batch applying n to
+// each example (lax.map), for operands no closed rule covers.
+NodeRef by_map(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+               const BatchInfo& b);
+// A sharding of rank r + 1: the batch dimension leading, split by b.spmd_axis when given.
+AxisSharding with_batch_dim(const AxisSharding& s, const BatchInfo& b);
+}  // namespace bt
+
+#define TESSEL_BATCH_SAME_OP(OP)                                                                              \
+  NodeRef Rule<Op::OP>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                      \
+                              const std::vector<bool>& batched, const BatchInfo& b) {                          \
+    return bt::same_op(t, n, x, batched, b);                                                                   \
+  }
+#define TESSEL_BATCH_BY_MAP(OP)                                                                               \
+  NodeRef Rule<Op::OP>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                      \
+                              const std::vector<bool>& batched, const BatchInfo& b) {                          \
+    return bt::by_map(t, n, x, batched, b);                                                                    \
+  }
+#define TESSEL_BATCH_NEVER(OP)                                                                                \
+  NodeRef Rule<Op::OP>::batch(NodeTable&, const Node& n, const std::vector<NodeRef>&, const std::vector<bool>&, \
+                              const BatchInfo&) {                                                              \
+    throw InternalError(std::string(op_name(n.op)) + " has no operands to batch");                             \
   }
 
 // Builders for the autodiff rules: zero-aware arithmetic on tangents and

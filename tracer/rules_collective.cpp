@@ -283,4 +283,45 @@ NodeRef Rule<Op::sharding_constraint>::local(LocalBuilder&, const Node&, const s
   return ops[0];
 }
 
+
+// ------------------------------------------------------------------ batching
+// The batch dimension is one more dimension the collective carries along
+// (vmap of a shard_map body); a constraint leaves it unsplit, or split by
+// vmap's spmd_axis_name.
+NodeRef Rule<Op::sharding_constraint>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                             const std::vector<bool>&, const BatchInfo& b) {
+  return build::sharding_constraint(t, x[0], bt::with_batch_dim(*attrs_of(n).sharding, b));
+}
+NodeRef Rule<Op::all_gather>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                    const BatchInfo&) {
+  const auto& a = attrs_of(n);
+  return build::all_gather(t, x[0], a.mesh, a.axes, a.dimension + 1);
+}
+NodeRef Rule<Op::all_reduce>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                    const BatchInfo&) {
+  const auto& a = attrs_of(n);
+  return build::all_reduce(t, x[0], a.mesh, a.axes, a.reduce_op);
+}
+NodeRef Rule<Op::reduce_scatter>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                        const std::vector<bool>&, const BatchInfo&) {
+  const auto& a = attrs_of(n);
+  return build::reduce_scatter(t, x[0], a.mesh, a.axes, a.dimension + 1, a.reduce_op);
+}
+NodeRef Rule<Op::all_to_all>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                    const BatchInfo&) {
+  const auto& a = attrs_of(n);
+  return build::all_to_all(t, x[0], a.mesh, a.axes, a.split_dimension + 1, a.concat_dimension + 1);
+}
+NodeRef Rule<Op::collective_permute>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                            const std::vector<bool>&, const BatchInfo&) {
+  const auto& a = attrs_of(n);
+  return build::collective_permute(t, x[0], a.mesh, a.pairs);
+}
+TESSEL_BATCH_NEVER(axis_index)
+NodeRef Rule<Op::pvary>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                               const BatchInfo&) {
+  const auto& a = attrs_of(n);
+  return build::pvary(t, x[0], a.mesh, a.axes);
+}
+
 }  // namespace tessel

@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "tracer/autodiff.hpp"
+#include "tracer/batching.hpp"
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rewrite.hpp"
@@ -454,6 +455,116 @@ void Rule<Op::scan>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
     if (linear[size_t(c + j)]) cts[size_t(c + j)] = r.at(size_t(j));
   for (int k = 0; k < nl; ++k) cts[size_t(lin_c[size_t(k)])] = r.at(size_t(m + k));
   for (size_t k = 0; k < lin_x.size(); ++k) cts[size_t(c + m + lin_x[k])] = r.at(size_t(m + nl) + k);
+}
+
+
+// ------------------------------------------------------------------ batching
+
+namespace {
+NodeRef swap01(NodeTable& t, const NodeRef& x) {
+  std::vector<std::int64_t> perm{1, 0};
+  for (int d = 2; d < x->rank(); ++d) perm.push_back(d);
+  return build::transpose(t, x, perm);
+}
+// g (batched) inlined on ops.
+std::vector<NodeRef> inline_graph(NodeTable& t, const Graph& g, const std::vector<NodeRef>& ops) {
+  auto m = rewrite(g, t, ops);
+  std::vector<NodeRef> out;
+  for (auto& o : g.outputs) out.push_back(m.at(o.get()));
+  return out;
+}
+// where(pred[b], on_true, on_false), pred along the leading dimension.
+NodeRef select_lanes(NodeTable& t, const NodeRef& pred, const NodeRef& on_true, const NodeRef& on_false) {
+  return build::select(t, build::broadcast_in_dim(t, pred, on_true->shape(), {0}), on_true, on_false);
+}
+}  // namespace
+
+// An unbatched index: the cond of the batched branches. A batched one (each
+// example its own branch): every branch runs on the whole batch and each
+// example keeps its branch's result (a select), as JAX's.
+NodeRef Rule<Op::cond>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                              const BatchInfo& b) {
+  const auto& branches = attrs_of(n).branches;
+  const std::vector<bool> flags(batched.begin() + 1, batched.end());
+  const std::vector<NodeRef> ops(x.begin() + 1, x.end());
+  std::vector<GraphRef> bb;
+  for (auto& br : branches) bb.push_back(std::make_shared<Graph>(batch_graph(*br, flags, b)));
+  if (!batched[0]) return build::cond(t, x[0], std::move(bb), ops);
+  const std::int64_t nb = std::int64_t(branches.size());
+  NodeRef idx = build::binary(t, Op::max, build::binary(t, Op::min, x[0], build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(nb - 1)), x[0]->shape(), {})),
+                              build::broadcast_in_dim(t, build::scalar(t, DType::int32, 0), x[0]->shape(), {}));
+  std::vector<std::vector<NodeRef>> outs;
+  for (auto& g : bb) outs.push_back(inline_graph(t, *g, ops));
+  std::vector<NodeRef> results = outs[0];
+  for (std::int64_t k = 1; k < nb; ++k) {
+    NodeRef is_k = build::binary(t, Op::eq, idx, build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(k)), idx->shape(), {}));
+    for (size_t j = 0; j < results.size(); ++j) results[j] = select_lanes(t, is_k, outs[size_t(k)][j], results[j]);
+  }
+  return build::tuple(t, results);
+}
+
+// Every carry batched; the loop runs while any example's predicate holds,
+// and an example whose predicate fails keeps its carry (JAX's rule).
+NodeRef Rule<Op::while_>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                                const BatchInfo& b) {
+  const auto& w = attrs_of(n);
+  const size_t cc = size_t(w.cond_consts), bc = size_t(w.body_consts), m = x.size() - cc - bc;
+  std::vector<bool> cflags(batched.begin(), batched.begin() + std::ptrdiff_t(cc)), bflags(batched.begin() + std::ptrdiff_t(cc), batched.begin() + std::ptrdiff_t(cc + bc));
+  cflags.insert(cflags.end(), m, true);
+  bflags.insert(bflags.end(), m, true);
+  const Graph cb = batch_graph(*w.cond, cflags, b), bb = batch_graph(*w.body, bflags, b);
+  std::vector<NodeRef> carries;
+  for (size_t k = 0; k < m; ++k) carries.push_back(bt::batched(t, x[cc + bc + k], batched[cc + bc + k], b));
+  // The new regions' parameters: the condition's (cond consts, carries);
+  // the body's (cond consts, body consts, carries).
+  NodeTable u;
+  auto cond = std::make_shared<Graph>(), body = std::make_shared<Graph>();
+  cond->name = "vmap(" + w.cond->name + ")";
+  body->name = "vmap(" + w.body->name + ")";
+  for (auto& p : cb.params) cond->params.push_back(build::parameter(u, int(cond->params.size()), p->aval));
+  NodeRef pred = inline_graph(u, cb, cond->params).at(0);
+  NodeRef any = build::reduce(u, Op::reduce_max, build::convert(u, pred, DType::int32), {0});
+  cond->outputs = {build::binary(u, Op::gt, any, build::scalar(u, DType::int32, 0))};
+  NodeTable v;
+  std::vector<NodeRef> cps, bps, cs;
+  for (size_t k = 0; k < cc; ++k) cps.push_back(build::parameter(v, int(k), cb.params[k]->aval));
+  for (size_t k = 0; k < bc; ++k) bps.push_back(build::parameter(v, int(cc + k), bb.params[k]->aval));
+  for (size_t k = 0; k < m; ++k) cs.push_back(build::parameter(v, int(cc + bc + k), bb.params[bc + k]->aval));
+  body->params = cps;
+  body->params.insert(body->params.end(), bps.begin(), bps.end());
+  body->params.insert(body->params.end(), cs.begin(), cs.end());
+  std::vector<NodeRef> cin = cps, bin = bps;
+  cin.insert(cin.end(), cs.begin(), cs.end());
+  bin.insert(bin.end(), cs.begin(), cs.end());
+  NodeRef p = inline_graph(v, cb, cin).at(0);
+  std::vector<NodeRef> next = inline_graph(v, bb, bin);
+  for (size_t k = 0; k < m; ++k) body->outputs.push_back(select_lanes(v, p, next[k], cs[k]));
+  attr::While nw;
+  nw.cond = cond;
+  nw.body = body;
+  nw.cond_consts = std::int64_t(cc);
+  nw.body_consts = std::int64_t(cc + bc);
+  std::vector<NodeRef> ops(x.begin(), x.begin() + std::ptrdiff_t(cc));
+  ops.insert(ops.end(), x.begin(), x.begin() + std::ptrdiff_t(cc + bc));
+  ops.insert(ops.end(), carries.begin(), carries.end());
+  return build::while_loop(t, std::move(nw), ops);
+}
+
+// Every carry batched; batched xs scanned along their second dimension (the
+// batch moved behind the scanned axis), ys moved back.
+NodeRef Rule<Op::scan>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                              const BatchInfo& b) {
+  attr::Scan s = attrs_of(n);
+  const size_t c = size_t(s.consts), m = size_t(s.carries);
+  std::vector<bool> flags = batched;
+  std::vector<NodeRef> ops = x;
+  for (size_t k = c; k < c + m; ++k) ops[k] = bt::batched(t, x[k], batched[k], b), flags[k] = true;
+  for (size_t k = c + m; k < x.size(); ++k)
+    if (batched[k]) ops[k] = swap01(t, x[k]);
+  s.body = std::make_shared<Graph>(batch_graph(*s.body, flags, b));
+  auto r = build::results(t, build::scan(t, s, ops));
+  for (size_t k = m; k < r.size(); ++k) r[k] = swap01(t, r[k]);
+  return build::tuple(t, r);
 }
 
 }  // namespace tessel

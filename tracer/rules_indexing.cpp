@@ -294,4 +294,24 @@ void Rule<Op::scatter>::transpose(NodeTable& t, const Node& n, const NodeRef& ct
 }
 TESSEL_LOCAL_SAME_OP(scatter)
 
+
+// ------------------------------------------------------------------ batching
+// An index array shared by the batch indexes each example alike: the axis
+// shifts past the batch dimension. Per-example indices (or take_along_axis)
+// map over the batch.
+NodeRef Rule<Op::gather>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                const std::vector<bool>& batched, const BatchInfo& b) {
+  attr::Indexed how = attrs_of(n);
+  if (batched[1] || how.along) return bt::by_map(t, n, x, batched, b);
+  how.axis += 1;
+  return build::gather(t, x[0], x[1], how);
+}
+NodeRef Rule<Op::scatter>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                 const std::vector<bool>& batched, const BatchInfo& b) {
+  attr::Indexed how = attrs_of(n);
+  if (batched[1] || how.along) return bt::by_map(t, n, x, batched, b);
+  how.axis += 1;
+  return build::scatter(t, bt::batched(t, x[0], batched[0], b), x[1], bt::batched(t, x[2], batched[2], b), how);
+}
+
 }  // namespace tessel

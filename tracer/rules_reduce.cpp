@@ -593,4 +593,67 @@ TESSEL_LOCAL_SAME_OP(argmin)
 TESSEL_LOCAL_SAME_OP(sort)
 TESSEL_LOCAL_SAME_OP(dot_general)
 
+
+// ------------------------------------------------------------------ batching
+
+namespace {
+NodeRef batch_reduce(NodeTable& t, const Node& n, const NodeRef& x) {
+  return build::reduce(t, n.op, x, bt::shifted(n.attr<attr::Dimensions>().dims));
+}
+}  // namespace
+NodeRef Rule<Op::reduce_sum>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                    const BatchInfo&) {
+  return batch_reduce(t, n, x[0]);
+}
+NodeRef Rule<Op::reduce_prod>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                     const BatchInfo&) {
+  return batch_reduce(t, n, x[0]);
+}
+NodeRef Rule<Op::reduce_max>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                    const BatchInfo&) {
+  return batch_reduce(t, n, x[0]);
+}
+NodeRef Rule<Op::reduce_min>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                    const BatchInfo&) {
+  return batch_reduce(t, n, x[0]);
+}
+NodeRef Rule<Op::argmax>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                const BatchInfo&) {
+  return build::arg_reduce(t, Op::argmax, x[0], attrs_of(n).dimension + 1, attrs_of(n).index_dtype);
+}
+NodeRef Rule<Op::argmin>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                const BatchInfo&) {
+  return build::arg_reduce(t, Op::argmin, x[0], attrs_of(n).dimension + 1, attrs_of(n).index_dtype);
+}
+NodeRef Rule<Op::sort>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                              const BatchInfo& b) {
+  auto xs = bt::all_batched(t, x, batched, b);
+  return build::sort(t, xs[0], xs[1], attrs_of(n).dimension + 1);
+}
+// A batched operand's batch dimension: a batch dimension of the product when
+// both are batched, else a free dimension moved to the front of the result.
+NodeRef Rule<Op::dot_general>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                     const std::vector<bool>& batched, const BatchInfo&) {
+  DotDims d = attrs_of(n).dims;
+  auto shift = [](std::vector<std::int64_t>& v) {
+    for (auto& e : v) e += 1;
+  };
+  if (batched[0]) shift(d.lhs_batch), shift(d.lhs_contract);
+  if (batched[1]) shift(d.rhs_batch), shift(d.rhs_contract);
+  if (batched[0] && batched[1]) {
+    d.lhs_batch.insert(d.lhs_batch.begin(), 0);
+    d.rhs_batch.insert(d.rhs_batch.begin(), 0);
+    return build::dot_general(t, x[0], x[1], d);
+  }
+  NodeRef y = build::dot_general(t, x[0], x[1], d);
+  // Result dims: batch dims, lhs free dims (in order), rhs free dims.
+  std::int64_t at = std::int64_t(d.lhs_batch.size());
+  if (batched[1]) at += x[0]->rank() - std::int64_t(d.lhs_batch.size() + d.lhs_contract.size());
+  if (at == 0) return y;
+  std::vector<std::int64_t> perm{at};
+  for (std::int64_t i = 0; i < y->rank(); ++i)
+    if (i != at) perm.push_back(i);
+  return build::transpose(t, y, perm);
+}
+
 }  // namespace tessel

@@ -687,4 +687,78 @@ NodeRef Rule<Op::dynamic_slice>::local(LocalBuilder& b, const Node& n, const std
   return build::dynamic_slice(b.table(), ops[0], std::vector<NodeRef>(ops.begin() + 1, ops.end()), sizes);
 }
 
+
+// ------------------------------------------------------------------ batching
+// The batch dimension leads; each rule shifts its dims past it.
+
+TESSEL_BATCH_NEVER(parameter)
+TESSEL_BATCH_NEVER(constant)
+TESSEL_BATCH_NEVER(iota)
+
+NodeRef Rule<Op::broadcast_in_dim>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                          const std::vector<bool>&, const BatchInfo& b) {
+  Shape s = n.shape();
+  s.insert(s.begin(), b.size);
+  std::vector<std::int64_t> dims{0};
+  for (auto d : attrs_of(n).dims) dims.push_back(d + 1);
+  return build::broadcast_in_dim(t, x[0], s, dims);
+}
+NodeRef Rule<Op::reshape>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                                 const BatchInfo& b) {
+  Shape s = n.shape();
+  s.insert(s.begin(), b.size);
+  return build::reshape(t, x[0], s);
+}
+NodeRef Rule<Op::transpose>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                   const std::vector<bool>&, const BatchInfo&) {
+  std::vector<std::int64_t> perm{0};
+  for (auto d : attrs_of(n).dims) perm.push_back(d + 1);
+  return build::transpose(t, x[0], perm);
+}
+NodeRef Rule<Op::rev>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                             const BatchInfo&) {
+  return build::rev(t, x[0], bt::shifted(attrs_of(n).dims));
+}
+NodeRef Rule<Op::slice>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                               const BatchInfo& b) {
+  const auto& a = attrs_of(n);
+  std::vector<std::int64_t> start{0}, limit{b.size}, stride{1};
+  start.insert(start.end(), a.start.begin(), a.start.end());
+  limit.insert(limit.end(), a.limit.begin(), a.limit.end());
+  stride.insert(stride.end(), a.stride.begin(), a.stride.end());
+  return build::slice(t, x[0], start, limit, stride);
+}
+NodeRef Rule<Op::pad>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                             const BatchInfo& b) {
+  if (batched[1]) return bt::by_map(t, n, x, batched, b);  // a padding value per example
+  const auto& a = attrs_of(n);
+  std::vector<std::int64_t> low{0}, high{0}, interior{0};
+  low.insert(low.end(), a.low.begin(), a.low.end());
+  high.insert(high.end(), a.high.begin(), a.high.end());
+  interior.insert(interior.end(), a.interior.begin(), a.interior.end());
+  return build::pad(t, x[0], x[1], low, high, interior);
+}
+NodeRef Rule<Op::concatenate>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                     const std::vector<bool>& batched, const BatchInfo& b) {
+  return build::concatenate(t, bt::all_batched(t, x, batched, b), attrs_of(n).dimension + 1);
+}
+NodeRef Rule<Op::dynamic_slice>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                       const std::vector<bool>& batched, const BatchInfo& b) {
+  for (size_t k = 1; k < x.size(); ++k)
+    if (batched[k]) return bt::by_map(t, n, x, batched, b);  // a start per example
+  std::vector<NodeRef> starts{build::scalar(t, x.size() > 1 ? x[1]->dtype() : DType::int32, 0)};
+  starts.insert(starts.end(), x.begin() + 1, x.end());
+  Shape sizes = attrs_of(n).sizes;
+  sizes.insert(sizes.begin(), b.size);
+  return build::dynamic_slice(t, x[0], starts, sizes);
+}
+NodeRef Rule<Op::dynamic_update_slice>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                              const std::vector<bool>& batched, const BatchInfo& b) {
+  for (size_t k = 2; k < x.size(); ++k)
+    if (batched[k]) return bt::by_map(t, n, x, batched, b);
+  std::vector<NodeRef> starts{build::scalar(t, x.size() > 2 ? x[2]->dtype() : DType::int32, 0)};
+  starts.insert(starts.end(), x.begin() + 2, x.end());
+  return build::dynamic_update_slice(t, bt::batched(t, x[0], batched[0], b), bt::batched(t, x[1], batched[1], b), starts);
+}
+
 }  // namespace tessel

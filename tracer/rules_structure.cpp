@@ -11,6 +11,7 @@
 
 #include "tracer/build.hpp"
 #include "tracer/autodiff.hpp"
+#include "tracer/batching.hpp"
 #include "tracer/rewrite.hpp"
 #include "tracer/vma.hpp"
 #include "tracer/errors.hpp"
@@ -310,6 +311,42 @@ void Rule<Op::shard_map>::transpose(NodeTable& t, const Node& n, const NodeRef& 
 NodeRef Rule<Op::shard_map>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&,
                                    const std::vector<AxisSharding>&, const AxisSharding&) {
   throw InternalError("shard_map is partitioned by the partitioner's emit_shard_map");
+}
+
+
+// ------------------------------------------------------------------ batching
+
+NodeRef Rule<Op::tuple>::batch(NodeTable& t, const Node&, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                               const BatchInfo& b) {
+  return build::tuple(t, bt::all_batched(t, x, batched, b));
+}
+NodeRef Rule<Op::get_tuple_element>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                           const std::vector<bool>&, const BatchInfo&) {
+  return build::get_tuple_element(t, x[0], attrs_of(n).index);
+}
+NodeRef Rule<Op::call>::batch(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<bool>&,
+                              const BatchInfo&) {
+  structural(Op::call);
+}
+// A shard_map of the batched body: batched operands and every result carry
+// the batch dimension, unsplit (or split by spmd_axis_name) in the specs.
+NodeRef Rule<Op::shard_map>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                   const std::vector<bool>& batched, const BatchInfo& b) {
+  attr::ShardMap sm = attrs_of(n);
+  BatchInfo inner = b;
+  if (!b.spmd_axis.empty()) {
+    const int a = sm.mesh->axis_index(b.spmd_axis);
+    if (a < 0) throw ValueError("vmap: spmd_axis_name '" + b.spmd_axis + "' is not an axis of " + sm.mesh->str());
+    inner.size = b.size / sm.mesh->axes()[size_t(a)].size;
+    if (b.size % sm.mesh->axes()[size_t(a)].size != 0)
+      throw ShardingError("vmap: the batch of " + std::to_string(b.size) + " does not divide over mesh axis '" +
+                          b.spmd_axis + "' of " + sm.mesh->str());
+  }
+  for (size_t k = 0; k < x.size(); ++k)
+    if (batched[k]) sm.in_specs[k] = bt::with_batch_dim(sm.in_specs[k], b);
+  for (auto& s : sm.out_specs) s = bt::with_batch_dim(s, b);
+  sm.body = std::make_shared<Graph>(batch_graph(*sm.body, batched, inner));
+  return build::shard_map(t, std::move(sm), x);
 }
 
 }  // namespace tessel

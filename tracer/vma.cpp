@@ -79,6 +79,10 @@ AxisSet unite(AxisSet a, const AxisSet& b) {
   return a;
 }
 
+// Set while typing the body of a shard_map that leaves mesh axes automatic:
+// partitioning its regions may add collectives over those axes later.
+thread_local bool t_automatic_axes = false;
+
 bool has_collectives(const Graph& g) {
   bool found = false;
   for_each_graph(g, [&](const Graph& r) {
@@ -111,6 +115,12 @@ ControlTyping type_control(const Node& n, const std::vector<AxisSet>& in, const 
   };
   auto no_collectives = [&](const AxisSet& control, const char* what, const std::vector<GraphRef>& regions) {
     if (control.empty()) return;
+    if (t_automatic_axes)
+      throw NotImplementedError(std::string(op_name(n.op)) + " in the body of a shard_map that leaves mesh axes automatic, whose " +
+                                what + " varies over mesh axis '" + mesh.axes()[size_t(*control.begin())].name +
+                                "': partitioning its regions over the automatic axes may need collectives, which devices "
+                                "taking different paths would never meet (make every axis manual, or the " + what +
+                                " invariant)");
     for (auto& r : regions)
       if (has_collectives(*r))
         throw NotImplementedError(std::string(op_name(n.op)) + " in a shard_map body whose " + what + " varies over mesh axis '" +
@@ -220,7 +230,12 @@ void type_graph(const Graph& g, const std::vector<AxisSet>& params, const Device
 }  // namespace
 
 std::unordered_map<const Node*, AxisSet> varying_axes(const Graph& body, const std::vector<AxisSet>& params,
-                                                      const DeviceMesh& mesh) {
+                                                      const DeviceMesh& mesh, bool automatic_axes) {
+  struct Scope {
+    bool saved = t_automatic_axes;
+    explicit Scope(bool a) { t_automatic_axes = t_automatic_axes || a; }
+    ~Scope() { t_automatic_axes = saved; }
+  } scope(automatic_axes);
   Vmas v;
   type_graph(body, params, mesh, v);
   std::unordered_map<const Node*, AxisSet> out;
@@ -345,6 +360,15 @@ Graph with_untyped_psums(const Graph& body) {
   auto m = rewrite(
       body, u, g.params,
       [&](const Node& x, const std::vector<NodeRef>& in) -> NodeRef {
+        if (x.op == Op::cond || x.op == Op::while_ || x.op == Op::scan) {
+          // Psums in loops and branches follow the rule too.
+          std::vector<GraphRef> regions;
+          for (auto& r : x.regions()) regions.push_back(std::make_shared<Graph>(with_untyped_psums(*r)));
+          auto copy = std::make_shared<Node>();
+          copy->op = x.op;
+          copy->attrs = x.attrs.with_regions(regions);
+          return build::with_operands(u, *copy, in);
+        }
         if (x.op != Op::all_reduce || x.attr<attr::AllReduce>().reduce_op != Op::add) return build::with_operands(u, x, in);
         const auto& a = x.attr<attr::AllReduce>();
         return build::all_reduce(u, build::pvary(u, in[0], a.mesh, a.axes), a.mesh, a.axes, Op::add);

@@ -33,8 +33,11 @@ std::vector<int> permute_axes(const Node& n, const DeviceMesh& mesh);
 AxisSet spec_axes(const AxisSharding& s);
 
 // The axes each value of `body` varies over, its parameters varying over `params`.
+// automatic_axes: the body's shard_map leaves mesh axes automatic (control
+// flow whose path varies between devices is then refused: partitioning its
+// regions may add collectives).
 std::unordered_map<const Node*, AxisSet> varying_axes(const Graph& body, const std::vector<AxisSet>& params,
-                                                      const DeviceMesh& mesh);
+                                                      const DeviceMesh& mesh, bool automatic_axes = false);
 
 // body with JAX's implicit pvarys as nodes; `outs`: the axes each output's
 // out_spec names.

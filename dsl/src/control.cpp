@@ -51,7 +51,9 @@ TracedFn trace_fn(const std::string& name, const Fn& fn, const std::vector<Aval>
   return r;
 }
 
-Aval strong_aval(const Array& x) { return Aval{x.dtype(), x.shape(), false}; }
+// A carry as traced: weakly typed where its init is (JAX's), so that the
+// body's result may promote it (promote_weak_carries).
+Aval carry_aval(const Array& x) { return Aval{x.dtype(), x.shape(), x.weak_type()}; }
 
 std::string avals_str(const std::vector<NodeRef>& xs) {
   std::ostringstream os;
@@ -115,6 +117,8 @@ Array as_index(const char* what, const Array& index, size_t branches) {
                         " must be a scalar, got ", aval_str(index.dtype(), index.shape())));
   if (std::string(what) == "cond") {
     if (index.dtype() == DType::bool_) return index.astype(DType::int32);
+    if (!is_integral(index.dtype()))
+      throw TypeError(cat("cond: Pred type must be either boolean or number, got ", aval_str(index.dtype(), index.shape())));
     return (index != 0).astype(DType::int32);
   }
   if (!is_integral(index.dtype()))
@@ -206,7 +210,7 @@ std::vector<Array> while_call(const char* what, const Fn& cond_fn, const Fn& bod
   std::vector<Array> init = init_in;
   for (int attempt = 0;; ++attempt) {
     std::vector<Aval> carry;
-    for (auto& x : init) carry.push_back(strong_aval(x));
+    for (auto& x : init) carry.push_back(carry_aval(x));
     TracedFn c = trace_fn("cond_fun", cond_fn, carry);
     if (c.g.outputs.size() != 1 || c.g.outputs[0]->dtype() != DType::bool_ || c.g.outputs[0]->rank() != 0)
       throw TypeError(cat(what, ": cond_fun must return a boolean scalar, but got output type(s) ", avals_str(c.g.outputs)));
@@ -248,9 +252,9 @@ std::vector<Array> scan_call(const Fn& f, const std::vector<Array>& init_in, con
   std::vector<Array> init = init_in;
   for (int attempt = 0;; ++attempt) {
     std::vector<Aval> in;
-    for (auto& x : init) in.push_back(strong_aval(x));
+    for (auto& x : init) in.push_back(carry_aval(x));
     for (auto& x : xs) {
-      Aval a = strong_aval(x);
+      Aval a = carry_aval(x);
       a.shape.erase(a.shape.begin());
       in.push_back(a);
     }

@@ -270,7 +270,7 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
   // would take different paths through collectives.
   std::vector<AxisSet> pv;
   for (auto& s : in_ax) pv.push_back(spec_axes(s));
-  const auto vma = varying_axes(*g, pv, *m);
+  const auto vma = varying_axes(*g, pv, *m, !all_manual);
   if (check_vma) {
     for (size_t k = 0; k < outs.size(); ++k) {
       std::set<int> used;

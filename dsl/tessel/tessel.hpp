@@ -18,3 +18,4 @@
 #include <tessel/shard_map.hpp>
 #include <tessel/sharding.hpp>
 #include <tessel/tree.hpp>
+#include <tessel/vmap.hpp>
