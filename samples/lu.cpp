@@ -37,7 +37,6 @@ std::tuple<ts::Array, ts::Array, ts::Array> lu_decomposition(const ts::Array& A)
   auto L = ts::eye(n);  // L starts as the identity
   auto U = A;
   auto Pm = ts::eye(n);  // the row permutation
-  auto col = ts::lax::iota(ts::DType::int32, n);
 
   for (std::int64_t i = 0; i < n; ++i) {
     // Partial pivoting: the largest |U[i:, i]|, as a (traced) row index.
@@ -49,11 +48,13 @@ std::tuple<ts::Array, ts::Array, ts::Array> lu_decomposition(const ts::Array& A)
     auto keep = [](const ts::Array& M) { return M; };
     U = ts::lax::cond(pivot != int(i), swap, keep, U);
     Pm = ts::lax::cond(pivot != int(i), swap, keep, Pm);
-    // L.at[[i, pivot], :i]: tessel's integer-array updates take whole
-    // dimensions beside the index array, so swap whole rows and keep the
-    // swapped values only in the first i columns.
+    // L.at[[i, pivot], :i].set(L[[pivot, i], :i])
     L = ts::lax::cond(
-        pivot != int(i), [&](const ts::Array& M) { return ts::where(col < int(i), swap(M), M); }, keep, L);
+        pivot != int(i),
+        [&](const ts::Array& M) {
+          return M.at({rows, ts::slice(0, i)}).set(M.index({swapped, ts::slice(0, i)}));
+        },
+        keep, L);
 
     // Update L and U: eliminate column i from the rows below it.
     auto elim = [&](const ts::Array& j, const std::pair<ts::Array, ts::Array>& LU) {

@@ -360,17 +360,22 @@ void check_index_array(const Array& i, const char* what) {
   if (!is_integral(i.dtype()) || i.dtype() == DType::bool_)
     throw TypeError(std::string(what) + ": indices must be integers, got " + aval_str(i.dtype(), i.shape()));
 }
-// The item holding an index array of rank >= 1, if any (one at most).
-int array_item(const std::vector<IndexItem>& items) {
-  int found = -1;
+// The items holding index arrays of rank >= 1.
+std::vector<int> array_items(const std::vector<IndexItem>& items) {
+  std::vector<int> found;
   for (size_t k = 0; k < items.size(); ++k)
-    if (auto* a = std::get_if<Array>(&items[k].v()); a && a->ndim() > 0) {
-      if (found >= 0)
-        throw NotImplementedError("indexing with more than one integer array (broadcast together) is not supported; "
-                                  "index with one array at a time");
-      found = int(k);
-    }
+    if (auto* a = std::get_if<Array>(&items[k].v()); a && a->ndim() > 0 && a->dtype() != DType::bool_)
+      found.push_back(int(k));
   return found;
+}
+// The item holding an index array of rank >= 1, if any (one at most: updates
+// take one array).
+int array_item(const std::vector<IndexItem>& items, const char* what = "indexing") {
+  auto found = array_items(items);
+  if (found.size() > 1)
+    throw NotImplementedError(std::string(what) + " with more than one integer array (broadcast together) is not "
+                              "supported; update with one array at a time");
+  return found.empty() ? -1 : found[0];
 }
 // A boolean mask item: the only item, its shape x's leading dims.
 const Array* mask_item(const Array& x, const std::vector<IndexItem>& items) {
@@ -446,6 +451,85 @@ Array index(const Array& x, const std::vector<IndexItem>& items) {
     Shape flat{std::int64_t(m.size())};
     flat.insert(flat.end(), x.shape().begin() + mask->ndim(), x.shape().end());
     return take(reshape(x, flat), array(where, {std::int64_t(where.size())}), 0, "clip");
+  }
+  if (auto arrays = array_items(items); arrays.size() > 1) {
+    // Several index arrays, broadcast together (NumPy): the other items
+    // first, the arrays' dims kept whole; those dims then moved to the front
+    // and flattened into one, indexed by the arrays' flat (row-major)
+    // combination, each clamped into its dim first (JAX's reads clamp).
+    std::vector<IndexItem> rest = items;
+    std::vector<Array> idx;
+    Shape common;
+    for (int k : arrays) {
+      const Array& a = std::get<Array>(items[size_t(k)].v());
+      check_index_array(a, "index");
+      idx.push_back(a);
+      rest[size_t(k)] = IndexItem(SliceItem{});
+    }
+    try {
+      common = idx[0].shape();
+      for (size_t j = 1; j < idx.size(); ++j) common = c::broadcast_shapes(common, idx[j].shape(), "index");
+    } catch (const ShapeError&) {
+      std::string shapes;
+      for (auto& a : idx) shapes += (shapes.empty() ? "" : " ") + shape_str(a.shape());
+      throw ShapeError("shape mismatch: indexing arrays could not be broadcast together with shapes " + shapes);
+    }
+    // Where each array's dim lands in x.index(rest).
+    auto dim_of = [&](int k) {
+      int dim = 0;
+      for (int j = 0; j < k; ++j) {
+        const auto& v = items[size_t(j)].v();
+        if (std::holds_alternative<NewAxisTag>(v) || std::holds_alternative<SliceItem>(v) ||
+            std::holds_alternative<DynamicSliceItem>(v) ||
+            (std::holds_alternative<Array>(v) && std::get<Array>(v).ndim() > 0)) {
+          ++dim;
+        } else if (std::holds_alternative<EllipsisTag>(v)) {
+          int used = 0;
+          for (auto& it : items)
+            if (!std::holds_alternative<NewAxisTag>(it.v()) && !std::holds_alternative<EllipsisTag>(it.v())) ++used;
+          dim += x.ndim() - used;
+        }
+      }
+      return dim;
+    };
+    Array y = index(x, rest);
+    std::vector<int> dims, perm;
+    for (int k : arrays) dims.push_back(dim_of(k));
+    perm = dims;
+    for (int d = 0; d < y.ndim(); ++d)
+      if (std::find(dims.begin(), dims.end(), d) == dims.end()) perm.push_back(d);
+    y = transpose(y, perm);
+    Shape flat_shape{1};
+    Array flat = zeros(common, DType::int32);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      const std::int64_t n = y.shape()[j];
+      Array i = idx[j].astype(DType::int32);
+      const Array size = array(std::int32_t(n)), zero = array(std::int32_t(0)),
+                  last = array(std::int32_t(std::max<std::int64_t>(n - 1, 0)));
+      i = maximum(minimum(where(i < zero, i + size, i), last), zero);
+      flat = flat * size + broadcast_to(i, common);
+      flat_shape[0] *= n;
+    }
+    flat_shape.insert(flat_shape.end(), y.shape().begin() + std::ptrdiff_t(idx.size()), y.shape().end());
+    Array r = take(reshape(y, flat_shape), flat, 0, "clip");
+    // NumPy's placement: where the first advanced index stood when the
+    // advanced indices (arrays and integers) sit side by side, else first.
+    std::vector<int> advanced;
+    for (size_t j = 0; j < items.size(); ++j) {
+      const auto& v = items[j].v();
+      if (std::holds_alternative<std::int64_t>(v) || std::holds_alternative<Array>(v)) advanced.push_back(int(j));
+    }
+    const bool gap = advanced.back() - advanced.front() + 1 != int(advanced.size());
+    const int at = dims[0];
+    if (!gap && at > 0) {
+      std::vector<int> p;
+      const int nb = int(common.size());
+      for (int d = 0; d < at; ++d) p.push_back(nb + d);
+      for (int d = 0; d < nb; ++d) p.push_back(d);
+      for (int d = nb + at; d < r.ndim(); ++d) p.push_back(d);
+      r = transpose(r, p);
+    }
+    return r;
   }
   if (int k = array_item(items); k >= 0) {
     // The other items first, the array's dim kept whole; then a gather
@@ -582,6 +666,51 @@ std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DT
 }  // namespace
 
 namespace {
+Array update(const char* name, const Array& x, const std::vector<IndexItem>& items, const Array& v, Op op);
+// Updates with index arrays among other items (several arrays broadcast
+// together, arrays beside slices and integers): the flat position in x of
+// every element the index selects, found by indexing an iota of x's
+// positions with the same items, then one scatter into x flattened. An
+// array entry out of bounds points into a padding row holding numel(x), a
+// position the scatter drops (JAX drops out-of-bounds updates).
+Array update_general(const char* name, const Array& x, const std::vector<IndexItem>& items, const std::vector<int>& arrays,
+                     const Array& v, Op op) {
+  // The dim of x each item indexes.
+  std::vector<int> x_dim(items.size(), -1);
+  int used = 0;
+  for (auto& it : items)
+    if (!std::holds_alternative<NewAxisTag>(it.v()) && !std::holds_alternative<EllipsisTag>(it.v())) ++used;
+  for (size_t j = 0, d = 0; j < items.size(); ++j) {
+    const auto& it = items[j].v();
+    if (std::holds_alternative<NewAxisTag>(it)) continue;
+    if (std::holds_alternative<EllipsisTag>(it)) {
+      d += size_t(x.ndim() - used);
+      continue;
+    }
+    if (std::holds_alternative<DynamicSliceItem>(it))
+      throw NotImplementedError(std::string(name) + " with an index array beside a dynamic slice");
+    x_dim[j] = int(d++);
+  }
+  const std::int64_t total = numel(x.shape());
+  if (total >= std::int64_t(1) << 31) throw NotImplementedError(std::string(name) + ": more than 2^31 elements");
+  std::vector<std::pair<std::int64_t, std::int64_t>> widths(size_t(x.ndim()), {0, 0});
+  std::vector<IndexItem> fixed = items;
+  for (int k : arrays) {
+    const Array& a = std::get<Array>(items[size_t(k)].v());
+    check_index_array(a, name);
+    const std::int64_t n = x.shape()[size_t(x_dim[size_t(k)])];
+    widths[size_t(x_dim[size_t(k)])].second = 1;
+    const Array i = a.astype(DType::int32), size = array(std::int32_t(n)), zero = array(std::int32_t(0));
+    const Array valid = logical_and(i >= -std::int32_t(n), i < size);
+    fixed[size_t(k)] = IndexItem(where(valid, where(i < zero, i + size, i), size));
+  }
+  const Array positions = pad(arange(std::int64_t(0), total, std::int64_t(1), DType::int32).reshape(x.shape()), widths,
+                              double(total));
+  const Array pos = index(positions, fixed);
+  const Array flat = update(name, reshape(x, {total}), {pos}, broadcast_to(v.astype(x.dtype()), pos.shape()), op);
+  return reshape(flat, x.shape());
+}
+
 // x with v combined into the indexed positions by `op` (add, mul, min, max;
 // select: v replaces what is there) — the scatter's combine, and the same
 // elementwise where the update is a mask.
@@ -597,7 +726,17 @@ Array update(const char* name, const Array& x, const std::vector<IndexItem>& ite
       return build::select(t, mask_like(t, in[1], in[0]->shape()), combine(t, in[0], u), in[0]);
     });
   }
-  if (int k = array_item(items); k >= 0) {
+  if (auto arrays = array_items(items); !arrays.empty()) {
+    bool simple = arrays.size() == 1;
+    for (size_t j = 0; j < items.size() && simple; ++j) {
+      const auto& it = items[j].v();
+      if (int(j) == arrays[0] || std::holds_alternative<EllipsisTag>(it)) continue;
+      auto* sl = std::get_if<SliceItem>(&it);
+      simple = sl && !sl->start && !sl->stop && !sl->step;
+    }
+    if (!simple) return update_general(name, x, items, arrays, v, op);
+  }
+  if (int k = array_item(items, name); k >= 0) {
     // A scatter along the array's dim (updates out of bounds dropped); the
     // other items must leave their dims whole.
     int dim = -1, d = 0;

@@ -387,3 +387,29 @@ TEST_CASE("a scan over xs split along the scanned axis fetches one row per step,
     }
   }
 }
+
+TEST_CASE("check_vma=false: a psum inside a loop transposes as JAX's untyped psum, like the same body unrolled") {
+  ts::Mesh mesh = mesh_of(4);
+  ts::Array x = ts::arange(24.0).reshape({8, 3}) * 0.1;
+  auto scanned = [&](ts::Array v) {
+    return ts::sum(ts::shard_map(
+        [](ts::Array a) {
+          return lax::scan([](ts::Array c, ts::Array r) { return std::pair{c + ts::psum(ts::sum(r * r), "x"), c}; },
+                           ts::zeros({}, ts::DType::float64), a)
+              .first;
+        },
+        mesh, P("x"), P(), {.check_vma = false})(v));
+  };
+  auto unrolled = [&](ts::Array v) {
+    return ts::sum(ts::shard_map(
+        [](ts::Array a) {
+          ts::Array c = ts::zeros({}, ts::DType::float64);
+          for (std::int64_t i = 0; i < a.shape()[0]; ++i) c = c + ts::psum(ts::sum(a.index({i}) * a.index({i})), "x");
+          return c;
+        },
+        mesh, P("x"), P(), {.check_vma = false})(v));
+  };
+  auto a = ts::grad(scanned)(x).to_vector<double>(), b = ts::grad(unrolled)(x).to_vector<double>();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-12));
+}
