@@ -247,29 +247,48 @@ AxisSharding with_leading(const AxisSharding& s) {
   return r;
 }
 
-// The shardings region g's outputs take when its parameters are laid out as `params`.
-std::vector<AxisSharding> region_outputs(const Graph& g, const MeshRef& mesh, const std::vector<AxisSharding>& params) {
+// What propagation through region g gives its parameters and outputs, its
+// parameters laid out as `params` (open where `open` says: propagation chooses).
+struct RegionValues {
+  std::vector<AxisSharding> params, outputs;
+};
+RegionValues region_values(const Graph& g, const MeshRef& mesh, const std::vector<AxisSharding>& params,
+                           const std::vector<bool>& open = {}) {
   PropagationInput pin{mesh, {}};
-  for (auto& p : params) pin.params.push_back(p);
+  for (size_t k = 0; k < params.size(); ++k)
+    pin.params.push_back(k < open.size() && open[k] ? std::nullopt : std::optional<AxisSharding>(params[k]));
   ShardingAssignment a = propagate(g, pin);
-  std::vector<AxisSharding> out;
-  for (auto& o : g.outputs) out.push_back(a.value.at(o.get()));
-  return out;
+  RegionValues r;
+  for (auto& p : g.params) r.params.push_back(a.value.at(p.get()));
+  for (auto& o : g.outputs) r.outputs.push_back(a.value.at(o.get()));
+  return r;
+}
+std::vector<AxisSharding> region_outputs(const Graph& g, const MeshRef& mesh, const std::vector<AxisSharding>& params) {
+  return region_values(g, mesh, params).outputs;
 }
 
 // A control-flow op's boundary from its operands' shardings: operands enter
-// as they are (a cond's index and a scan's xs along the scanned axis whole);
-// a loop's carries keep their init's sharding throughout; a cond's results
-// and a scan's ys take what propagation through the (first) region gives.
-RegionShardings region_shardings(const Node& n, const std::vector<AxisSharding>& ops, const MeshRef& mesh) {
+// as they are (a cond's index replicated); a loop's carries keep one
+// sharding throughout: their init's, or, where the init's is not known yet
+// (`open`: zeros, say), what the body gives the carry (the init then takes
+// it: the fixpoint across the boundary); a cond's results and a scan's ys
+// take what propagation through the (first) region gives.
+RegionShardings region_shardings(const Node& n, const std::vector<AxisSharding>& ops, const MeshRef& mesh,
+                                 const std::vector<bool>& open) {
   RegionShardings r;
   r.operands = ops;
   for (auto& s : r.operands) s.unreduced.clear();
   switch (n.op) {
     case Op::cond: {
       r.operands[0] = replicated(mesh, 0);
-      std::vector<AxisSharding> params(r.operands.begin() + 1, r.operands.end());
       const auto& branches = n.attr<attr::Cond>().branches;
+      if (std::any_of(open.begin() + 1, open.end(), [](bool b) { return b; })) {
+        auto v = region_values(*branches[0], mesh, std::vector<AxisSharding>(r.operands.begin() + 1, r.operands.end()),
+                               std::vector<bool>(open.begin() + 1, open.end()));
+        for (size_t k = 1; k < r.operands.size(); ++k)
+          if (open[k]) r.operands[k] = v.params[k - 1];
+      }
+      std::vector<AxisSharding> params(r.operands.begin() + 1, r.operands.end());
       r.results = region_outputs(*branches[0], mesh, params);
       for (size_t b = 0; b < branches.size(); ++b) {
         r.params.push_back(params);
@@ -283,6 +302,15 @@ RegionShardings region_shardings(const Node& n, const std::vector<AxisSharding>&
       std::vector<AxisSharding> carries(r.operands.begin() + std::ptrdiff_t(cc + bc), r.operands.end());
       std::vector<AxisSharding> cp(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(cc));
       std::vector<AxisSharding> bp(r.operands.begin() + std::ptrdiff_t(cc), r.operands.begin() + std::ptrdiff_t(cc + bc));
+      if (std::any_of(open.begin() + std::ptrdiff_t(cc), open.end(), [](bool b) { return b; })) {
+        std::vector<AxisSharding> all = bp;
+        all.insert(all.end(), carries.begin(), carries.end());
+        auto v = region_values(*w.body, mesh, all, std::vector<bool>(open.begin() + std::ptrdiff_t(cc), open.end()));
+        for (size_t k = 0; k < bc; ++k)
+          if (open[cc + k]) bp[k] = r.operands[cc + k] = v.params[k];
+        for (size_t k = 0; k < carries.size(); ++k)
+          if (open[cc + bc + k]) carries[k] = r.operands[cc + bc + k] = v.outputs[k];
+      }
       cp.insert(cp.end(), carries.begin(), carries.end());
       bp.insert(bp.end(), carries.begin(), carries.end());
       r.results = carries;
@@ -293,6 +321,17 @@ RegionShardings region_shardings(const Node& n, const std::vector<AxisSharding>&
     case Op::scan: {
       const auto& sc = n.attr<attr::Scan>();
       const size_t c = size_t(sc.consts), m = size_t(sc.carries);
+      if (std::any_of(open.begin(), open.end(), [](bool b) { return b; })) {
+        std::vector<AxisSharding> all(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(c + m));
+        for (size_t k = c + m; k < r.operands.size(); ++k) all.push_back(without_leading(r.operands[k]));
+        auto v = region_values(*sc.body, mesh, all, open);
+        for (size_t k = 0; k < r.operands.size(); ++k) {
+          if (!open[k]) continue;
+          if (k < c) r.operands[k] = v.params[k];
+          else if (k < c + m) r.operands[k] = v.outputs[k - c];
+          else r.operands[k] = with_leading(v.params[k]);
+        }
+      }
       std::vector<AxisSharding> bp(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(c + m));
       // xs keep their split along the scanned axis: each step fetches its
       // slice from the device holding it (tracer/partition.cpp), rather than
@@ -339,28 +378,48 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
   }
   // A control-flow op's results are settled once its operands are.
   std::unordered_map<const Node*, RegionShardings> regions;
+  // Settles c's boundary; operands not known yet take what c's regions give
+  // them (a carry's init: the carry's sharding, backward across the boundary).
   auto settle = [&](const Node& c) -> const RegionShardings& {
     auto it = regions.find(&c);
     if (it != regions.end()) return it->second;
     std::vector<AxisSharding> ops;
-    for (auto& x : c.in) ops.push_back(p.value.at(x.get()));
-    return regions[&c] = region_shardings(c, ops, in.mesh);
+    std::vector<bool> open;
+    for (auto& x : c.in) {
+      open.push_back(!p.value.count(x.get()));
+      ops.push_back(open.back() ? replicated(in.mesh, x->rank()) : p.value.at(x.get()));
+    }
+    RegionShardings& r = regions[&c] = region_shardings(c, ops, in.mesh, open);
+    for (size_t k = 0; k < c.in.size(); ++k)
+      if (open[k]) {
+        p.value[c.in[k].get()] = r.operands[k];
+        p.reason[c.in[k].get()] = std::string("the carry of its ") + op_name(c.op) + ", as the body leaves it";
+      }
+    return r;
   };
   auto control_result = [&](const Node& n) {
     return n.op == Op::get_tuple_element && is_control_flow(n.in[0]->op);
   };
-  auto settle_results = [&](const NodeRef& n) {
+  // open_carries: operands still unknown (a carry's init, say) may settle,
+  // taking what their region gives them (after a forward and a backward
+  // round, so that an operand's own sharding is seen first).
+  auto settle_results = [&](const NodeRef& n, bool open_carries) {
     if (!control_result(*n) || p.value.count(n.get())) return;
     const Node& c = *n->in[0];
-    for (auto& x : c.in)
-      if (!p.value.count(x.get())) return;
+    if (!open_carries)
+      for (auto& x : c.in)
+        if (!p.value.count(x.get())) return;
     p.value[n.get()] = settle(c).results.at(size_t(n->attr<attr::TupleIndex>().index));
     p.reason[n.get()] = std::string("the boundary of its ") + op_name(c.op);
   };
-  // Forward, backward, forward: enough for values to reach from any fixed one.
-  for (int round = 0; round < 3; ++round) {
+  // Forward, backward, forward: enough for values to reach from any fixed
+  // one; then backward and forward again when a loop's carry settled its
+  // init's sharding.
+  const bool loops = std::any_of(p.order.begin(), p.order.end(),
+                                 [](const NodeRef& n) { return n->op == Op::while_ || n->op == Op::scan; });
+  for (int round = 0; round < (loops ? 5 : 3); ++round) {
     if (round % 2 == 0) {
-      for (auto& n : p.order) settle_results(n);
+      for (auto& n : p.order) settle_results(n, round >= 2);
       for (auto& n : p.order)
         if (n->op != Op::parameter && !opaque(*n) && (p.value.count(n.get()) || !n->in.empty())) {
           bool any = p.value.count(n.get()) > 0;

@@ -413,3 +413,26 @@ TEST_CASE("check_vma=false: a psum inside a loop transposes as JAX's untyped psu
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-12));
 }
+
+TEST_CASE("a carry initialised without a sharding takes the one its body gives it: no communication in the loop") {
+  ts::Mesh mesh = mesh_of(4);
+  ts::Array x = ts::device_put(ts::arange(32.0f).reshape({8, 4}), ts::NamedSharding(mesh, P("x")));
+  auto f = ts::jit([](ts::Array v) {
+    ts::Array acc = lax::fori_loop(0, 5, [&](ts::Array, ts::Array a) { return a + v * 2.0f; }, ts::zeros({8, 4}));
+    auto s = lax::scan([&](ts::Array c, ts::Array) { return std::pair{c * 0.5f + v, c}; }, ts::zeros({8, 4}),
+                       ts::zeros({3, 1}));
+    return acc + s.first;
+  });
+  ts::Array y = f(x);
+  CHECK(y.sharding().is_equivalent_to(ts::NamedSharding(mesh, P("x")), 2));
+  const std::string text = f.lower(x).compile().as_text();
+  CHECK(text.find("all-gather") == std::string::npos);
+  CHECK(text.find("all-reduce") == std::string::npos);
+  auto h = ts::arange(32.0f).to_vector<float>();
+  auto g = y.to_vector<float>();
+  for (size_t i = 0; i < h.size(); ++i) {
+    float c = 0;
+    for (int k = 0; k < 3; ++k) c = c * 0.5f + h[i];
+    CHECK(g[i] == doctest::Approx(10 * h[i] + c));
+  }
+}
