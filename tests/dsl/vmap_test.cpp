@@ -228,3 +228,22 @@ TEST_CASE("vmap composes with grad both ways, with jit, and keeps sharded batche
   CHECK(c.sharding().is_equivalent_to(ts::NamedSharding(mesh, P("x")), 2));
   CHECK(diff(c, ts::arange(32.0f).reshape({8, 4}) * 2.0f) == "");
 }
+
+TEST_CASE("vmap of a shard_map with spmd_axis_name: the batch split over that axis, each device's share of examples") {
+  auto mesh = ts::make_mesh({4, 2}, {"x", "y"});
+  auto f = [&](ts::Array v) {
+    return ts::shard_map([](ts::Array b) { return b * ts::psum(ts::sum(b), "y"); }, mesh, P("y"), P("y"))(v);
+  };
+  ts::Array xs = ts::arange(64.0f).reshape({8, 8}) * 0.125f;
+  std::vector<ts::Array> rows;
+  for (int i = 0; i < 8; ++i) rows.push_back(f(xs.index({i})));
+  ts::Array want = ts::stack(rows);
+  for (std::string axis : {"", "x"}) {
+    CAPTURE(axis);
+    auto vf = ts::vmap(f, 0, 0, {.spmd_axis_name = axis});
+    CHECK(diff(vf(xs), want) == "");
+    ts::Array got = ts::jit(vf)(xs);
+    CHECK(diff(got, want) == "");
+    if (axis == "x") CHECK(got.sharding().is_equivalent_to(ts::NamedSharding(mesh, P("x", "y")), 2));
+  }
+}
