@@ -90,15 +90,6 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
 // Runs a region on every position's values: [param][position] -> [output][position].
 using RunGraph = std::function<std::vector<PerDevice>(const Graph&, std::vector<PerDevice>)>;
 
-bool has_collectives(const Graph& g) {
-  bool found = false;
-  for_each_graph(g, [&](const Graph& r) {
-    for (auto& n : r.topo_order())
-      if (collective_axes(*n).mesh && n->op != Op::axis_index && n->op != Op::pvary) found = true;
-  });
-  return found;
-}
-
 std::int64_t scalar_int(const HostArray& h) {
   if (h.dtype == DType::bool_) return h.bytes.at(0) != 0;
   std::int32_t v;

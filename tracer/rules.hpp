@@ -133,6 +133,10 @@ struct CollectiveAxes {
 };
 CollectiveAxes collective_axes(const Node& n);
 
+// Whether g or a region in it holds a collective (axis_index and pvary,
+// which move no data, aside): devices must then run it in step.
+bool has_collectives(const Graph& g);
+
 // The axes a Reduce-family node (reduce_*, argmax, argmin) reduces.
 std::vector<std::int64_t> reduced_axes(const Node& n);
 

@@ -157,6 +157,15 @@ FactorRule Rule<Op::all_to_all>::factors(const Node& n) {
 }
 FactorRule Rule<Op::collective_permute>::factors(const Node& n) { return rule_util::elementwise_factors(n); }
 
+bool has_collectives(const Graph& g) {
+  bool found = false;
+  for_each_graph(g, [&](const Graph& r) {
+    for (auto& n : r.topo_order())
+      if (collective_axes(*n).mesh && n->op != Op::axis_index && n->op != Op::pvary) found = true;
+  });
+  return found;
+}
+
 CollectiveAxes collective_axes(const Node& n) {
   auto of = [](const auto& a) { return CollectiveAxes{&a.mesh, &a.axes}; };
   switch (n.op) {

@@ -83,15 +83,6 @@ AxisSet unite(AxisSet a, const AxisSet& b) {
 // partitioning its regions may add collectives over those axes later.
 thread_local bool t_automatic_axes = false;
 
-bool has_collectives(const Graph& g) {
-  bool found = false;
-  for_each_graph(g, [&](const Graph& r) {
-    for (auto& n : r.topo_order())
-      if (collective_axes(*n).mesh && n->op != Op::axis_index && n->op != Op::pvary) found = true;
-  });
-  return found;
-}
-
 // The typing of a control-flow op (cond, while_, scan) from its operands':
 // each region's parameters, the vma its outputs must reach, and the op's
 // results. A loop's carries vary over what their init and every step's

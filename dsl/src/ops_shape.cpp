@@ -360,6 +360,25 @@ void check_index_array(const Array& i, const char* what) {
   if (!is_integral(i.dtype()) || i.dtype() == DType::bool_)
     throw TypeError(std::string(what) + ": indices must be integers, got " + aval_str(i.dtype(), i.shape()));
 }
+// Where item k's dim lands in x indexed by `items` with every index array
+// of rank >= 1 replaced by a whole slice (integers drop their dims).
+int result_dim(const Array& x, const std::vector<IndexItem>& items, int k) {
+  int dim = 0;
+  for (int j = 0; j < k; ++j) {
+    const auto& v = items[size_t(j)].v();
+    if (std::holds_alternative<NewAxisTag>(v) || std::holds_alternative<SliceItem>(v) ||
+        std::holds_alternative<DynamicSliceItem>(v) || (std::holds_alternative<Array>(v) && std::get<Array>(v).ndim() > 0)) {
+      ++dim;
+    } else if (std::holds_alternative<EllipsisTag>(v)) {
+      int used = 0;
+      for (auto& it : items)
+        if (!std::holds_alternative<NewAxisTag>(it.v()) && !std::holds_alternative<EllipsisTag>(it.v())) ++used;
+      dim += x.ndim() - used;
+    }
+  }
+  return dim;
+}
+
 // The items holding index arrays of rank >= 1.
 std::vector<int> array_items(const std::vector<IndexItem>& items) {
   std::vector<int> found;
@@ -475,23 +494,7 @@ Array index(const Array& x, const std::vector<IndexItem>& items) {
       throw ShapeError("shape mismatch: indexing arrays could not be broadcast together with shapes " + shapes);
     }
     // Where each array's dim lands in x.index(rest).
-    auto dim_of = [&](int k) {
-      int dim = 0;
-      for (int j = 0; j < k; ++j) {
-        const auto& v = items[size_t(j)].v();
-        if (std::holds_alternative<NewAxisTag>(v) || std::holds_alternative<SliceItem>(v) ||
-            std::holds_alternative<DynamicSliceItem>(v) ||
-            (std::holds_alternative<Array>(v) && std::get<Array>(v).ndim() > 0)) {
-          ++dim;
-        } else if (std::holds_alternative<EllipsisTag>(v)) {
-          int used = 0;
-          for (auto& it : items)
-            if (!std::holds_alternative<NewAxisTag>(it.v()) && !std::holds_alternative<EllipsisTag>(it.v())) ++used;
-          dim += x.ndim() - used;
-        }
-      }
-      return dim;
-    };
+    auto dim_of = [&](int k) { return result_dim(x, items, k); };
     Array y = index(x, rest);
     std::vector<int> dims, perm;
     for (int k : arrays) dims.push_back(dim_of(k));
@@ -537,19 +540,7 @@ Array index(const Array& x, const std::vector<IndexItem>& items) {
     // it stood, or first when integers and the array are not side by side.
     std::vector<IndexItem> rest = items;
     rest[size_t(k)] = IndexItem(SliceItem{});
-    int dim = 0;  // where the array's dim lands in x.index(rest)
-    for (int j = 0; j < k; ++j) {
-      const auto& v = items[size_t(j)].v();
-      if (std::holds_alternative<NewAxisTag>(v) || std::holds_alternative<SliceItem>(v) ||
-          std::holds_alternative<DynamicSliceItem>(v)) {
-        ++dim;
-      } else if (std::holds_alternative<EllipsisTag>(v)) {
-        int used = 0;
-        for (auto& it : items)
-          if (!std::holds_alternative<NewAxisTag>(it.v()) && !std::holds_alternative<EllipsisTag>(it.v())) ++used;
-        dim += x.ndim() - used;
-      }
-    }
+    const int dim = result_dim(x, items, k);  // where the array's dim lands in x.index(rest)
     // NumPy's advanced indices here: the array and the integers. Not side by
     // side, their dims go first.
     std::vector<int> advanced;

@@ -103,6 +103,20 @@ void flatten_arg(const T& arg, bool is_static, std::vector<Array>& arrays, Key& 
   }
 }
 
+// The arrays of positional arguments, in order, and the argument each came from.
+template <class... Args>
+void flatten_args(std::vector<Array>& arrays, std::vector<int>& arg_of_leaf, const Args&... args) {
+  Key unused;
+  int i = 0;
+  auto one = [&](const auto& a) {
+    std::size_t before = arrays.size();
+    flatten_arg(a, false, arrays, unused);
+    for (std::size_t k = before; k < arrays.size(); ++k) arg_of_leaf.push_back(i);
+    ++i;
+  };
+  (one(args), ...);
+}
+
 // The argument with its arrays replaced, in order, from `next`.
 template <class T>
 T substitute(const T& arg, const std::vector<Array>& arrays, std::size_t& next) {

@@ -69,15 +69,7 @@ class Vmapped {
     using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
     std::vector<Array> arrays;
     std::vector<int> arg_of_leaf;
-    Key unused;
-    int i = 0;
-    auto one = [&](const auto& a) {
-      std::size_t before = arrays.size();
-      detail::flatten_arg(a, false, arrays, unused);
-      for (std::size_t k = before; k < arrays.size(); ++k) arg_of_leaf.push_back(i);
-      ++i;
-    };
-    (one(args), ...);
+    detail::flatten_args(arrays, arg_of_leaf, args...);
     std::shared_ptr<R> shape;
     auto outs = detail::vmap_call(arrays, arg_of_leaf, sizeof...(Args), in_, out_, opt_,
                                   [&](const std::vector<Array>& leaves) {
