@@ -108,7 +108,7 @@ template <class... Args>
 void flatten_args(std::vector<Array>& arrays, std::vector<int>& arg_of_leaf, const Args&... args) {
   Key unused;
   int i = 0;
-  auto one = [&](const auto& a) {
+  [[maybe_unused]] auto one = [&](const auto& a) {
     std::size_t before = arrays.size();
     flatten_arg(a, false, arrays, unused);
     for (std::size_t k = before; k < arrays.size(); ++k) arg_of_leaf.push_back(i);

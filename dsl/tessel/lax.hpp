@@ -89,7 +89,7 @@ std::vector<Array> leaves_of(const char* what, const T& t) {
 template <class R, class F, class... Ops>
 Fn branch_fn(const char* what, F& f, std::shared_ptr<R>& shape, const Ops&... operands) {
   return [what, &f, &shape, &operands...](const std::vector<Array>& leaves) {
-    std::size_t next = 0;
+    [[maybe_unused]] std::size_t next = 0;
     std::tuple<Ops...> args{with_leaves(what, operands, leaves, next)...};
     R r = std::apply(f, args);
     if (!shape) shape = std::make_shared<R>(r);

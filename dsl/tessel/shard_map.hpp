@@ -124,7 +124,7 @@ class ShardMapped {
     std::shared_ptr<R> shape;
     auto outs = detail::shard_map_call("shard_map", mesh_, in_, out_, opt_, arrays, arg_of_leaf, sizeof...(Args),
                                        [&](const std::vector<Array>& blocks) {
-                                         std::size_t next = 0;
+                                         [[maybe_unused]] std::size_t next = 0;
                                          std::tuple<Args...> block_args{detail::substitute(args, blocks, next)...};
                                          R r = std::apply(f_, block_args);
                                          shape = std::make_shared<R>(r);
