@@ -132,6 +132,18 @@ T substitute(const T& arg, const std::vector<Array>& arrays, std::size_t& next) 
   }
 }
 
+// f applied to args with their arrays replaced, in order, by `leaves`; the
+// result kept in `shape` (its structure), its leaves returned.
+template <class R, class F, class... Args>
+std::vector<Array> call_on_leaves(const F& f, std::shared_ptr<R>& shape, const std::vector<Array>& leaves,
+                                  const Args&... args) {
+  [[maybe_unused]] std::size_t next = 0;
+  std::tuple<Args...> a{substitute(args, leaves, next)...};  // braced: left to right
+  R r = std::apply(f, a);
+  shape = std::make_shared<R>(r);
+  return tree::flatten(r);
+}
+
 // A result of a Compiled call: converts to the traced function's result type.
 class AnyResult {
  public:

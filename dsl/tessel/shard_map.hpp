@@ -124,11 +124,7 @@ class ShardMapped {
     std::shared_ptr<R> shape;
     auto outs = detail::shard_map_call("shard_map", mesh_, in_, out_, opt_, arrays, arg_of_leaf, sizeof...(Args),
                                        [&](const std::vector<Array>& blocks) {
-                                         [[maybe_unused]] std::size_t next = 0;
-                                         std::tuple<Args...> block_args{detail::substitute(args, blocks, next)...};
-                                         R r = std::apply(f_, block_args);
-                                         shape = std::make_shared<R>(r);
-                                         return tree::flatten(r);
+                                         return detail::call_on_leaves<R>(f_, shape, blocks, args...);
                                        });
     return tree::unflatten(*shape, outs);
   }

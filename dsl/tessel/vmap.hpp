@@ -73,11 +73,7 @@ class Vmapped {
     std::shared_ptr<R> shape;
     auto outs = detail::vmap_call(arrays, arg_of_leaf, sizeof...(Args), in_, out_, opt_,
                                   [&](const std::vector<Array>& leaves) {
-                                    [[maybe_unused]] std::size_t next = 0;
-                                    std::tuple<Args...> a{detail::substitute(args, leaves, next)...};
-                                    R r = std::apply(f_, a);
-                                    shape = std::make_shared<R>(r);
-                                    return tree::flatten(r);
+                                    return detail::call_on_leaves<R>(f_, shape, leaves, args...);
                                   });
     return tree::unflatten(*shape, outs);
   }
