@@ -35,12 +35,7 @@ Graph batch_graph(const Graph& g_in, const std::vector<bool>& batched, const Bat
           any = any || flags.back();
         }
         if (!any) return build::with_operands(t, n, x);
-        NodeRef y;
-        if (n.op == Op::get_tuple_element) {
-          y = build::get_tuple_element(t, x[0], n.attr<attr::TupleIndex>().index);  // elements of a batched tuple are
-        } else {
-          y = rules(n.op).batch(t, n, x, flags, b);
-        }
+        NodeRef y = rules(n.op).batch(t, n, x, flags, b);
         is_batched.insert(y.get());
         return y;
       },

@@ -90,13 +90,6 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
 // Runs a region on every position's values: [param][position] -> [output][position].
 using RunGraph = std::function<std::vector<PerDevice>(const Graph&, std::vector<PerDevice>)>;
 
-std::int64_t scalar_int(const HostArray& h) {
-  if (h.dtype == DType::bool_) return h.bytes.at(0) != 0;
-  std::int32_t v;
-  std::memcpy(&v, h.bytes.data(), sizeof v);
-  return v;
-}
-
 // cond, while_ and scan over P positions at once (one, outside shard_map
 // bodies): collectives in their regions meet across positions, so every
 // position must take the same branch and the same number of steps when
@@ -118,7 +111,7 @@ PerDevice run_control(const Node& n, const std::vector<const PerDevice*>& in, st
       const auto& branches = n.attr<attr::Cond>().branches;
       const std::int64_t nb = std::int64_t(branches.size());
       std::vector<std::int64_t> idx(np);
-      for (size_t p = 0; p < np; ++p) idx[p] = std::clamp<std::int64_t>(scalar_int((*in[0])[p].at(0)), 0, nb - 1);
+      for (size_t p = 0; p < np; ++p) idx[p] = std::clamp<std::int64_t>(std::int64_t((*in[0])[p].at(0).as_double(0)), 0, nb - 1);
       const bool uniform = std::all_of(idx.begin(), idx.end(), [&](std::int64_t i) { return i == idx[0]; });
       if (!uniform) {
         for (auto& b : branches)
@@ -146,7 +139,7 @@ PerDevice run_control(const Node& n, const std::vector<const PerDevice*>& in, st
         auto pred = run_graph(*w.cond, std::move(cargs));
         bool any = false, all = true;
         for (size_t p = 0; p < np; ++p) {
-          if (!done[p] && !scalar_int(pred[0][p].at(0))) done[p] = true;
+          if (!done[p] && pred[0][p].at(0).as_double(0) == 0) done[p] = true;
           any = any || !done[p];
           all = all && !done[p];
         }

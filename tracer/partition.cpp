@@ -254,15 +254,12 @@ struct Partitioner final : LocalBuilder {
     PropagationInput pin{mesh, {}};
     for (auto& p : params) pin.params.push_back(p);
     const ShardingAssignment ra = propagate(r, pin);
-    auto table = std::make_shared<NodeTable>();
-    Partitioner sub(r, ra, mesh, *table, manual);
+    NodeTable table;
+    Partitioner sub(r, ra, mesh, table, manual);
     auto g = std::make_shared<Graph>();
     g->name = r.name;
-    for (auto& n : r.topo_order()) sub.local[n.get()] = sub.emit(n);
-    for (auto& prm : r.params) {
-      if (!sub.local.count(prm.get())) sub.local[prm.get()] = sub.emit(prm);
-      g->params.push_back(sub.local.at(prm.get()));
-    }
+    for (auto& n : r.topo_order()) sub.local[n.get()] = sub.emit(n);  // every parameter among them
+    for (auto& prm : r.params) g->params.push_back(sub.local.at(prm.get()));
     for (size_t k = 0; k < r.outputs.size(); ++k) {
       const NodeRef& o = r.outputs[k];
       g->outputs.push_back(sub.reshard(sub.local.at(o.get()), o->shape(), ra.value.at(o.get()), outputs.at(k)));
@@ -313,8 +310,7 @@ struct Partitioner final : LocalBuilder {
     GraphRef local_body = partition_region(body, rs.params.at(0), rs.outputs.at(0));
     std::vector<size_t> split, whole;  // xs by whether their scanned axis is split
     for (size_t k = 0; k < q; ++k) (rs.operands[c + m + k].dims[0].empty() ? whole : split).push_back(k);
-    auto u = std::make_shared<NodeTable>();
-    NodeTable& w = *u;
+    NodeTable w;
     auto g = std::make_shared<Graph>();
     g->name = "split_scan(" + body.name + ")";
     auto param = [&](const Aval& av) {
@@ -335,7 +331,6 @@ struct Partitioner final : LocalBuilder {
     }
     // Each split xs' row for this step.
     std::vector<NodeRef> rows(q);
-    for (size_t j = 0; j < split.size(); ++j) rows[split[j]] = nullptr;
     for (size_t j = 0; j < whole.size(); ++j) rows[whole[j]] = xs[j];
     for (size_t j = 0; j < split.size(); ++j) {
       const size_t k = split[j];
@@ -365,10 +360,9 @@ struct Partitioner final : LocalBuilder {
     std::vector<NodeRef> inner = consts;
     inner.insert(inner.end(), carries.begin(), carries.end());
     inner.insert(inner.end(), rows.begin(), rows.end());
-    auto mm = rewrite(*local_body, w, inner);
     NodeRef step = build::scalar(w, DType::int32, sc.reverse ? -1 : 1);
     g->outputs.push_back(build::binary(w, Op::add, counter, step));
-    for (auto& o : local_body->outputs) g->outputs.push_back(mm.at(o.get()));
+    for (auto& o : inline_graph(w, *local_body, inner)) g->outputs.push_back(o);
     attr::Scan ls = sc;
     ls.body = g;
     ls.consts = std::int64_t(c + split.size());

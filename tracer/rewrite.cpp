@@ -54,6 +54,13 @@ std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, c
   return m;
 }
 
+std::vector<NodeRef> inline_graph(NodeTable& t, const Graph& g, const std::vector<NodeRef>& args) {
+  auto m = rewrite(g, t, args);
+  std::vector<NodeRef> outs;
+  for (auto& o : g.outputs) outs.push_back(m.at(o.get()));
+  return outs;
+}
+
 GraphRef reparameterize(const Graph& g, const std::vector<Aval>& avals, const std::vector<int>& pos,
                         const std::vector<int>& outputs) {
   TESSEL_CHECK_INTERNAL(pos.size() == g.params.size(), "reparameterize: ", pos.size(), " positions for ", g.params.size(),
@@ -87,10 +94,7 @@ Graph inline_calls(const Graph& g) {
     if (n.op == Op::get_tuple_element) return build::get_tuple_element(t, ops[0], n.attr<attr::TupleIndex>().index);
     if (n.op != Op::call) return build::with_operands(t, n, ops);
     // The body was rewritten first (its calls are inlined already).
-    const Graph& body = *n.attr<attr::Call>().body;
-    auto m = rewrite(body, t, ops);
-    std::vector<NodeRef> outs;
-    for (auto& o : body.outputs) outs.push_back(m.at(o.get()));
+    std::vector<NodeRef> outs = inline_graph(t, *n.attr<attr::Call>().body, ops);
     return outs.size() == 1 ? outs[0] : build::tuple(t, outs);
   };
   auto m = rewrite(g, t, params, fn);

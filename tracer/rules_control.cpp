@@ -64,6 +64,27 @@ void check_region(const char* op, const char* what, const Graph& g, const std::v
   throw InternalError(cat(op_name(op), " is run by the interpreter and partitioned by the partitioner, not by its rules"));
 }
 
+}  // namespace
+
+// Evaluation, factor and partition rules: the interpreter runs the op
+// (run_control), propagation settles its boundary, the partitioner
+// partitions its regions (emit_control).
+#define TESSEL_CONTROL_ELSEWHERE(OP)                                                                             \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {             \
+    by_interpreter(Op::OP);                                                                                      \
+  }                                                                                                              \
+  FactorRule Rule<Op::OP>::factors(const Node&) { by_interpreter(Op::OP); }                                      \
+  NodeRef Rule<Op::OP>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&,                           \
+                              const std::vector<AxisSharding>&, const AxisSharding&) {                           \
+    by_interpreter(Op::OP);                                                                                      \
+  }
+TESSEL_CONTROL_ELSEWHERE(cond)
+TESSEL_CONTROL_ELSEWHERE(while_)
+TESSEL_CONTROL_ELSEWHERE(scan)
+#undef TESSEL_CONTROL_ELSEWHERE
+
+namespace {
+
 NodeRef zeros(NodeTable& t, const Aval& a) {
   return build::broadcast_in_dim(t, build::scalar(t, a.dtype, 0), a.shape, {});
 }
@@ -117,12 +138,6 @@ Aval Rule<Op::cond>::infer(const std::vector<Aval>& in, const A& p, const Aval&)
   for (auto& o : p.branches[0]->outputs) outs.push_back(strong(o->aval));
   for (size_t b = 0; b < p.branches.size(); ++b) check_region("cond", "a branch", *p.branches[b], ops, &outs);
   return Aval::make_tuple(std::move(outs));
-}
-void Rule<Op::cond>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) { by_interpreter(Op::cond); }
-FactorRule Rule<Op::cond>::factors(const Node&) { by_interpreter(Op::cond); }
-NodeRef Rule<Op::cond>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&, const std::vector<AxisSharding>&,
-                              const AxisSharding&) {
-  by_interpreter(Op::cond);
 }
 
 // JVP: the same cond over the operands and their tangents, each branch its JVP.
@@ -194,14 +209,6 @@ Aval Rule<Op::while_>::infer(const std::vector<Aval>& in, const A& p, const Aval
   check_region("while", "the condition", *p.cond, cin, &pred);
   check_region("while", "the body", *p.body, bin, &carries);
   return Aval::make_tuple(std::move(carries));
-}
-void Rule<Op::while_>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
-  by_interpreter(Op::while_);
-}
-FactorRule Rule<Op::while_>::factors(const Node&) { by_interpreter(Op::while_); }
-NodeRef Rule<Op::while_>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&, const std::vector<AxisSharding>&,
-                                const AxisSharding&) {
-  by_interpreter(Op::while_);
 }
 
 // JVP: one loop carrying the primal carries and the tangents of the float
@@ -309,12 +316,6 @@ Aval Rule<Op::scan>::infer(const std::vector<Aval>& in, const A& p, const Aval&)
   }
   for (size_t k = m; k < g.outputs.size(); ++k) outs.push_back(stacked(g.outputs[k]->aval, p.length));
   return Aval::make_tuple(std::move(outs));
-}
-void Rule<Op::scan>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) { by_interpreter(Op::scan); }
-FactorRule Rule<Op::scan>::factors(const Node&) { by_interpreter(Op::scan); }
-NodeRef Rule<Op::scan>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&, const std::vector<AxisSharding>&,
-                              const AxisSharding&) {
-  by_interpreter(Op::scan);
 }
 
 NodeRef Rule<Op::scan>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
@@ -436,8 +437,8 @@ void Rule<Op::scan>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
   for (size_t k = 0; k < av.size(); ++k) g->params.push_back(build::parameter(u, int(k), av[k]));
   std::vector<NodeRef> mapped;
   for (int p : pos) mapped.push_back(g->params[size_t(p)]);
-  auto mm = rewrite(v, u, mapped);
-  auto vout = [&](int k) { return mm.at(v.outputs.at(size_t(m + ny + k)).get()); };
+  const std::vector<NodeRef> vo = inline_graph(u, v, mapped);
+  auto vout = [&](int k) { return vo.at(size_t(m + ny + k)); };
   // Outputs: ct carries (the carries' cts), accumulators + lin consts' cts, then lin xs' cts.
   const int nl = int(lin_c.size());
   for (int j = 0; j < m; ++j) g->outputs.push_back(vout(nl + j));
@@ -465,13 +466,6 @@ NodeRef swap01(NodeTable& t, const NodeRef& x) {
   std::vector<std::int64_t> perm{1, 0};
   for (int d = 2; d < x->rank(); ++d) perm.push_back(d);
   return build::transpose(t, x, perm);
-}
-// g (batched) inlined on ops.
-std::vector<NodeRef> inline_graph(NodeTable& t, const Graph& g, const std::vector<NodeRef>& ops) {
-  auto m = rewrite(g, t, ops);
-  std::vector<NodeRef> out;
-  for (auto& o : g.outputs) out.push_back(m.at(o.get()));
-  return out;
 }
 // where(pred[b], on_true, on_false), pred along the leading dimension.
 NodeRef select_lanes(NodeTable& t, const NodeRef& pred, const NodeRef& on_true, const NodeRef& on_false) {

@@ -596,35 +596,25 @@ TESSEL_LOCAL_SAME_OP(dot_general)
 
 // ------------------------------------------------------------------ batching
 
-namespace {
-NodeRef batch_reduce(NodeTable& t, const Node& n, const NodeRef& x) {
-  return build::reduce(t, n.op, x, bt::shifted(n.attr<attr::Dimensions>().dims));
-}
-}  // namespace
-NodeRef Rule<Op::reduce_sum>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
-                                    const BatchInfo&) {
-  return batch_reduce(t, n, x[0]);
-}
-NodeRef Rule<Op::reduce_prod>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
-                                     const BatchInfo&) {
-  return batch_reduce(t, n, x[0]);
-}
-NodeRef Rule<Op::reduce_max>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
-                                    const BatchInfo&) {
-  return batch_reduce(t, n, x[0]);
-}
-NodeRef Rule<Op::reduce_min>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
-                                    const BatchInfo&) {
-  return batch_reduce(t, n, x[0]);
-}
-NodeRef Rule<Op::argmax>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
-                                const BatchInfo&) {
-  return build::arg_reduce(t, Op::argmax, x[0], attrs_of(n).dimension + 1, attrs_of(n).index_dtype);
-}
-NodeRef Rule<Op::argmin>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
-                                const BatchInfo&) {
-  return build::arg_reduce(t, Op::argmin, x[0], attrs_of(n).dimension + 1, attrs_of(n).index_dtype);
-}
+// A reduction over the same axes, shifted past the batch dimension.
+#define TESSEL_BATCH_REDUCE(OP)                                                                                 \
+  NodeRef Rule<Op::OP>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&, \
+                              const BatchInfo&) {                                                                \
+    return build::reduce(t, Op::OP, x[0], bt::shifted(attrs_of(n).dims));                                         \
+  }
+TESSEL_BATCH_REDUCE(reduce_sum)
+TESSEL_BATCH_REDUCE(reduce_prod)
+TESSEL_BATCH_REDUCE(reduce_max)
+TESSEL_BATCH_REDUCE(reduce_min)
+#undef TESSEL_BATCH_REDUCE
+#define TESSEL_BATCH_ARG_REDUCE(OP)                                                                             \
+  NodeRef Rule<Op::OP>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&, \
+                              const BatchInfo&) {                                                                \
+    return build::arg_reduce(t, Op::OP, x[0], attrs_of(n).dimension + 1, attrs_of(n).index_dtype);               \
+  }
+TESSEL_BATCH_ARG_REDUCE(argmax)
+TESSEL_BATCH_ARG_REDUCE(argmin)
+#undef TESSEL_BATCH_ARG_REDUCE
 NodeRef Rule<Op::sort>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
                               const BatchInfo& b) {
   auto xs = bt::all_batched(t, x, batched, b);

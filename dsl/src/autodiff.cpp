@@ -14,18 +14,6 @@ namespace tessel::detail {
 
 namespace {
 
-// Runs a graph on arrays: inline into the innermost trace when any argument
-// is a tracer, else as one compiled program through the pipeline.
-std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, const std::string& name) {
-  TESSEL_CHECK_INTERNAL(g.params.size() == args.size(), "call_graph: ", g.params.size(), " params, ", args.size(), " args");
-  return apply(name, args, [&](NodeTable& t, const std::vector<NodeRef>& in) {
-    auto m = rewrite(g, t, in);  // g inlined, on the call's operands
-    std::vector<NodeRef> outs;
-    for (auto& o : g.outputs) outs.push_back(m.at(o.get()));
-    return outs;
-  });
-}
-
 const Graph& graph_of(const Traced& t) { return *std::static_pointer_cast<Graph>(t.graph); }
 
 void check_differentiable(const std::vector<Array>& inputs, const std::vector<bool>& wrt) {

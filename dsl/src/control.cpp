@@ -20,36 +20,15 @@ using tessel::detail::cat;
 
 namespace {
 
-// A function traced on fresh inputs of `in`: its graph (params: the inputs,
-// then what it closed over) and the arrays it closed over.
-struct TracedFn {
-  Graph g;
-  std::vector<Array> captured;
-  std::vector<Aval> params;  // avals of g's params
-  std::shared_ptr<tessel::detail::TraceState> trace;  // owns the table (outputs may be rewritten in it)
-};
+// A function traced on fresh inputs: its graph (parameters: the inputs,
+// then what it closed over) and its trace (whose table may take more nodes).
+using TracedFn = tessel::detail::TracedGraph;
 
 TracedFn trace_fn(const std::string& name, const Fn& fn, const std::vector<Aval>& in) {
-  auto t = tessel::detail::begin_trace();
-  std::vector<NodeRef> outs;
-  try {
-    std::vector<Array> tracers;
-    for (auto& a : in) tracers.push_back(tessel::detail::new_input(t, a));
-    for (auto& r : fn(tracers)) outs.push_back(tessel::detail::node_of(*t, r));
-  } catch (...) {
-    tessel::detail::end_trace(t);
-    throw;
-  }
-  tessel::detail::end_trace(t);
-  TracedFn r;
-  r.g.name = name;
-  r.g.params = t->params;
-  r.g.outputs = outs;
-  r.captured = t->captured;
-  for (auto& p : t->params) r.params.push_back(p->aval);
-  r.trace = t;
-  return r;
+  return tessel::detail::trace_graph(name, in, fn);
 }
+
+Aval param_aval(const TracedFn& f, size_t k) { return f.g.params[k]->aval; }
 
 // A carry as traced: weakly typed where its init is (JAX's), so that the
 // body's result may promote it (promote_weak_carries).
@@ -63,23 +42,24 @@ std::string avals_str(const std::vector<NodeRef>& xs) {
   return os.str();
 }
 
-// The region of f reparameterized: `lead` leading parameters (the
-// captured arrays of every function of the op, f's own at `cap_at`), then
-// f's explicit inputs.
-GraphRef region(const TracedFn& f, size_t explicit_count, const std::vector<Aval>& lead, size_t cap_at) {
-  std::vector<Aval> avals = lead;
-  std::vector<int> pos;
-  for (size_t i = 0; i < explicit_count; ++i) {
-    avals.push_back(f.params[i]);
-    pos.push_back(int(lead.size() + i));
-  }
-  for (size_t j = explicit_count; j < f.params.size(); ++j) pos.push_back(int(cap_at + j - explicit_count));
-  auto r = reparameterize(f.g, avals, pos);
-  return r;
+std::vector<Aval> captured_avals(const TracedFn& f, size_t explicit_count) {
+  std::vector<Aval> out;
+  for (size_t k = explicit_count; k < f.g.params.size(); ++k) out.push_back(param_aval(f, k));
+  return out;
 }
 
-std::vector<Aval> captured_avals(const TracedFn& f, size_t explicit_count) {
-  return std::vector<Aval>(f.params.begin() + std::ptrdiff_t(explicit_count), f.params.end());
+// The region of f with the arrays it closed over as its leading parameters,
+// then its explicit inputs (the layout of while and scan regions).
+GraphRef region(const TracedFn& f, size_t explicit_count) {
+  std::vector<Aval> avals = captured_avals(f, explicit_count);
+  const size_t lead = avals.size();
+  std::vector<int> pos;
+  for (size_t i = 0; i < explicit_count; ++i) {
+    avals.push_back(param_aval(f, i));
+    pos.push_back(int(lead + i));
+  }
+  for (size_t j = 0; j < lead; ++j) pos.push_back(int(j));
+  return reparameterize(f.g, avals, pos);
 }
 
 // Where a carry's output type differs from its input's only because the
@@ -184,7 +164,7 @@ std::vector<Array> cond_call(const char* what, const Array& index, const std::ve
     cap_at.push_back(caps.size());
     auto c = captured_avals(t, operands.size());
     caps.insert(caps.end(), c.begin(), c.end());
-    all.insert(all.end(), t.captured.begin(), t.captured.end());
+    all.insert(all.end(), t.trace->captured.begin(), t.trace->captured.end());
   }
   // Region params: the explicit operands, then every captured array.
   std::vector<GraphRef> regions;
@@ -193,11 +173,9 @@ std::vector<Array> cond_call(const char* what, const Array& index, const std::ve
     avals.insert(avals.end(), caps.begin(), caps.end());
     std::vector<int> pos;
     for (size_t i = 0; i < operands.size(); ++i) pos.push_back(int(i));
-    for (size_t j = operands.size(); j < traced[b].params.size(); ++j)
+    for (size_t j = operands.size(); j < traced[b].g.params.size(); ++j)
       pos.push_back(int(operands.size() + cap_at[b] + j - operands.size()));
-    auto g = std::make_shared<Graph>(*reparameterize(traced[b].g, avals, pos));
-    g->name = traced[b].g.name;
-    regions.push_back(g);
+    regions.push_back(reparameterize(traced[b].g, avals, pos));  // keeps the name
   }
   return tessel::detail::apply(what, all, [&](NodeTable& t, const std::vector<NodeRef>& ns) {
     std::vector<NodeRef> ops(ns.begin() + 1, ns.end());
@@ -223,10 +201,10 @@ std::vector<Array> while_call(const char* what, const Fn& cond_fn, const Fn& bod
     attr::While w;
     w.cond_consts = std::int64_t(ccaps.size());
     w.body_consts = std::int64_t(bcaps.size());
-    w.cond = region(c, m, ccaps, 0);
-    w.body = region(b, m, bcaps, 0);
-    std::vector<Array> all = c.captured;
-    all.insert(all.end(), b.captured.begin(), b.captured.end());
+    w.cond = region(c, m);
+    w.body = region(b, m);
+    std::vector<Array> all = c.trace->captured;
+    all.insert(all.end(), b.trace->captured.begin(), b.trace->captured.end());
     all.insert(all.end(), init.begin(), init.end());
     return tessel::detail::apply(what, all, [&](NodeTable& t, const std::vector<NodeRef>& ns) {
       return build::results(t, build::while_loop(t, w, ns));
@@ -265,12 +243,12 @@ std::vector<Array> scan_call(const Fn& f, const std::vector<Array>& init_in, con
     check_carry("scan", "body function carry", init, b.g.outputs, 0, structure);
     std::vector<Aval> caps = captured_avals(b, m + q);
     attr::Scan s;
-    s.body = region(b, m + q, caps, 0);
+    s.body = region(b, m + q);
     s.length = *length;
     s.consts = std::int64_t(caps.size());
     s.carries = std::int64_t(m);
     s.reverse = opt.reverse;
-    std::vector<Array> all = b.captured;
+    std::vector<Array> all = b.trace->captured;
     all.insert(all.end(), init.begin(), init.end());
     all.insert(all.end(), xs.begin(), xs.end());
     return tessel::detail::apply("scan", all, [&](NodeTable& t, const std::vector<NodeRef>& ns) {

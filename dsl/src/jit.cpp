@@ -13,25 +13,13 @@ namespace tessel::detail {
 Traced trace(const std::string& name, const std::vector<Array>& examples,
              const std::function<std::vector<Array>(const std::vector<Array>&,
                                                     std::function<std::any(const std::vector<Array>&)>&)>& fn) {
-  auto t = begin_trace();
   Traced out;
-  std::vector<NodeRef> outs;
-  try {
-    std::vector<Array> tracers;
-    for (auto& e : examples) tracers.push_back(new_input(t, Aval{e.dtype(), e.shape(), e.weak_type()}));
-    for (auto& r : fn(tracers, out.rebuild)) outs.push_back(node_of(*t, r));
-  } catch (...) {
-    end_trace(t);
-    throw;
-  }
-  end_trace(t);
-  auto g = std::make_shared<Graph>();
-  g->name = name;
-  g->params = t->params;
-  g->outputs = outs;
-  out.graph = g;
-  out.captured = t->captured;
-  out.outputs = outs.size();
+  std::vector<Aval> in;
+  for (auto& e : examples) in.push_back(Aval{e.dtype(), e.shape(), e.weak_type()});
+  TracedGraph tg = trace_graph(name, in, [&](const std::vector<Array>& tracers) { return fn(tracers, out.rebuild); });
+  out.outputs = tg.g.outputs.size();
+  out.captured = tg.trace->captured;
+  out.graph = std::make_shared<Graph>(std::move(tg.g));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include "dsl/src/pipeline.hpp"
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
+#include "tracer/rewrite.hpp"
 
 #include <tessel/creation.hpp>
 
@@ -121,6 +122,32 @@ std::vector<Array> apply(const std::string& name, const std::vector<Array>& inpu
   opt.name = name;
   opt.is_op = true;
   return execute(g, inputs, opt);
+}
+
+TracedGraph trace_graph(const std::string& name, const std::vector<Aval>& in,
+                        const std::function<std::vector<Array>(const std::vector<Array>&)>& fn) {
+  auto t = begin_trace();
+  std::vector<NodeRef> outs;
+  try {
+    std::vector<Array> tracers;
+    for (auto& a : in) tracers.push_back(new_input(t, a));
+    for (auto& r : fn(tracers)) outs.push_back(node_of(*t, r));
+  } catch (...) {
+    end_trace(t);
+    throw;
+  }
+  end_trace(t);
+  TracedGraph r;
+  r.g.name = name;
+  r.g.params = t->params;
+  r.g.outputs = std::move(outs);
+  r.trace = t;
+  return r;
+}
+
+std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, const std::string& name) {
+  TESSEL_CHECK_INTERNAL(g.params.size() == args.size(), "call_graph: ", g.params.size(), " params, ", args.size(), " args");
+  return apply(name, args, [&](NodeTable& t, const std::vector<NodeRef>& in) { return inline_graph(t, g, in); });
 }
 
 Array apply1(const std::string& name, const std::vector<Array>& inputs, const BuildOne& build) {

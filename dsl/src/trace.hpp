@@ -41,12 +41,25 @@ Array lift(const std::shared_ptr<TraceState>& t, const Array& x);
 // The innermost active trace among xs' tracers, or null.
 std::shared_ptr<TraceState> trace_of(const std::vector<Array>& xs);
 
+// fn traced on fresh inputs of avals `in`: its graph (parameters: the
+// inputs, then the arrays it closed over, concrete or of an enclosing trace)
+// and the ended trace (its table, its captured arrays).
+struct TracedGraph {
+  Graph g;
+  std::shared_ptr<TraceState> trace;
+};
+TracedGraph trace_graph(const std::string& name, const std::vector<Aval>& in,
+                        const std::function<std::vector<Array>(const std::vector<Array>&)>& fn);
+
 using BuildMany = std::function<std::vector<NodeRef>(NodeTable&, const std::vector<NodeRef>&)>;
 using BuildOne = std::function<NodeRef(NodeTable&, const std::vector<NodeRef>&)>;
 
 // Runs `build` over the inputs' nodes: traced, or eagerly as a one-op program.
 std::vector<Array> apply(const std::string& name, const std::vector<Array>& inputs, const BuildMany& build);
 Array apply1(const std::string& name, const std::vector<Array>& inputs, const BuildOne& build);
+// g run on args: inlined into the innermost trace when any argument is a
+// tracer, else as one compiled program through the pipeline.
+std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, const std::string& name);
 
 // A C++ scalar as an operand: a weakly typed (per its C++ type) 0-d array
 // that a trace bakes in as a constant.

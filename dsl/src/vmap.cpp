@@ -63,42 +63,23 @@ std::vector<Array> vmap_call(const std::vector<Array>& arrays, const std::vector
   if (inconsistent) throw ValueError("vmap got inconsistent sizes for array axes to be mapped:" + sizes.str());
   if (!size) throw ValueError("vmap must have at least one non-None value in in_axes (or give axis_size)");
   // Trace f on one example.
-  std::vector<Array> moved;
-  auto t = begin_trace();
-  std::vector<NodeRef> outs;
-  try {
-    std::vector<Array> tracers;
-    for (size_t k = 0; k < arrays.size(); ++k) {
-      Aval a{arrays[k].dtype(), arrays[k].shape(), arrays[k].weak_type()};
-      if (axis[k]) a.shape.erase(a.shape.begin() + *axis[k]);
-      tracers.push_back(new_input(t, a));
-    }
-    for (auto& r : f(tracers)) outs.push_back(node_of(*t, r));
-  } catch (...) {
-    end_trace(t);
-    throw;
+  std::vector<Aval> example;
+  for (size_t k = 0; k < arrays.size(); ++k) {
+    Aval a{arrays[k].dtype(), arrays[k].shape(), arrays[k].weak_type()};
+    if (axis[k]) a.shape.erase(a.shape.begin() + *axis[k]);
+    example.push_back(a);
   }
-  end_trace(t);
-  Graph g;
-  g.name = "vmap";
-  g.params = t->params;
-  g.outputs = outs;
+  TracedGraph tg = trace_graph("vmap", example, f);
   std::vector<bool> flags;
   std::vector<Array> args;
   for (size_t k = 0; k < arrays.size(); ++k) {
     flags.push_back(axis[k].has_value());
     args.push_back(axis[k] ? move_axis(arrays[k], *axis[k], 0) : arrays[k]);
   }
-  for (auto& c : t->captured) flags.push_back(false), args.push_back(c);
+  for (auto& c : tg.trace->captured) flags.push_back(false), args.push_back(c);
   BatchInfo info{*size, opt.spmd_axis_name};
   std::vector<bool> out_batched;
-  Graph bg = batch_graph(g, flags, info, &out_batched);
-  std::vector<Array> res = apply("vmap", args, [&](NodeTable& tab, const std::vector<NodeRef>& in) {
-    auto m = rewrite(bg, tab, in);
-    std::vector<NodeRef> o;
-    for (auto& x : bg.outputs) o.push_back(m.at(x.get()));
-    return o;
-  });
+  std::vector<Array> res = call_graph(batch_graph(tg.g, flags, info, &out_batched), args, "vmap");
   if (!out_axes.single() && out_axes.per().size() != res.size())
     throw ValueError(cat("vmap out_axes has ", out_axes.per().size(), " entries but the function returns ", res.size(),
                          " arrays"));

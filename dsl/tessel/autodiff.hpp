@@ -33,23 +33,13 @@ template <class F, class... Args>
 Traced trace_args(const F& f, const std::string& name, std::vector<Array>& arrays, std::vector<int>& arg_of_leaf,
                   const Args&... args) {
   using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
-  Key key;
-  int i = 0;
-  auto one = [&](const auto& a) {
-    std::size_t before = arrays.size();
-    flatten_arg(a, false, arrays, key);
-    for (std::size_t k = before; k < arrays.size(); ++k) arg_of_leaf.push_back(i);
-    ++i;
-  };
-  (one(args), ...);
+  flatten_args(arrays, arg_of_leaf, args...);
   return trace(name, arrays,
                [&](const std::vector<Array>& tracers, std::function<std::any(const std::vector<Array>&)>& rebuild) {
-                 std::size_t next = 0;
-                 std::tuple<Args...> traced_args{substitute(args, tracers, next)...};
-                 R r = std::apply(f, traced_args);
-                 auto shape = std::make_shared<R>(r);
+                 std::shared_ptr<R> shape;
+                 auto leaves = call_on_leaves<R>(f, shape, tracers, args...);
                  rebuild = [shape](const std::vector<Array>& outs) { return std::any(tree::unflatten(*shape, outs)); };
-                 return tree::flatten(r);
+                 return leaves;
                });
 }
 

@@ -314,13 +314,10 @@ class Jitted {
     auto t = std::make_unique<detail::Traced>(detail::trace(
         opt_.name, c.arrays,
         [&](const std::vector<Array>& tracers, std::function<std::any(const std::vector<Array>&)>& rebuild) {
-          std::size_t next = 0;
-          // Braced initialisation: arguments substituted left to right.
-          std::tuple<Args...> traced_args{detail::substitute(args, tracers, next)...};
-          R r = std::apply(f_, traced_args);
-          auto shape = std::make_shared<R>(r);
+          std::shared_ptr<R> shape;
+          auto leaves = detail::call_on_leaves<R>(f_, shape, tracers, args...);
           rebuild = [shape](const std::vector<Array>& outs) { return std::any(tree::unflatten(*shape, outs)); };
-          return tree::flatten(r);
+          return leaves;
         }));
     // Bounded: a jit object called with ever new shapes keeps its newest traces.
     while (cache_->traces.size() >= kMaxTraces && !cache_->order.empty()) {

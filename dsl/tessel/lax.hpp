@@ -99,6 +99,21 @@ Fn branch_fn(const char* what, F& f, std::shared_ptr<R>& shape, const Ops&... op
   };
 }
 
+// The branches (made by branch_fn over `shape`) applied to the operands'
+// leaves by one cond primitive; the result in the branches' structure.
+template <class R, class... Ops>
+R call_branches(const char* what, const Array& index, const std::vector<Fn>& fns, const std::shared_ptr<R>& shape,
+                const Ops&... operands) {
+  std::vector<Array> flat;
+  [[maybe_unused]] auto add = [&](const auto& op) {
+    auto l = leaves_of(what, op);
+    flat.insert(flat.end(), l.begin(), l.end());
+  };
+  (add(operands), ...);
+  auto outs = cond_call(what, index, fns, flat);
+  return tree::unflatten(*shape, outs);
+}
+
 }  // namespace detail
 
 // switch_(index, branches, operands...): branches[clamp(index, 0, n - 1)]
@@ -109,14 +124,7 @@ auto switch_(const Array& index, const std::vector<Branch>& branches, const Ops&
   std::shared_ptr<R> shape;
   std::vector<detail::Fn> fns;
   for (const Branch& b : branches) fns.push_back(detail::branch_fn<R>("switch", b, shape, operands...));
-  std::vector<Array> flat;
-  auto add = [&](const auto& op) {
-    auto l = detail::leaves_of("switch", op);
-    flat.insert(flat.end(), l.begin(), l.end());
-  };
-  (add(operands), ...);
-  auto outs = detail::cond_call("switch", index, fns, flat);
-  return tree::unflatten(*shape, outs);
+  return detail::call_branches<R>("switch", index, fns, shape, operands...);
 }
 
 // cond(pred, true_fn, false_fn, operands...): true_fn(operands...) where
@@ -130,14 +138,7 @@ auto cond(const Array& pred, T&& true_fn, F&& false_fn, const Ops&... operands) 
   std::shared_ptr<R> shape;
   std::vector<detail::Fn> fns{detail::branch_fn<R>("cond", false_fn, shape, operands...),
                               detail::branch_fn<R>("cond", true_fn, shape, operands...)};
-  std::vector<Array> flat;
-  auto add = [&](const auto& op) {
-    auto l = detail::leaves_of("cond", op);
-    flat.insert(flat.end(), l.begin(), l.end());
-  };
-  (add(operands), ...);
-  auto outs = detail::cond_call("cond", pred, fns, flat);
-  return tree::unflatten(*shape, outs);
+  return detail::call_branches<R>("cond", pred, fns, shape, operands...);
 }
 
 // while_loop(cond_fn, body_fn, init): while cond_fn(carry) holds (a boolean
