@@ -234,28 +234,18 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
     param_vma.push_back(std::move(v));
   }
   // Trace the body on blocks.
-  auto t = begin_trace();
-  std::vector<NodeRef> outs;
-  try {
-    ManualScope scope({m, bound, t, param_vma, check_vma});
-    std::vector<Array> tracers;
-    for (auto& b : blocks) tracers.push_back(new_input(t, b));
-    for (auto& r : body(tracers)) outs.push_back(node_of(*t, r));
-  } catch (...) {
-    end_trace(t);
-    throw;
-  }
-  end_trace(t);
+  TracedGraph tg = trace_graph(name, blocks, [&](const std::vector<Array>& tracers) {
+    ManualScope scope({m, bound, current_trace(), param_vma, check_vma});
+    return body(tracers);
+  });
+  const std::vector<NodeRef>& outs = tg.g.outputs;
   // Arrays the body closed over: extra inputs, the same on every device.
   std::vector<Array> all_args = args;
-  for (auto& c : t->captured) {
+  for (auto& c : tg.trace->captured) {
     all_args.push_back(c);
     in_ax.push_back(replicated(m, int(c.shape().size())));
   }
-  auto g = std::make_shared<Graph>();
-  g->name = name;
-  g->params = t->params;
-  g->outputs = outs;
+  auto g = std::make_shared<Graph>(tg.g);
   // The out_spec of each result.
   if (!out_specs.single() && out_specs.specs().size() != outs.size())
     throw ValueError(cat("shard_map: out_specs has ", out_specs.specs().size(), " entries but the function returns ",
