@@ -417,8 +417,8 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   sink_collectives(plan.steps);
   auto exe = std::make_shared<rt::Executable>();
   std::unordered_map<const Node*, int> slot;
-  // A control op's results: a slot per element, which its
-  // get_tuple_elements share.
+  // A tuple-valued op's results (control flow, lu, qr, ...): a slot per
+  // element, which its get_tuple_elements share.
   std::map<std::pair<const Node*, std::int64_t>, int> element_slot;
   auto element = [&](const Node* c, std::int64_t k) {
     auto it = element_slot.find({c, k});
@@ -445,7 +445,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   // The slots a step writes.
   auto writes_of = [&](const Step& step) {
     std::vector<int> w;
-    if (step.kind != StepKind::Control) return std::vector<int>{slot_of(step.node)};
+    if (!step.node->aval.tuple) return std::vector<int>{slot_of(step.node)};
     for (size_t k = 0; k < step.node->aval.elements.size(); ++k) w.push_back(element(step.node.get(), std::int64_t(k)));
     return w;
   };
@@ -480,7 +480,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
       }
       os << "  }";
       thunk = std::make_unique<ControlThunk>(*step.node, reads, writes, std::move(regions), os.str());
-    } else if (numel(step.node->shape()) == 0)
+    } else if (!step.node->aval.tuple && numel(step.node->shape()) == 0)
       thunk = std::make_unique<EmptyThunk>("empty " + step.node->aval.str() + " root=" + op_name(step.node->op));
     else switch (step.kind) {
       case StepKind::Loop:
@@ -503,7 +503,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         exe->uses_collectives = true;
         break;
       case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->attr<attr::Constant>().value, out); break;
-      case StepKind::Library: thunk = library_thunk(*step.node, reads, out); break;
+      case StepKind::Library: thunk = library_thunk(*step.node, reads, writes); break;
       case StepKind::Control: break;  // above
       case StepKind::AxisIndex:
         thunk = std::make_unique<AxisIndexThunk>(step.node->attr<attr::AxisIndex>().mesh,

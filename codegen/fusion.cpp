@@ -34,7 +34,7 @@ bool always_materialized(const Node& n) {
     case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return false;
     case OpFamily::Tuple: case OpFamily::Region:
       // A control-flow op's results sit in buffers of their own.
-      if (is_control(n) || (n.op == Op::get_tuple_element && is_control(*n.in[0]))) return true;
+      if (is_control(n) || (n.op == Op::get_tuple_element && (is_control(*n.in[0]) || n.in[0]->aval.tuple))) return true;
       throw InternalError(std::string(op_name(n.op)) + " reached codegen: inline_calls removes it first");
   }
   __builtin_unreachable();
@@ -110,7 +110,7 @@ FusionPlan plan_fusion(const Graph& g) {
   }
   for (auto& n : order) {
     if (!plan.materialized.count(n.get()) || n->op == Op::parameter) continue;
-    if (n->op == Op::get_tuple_element) continue;  // an element of a control op's results: its step writes it
+    if (n->op == Op::get_tuple_element) continue;  // an element of a tuple-valued op's results: its step writes it
     Step s{step_kind(*n), n, {}};
     if (s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library ||
         s.kind == StepKind::Control)

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "codegen/lapack.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -27,8 +28,8 @@ class SortThunk final : public rt::Thunk {
   DType kt_, vt_;
 };
 
-std::unique_ptr<rt::Thunk> sort_routine(const Node& n, const std::vector<int>& reads, int out) {
-  return std::make_unique<SortThunk>(n, reads.at(0), reads.at(1), out);
+std::unique_ptr<rt::Thunk> sort_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
+  return std::make_unique<SortThunk>(n, reads.at(0), reads.at(1), writes.at(0));
 }
 
 // scatter: x with the updates combined in (the interpreter's kernel).
@@ -55,8 +56,8 @@ class ScatterThunk final : public rt::Thunk {
   DType idx_dtype_;
 };
 
-std::unique_ptr<rt::Thunk> scatter_routine(const Node& n, const std::vector<int>& reads, int out) {
-  return std::make_unique<ScatterThunk>(n, reads.at(0), reads.at(1), reads.at(2), out);
+std::unique_ptr<rt::Thunk> scatter_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
+  return std::make_unique<ScatterThunk>(n, reads.at(0), reads.at(1), reads.at(2), writes.at(0));
 }
 
 // One entry per op; only Library-family ops have one.
@@ -65,6 +66,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     std::array<LibraryRoutine, kNumOps> r{};
     r[std::size_t(Op::sort)] = &sort_routine;
     r[std::size_t(Op::scatter)] = &scatter_routine;
+    for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
     return r;
   }();
   return t;
@@ -74,10 +76,10 @@ const std::array<LibraryRoutine, kNumOps>& table() {
 
 LibraryRoutine library_routine(Op op) { return table()[std::size_t(op)]; }
 
-std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, int out) {
+std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   LibraryRoutine r = library_routine(n.op);
   TESSEL_CHECK_INTERNAL(r && op_family(n.op) == OpFamily::Library, "no library routine for ", op_name(n.op));
-  return r(n, reads, out);
+  return r(n, reads, writes);
 }
 
 }  // namespace tessel::codegen

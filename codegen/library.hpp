@@ -1,5 +1,5 @@
 // Library ops (OpFamily::Library): primitives run by a routine on whole
-// arrays (sort today; FFT, LAPACK next). Each names its own routine here, in
+// arrays (sort, scatter, LAPACK's factorisations in codegen/lapack.cpp). Each names its own routine here, in
 // one table indexed by op; compiling a library op that has none is a loud
 // InternalError, never another op's routine (tests/codegen check that every
 // Library op has one).
@@ -14,12 +14,14 @@
 namespace tessel::codegen {
 
 // The thunk that runs library node `n`, reading buffer slots `reads` (its
-// operands, in order) and writing slot `out`.
-using LibraryRoutine = std::unique_ptr<rt::Thunk> (*)(const Node& n, const std::vector<int>& reads, int out);
+// operands, in order) and writing slots `writes` (its result, or each
+// element of its tuple).
+using LibraryRoutine = std::unique_ptr<rt::Thunk> (*)(const Node& n, const std::vector<int>& reads,
+                                                      const std::vector<int>& writes);
 
 // The routine of a Library-family op; null when it has none.
 LibraryRoutine library_routine(Op op);
 // The thunk for `n` (InternalError naming the op when it has no routine).
-std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, int out);
+std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
 
 }  // namespace tessel::codegen

@@ -51,6 +51,15 @@ void Indexed::print(std::ostream& os) const {
 void ArgReduce::print(std::ostream& os) const {
   os << ", dimensions={" << dimension << '}';  // the index dtype is the result's
 }
+void Linalg::print(std::ostream& os) const {
+  // Only what differs from lax.linalg's defaults.
+  if (!lower) os << ", lower=false";
+  if (!left_side) os << ", left_side=false";
+  if (transpose_a) os << ", transpose_a=true";
+  if (unit_diagonal) os << ", unit_diagonal=true";
+  if (!full_matrices) os << ", full_matrices=false";
+  if (!compute_uv) os << ", compute_uv=false";
+}
 void Word::print(std::ostream& os) const { os << ", word=" << word; }
 void Slice::print(std::ostream& os) const {
   os << ", slice={";

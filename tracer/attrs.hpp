@@ -114,6 +114,19 @@ struct ArgReduce {
   auto fields() const { return std::tie(dimension, index_dtype); }
   void print(std::ostream& os) const;
 };
+// Dense linear algebra on the two minor dims of each operand (leading dims
+// are a batch), as lax.linalg: cholesky (lower: L with L L^H = a, zeros
+// above), triangular_solve(a, b) (op(a) x = b when left_side, else x op(a) =
+// b; a's `lower` triangle is read, op = transpose when transpose_a, a unit
+// diagonal assumed when unit_diagonal), lu -> (lu, pivots, permutation), qr
+// -> (q, r) (full_matrices: q square), eigh -> (v, w) (ascending w, a's
+// `lower` triangle read), svd -> (s, u, vh) or (s) without compute_uv.
+struct Linalg {
+  bool lower = true, left_side = true, transpose_a = false, unit_diagonal = false;
+  bool full_matrices = true, compute_uv = true;
+  auto fields() const { return std::tie(lower, left_side, transpose_a, unit_diagonal, full_matrices, compute_uv); }
+  void print(std::ostream& os) const;
+};
 // threefry2x32: which of the two output words.
 struct Word {
   std::int64_t word = 0;
@@ -315,7 +328,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed>;
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg>;
 
 class Attrs {
  public:

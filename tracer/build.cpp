@@ -151,6 +151,10 @@ NodeRef threefry2x32(NodeTable& t, const NodeRef& k0, const NodeRef& k1, const N
   return make(t, Op::threefry2x32, {k0, k1, x0, x1}, attr::Word{word});
 }
 
+NodeRef linalg(NodeTable& t, Op op, const std::vector<NodeRef>& operands, attr::Linalg how) {
+  return make(t, op, operands, how);
+}
+
 NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int64_t dim) {
   return make(t, Op::sort, {keys, values}, attr::Dimension{dim});
 }

@@ -47,6 +47,9 @@ NodeRef scatter(NodeTable& t, const NodeRef& x, const NodeRef& idx, const NodeRe
 // values reordered by a stable sort of keys along dim.
 NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int64_t dim);
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims);
+// Linear algebra (attr::Linalg): one result for cholesky and
+// triangular_solve, a tuple for lu, qr, eigh and svd.
+NodeRef linalg(NodeTable& t, Op op, const std::vector<NodeRef>& operands, attr::Linalg how = {});
 
 NodeRef sharding_constraint(NodeTable& t, const NodeRef& x, const AxisSharding& sharding);
 

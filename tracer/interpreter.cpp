@@ -22,6 +22,21 @@ HostArray eval_op(Op op, const Attrs& a, const Aval& out_aval, const std::vector
   return out;
 }
 
+// A tuple-valued op's elements from its packed reference result (rule_util::pack_tuple).
+std::vector<HostArray> unpack_tuple(const HostArray& packed, const Aval& tuple) {
+  std::vector<HostArray> r;
+  std::size_t at = 0;
+  for (auto& e : tuple.elements) {
+    HostArray h;
+    rule_util::allocate(h, e);
+    TESSEL_CHECK_INTERNAL(at + h.bytes.size() <= packed.bytes.size(), "a packed tuple result is too short");
+    if (!h.bytes.empty()) std::memcpy(h.bytes.data(), packed.bytes.data() + at, h.bytes.size());
+    at += h.bytes.size();
+    r.push_back(std::move(h));
+  }
+  return r;
+}
+
 Aval aval_of(const HostArray& h) { return Aval{h.dtype, h.shape, false}; }
 
 HostArray slice_box(const HostArray& x, const Box& b) {
@@ -423,6 +438,7 @@ std::vector<Value> run(const Graph& g, std::vector<Value> args) {
         for (auto* v : in) arrays.push_back(&v->at(0));
         out.emplace_back();
         rules(n->op).eval(arrays, n->attrs, n->aval, out[0]);
+        if (n->aval.tuple) out = unpack_tuple(out[0], n->aval);
       }
     }
     values[n.get()] = std::move(out);

@@ -21,7 +21,7 @@ enum class OpFamily : std::uint8_t {
   Shape,       // data movement: broadcast, reshape, transpose, slice, pad, concatenate, ...
   Reduce,      // reductions over axes
   Dot,         // dot_general
-  Library,     // run by a library routine on whole arrays (sort)
+  Library,     // run by a library routine on whole arrays (sort, LAPACK's factorisations)
   Annotation,  // sharding_constraint: identity that pins a sharding
   Collective,  // made only by the partitioner and shard_map
   Tuple,       // tuple, get_tuple_element: several results as one value, and one of them
@@ -108,6 +108,12 @@ enum class OpCost : std::uint8_t {
   X(argmin, "argmin", Reduce, Never, ArgReduce)                                 \
   X(sort, "sort", Library, Never, Dimension)                                    \
   X(scatter, "scatter", Library, Never, Indexed)                                \
+  X(cholesky, "cholesky", Library, Never, Linalg)                               \
+  X(triangular_solve, "triangular-solve", Library, Never, Linalg)               \
+  X(lu, "lu", Library, Never, Linalg)                                           \
+  X(qr, "qr", Library, Never, Linalg)                                           \
+  X(eigh, "eigh", Library, Never, Linalg)                                       \
+  X(svd, "svd", Library, Never, Linalg)                                         \
   X(dot_general, "dot", Dot, Never, Dot)                                        \
   X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)    \
   X(pvary, "pvary", Annotation, Free, AxisIndex)   \

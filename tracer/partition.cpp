@@ -24,6 +24,7 @@ struct Partitioner final : LocalBuilder {
   // Each shard_map's results, as the per-device program holds them: split by
   // its out_specs over its manual axes, then by its body's automatic splits.
   std::unordered_map<const Node*, std::vector<AxisSharding>> shard_map_out;
+  std::unordered_map<const Node*, std::vector<AxisSharding>> element_natural;  // lu, qr, ...: each element's layout
 
   std::int64_t tiles(const std::vector<int>& axes) const override {
     std::int64_t k = 1;
@@ -147,16 +148,22 @@ struct Partitioner final : LocalBuilder {
       NodeRef r = build::get_tuple_element(t, local.at(n->in[0].get()), k);
       return reshard(r, n->shape(), a.regions.at(n->in[0].get()).results.at(size_t(k)), a.value.at(n.get()));
     }
-    if (n->aval.tuple)
+    if (n->op == Op::get_tuple_element && has_factored_elements(*n->in[0])) {
+      // An element of lu, qr, ...: laid out as the op's rule left it.
+      const auto k = n->attr<attr::TupleIndex>().index;
+      NodeRef r = build::get_tuple_element(t, local.at(n->in[0].get()), k);
+      return reshard(r, n->shape(), element_natural.at(n->in[0].get()).at(size_t(k)), a.value.at(n.get()));
+    }
+    if (n->aval.tuple && !has_factored_elements(*n))
       throw InternalError(std::string("a tuple-valued ") + op_name(n->op) + " reached the partitioner");
-    const AxisSharding& value = a.value.at(n.get());
     if (n->op == Op::get_tuple_element && n->in[0]->op == Op::shard_map) {
       // An element of a shard_map's results: laid out as its out_spec.
       const auto k = n->attr<attr::TupleIndex>().index;
       NodeRef r = build::get_tuple_element(t, local.at(n->in[0].get()), k);
-      return reshard(r, n->shape(), shard_map_out.at(n->in[0].get()).at(size_t(k)), value);
+      return reshard(r, n->shape(), shard_map_out.at(n->in[0].get()).at(size_t(k)), a.value.at(n.get()));
     }
     if (n->op == Op::parameter) {
+      const AxisSharding& value = a.value.at(n.get());
       Aval av = n->aval;
       av.shape = value.tile_shape(n->shape());
       return build::parameter(t, int(n->attr<attr::Parameter>().index), av);
@@ -179,6 +186,14 @@ struct Partitioner final : LocalBuilder {
       ops.push_back(lx);
       op_sh.push_back(want);
     }
+    if (n->aval.tuple) {
+      // Each element comes out as the rule lays it out; its get_tuple_element reshards it.
+      auto& nat = element_natural[n.get()];
+      for (auto& dims : rule.results) nat.push_back(sharding_from_factors(mesh, dims, fa));
+      TESSEL_CHECK_INTERNAL(unreduced_axes(rule, fa).empty(), op_name(n->op), " has partial results");
+      return rules(n->op).local(*this, *n, ops, op_sh, nat.at(0));
+    }
+    const AxisSharding& value = a.value.at(n.get());
     AxisSharding natural = sharding_from_factors(mesh, rule.result, fa);
     const std::vector<int> unreduced = unreduced_axes(rule, fa);
     NodeRef r = rules(n->op).local(*this, *n, ops, op_sh, natural);  // the op's own partition rule

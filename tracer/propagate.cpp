@@ -107,6 +107,8 @@ void legalize(OpState& st, const FactorRule& r, const DeviceMesh& mesh) {
   for (auto& op : r.operands)
     for (auto& d : op) walk(d);
   for (auto& d : r.result) walk(d);
+  for (auto& e : r.results)
+    for (auto& d : e) walk(d);
 }
 
 struct Propagator {
@@ -117,6 +119,27 @@ struct Propagator {
   std::unordered_map<const Node*, bool> fixed;
   std::unordered_map<const Node*, std::string> reason;
   std::unordered_map<const Node*, const Node*> via;
+  // A tuple-valued op with a factor rule (lu, qr, ...): its elements' nodes, per element.
+  std::unordered_map<const Node*, std::vector<std::vector<const Node*>>> elements;
+
+  void find_elements() {
+    for (auto& n : order)
+      if (n->op == Op::get_tuple_element && has_factored_elements(*n->in[0])) {
+        auto& e = elements[n->in[0].get()];
+        e.resize(n->in[0]->aval.elements.size());
+        e.at(size_t(n->attr<attr::TupleIndex>().index)).push_back(n.get());
+      }
+  }
+  // Whether n's result (or, for a tuple, one of its elements) has a sharding yet.
+  bool result_known(const Node* n) const {
+    if (value.count(n)) return true;
+    auto it = elements.find(n);
+    if (it != elements.end())
+      for (auto& e : it->second)
+        for (const Node* x : e)
+          if (value.count(x)) return true;
+    return false;
+  }
 
   // Runs one op's rule: fills its participants whose sharding is unknown.
   // Returns the factor axes it settled on.
@@ -130,23 +153,31 @@ struct Propagator {
     auto known = [&](const Node* v) { return value.count(v) > 0; };
     auto is_fixed = [&](const Node* v) { return fixed.count(v) && fixed.at(v); };
     // Fixed participants first (the result, then operands), then the others.
+    // The result participants: n itself, or its elements' nodes.
+    std::vector<std::pair<const Node*, const std::vector<std::vector<int>>*>> results;
+    if (r.results.empty()) results.push_back({n.get(), &r.result});
+    else if (auto it = elements.find(n.get()); it != elements.end())
+      for (size_t k = 0; k < it->second.size(); ++k)
+        for (const Node* e : it->second[k]) results.push_back({e, &r.results.at(k)});
     for (int pass = 0; pass < 2; ++pass) {
       bool want_fixed = pass == 0;
-      if (known(n.get()) && is_fixed(n.get()) == want_fixed && want_fixed)
-        merge(st, r, propose(r, r.result, value.at(n.get())), true);
+      for (auto& [y, dims] : results)
+        if (known(y) && is_fixed(y) == want_fixed && want_fixed) merge(st, r, propose(r, *dims, value.at(y)), true);
       for (size_t k = 0; k < n->in.size(); ++k) {
         const Node* x = n->in[k].get();
         if (known(x) && is_fixed(x) == want_fixed) merge(st, r, propose(r, r.operands[k], value.at(x)), false);
       }
-      if (known(n.get()) && !is_fixed(n.get()) && !want_fixed) merge(st, r, propose(r, r.result, value.at(n.get())), false);
+      for (auto& [y, dims] : results)
+        if (known(y) && !is_fixed(y) && !want_fixed) merge(st, r, propose(r, *dims, value.at(y)), false);
     }
     legalize(st, r, *mesh);
     if (assign) {
-      if (!known(n.get()) && n->op != Op::parameter) {
-        value[n.get()] = sharding_from_factors(mesh, r.result, st.axes);
-        reason[n.get()] = std::string(op_name(n->op)) + "'s rule, from its operands";
-        via[n.get()] = n.get();
-      }
+      for (auto& [y, dims] : results)
+        if (!known(y) && y->op != Op::parameter) {
+          value[y] = sharding_from_factors(mesh, *dims, st.axes);
+          reason[y] = std::string(op_name(n->op)) + "'s rule, from its operands";
+          via[y] = n.get();
+        }
       for (size_t k = 0; k < n->in.size(); ++k) {
         const Node* x = n->in[k].get();
         if (!known(x)) {
@@ -233,6 +264,7 @@ std::optional<AxisSharding> pinned_by_shard_map(const Node& n) {
 }  // namespace
 
 bool is_control_flow(Op op) { return op == Op::cond || op == Op::while_ || op == Op::scan; }
+bool has_factored_elements(const Node& n) { return n.aval.tuple && op_family(n.op) == OpFamily::Library; }
 
 namespace {
 
@@ -357,7 +389,8 @@ RegionShardings region_shardings(const Node& n, const std::vector<AxisSharding>&
 }  // namespace
 
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
-  Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}, {}};
+  Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}, {}, {}};
+  p.find_elements();
   for (size_t i = 0; i < g.params.size(); ++i)
     if (i < in.params.size() && in.params[i]) {
       p.value[g.params[i].get()] = *in.params[i];
@@ -421,8 +454,8 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
     if (round % 2 == 0) {
       for (auto& n : p.order) settle_results(n, round >= 2);
       for (auto& n : p.order)
-        if (n->op != Op::parameter && !opaque(*n) && (p.value.count(n.get()) || !n->in.empty())) {
-          bool any = p.value.count(n.get()) > 0;
+        if (n->op != Op::parameter && !opaque(*n) && (p.result_known(n.get()) || !n->in.empty())) {
+          bool any = p.result_known(n.get());
           for (auto& x : n->in) any = any || p.value.count(x.get());
           if (any) p.visit(n, true);
         }
@@ -430,7 +463,7 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
       for (auto it = p.order.rbegin(); it != p.order.rend(); ++it) {
         const NodeRef& n = *it;
         if (n->op == Op::parameter || opaque(*n)) continue;
-        bool any = p.value.count(n.get()) > 0;
+        bool any = p.result_known(n.get());
         for (auto& x : n->in) any = any || p.value.count(x.get());
         if (any) p.visit(n, true);
       }

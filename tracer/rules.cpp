@@ -87,6 +87,13 @@ void allocate(HostArray& out, const Aval& aval) {
   out.bytes.assign(std::size_t(numel(aval.shape)) * dtype_size(aval.dtype), 0);
 }
 
+void pack_tuple(HostArray& out, const std::vector<const HostArray*>& elements) {
+  out.dtype = elements.at(0)->dtype;
+  out.shape = {};
+  out.bytes.clear();
+  for (auto* e : elements) out.bytes.insert(out.bytes.end(), e->bytes.begin(), e->bytes.end());
+}
+
 FactorRule elementwise_factors(const Node& n) {
   FactorRule r;
   for (auto d : n.shape()) r.add_factor(d);

@@ -29,6 +29,9 @@ struct FactorRule {
   std::vector<std::int64_t> sizes;
   std::vector<std::vector<std::vector<int>>> operands;  // [operand][dim] -> factors
   std::vector<std::vector<int>> result;                 // [dim] -> factors
+  // A tuple-valued op's (lu, qr, eigh, svd): per element, [dim] -> factors
+  // (`result` is then unused).
+  std::vector<std::vector<std::vector<int>>> results;
   std::vector<bool> reduction;
   std::vector<bool> need_replication;
   Op reduce_op = Op::add;  // how partial results combine (add, max, min)
@@ -166,6 +169,9 @@ std::string avals_str(const std::vector<Aval>& in);
 void expect_arity(Op op, const std::vector<Aval>& in, size_t n);
 // A fresh host array of `aval` (zeroed).
 void allocate(HostArray& out, const Aval& aval);
+// A tuple-valued op's reference result: its elements' bytes one after the
+// other in one host array (the interpreter splits it by the tuple's avals).
+void pack_tuple(HostArray& out, const std::vector<const HostArray*>& elements);
 // Factor rules shared by families.
 FactorRule elementwise_factors(const Node& n);    // every operand dim i and result dim i: factor i
 FactorRule replicated_factors(const Node& n);     // every dim its own factor, none splittable

@@ -212,6 +212,9 @@ void type_graph(const Graph& g, const std::vector<AxisSet>& params, const Device
       v[n.get()] = ct.results;
     } else if (op_family(n->op) == OpFamily::Region) {
       throw NotImplementedError(std::string(op_name(n->op)) + " inside a shard_map body");
+    } else if (n->aval.tuple) {
+      // lu, qr, ...: every element varies as the operands do.
+      v[n.get()] = std::vector<AxisSet>(n->aval.elements.size(), result_vma(*n, in, mesh));
     } else {
       v[n.get()] = {result_vma(*n, in, mesh)};
     }
@@ -334,7 +337,8 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
         NodeRef y = build::with_operands(t, n, in);
         if (!v.count(y.get())) {
           for (auto& x : in) vin.push_back(&v.at(x.get()).at(0));
-          v[y.get()] = {result_vma(*y, vin, *mesh)};
+          // A tuple-valued op (lu, qr, ...): each element as its operands.
+          v[y.get()] = std::vector<AxisSet>(y->aval.tuple ? y->aval.elements.size() : 1, result_vma(*y, vin, *mesh));
         }
         return y;
       },

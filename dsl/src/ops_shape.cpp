@@ -5,6 +5,7 @@
 
 #include "dsl/src/compose.hpp"
 #include "dsl/src/trace.hpp"
+#include "tracer/linalg_build.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/promotion.hpp"
 
@@ -155,6 +156,28 @@ Array flip(const Array& x, Axes axis) {
   auto axes = c::norm_axes(axis, x.ndim(), "tessel.flip");
   return apply1("tessel.flip", {x}, [axes](NodeTable& t, const NR& in) { return build::rev(t, in[0], axes); });
 }
+
+Array swapaxes(const Array& x, int axis1, int axis2) {
+  const std::int64_t a = c::norm_axis(axis1, x.ndim(), "tessel.swapaxes"), b = c::norm_axis(axis2, x.ndim(), "tessel.swapaxes");
+  return apply1("tessel.swapaxes", {x}, [a, b](NodeTable& t, const NR& in) {
+    std::vector<std::int64_t> perm(size_t(in[0]->rank()));
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = std::int64_t(i);
+    std::swap(perm[size_t(a)], perm[size_t(b)]);
+    return build::transpose(t, in[0], perm);
+  });
+}
+
+namespace {
+Array triangle(const Array& x, int k, bool lower, const char* what) {
+  if (x.ndim() < 2)
+    throw ShapeError(detail::cat(what, ": x must have at least 2 dimensions, got shape ", shape_str(x.shape())));
+  return apply1(what, {x}, [=](NodeTable& t, const NR& in) {
+    return lower ? la::tril(t, in[0], k) : la::triu(t, in[0], k);
+  });
+}
+}  // namespace
+Array tril(const Array& x, int k) { return triangle(x, k, true, "tessel.tril"); }
+Array triu(const Array& x, int k) { return triangle(x, k, false, "tessel.triu"); }
 
 Array copy(const Array& x) {
   return apply1("tessel.copy", {x}, [](NodeTable&, const NR& in) { return in[0]; });

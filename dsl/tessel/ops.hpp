@@ -130,6 +130,11 @@ std::vector<Array> split(const Array& x, int sections, int axis = 0);
 std::vector<Array> split(const Array& x, const std::vector<std::int64_t>& indices, int axis = 0);
 Array pad(const Array& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, double value = 0);
 Array flip(const Array& x, Axes axis = {});
+Array swapaxes(const Array& x, int axis1, int axis2);
+// The lower (tril) or upper (triu) triangle of each matrix (the two minor
+// dims), from diagonal k (k > 0 above the main one); zeros elsewhere.
+Array tril(const Array& x, int k = 0);
+Array triu(const Array& x, int k = 0);
 Array copy(const Array& x);
 
 // ---------------------------------------------------------------- linear algebra

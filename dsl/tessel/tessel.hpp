@@ -13,6 +13,7 @@
 #include <tessel/device_put.hpp>
 #include <tessel/jit.hpp>
 #include <tessel/lax.hpp>
+#include <tessel/linalg.hpp>
 #include <tessel/ops.hpp>
 #include <tessel/random.hpp>
 #include <tessel/shard_map.hpp>

@@ -131,6 +131,16 @@ std::vector<Case> cases() {
                                     y.index({0}), x);
                  return r.second + r.first + lax::fori_loop(0, 3, [](ts::Array i, ts::Array v) { return v * 0.5f + i.astype(ts::DType::float32); }, y);
                }});
+  c.push_back({"linalg", [](ts::Array x, ts::Array y) {
+                 namespace la = ts::linalg;
+                 ts::Array a = x.index({ts::all, ts::slice(0, 3)}) + ts::eye(3) * 4.0f;
+                 ts::Array s = la::solve(a, y);  // lu, triangular-solve
+                 ts::Array l = la::cholesky(ts::matmul(a, a.T()) + ts::eye(3));
+                 auto [q, r] = la::qr(x);
+                 auto [w, v] = la::eigh(a);
+                 return s + ts::matmul(l, r) + ts::matmul(v * v, y) + ts::matmul(q * q, y) +
+                        ts::expand_dims(w + la::svdvals(x), 1);
+               }});
   c.push_back({"shard_map", [mesh](ts::Array x, ts::Array y) {
                  auto body = [](ts::Array a, ts::Array b) {
                    ts::Array s = ts::psum(a, "x") + ts::pmax(b, "x");

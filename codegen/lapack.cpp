@@ -1,0 +1,281 @@
+#include "codegen/lapack.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "tracer/errors.hpp"
+
+// LAPACK's and BLAS's Fortran interface (LP64: 32-bit integers), with the
+// hidden lengths of character arguments gfortran appends.
+extern "C" {
+int openblas_get_parallel();
+void spotrf_(const char*, const int*, float*, const int*, int*, std::size_t);
+void dpotrf_(const char*, const int*, double*, const int*, int*, std::size_t);
+void strsm_(const char*, const char*, const char*, const char*, const int*, const int*, const float*, const float*,
+            const int*, float*, const int*, std::size_t, std::size_t, std::size_t, std::size_t);
+void dtrsm_(const char*, const char*, const char*, const char*, const int*, const int*, const double*, const double*,
+            const int*, double*, const int*, std::size_t, std::size_t, std::size_t, std::size_t);
+void sgetrf_(const int*, const int*, float*, const int*, int*, int*);
+void dgetrf_(const int*, const int*, double*, const int*, int*, int*);
+void sgeqrf_(const int*, const int*, float*, const int*, float*, float*, const int*, int*);
+void dgeqrf_(const int*, const int*, double*, const int*, double*, double*, const int*, int*);
+void sorgqr_(const int*, const int*, const int*, float*, const int*, const float*, float*, const int*, int*);
+void dorgqr_(const int*, const int*, const int*, double*, const int*, const double*, double*, const int*, int*);
+void ssyevd_(const char*, const char*, const int*, float*, const int*, float*, float*, const int*, int*, const int*,
+             int*, std::size_t, std::size_t);
+void dsyevd_(const char*, const char*, const int*, double*, const int*, double*, double*, const int*, int*,
+             const int*, int*, std::size_t, std::size_t);
+void sgesdd_(const char*, const int*, const int*, float*, const int*, float*, float*, const int*, float*, const int*,
+             float*, const int*, int*, int*, std::size_t);
+void dgesdd_(const char*, const int*, const int*, double*, const int*, double*, double*, const int*, double*,
+             const int*, double*, const int*, int*, int*, std::size_t);
+}
+
+namespace tessel::codegen {
+
+bool blas_is_serial() { return openblas_get_parallel() == 0; }
+
+namespace {
+
+// The single and double routines under one name.
+struct Lapack {
+  static void potrf(char u, int n, float* a, int lda, int& info) { spotrf_(&u, &n, a, &lda, &info, 1); }
+  static void potrf(char u, int n, double* a, int lda, int& info) { dpotrf_(&u, &n, a, &lda, &info, 1); }
+  template <class T>
+  static void trsm(char side, char uplo, char ta, char diag, int m, int n, const T* a, int lda, T* b, int ldb) {
+    const T one = 1;
+    if constexpr (std::is_same_v<T, float>) strsm_(&side, &uplo, &ta, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
+    else dtrsm_(&side, &uplo, &ta, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
+  }
+  static void getrf(int m, int n, float* a, int lda, int* ipiv, int& info) { sgetrf_(&m, &n, a, &lda, ipiv, &info); }
+  static void getrf(int m, int n, double* a, int lda, int* ipiv, int& info) { dgetrf_(&m, &n, a, &lda, ipiv, &info); }
+  static void geqrf(int m, int n, float* a, int lda, float* tau, float* w, int lw, int& info) {
+    sgeqrf_(&m, &n, a, &lda, tau, w, &lw, &info);
+  }
+  static void geqrf(int m, int n, double* a, int lda, double* tau, double* w, int lw, int& info) {
+    dgeqrf_(&m, &n, a, &lda, tau, w, &lw, &info);
+  }
+  static void orgqr(int m, int n, int k, float* a, int lda, const float* tau, float* w, int lw, int& info) {
+    sorgqr_(&m, &n, &k, a, &lda, tau, w, &lw, &info);
+  }
+  static void orgqr(int m, int n, int k, double* a, int lda, const double* tau, double* w, int lw, int& info) {
+    dorgqr_(&m, &n, &k, a, &lda, tau, w, &lw, &info);
+  }
+  static void syevd(char j, char u, int n, float* a, int lda, float* w, float* wk, int lw, int* iw, int liw, int& info) {
+    ssyevd_(&j, &u, &n, a, &lda, w, wk, &lw, iw, &liw, &info, 1, 1);
+  }
+  static void syevd(char j, char u, int n, double* a, int lda, double* w, double* wk, int lw, int* iw, int liw,
+                    int& info) {
+    dsyevd_(&j, &u, &n, a, &lda, w, wk, &lw, iw, &liw, &info, 1, 1);
+  }
+  static void gesdd(char j, int m, int n, float* a, int lda, float* s, float* u, int ldu, float* vt, int ldvt, float* w,
+                    int lw, int* iw, int& info) {
+    sgesdd_(&j, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, w, &lw, iw, &info, 1);
+  }
+  static void gesdd(char j, int m, int n, double* a, int lda, double* s, double* u, int ldu, double* vt, int ldvt,
+                    double* w, int lw, int* iw, int& info) {
+    dgesdd_(&j, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, w, &lw, iw, &info, 1);
+  }
+};
+
+// Row-major r x c <-> column-major (LAPACK's order).
+template <class T>
+void to_col(const T* row, std::int64_t r, std::int64_t c, T* col) {
+  for (std::int64_t i = 0; i < r; ++i)
+    for (std::int64_t j = 0; j < c; ++j) col[j * r + i] = row[i * c + j];
+}
+template <class T>
+void from_col(const T* col, std::int64_t r, std::int64_t c, T* row) {
+  for (std::int64_t i = 0; i < r; ++i)
+    for (std::int64_t j = 0; j < c; ++j) row[i * c + j] = col[j * r + i];
+}
+template <class T>
+void fill_nan(T* p, std::int64_t n) {
+  std::fill(p, p + n, std::numeric_limits<T>::quiet_NaN());
+}
+int lapack_int(std::int64_t v, const Node& n) {
+  if (v > std::numeric_limits<int>::max())
+    throw NotImplementedError(detail::cat(op_name(n.op), " of ", n.in[0]->aval.str(),
+                                          ": LAPACK's 32-bit sizes cannot hold a dimension of ", v));
+  return int(std::max<std::int64_t>(v, 0));
+}
+
+class LapackThunk final : public rt::Thunk {
+ public:
+  LapackThunk(const Node& n, std::vector<int> reads, std::vector<int> writes)
+      : op_(n.op), p_(n.attr<attr::Linalg>()), reads_(std::move(reads)), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
+    for (auto& x : n.in) in_.push_back(x->shape());
+    const Shape& s = in_[0];
+    m_ = lapack_int(s[s.size() - 2], n);
+    n_ = lapack_int(s.back(), n);
+    batch_ = numel(Shape(s.begin(), s.end() - 2));
+    if (op_ == Op::triangular_solve) {
+      const Shape& b = in_[1];
+      br_ = lapack_int(b[b.size() - 2], n);
+      bc_ = lapack_int(b.back(), n);
+    }
+    std::ostringstream os;
+    os << op_name(op_) << ' ' << n.aval.str() << " (LAPACK, " << batch_ << " matrix" << (batch_ == 1 ? ")" : "es)");
+    text_ = os.str();
+  }
+  void run(rt::ExecContext& ctx) const override {
+    if (dtype_ == DType::float32) run_typed<float>(ctx);
+    else run_typed<double>(ctx);
+  }
+  std::string describe() const override { return text_; }
+
+ private:
+  template <class T>
+  void run_typed(rt::ExecContext& ctx) const {
+    const T* a = static_cast<const T*>(ctx.slots[size_t(reads_[0])]);
+    auto out = [&](size_t k) { return ctx.slots[size_t(writes_.at(k))]; };
+    const std::int64_t m = m_, n = n_, k = std::min(m_, n_);
+    std::vector<T> col(std::size_t(m * n));
+    for (std::int64_t b = 0; b < batch_; ++b) {
+      const T* ab = a + b * m * n;
+      int info = 0;
+      switch (op_) {
+        case Op::cholesky: {
+          T* o = static_cast<T*>(out(0)) + b * n * n;
+          if (n == 0) break;
+          to_col(ab, n, n, col.data());
+          Lapack::potrf('L', n_, col.data(), n_, info);
+          if (info != 0) {
+            fill_nan(o, n * n);
+            break;
+          }
+          from_col(col.data(), n, n, o);
+          for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = i + 1; j < n; ++j) o[i * n + j] = 0;
+          break;
+        }
+        case Op::triangular_solve: {
+          const T* bb = static_cast<const T*>(ctx.slots[size_t(reads_[1])]) + b * br_ * bc_;
+          T* o = static_cast<T*>(out(0)) + b * br_ * bc_;
+          if (br_ == 0 || bc_ == 0) break;
+          std::vector<T> bcol(std::size_t(br_) * std::size_t(bc_));
+          to_col(ab, n, n, col.data());
+          to_col(bb, br_, bc_, bcol.data());
+          Lapack::trsm<T>(p_.left_side ? 'L' : 'R', p_.lower ? 'L' : 'U', p_.transpose_a ? 'T' : 'N',
+                          p_.unit_diagonal ? 'U' : 'N', br_, bc_, col.data(), std::max(n_, 1), bcol.data(),
+                          std::max(br_, 1));
+          from_col(bcol.data(), br_, bc_, o);
+          break;
+        }
+        case Op::lu: {
+          T* o = static_cast<T*>(out(0)) + b * m * n;
+          auto* piv = static_cast<std::int32_t*>(out(1)) + b * k;
+          auto* perm = static_cast<std::int32_t*>(out(2)) + b * m;
+          for (std::int64_t i = 0; i < m; ++i) perm[i] = std::int32_t(i);
+          if (m == 0 || n == 0) break;
+          std::vector<int> ipiv(static_cast<std::size_t>(k));
+          to_col(ab, m, n, col.data());
+          Lapack::getrf(m_, n_, col.data(), m_, ipiv.data(), info);  // info > 0: singular, the factors stand
+          from_col(col.data(), m, n, o);
+          for (std::int64_t i = 0; i < k; ++i) {
+            piv[i] = ipiv[size_t(i)] - 1;
+            std::swap(perm[i], perm[piv[i]]);
+          }
+          break;
+        }
+        case Op::qr: {
+          const std::int64_t qc = p_.full_matrices ? m : k, rr = p_.full_matrices ? m : k;
+          T* q = static_cast<T*>(out(0)) + b * m * qc;
+          T* r = static_cast<T*>(out(1)) + b * rr * n;
+          std::fill(r, r + rr * n, T(0));
+          if (m == 0) break;
+          std::vector<T> tau(std::size_t(std::max<std::int64_t>(k, 1)));
+          to_col(ab, m, n, col.data());
+          T wq;
+          if (n > 0) {
+            Lapack::geqrf(m_, n_, col.data(), m_, tau.data(), &wq, -1, info);
+            std::vector<T> work(std::size_t(std::max<T>(wq, 1)));
+            Lapack::geqrf(m_, n_, col.data(), m_, tau.data(), work.data(), int(work.size()), info);
+          }
+          for (std::int64_t i = 0; i < rr; ++i)
+            for (std::int64_t j = i; j < n; ++j) r[i * n + j] = col[size_t(j * m + i)];
+          if (qc == 0) break;
+          std::vector<T> qcol(std::size_t(m * qc), T(0));
+          std::copy(col.begin(), col.begin() + m * k, qcol.begin());  // the reflectors' columns
+          Lapack::orgqr(m_, int(qc), int(k), qcol.data(), m_, tau.data(), &wq, -1, info);
+          std::vector<T> work(std::size_t(std::max<T>(wq, 1)));
+          Lapack::orgqr(m_, int(qc), int(k), qcol.data(), m_, tau.data(), work.data(), int(work.size()), info);
+          from_col(qcol.data(), m, qc, q);
+          break;
+        }
+        case Op::eigh: {
+          T* v = static_cast<T*>(out(0)) + b * n * n;
+          T* w = static_cast<T*>(out(1)) + b * n;
+          if (n == 0) break;
+          to_col(ab, n, n, col.data());
+          T wq;
+          int iwq;
+          const char uplo = p_.lower ? 'L' : 'U';
+          Lapack::syevd('V', uplo, n_, col.data(), n_, w, &wq, -1, &iwq, -1, info);
+          std::vector<T> work(std::size_t(std::max<T>(wq, 1)));
+          std::vector<int> iwork(std::size_t(std::max(iwq, 1)));
+          Lapack::syevd('V', uplo, n_, col.data(), n_, w, work.data(), int(work.size()), iwork.data(), int(iwork.size()),
+                        info);
+          if (info != 0) {
+            fill_nan(v, n * n);
+            fill_nan(w, n);
+            break;
+          }
+          from_col(col.data(), n, n, v);
+          break;
+        }
+        case Op::svd: {
+          T* s = static_cast<T*>(out(0)) + b * k;
+          const std::int64_t uc = p_.full_matrices ? m : k, vr = p_.full_matrices ? n : k;
+          T* u = p_.compute_uv ? static_cast<T*>(out(1)) + b * m * uc : nullptr;
+          T* vh = p_.compute_uv ? static_cast<T*>(out(2)) + b * vr * n : nullptr;
+          if (k == 0) {
+            // No values; the vectors of an empty side are the identity.
+            if (u) for (std::int64_t i = 0; i < m && i < uc; ++i) u[i * uc + i] = 1;
+            if (vh) for (std::int64_t i = 0; i < n && i < vr; ++i) vh[i * n + i] = 1;
+            break;
+          }
+          to_col(ab, m, n, col.data());
+          const char job = !p_.compute_uv ? 'N' : p_.full_matrices ? 'A' : 'S';
+          std::vector<T> ucol(p_.compute_uv ? std::size_t(m * uc) : 1), vcol(p_.compute_uv ? std::size_t(vr * n) : 1);
+          std::vector<int> iwork(static_cast<std::size_t>(8 * k));
+          T wq;
+          const int ldu = std::max(m_, 1), ldvt = p_.compute_uv ? std::max(int(vr), 1) : 1;
+          Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, &wq, -1, iwork.data(), info);
+          std::vector<T> work(std::size_t(std::max<T>(wq, 1)));
+          Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, work.data(), int(work.size()),
+                        iwork.data(), info);
+          if (info != 0) {
+            fill_nan(s, k);
+            if (u) fill_nan(u, m * uc);
+            if (vh) fill_nan(vh, vr * n);
+            break;
+          }
+          if (u) from_col(ucol.data(), m, uc, u);
+          if (vh) from_col(vcol.data(), vr, n, vh);
+          break;
+        }
+        default: throw InternalError(detail::cat(op_name(op_), " is not a LAPACK op"));
+      }
+    }
+  }
+
+  Op op_;
+  attr::Linalg p_;
+  std::vector<int> reads_, writes_;
+  DType dtype_;
+  std::vector<Shape> in_;
+  int m_ = 0, n_ = 0, br_ = 0, bc_ = 0;
+  std::int64_t batch_ = 1;
+  std::string text_;
+};
+
+}  // namespace
+
+std::unique_ptr<rt::Thunk> lapack_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
+  return std::make_unique<LapackThunk>(n, reads, writes);
+}
+
+}  // namespace tessel::codegen

@@ -1,0 +1,22 @@
+// The linear-algebra primitives (cholesky, triangular_solve, lu, qr, eigh,
+// svd) run by LAPACK: the serial OpenBLAS build's LAPACK and BLAS, called
+// on the device's own thread for each matrix of the batch it holds. Serial
+// on purpose: a threaded BLAS would start a pool of its own behind the
+// devices' backs (meson.build links the serial build by path, never
+// Debian's alternatives, which may point at the threaded one).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runtime/executable.hpp"
+#include "tracer/ir.hpp"
+
+namespace tessel::codegen {
+
+std::unique_ptr<rt::Thunk> lapack_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
+
+// Whether the linked BLAS runs serially (OpenBLAS's openblas_get_parallel() == 0).
+bool blas_is_serial();
+
+}  // namespace tessel::codegen

@@ -1,0 +1,68 @@
+// ts::linalg: jnp.linalg and lax.linalg. Every function works on the two
+// minor dims and batches over the leading ones; a batch split over devices
+// stays split, each device factorising its own matrices (LAPACK on its own
+// thread), with no communication.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <tessel/array.hpp>
+#include <tessel/ops.hpp>
+
+namespace tessel::linalg {
+
+// lax.linalg.lu: P a = L U with L unit lower (below lu's diagonal), U upper
+// (on and above it); pivots[i]: the row swapped with row i at step i;
+// permutation: a[permutation] = L U. int32 pivots and permutation.
+struct LU {
+  Array lu, pivots, permutation;
+};
+LU lu(const Array& a);
+// jax.scipy.linalg.lu_factor / lu_solve (trans 0: a x = b, 1: a^T x = b).
+struct LUFactor {
+  Array lu, pivots;
+};
+LUFactor lu_factor(const Array& a);
+Array lu_solve(const LUFactor& lu_and_pivots, const Array& b, int trans = 0);
+// jnp.linalg.solve: b is a vector when 1-D, else a batch of matrices [..., n, k].
+Array solve(const Array& a, const Array& b);
+Array inv(const Array& a);
+Array det(const Array& a);
+struct SlogDet {
+  Array sign, logabsdet;
+};
+SlogDet slogdet(const Array& a);
+// jnp.linalg.cholesky: L (lower) with L L^T = a (a symmetrised first), or
+// L^T with upper; NaNs when a is not positive definite.
+Array cholesky(const Array& a, bool upper = false);
+// jnp.linalg.qr: mode "reduced" (q [..., m, k], r [..., k, n]), "complete"
+// (q square) or "r" (r only; q left empty).
+struct QR {
+  Array q, r;
+};
+QR qr(const Array& a, const std::string& mode = "reduced");
+// jnp.linalg.eigh: ascending eigenvalues and the eigenvectors (columns).
+struct Eigh {
+  Array eigenvalues, eigenvectors;
+};
+Eigh eigh(const Array& a, const std::string& UPLO = "L", bool symmetrize_input = true);
+Array eigvalsh(const Array& a, const std::string& UPLO = "L");
+// jnp.linalg.svd: a = u diag(s) vh, s descending.
+struct SVD {
+  Array u, s, vh;
+};
+SVD svd(const Array& a, bool full_matrices = true);
+Array svdvals(const Array& a);
+// lax.linalg.triangular_solve (its defaults: right side, upper triangle).
+struct TriangularSolveOptions {
+  bool left_side = false, lower = false, transpose_a = false, unit_diagonal = false;
+};
+Array triangular_solve(const Array& a, const Array& b, TriangularSolveOptions options = {});
+// jnp.linalg.norm: ord none (2-norm / Frobenius), a number (inf: INFINITY),
+// or "fro" / "nuc"; axis none (all of a vector or matrix), one axis (vector
+// norms) or two (matrix norms).
+Array norm(const Array& x, std::optional<double> ord = std::nullopt, Axes axis = {}, bool keepdims = false);
+Array norm(const Array& x, const std::string& ord, Axes axis = {}, bool keepdims = false);
+
+}  // namespace tessel::linalg

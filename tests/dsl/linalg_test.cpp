@@ -1,0 +1,430 @@
+// ts::linalg against independent references: residuals (|A x - b|, |L U - P A|,
+// |Q R - A| and Q's orthogonality, |A V - V diag(w)|, |U S Vh - A|), closed
+// forms (2x2 determinants, triangular and permutation matrices, norms),
+// the reference interpreter (textbook algorithms in long double) for the
+// compiled LAPACK code on 1..8 devices with the batch split evenly and
+// unevenly, and derivatives against finite differences.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include <tessel/tessel.hpp>
+
+#include "codegen/lapack.hpp"
+#include "tests/common/interp_check.hpp"
+
+namespace ts = tessel;
+using ts::Array;
+using ts::P;
+namespace la = tessel::linalg;
+
+namespace {
+
+std::vector<double> d(const Array& a) { return a.astype(ts::float64).to_vector<double>(); }
+double max_abs(const Array& a) {
+  double m = 0;
+  for (double v : d(a)) m = std::max(m, std::fabs(v));
+  return m;
+}
+double tol_of(ts::DType t) { return t == ts::float32 ? 2e-4 : 1e-10; }
+
+// Random matrices [batch..., m, n] with entries in [-1, 1]; `shift` added on the diagonal.
+Array rand_mat(std::uint32_t seed, ts::Shape s, ts::DType t, double shift = 0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> v(size_t(ts::numel(s)));
+  for (auto& e : v) e = u(rng);
+  const std::int64_t m = s[s.size() - 2], n = s.back();
+  for (std::int64_t b = 0; b < ts::numel(s) / (m * n); ++b)
+    for (std::int64_t i = 0; i < std::min(m, n); ++i) v[size_t(b * m * n + i * n + i)] += shift;
+  return ts::array(v, s).astype(t);
+}
+Array spd(std::uint32_t seed, ts::Shape s, ts::DType t) {
+  Array b = rand_mat(seed, s, ts::float64);
+  return (ts::matmul(b, ts::swapaxes(b, -1, -2)) + double(s.back()) * ts::eye(s.back(), std::nullopt, 0, ts::float64)).astype(t);
+}
+Array eye_b(const Array& like) {
+  return ts::broadcast_to(ts::eye(like.shape().back(), std::nullopt, 0, like.dtype()), like.shape());
+}
+Array mT(const Array& a) { return ts::swapaxes(a, -1, -2); }
+
+const std::vector<ts::DType> kFloats{ts::float32, ts::float64};
+
+}  // namespace
+
+TEST_CASE("linalg calls LAPACK serially: no BLAS thread pool behind the devices") {
+  CHECK(ts::codegen::blas_is_serial());
+}
+
+TEST_CASE("solve, inv, lu_solve: residuals for vectors, matrices and batches") {
+  for (auto t : kFloats) {
+    CAPTURE(ts::dtype_name(t));
+    for (ts::Shape s : {ts::Shape{1, 1}, ts::Shape{5, 5}, ts::Shape{3, 7, 7}, ts::Shape{2, 3, 4, 4}}) {
+      CAPTURE(ts::shape_str(s));
+      Array a = rand_mat(1, s, t, 0.5);
+      const std::int64_t n = s.back();
+      // b a vector: x [..., n]; b matrices [..., n, 3].
+      Array bv = rand_mat(2, {n, 1}, t).reshape({n});
+      Array x = la::solve(a, bv);
+      CHECK(x.shape() == ts::Shape(s.begin(), s.end() - 1));
+      CHECK(max_abs(ts::matmul(a, x.reshape([&] { auto r = x.shape(); r.push_back(1); return r; }())).reshape(x.shape()) - bv) < tol_of(t) * 10);
+      ts::Shape bs(s.begin(), s.end() - 1);
+      bs.push_back(3);
+      Array bm = rand_mat(3, bs, t);
+      Array xm = la::solve(a, bm);
+      CHECK(xm.dtype() == t);
+      CHECK(max_abs(ts::matmul(a, xm) - bm) < tol_of(t) * 10);
+      CHECK(max_abs(ts::matmul(a, la::inv(a)) - eye_b(a)) < tol_of(t) * 10);
+      auto f = la::lu_factor(a);
+      CHECK(max_abs(ts::matmul(a, la::lu_solve(f, bm)) - bm) < tol_of(t) * 10);
+      CHECK(max_abs(ts::matmul(mT(a), la::lu_solve(f, bm, 1)) - bm) < tol_of(t) * 10);
+      // Jitted: the same numbers.
+      auto js = ts::jit([](const Array& a, const Array& b) { return la::solve(a, b); });
+      CHECK(max_abs(js(a, bm) - xm) < tol_of(t));
+    }
+  }
+  // Integers are solved in float32, as jnp.
+  Array ai = ts::array(std::vector<int>{2, 1, 1, 3}, {2, 2});
+  Array x = la::solve(ai, ts::array(std::vector<int>{3, 5}, {2}));
+  CHECK(x.dtype() == ts::float32);
+  CHECK(d(x)[0] == doctest::Approx(0.8));
+  CHECK(d(x)[1] == doctest::Approx(1.4));
+}
+
+TEST_CASE("lu: P A = L U with JAX's pivots and permutation, square and rectangular") {
+  for (auto t : kFloats)
+    for (ts::Shape s : {ts::Shape{6, 6}, ts::Shape{2, 5, 3}, ts::Shape{3, 5}, ts::Shape{4, 1, 1}}) {
+      CAPTURE(ts::dtype_name(t));
+      CAPTURE(ts::shape_str(s));
+      Array a = rand_mat(4, s, t);
+      auto [lu, piv, perm] = la::lu(a);
+      const std::int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+      CHECK(piv.dtype() == ts::int32);
+      CHECK(perm.dtype() == ts::int32);
+      CHECK(piv.shape().back() == k);
+      CHECK(perm.shape().back() == m);
+      // L: m x k unit lower; U: k x n upper.
+      Array l = ts::tril(lu, -1).index({ts::ellipsis, ts::all, ts::slice(0, k)}) +
+                ts::eye(m, k, 0, t);
+      Array u = ts::triu(lu).index({ts::ellipsis, ts::slice(0, k), ts::all});
+      Array pa = ts::take_along_axis(a, ts::broadcast_to(ts::expand_dims(perm, -1), a.shape()), -2);
+      CHECK(max_abs(ts::matmul(l, u) - pa) < tol_of(t));
+      // Partial pivoting: |L| <= 1.
+      CHECK(max_abs(l) <= 1.0 + 1e-6);
+      // The permutation is the pivots' swaps applied in order.
+      auto pv = piv.to_vector<std::int32_t>(), pm = perm.to_vector<std::int32_t>();
+      for (std::int64_t b = 0; b < ts::numel(s) / (m * n); ++b) {
+        std::vector<int> want(static_cast<size_t>(m));
+        for (int i = 0; i < m; ++i) want[size_t(i)] = i;
+        for (std::int64_t i = 0; i < k; ++i) std::swap(want[size_t(i)], want[size_t(pv[size_t(b * k + i)])]);
+        for (std::int64_t i = 0; i < m; ++i) CHECK(pm[size_t(b * m + i)] == want[size_t(i)]);
+      }
+    }
+  // A closed form: [[0, 1], [2, 3]] swaps its rows first.
+  auto [lu, piv, perm] = la::lu(ts::array(std::vector<double>{0, 1, 2, 3}, {2, 2}));
+  CHECK(d(lu) == std::vector<double>{2, 3, 0, 1});
+  CHECK(piv.to_vector<int>() == std::vector<int>{1, 1});
+  CHECK(perm.to_vector<int>() == std::vector<int>{1, 0});
+}
+
+TEST_CASE("det and slogdet: closed forms, singular matrices, batches") {
+  Array a = ts::array(std::vector<double>{3, 8, 4, 6}, {2, 2});
+  CHECK(la::det(a).item<double>() == doctest::Approx(3 * 6 - 8 * 4));
+  auto [sign, logdet] = la::slogdet(a);
+  CHECK(sign.item<double>() == -1);
+  CHECK(logdet.item<double>() == doctest::Approx(std::log(14.0)));
+  // A permutation matrix with one swap: -1; a triangular one: the diagonal's product.
+  CHECK(la::det(ts::array(std::vector<float>{0, 1, 0, 1, 0, 0, 0, 0, 1}, {3, 3})).item<float>() == -1);
+  CHECK(la::det(ts::array(std::vector<float>{2, 5, 7, 0, 3, 1, 0, 0, -4}, {3, 3})).item<float>() == doctest::Approx(-24));
+  // Singular: det 0, slogdet (0, -inf).
+  Array s = ts::array(std::vector<double>{1, 2, 2, 4}, {2, 2});
+  CHECK(la::det(s).item<double>() == 0);
+  auto [ss, sl] = la::slogdet(s);
+  CHECK(ss.item<double>() == 0);
+  CHECK(std::isinf(sl.item<double>()));
+  CHECK(sl.item<double>() < 0);
+  // det(A B) = det(A) det(B), batched.
+  for (auto t : kFloats) {
+    Array x = rand_mat(5, {4, 5, 5}, t, 1), y = rand_mat(6, {4, 5, 5}, t, 1);
+    Array lhs = la::det(ts::matmul(x, y)), rhs = la::det(x) * la::det(y);
+    CHECK(lhs.shape() == ts::Shape{4});
+    CHECK(max_abs(lhs - rhs) < tol_of(t) * 10 * (1 + max_abs(rhs)));
+    auto [sg, ld] = la::slogdet(x);
+    CHECK(max_abs(sg * ts::exp(ld) - la::det(x)) < tol_of(t) * 10 * (1 + max_abs(la::det(x))));
+  }
+}
+
+TEST_CASE("cholesky: L L^T = A, lower, upper, NaN when not positive definite") {
+  for (auto t : kFloats)
+    for (ts::Shape s : {ts::Shape{1, 1}, ts::Shape{6, 6}, ts::Shape{3, 4, 4}}) {
+      CAPTURE(ts::shape_str(s));
+      Array a = spd(7, s, t);
+      Array l = la::cholesky(a);
+      CHECK(max_abs(ts::triu(l, 1)) == 0);
+      CHECK(max_abs(ts::matmul(l, mT(l)) - a) < tol_of(t) * 10 * s.back());
+      Array u = la::cholesky(a, true);
+      CHECK(max_abs(u - mT(l)) == 0);
+    }
+  Array bad = ts::array(std::vector<double>{1, 2, 2, 1}, {2, 2});
+  for (double v : d(la::cholesky(bad))) CHECK(std::isnan(v));
+}
+
+TEST_CASE("qr: Q R = A, Q orthonormal, R upper; reduced, complete and r; tall and wide") {
+  for (auto t : kFloats)
+    for (ts::Shape s : {ts::Shape{5, 5}, ts::Shape{7, 4}, ts::Shape{3, 6}, ts::Shape{2, 6, 3}}) {
+      CAPTURE(ts::shape_str(s));
+      Array a = rand_mat(8, s, t);
+      const std::int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+      for (std::string mode : {"reduced", "complete"}) {
+        CAPTURE(mode);
+        auto [q, r] = la::qr(a, mode);
+        const std::int64_t qc = mode == "complete" ? m : k;
+        CHECK(q.shape().back() == qc);
+        CHECK(r.shape()[r.ndim() - 2] == qc);
+        CHECK(max_abs(ts::matmul(q, r) - a) < tol_of(t) * 10);
+        CHECK(max_abs(ts::matmul(mT(q), q) - ts::broadcast_to(ts::eye(qc, std::nullopt, 0, t), [&] {
+                        auto sh = q.shape();
+                        sh[sh.size() - 2] = qc;
+                        return sh;
+                      }())) < tol_of(t) * 10);
+        CHECK(max_abs(ts::tril(r, -1)) == 0);
+      }
+      auto [q0, r0] = la::qr(a, "r");
+      CHECK(!q0.valid());
+      CHECK(max_abs(r0 - la::qr(a).r) == 0);
+    }
+  CHECK_THROWS_AS(la::qr(ts::ones({2, 2}), "full"), ts::ValueError);
+}
+
+TEST_CASE("eigh: A V = V diag(w), ascending, orthonormal; the lower or the upper triangle") {
+  for (auto t : kFloats)
+    for (ts::Shape s : {ts::Shape{1, 1}, ts::Shape{6, 6}, ts::Shape{3, 5, 5}}) {
+      CAPTURE(ts::shape_str(s));
+      Array a = rand_mat(9, s, t);
+      a = (a + mT(a)) * 0.5;
+      auto [w, v] = la::eigh(a);
+      CHECK(max_abs(ts::matmul(a, v) - v * ts::expand_dims(w, -2)) < tol_of(t) * 10);
+      CHECK(max_abs(ts::matmul(mT(v), v) - eye_b(v)) < tol_of(t) * 10);
+      auto wv = d(w);
+      const std::int64_t n = s.back();
+      for (size_t i = 0; i < wv.size(); ++i)
+        if (i % size_t(n) != 0) CHECK(wv[i - 1] <= wv[i]);
+      // UPLO without symmetrising reads one triangle only.
+      Array junk_upper = ts::tril(a) + ts::triu(ts::ones(a.shape(), t) * 100.0, 1);
+      CHECK(max_abs(la::eigh(junk_upper, "L", false).eigenvalues - w) < tol_of(t) * 10);
+      Array junk_lower = ts::triu(a) + ts::tril(ts::ones(a.shape(), t) * 100.0, -1);
+      CHECK(max_abs(la::eigh(junk_lower, "U", false).eigenvalues - w) < tol_of(t) * 10);
+      CHECK(max_abs(la::eigvalsh(a) - w) == 0);
+    }
+  // A closed form: [[2, 1], [1, 2]] has eigenvalues 1 and 3.
+  CHECK(d(la::eigvalsh(ts::array(std::vector<double>{2, 1, 1, 2}, {2, 2}))) == std::vector<double>{1, 3});
+}
+
+TEST_CASE("svd: U diag(s) Vh = A, descending s, orthonormal factors; full and reduced, tall and wide") {
+  for (auto t : kFloats)
+    for (ts::Shape s : {ts::Shape{5, 5}, ts::Shape{7, 3}, ts::Shape{3, 6}, ts::Shape{2, 4, 3}}) {
+      CAPTURE(ts::shape_str(s));
+      Array a = rand_mat(10, s, t);
+      const std::int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+      for (bool full : {true, false}) {
+        auto [u, sv, vh] = la::svd(a, full);
+        CHECK(u.shape().back() == (full ? m : k));
+        CHECK(vh.shape()[vh.ndim() - 2] == (full ? n : k));
+        Array uk = u.index({ts::ellipsis, ts::slice(0, k)}), vk = vh.index({ts::ellipsis, ts::slice(0, k), ts::all});
+        CHECK(max_abs(ts::matmul(uk * ts::expand_dims(sv, -2), vk) - a) < tol_of(t) * 10);
+        CHECK(max_abs(ts::matmul(mT(u), u) - eye_b(ts::matmul(mT(u), u))) < tol_of(t) * 10);
+        CHECK(max_abs(ts::matmul(vh, mT(vh)) - eye_b(ts::matmul(vh, mT(vh)))) < tol_of(t) * 10);
+        auto sd = d(sv);
+        for (size_t i = 0; i < sd.size(); ++i)
+          if (i % size_t(k) != 0) CHECK(sd[i - 1] >= sd[i]);
+      }
+      CHECK(max_abs(la::svdvals(a) - la::svd(a).s) < tol_of(t));
+    }
+}
+
+TEST_CASE("triangular_solve: every side, triangle, transpose and unit diagonal") {
+  for (auto t : kFloats)
+    for (int flags = 0; flags < 16; ++flags) {
+      la::TriangularSolveOptions o;
+      o.left_side = flags & 1;
+      o.lower = flags & 2;
+      o.transpose_a = flags & 4;
+      o.unit_diagonal = flags & 8;
+      CAPTURE(flags);
+      Array a = rand_mat(11, {2, 4, 4}, t, 3);
+      Array b = rand_mat(12, o.left_side ? ts::Shape{2, 4, 3} : ts::Shape{2, 3, 4}, t);
+      Array x = la::triangular_solve(a, b, o);
+      Array tri = o.lower ? ts::tril(a) : ts::triu(a);
+      if (o.unit_diagonal) tri = tri - tri * eye_b(a) + eye_b(a);
+      Array op = o.transpose_a ? mT(tri) : tri;
+      Array back = o.left_side ? ts::matmul(op, x) : ts::matmul(x, op);
+      CHECK(max_abs(back - b) < tol_of(t) * 10);
+    }
+}
+
+TEST_CASE("norm: vector and matrix norms against closed forms") {
+  Array v = ts::array(std::vector<double>{3, -4, 0, 12}, {4});
+  CHECK(la::norm(v).item<double>() == doctest::Approx(13));
+  CHECK(la::norm(v, 1.0).item<double>() == doctest::Approx(19));
+  CHECK(la::norm(v, INFINITY).item<double>() == doctest::Approx(12));
+  CHECK(la::norm(v, -INFINITY).item<double>() == doctest::Approx(0));
+  CHECK(la::norm(v, 0.0).item<double>() == doctest::Approx(3));
+  CHECK(la::norm(v, 3.0).item<double>() == doctest::Approx(std::cbrt(27.0 + 64 + 1728)));
+  Array m = ts::array(std::vector<double>{1, -2, 3, 4, 5, -6}, {2, 3});
+  CHECK(la::norm(m).item<double>() == doctest::Approx(std::sqrt(91.0)));
+  CHECK(la::norm(m, "fro").item<double>() == doctest::Approx(std::sqrt(91.0)));
+  CHECK(la::norm(m, 1.0).item<double>() == doctest::Approx(9));         // largest column sum
+  CHECK(la::norm(m, -1.0).item<double>() == doctest::Approx(5));
+  CHECK(la::norm(m, INFINITY).item<double>() == doctest::Approx(15));   // largest row sum
+  CHECK(la::norm(m, -INFINITY).item<double>() == doctest::Approx(6));
+  auto s = d(la::svdvals(m));
+  CHECK(la::norm(m, 2.0).item<double>() == doctest::Approx(s[0]));
+  CHECK(la::norm(m, -2.0).item<double>() == doctest::Approx(s[1]));
+  CHECK(la::norm(m, "nuc").item<double>() == doctest::Approx(s[0] + s[1]));
+  // Along an axis, with keepdims; matrix norms over two axes of a batch.
+  CHECK(d(la::norm(m, std::nullopt, 1)) == std::vector<double>{std::sqrt(14.0), std::sqrt(77.0)});
+  CHECK(la::norm(m, 1.0, 0, true).shape() == ts::Shape{1, 3});
+  Array bm = ts::stack({m, m * 2.0});
+  CHECK(d(la::norm(bm, "fro", {1, 2})) == std::vector<double>{std::sqrt(91.0), 2 * std::sqrt(91.0)});
+  CHECK(d(la::norm(bm, INFINITY, {1, 2})) == std::vector<double>{15, 30});
+  CHECK_THROWS_AS(la::norm(m, "max"), ts::ValueError);
+  CHECK_THROWS_AS(la::norm(bm, 1.0), ts::ValueError);
+}
+
+TEST_CASE("bad input: shapes and dtypes named") {
+  auto msg = [](auto&& f) {
+    try {
+      f();
+    } catch (const ts::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(msg([] { la::solve(ts::ones({3, 4}), ts::ones({3})); }).find("(3, 4)") != std::string::npos);
+  CHECK_THROWS_AS(la::solve(ts::ones({3, 3}), ts::ones({4})), ts::ShapeError);
+  CHECK_THROWS_AS(la::solve(ts::ones({2, 3, 3}), ts::ones({4, 3, 1})), ts::ShapeError);
+  CHECK_THROWS_AS(la::inv(ts::ones({3})), ts::ShapeError);
+  CHECK_THROWS_AS(la::cholesky(ts::ones({2, 3})), ts::ShapeError);
+  CHECK_THROWS_AS(la::eigh(ts::ones({2, 2}), "X"), ts::ValueError);
+  CHECK_THROWS_AS(la::lu_solve(la::lu_factor(ts::eye(3)), ts::ones({3}), 2), ts::ValueError);
+  CHECK_THROWS_AS(la::triangular_solve(ts::ones({3, 3}), ts::ones({2, 3}), {.left_side = true}), ts::ShapeError);
+  // Empty matrices work.
+  CHECK(la::solve(ts::zeros({0, 0}), ts::zeros({0})).shape() == ts::Shape{0});
+  CHECK(la::det(ts::zeros({0, 0})).item<float>() == 1);
+}
+
+TEST_CASE("compiled LAPACK equals the reference interpreter on 1..8 devices, batch split evenly and unevenly") {
+  using Fn = std::function<Array(const std::vector<Array>&)>;
+  // Eigenvectors and singular vectors are defined up to sign: each column
+  // (row of vh) is signed so that its largest entry is positive.
+  auto signed_cols = [](const Array& v) {
+    Array big = ts::take_along_axis(v, ts::expand_dims(ts::argmax(ts::abs(v), -2), -2), -2);
+    return v * ts::sign(big);
+  };
+  std::vector<std::pair<std::string, Fn>> fns{
+      {"solve", [](const std::vector<Array>& x) { return la::solve(x[0], x[1]); }},
+      {"lu", [](const std::vector<Array>& x) { return la::lu(x[0]).lu + la::lu(x[0]).permutation.astype(x[0].dtype()).reshape({x[0].shape()[0], -1, 1}); }},
+      {"cholesky", [](const std::vector<Array>& x) { return la::cholesky(ts::matmul(x[0], mT(x[0])) + eye_b(x[0]) * 5.0); }},
+      {"qr", [](const std::vector<Array>& x) { auto [q, r] = la::qr(x[0]); return ts::matmul(q, r) + q; }},
+      {"eigh", [=](const std::vector<Array>& x) { auto [w, v] = la::eigh(x[0]); return signed_cols(v) + ts::expand_dims(w, -2); }},
+      {"svd", [=](const std::vector<Array>& x) { auto [u, s, vh] = la::svd(x[0]); return signed_cols(u) * ts::expand_dims(s, -2); }},
+      {"det", [](const std::vector<Array>& x) { return la::det(x[0]); }},
+      {"triangular_solve", [](const std::vector<Array>& x) { return la::triangular_solve(x[0], x[1], {.left_side = true, .lower = true}); }},
+  };
+  const auto all = ts::devices();
+  for (auto t : kFloats)
+    for (std::int64_t batch : {8, 5})
+      for (int n = 1; n <= 8; ++n) {
+        if (n != 1 && n != 3 && n != 8 && !(n == 2 && batch == 5)) continue;  // 1, an uneven 2/3, all 8
+        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+        Array a = ts::device_put(rand_mat(13, {batch, 4, 4}, t, 2), ts::NamedSharding(mesh, P("x")));
+        Array b = ts::device_put(rand_mat(14, {batch, 4, 2}, t), ts::NamedSharding(mesh, P("x")));
+        for (auto& [name, fn] : fns) {
+          CAPTURE(name);
+          CAPTURE(n);
+          CAPTURE(batch);
+          CAPTURE(ts::dtype_name(t));
+          ts::testing::check(fn, {a, b}, false);
+        }
+      }
+}
+
+TEST_CASE("a batch split over devices stays split: no communication, by jit and by shard_map (the notebook's Exercise 2)") {
+  const auto all = ts::devices();
+  ts::Mesh mesh(all, {8}, {"x"});
+  Array a = ts::device_put(rand_mat(15, {8, 16, 16}, ts::float32, 4), ts::NamedSharding(mesh, P("x")));
+  Array b = ts::device_put(rand_mat(16, {8, 16, 1}, ts::float32).reshape({8, 16}), ts::NamedSharding(mesh, P("x")));
+  auto f = ts::jit([](const Array& a, const Array& b) { return la::solve(a, ts::expand_dims(b, -1)); });
+  Array x = f(a, b);
+  CHECK(x.sharding().is_equivalent_to(ts::NamedSharding(mesh, P("x")), 3));
+  CHECK(max_abs(ts::matmul(a, x).reshape({8, 16}) - b) < 1e-4);
+  const std::string text = f.lower(a, b).compile().as_text();
+  for (const char* c : {"all-gather", "all-reduce", "all-to-all", "collective-permute", "reduce-scatter"})
+    CHECK(text.find(c) == std::string::npos);
+  auto sm = ts::shard_map([](const Array& a, const Array& b) { return la::solve(a, ts::expand_dims(b, -1)); }, mesh,
+                          {P("x"), P("x")}, P("x"));
+  Array xs = sm(a, b);
+  CHECK(max_abs(xs - x) < 1e-5);
+  CHECK(xs.sharding().is_equivalent_to(ts::NamedSharding(mesh, P("x")), 3));
+  // vmap over the batch: the same solves.
+  auto vf = ts::vmap([](const Array& a, const Array& b) { return la::solve(a, b); });
+  CHECK(max_abs(vf(a, b) - x.reshape({8, 16})) < 1e-5);
+}
+
+namespace {
+
+// Central differences of a scalar f64 function at x, against grad and jvp.
+void check_grad(const std::string& name, const std::function<Array(const Array&)>& f, const Array& x0, double tol = 1e-6) {
+  CAPTURE(name);
+  auto jf = ts::jit(f);
+  std::vector<double> v = d(x0), want(v.size());
+  const double h = 1e-6;
+  for (size_t j = 0; j < v.size(); ++j) {
+    auto at = [&](double delta) {
+      std::vector<double> w = v;
+      w[j] += delta;
+      return jf(ts::array(w, x0.shape())).item<double>();
+    };
+    want[j] = (at(h) - at(-h)) / (2 * h);
+  }
+  auto got = d(ts::grad(f)(x0));
+  REQUIRE(got.size() == want.size());
+  for (size_t j = 0; j < got.size(); ++j) CHECK(got[j] == doctest::Approx(want[j]).epsilon(tol).scale(1));
+  // Forward mode along a direction.
+  Array dir = rand_mat(99, x0.ndim() >= 2 ? x0.shape() : ts::Shape{1, x0.shape()[0]}, ts::float64).reshape(x0.shape());
+  auto dv = d(dir);
+  double want_dir = 0;
+  for (size_t j = 0; j < dv.size(); ++j) want_dir += dv[j] * want[j];
+  auto [y, dy] = ts::jvp(f, std::tuple<Array>(x0), std::tuple<Array>(dir));
+  CHECK(dy.item<double>() == doctest::Approx(want_dir).epsilon(tol * 10).scale(1));
+}
+
+}  // namespace
+
+TEST_CASE("derivatives of solve, inv, det, slogdet, cholesky, triangular_solve, eigh, qr against finite differences") {
+  Array a = rand_mat(20, {4, 4}, ts::float64, 2);
+  Array b = rand_mat(21, {4, 2}, ts::float64);
+  Array w = rand_mat(22, {4, 4}, ts::float64);
+  auto weigh = [w](const Array& x) { return (x * w.index({ts::slice(0, x.shape()[0]), ts::slice(0, x.shape()[1])})).sum(); };
+  check_grad("solve wrt a", [=](const Array& x) { return weigh(la::solve(x, b)); }, a);
+  check_grad("solve wrt b", [=](const Array& x) { return weigh(la::solve(a, x)); }, b);
+  check_grad("inv", [=](const Array& x) { return weigh(la::inv(x)); }, a);
+  check_grad("det", [](const Array& x) { return la::det(x); }, a);
+  check_grad("slogdet", [](const Array& x) { return la::slogdet(x).logabsdet; }, a);
+  check_grad("cholesky", [=](const Array& x) { return weigh(la::cholesky(ts::matmul(x, mT(x)) + ts::eye(4, std::nullopt, 0, ts::float64))); }, a);
+  check_grad("triangular_solve wrt a", [=](const Array& x) { return weigh(la::triangular_solve(x, b, {.left_side = true, .lower = true})); }, a);
+  check_grad("triangular_solve wrt b, transposed, right side",
+             [=](const Array& x) { return weigh(la::triangular_solve(a, mT(x), {.transpose_a = true})); }, b);
+  Array sym = (a + mT(a)) * 0.5;
+  check_grad("eigh values", [=](const Array& x) { return weigh(ts::expand_dims(la::eigh(x).eigenvalues, 0)); }, sym);
+  // A function of the vectors that does not depend on their signs.
+  check_grad("eigh vectors", [=](const Array& x) {
+    auto [ev, v] = la::eigh(x);
+    return weigh(v * v);
+  }, sym);
+  check_grad("qr", [=](const Array& x) {
+    auto [q, r] = la::qr(x);
+    return weigh(r) + weigh(q * q);
+  }, a);
+}

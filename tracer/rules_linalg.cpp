@@ -1,0 +1,847 @@
+// Rules of the dense linear-algebra primitives (attr::Linalg): cholesky,
+// triangular_solve, lu, qr, eigh, svd. Each works on the two minor dims of
+// its operands; the leading dims are a batch, split freely over devices (a
+// device factorises the matrices it holds, with no communication); the
+// matrix dims are never split (a matrix split over devices is factorised by
+// the distributed algorithms of dsl/src/linalg.cpp, built of other ops).
+//
+// The reference kernels are textbook algorithms in long double, independent
+// of LAPACK (which the compiled code calls, codegen/library.cpp): unblocked
+// LU with partial pivoting (the first largest pivot, as LAPACK's idamax),
+// Cholesky by columns, substitution, Householder QR with LAPACK's sign
+// convention (so Q and R agree with geqrf's, up to rounding), cyclic Jacobi
+// for eigh and one-sided Jacobi for svd (whose vectors agree with LAPACK's
+// up to sign).
+//
+// JVP rules are JAX's (jax/_src/lax/linalg.py), written with these
+// primitives, dot_general and masks; triangular_solve is linear in b.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+#include "tracer/linalg_build.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+using detail::cat;
+using rule_util::avals_str;
+using rule_util::expect_arity;
+
+namespace {
+
+using R = long double;
+// A dense column-major-free matrix: row-major, rows x cols.
+struct Mat {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<R> v;
+  Mat() = default;
+  Mat(std::int64_t r, std::int64_t c) : rows(r), cols(c), v(std::size_t(r * c), R(0)) {}
+  R& operator()(std::int64_t i, std::int64_t j) { return v[std::size_t(i * cols + j)]; }
+  R operator()(std::int64_t i, std::int64_t j) const { return v[std::size_t(i * cols + j)]; }
+};
+
+// ------------------------------------------------------------- shapes
+
+void expect_matrix(Op op, const Aval& a, bool square) {
+  if (a.shape.size() < 2)
+    throw ShapeError(cat(op_name(op), " needs a matrix (or a batch of them: rank >= 2), got ", a.str()));
+  if (square && a.shape[a.shape.size() - 1] != a.shape[a.shape.size() - 2])
+    throw ShapeError(cat(op_name(op), " needs square matrices, got ", a.str()));
+  if (!is_floating(a.dtype))
+    throw TypeError(cat(op_name(op), " needs a floating-point array (float32 or float64), got ", a.str(),
+                        "; convert it first"));
+}
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+Shape with(const Shape& batch, std::initializer_list<std::int64_t> minor) {
+  Shape r = batch;
+  r.insert(r.end(), minor);
+  return r;
+}
+
+// ------------------------------------------------------------- kernels
+
+template <class F>
+void each_matrix(std::int64_t batch, F&& f) {
+  for (std::int64_t b = 0; b < batch; ++b) f(b);
+}
+std::int64_t batch_count(const Shape& s) { return numel(batch_of(s)); }
+
+Mat load(DType t, const void* p, std::int64_t b, std::int64_t r, std::int64_t c) {
+  Mat m(r, c);
+  visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = static_cast<const T*>(p) + b * r * c;
+      for (std::int64_t i = 0; i < r * c; ++i) m.v[std::size_t(i)] = R(x[i]);
+    }
+  });
+  return m;
+}
+void store(DType t, void* p, std::int64_t b, const Mat& m) {
+  visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      T* x = static_cast<T*>(p) + b * m.rows * m.cols;
+      for (std::int64_t i = 0; i < m.rows * m.cols; ++i) x[i] = T(m.v[std::size_t(i)]);
+    }
+  });
+}
+void store_ints(void* p, std::int64_t b, const std::vector<std::int64_t>& v) {
+  auto* x = static_cast<std::int32_t*>(p) + b * std::int64_t(v.size());
+  for (size_t i = 0; i < v.size(); ++i) x[i] = std::int32_t(v[i]);
+}
+
+// The triangle of a (lower or not) that op(a) reads, as a full matrix T =
+// op(tri(a)) (unit diagonal when asked); T is lower when lower != transpose.
+Mat effective(const Mat& a, const attr::Linalg& p) {
+  const std::int64_t n = a.rows;
+  Mat t(n, n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const bool in = p.lower ? j <= i : j >= i;
+      R v = !in ? R(0) : (i == j && p.unit_diagonal) ? R(1) : a(i, j);
+      if (p.transpose_a) t(j, i) = v;
+      else t(i, j) = v;
+    }
+  return t;
+}
+// Solves T x = y for a triangular T (lower or upper), in place.
+void substitute(const Mat& T, bool lower, std::vector<R>& y) {
+  const std::int64_t n = T.rows;
+  if (lower)
+    for (std::int64_t i = 0; i < n; ++i) {
+      R s = y[size_t(i)];
+      for (std::int64_t k = 0; k < i; ++k) s -= T(i, k) * y[size_t(k)];
+      y[size_t(i)] = s / T(i, i);
+    }
+  else
+    for (std::int64_t i = n - 1; i >= 0; --i) {
+      R s = y[size_t(i)];
+      for (std::int64_t k = i + 1; k < n; ++k) s -= T(i, k) * y[size_t(k)];
+      y[size_t(i)] = s / T(i, i);
+    }
+}
+
+void triangular_solve_kernel(const attr::Linalg& p, const Mat& a, Mat& b) {
+  Mat T = effective(a, p);
+  bool lower = p.lower != p.transpose_a;
+  if (p.left_side) {
+    std::vector<R> col(size_t(b.rows));
+    for (std::int64_t j = 0; j < b.cols; ++j) {
+      for (std::int64_t i = 0; i < b.rows; ++i) col[size_t(i)] = b(i, j);
+      substitute(T, lower, col);
+      for (std::int64_t i = 0; i < b.rows; ++i) b(i, j) = col[size_t(i)];
+    }
+  } else {
+    // x T = b  <=>  T^T x^T = b^T, row by row.
+    Mat Tt(T.cols, T.rows);
+    for (std::int64_t i = 0; i < T.rows; ++i)
+      for (std::int64_t j = 0; j < T.cols; ++j) Tt(j, i) = T(i, j);
+    std::vector<R> row(size_t(b.cols));
+    for (std::int64_t i = 0; i < b.rows; ++i) {
+      for (std::int64_t j = 0; j < b.cols; ++j) row[size_t(j)] = b(i, j);
+      substitute(Tt, !lower, row);
+      for (std::int64_t j = 0; j < b.cols; ++j) b(i, j) = row[size_t(j)];
+    }
+  }
+}
+
+// L with L L^T = a (a's lower triangle read); NaN everywhere when a is not
+// positive definite (JAX's answer).
+void cholesky_kernel(Mat& a) {
+  const std::int64_t n = a.rows;
+  Mat L(n, n);
+  for (std::int64_t j = 0; j < n; ++j) {
+    R d = a(j, j);
+    for (std::int64_t k = 0; k < j; ++k) d -= L(j, k) * L(j, k);
+    if (!(d > 0)) {
+      std::fill(a.v.begin(), a.v.end(), std::numeric_limits<R>::quiet_NaN());
+      return;
+    }
+    L(j, j) = std::sqrt(d);
+    for (std::int64_t i = j + 1; i < n; ++i) {
+      R s = a(i, j);
+      for (std::int64_t k = 0; k < j; ++k) s -= L(i, k) * L(j, k);
+      L(i, j) = s / L(j, j);
+    }
+  }
+  a = L;
+}
+
+// In place: a's rows permuted, L (unit, below the diagonal) and U packed.
+void lu_kernel(Mat& a, std::vector<std::int64_t>& pivots, std::vector<std::int64_t>& perm) {
+  const std::int64_t m = a.rows, n = a.cols, k = std::min(m, n);
+  pivots.assign(size_t(k), 0);
+  perm.resize(size_t(m));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (std::int64_t j = 0; j < k; ++j) {
+    std::int64_t p = j;
+    for (std::int64_t i = j + 1; i < m; ++i)
+      if (std::fabs(a(i, j)) > std::fabs(a(p, j))) p = i;
+    pivots[size_t(j)] = p;
+    if (p != j) {
+      for (std::int64_t c = 0; c < n; ++c) std::swap(a(j, c), a(p, c));
+      std::swap(perm[size_t(j)], perm[size_t(p)]);
+    }
+    if (a(j, j) != 0)
+      for (std::int64_t i = j + 1; i < m; ++i) a(i, j) /= a(j, j);
+    for (std::int64_t i = j + 1; i < m; ++i)
+      for (std::int64_t c = j + 1; c < n; ++c) a(i, c) -= a(i, j) * a(j, c);
+  }
+}
+
+// Householder QR with LAPACK's reflectors (dlarfg: beta = -sign(alpha) |x|).
+void qr_kernel(const Mat& a, bool full, Mat& q, Mat& r) {
+  const std::int64_t m = a.rows, n = a.cols, k = std::min(m, n);
+  Mat w = a;
+  std::vector<std::vector<R>> vs;
+  std::vector<R> taus;
+  for (std::int64_t j = 0; j < k; ++j) {
+    R alpha = w(j, j), xnorm = 0;
+    for (std::int64_t i = j + 1; i < m; ++i) xnorm += w(i, j) * w(i, j);
+    xnorm = std::sqrt(xnorm);
+    std::vector<R> v(size_t(m), R(0));
+    R tau = 0;
+    v[size_t(j)] = 1;
+    if (xnorm != 0) {
+      R beta = -std::copysign(std::hypot(alpha, xnorm), alpha);
+      tau = (beta - alpha) / beta;
+      for (std::int64_t i = j + 1; i < m; ++i) v[size_t(i)] = w(i, j) / (alpha - beta);
+      // Apply H = I - tau v v^T to the trailing columns.
+      for (std::int64_t c = j; c < n; ++c) {
+        R s = 0;
+        for (std::int64_t i = j; i < m; ++i) s += v[size_t(i)] * w(i, c);
+        for (std::int64_t i = j; i < m; ++i) w(i, c) -= tau * v[size_t(i)] * s;
+      }
+      w(j, j) = beta;
+      for (std::int64_t i = j + 1; i < m; ++i) w(i, j) = 0;
+    }
+    vs.push_back(std::move(v));
+    taus.push_back(tau);
+  }
+  const std::int64_t qc = full ? m : k, rr = full ? m : k;
+  r = Mat(rr, n);
+  for (std::int64_t i = 0; i < rr && i < m; ++i)
+    for (std::int64_t j = i; j < n; ++j) r(i, j) = w(i, j);
+  // Q = H_0 H_1 ... H_{k-1} applied to the first qc columns of I.
+  q = Mat(m, qc);
+  for (std::int64_t i = 0; i < std::min(m, qc); ++i) q(i, i) = 1;
+  for (std::int64_t j = k - 1; j >= 0; --j) {
+    const auto& v = vs[size_t(j)];
+    for (std::int64_t c = 0; c < qc; ++c) {
+      R s = 0;
+      for (std::int64_t i = j; i < m; ++i) s += v[size_t(i)] * q(i, c);
+      for (std::int64_t i = j; i < m; ++i) q(i, c) -= taus[size_t(j)] * v[size_t(i)] * s;
+    }
+  }
+}
+
+// Cyclic Jacobi: a (symmetric, its `lower` triangle read) = V diag(w) V^T,
+// w ascending, V's columns the vectors.
+void eigh_kernel(const Mat& a, bool lower, Mat& V, std::vector<R>& w) {
+  const std::int64_t n = a.rows;
+  Mat A(n, n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) A(i, j) = (lower ? j <= i : j >= i) ? a(i, j) : a(j, i);
+  V = Mat(n, n);
+  for (std::int64_t i = 0; i < n; ++i) V(i, i) = 1;
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    R off = 0, total = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < n; ++j) (i == j ? total : off) += A(i, j) * A(i, j);
+    if (!(off > std::numeric_limits<R>::epsilon() * std::numeric_limits<R>::epsilon() * (total + off)) ||
+        !std::isfinite(double(off)))
+      break;
+    for (std::int64_t p = 0; p < n; ++p)
+      for (std::int64_t q = p + 1; q < n; ++q) {
+        if (A(p, q) == 0) continue;
+        const R theta = (A(q, q) - A(p, p)) / (2 * A(p, q));
+        const R t = std::copysign(R(1), theta) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
+        const R c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (std::int64_t k = 0; k < n; ++k) {  // A <- A J
+          const R akp = A(k, p), akq = A(k, q);
+          A(k, p) = c * akp - s * akq;
+          A(k, q) = s * akp + c * akq;
+        }
+        for (std::int64_t k = 0; k < n; ++k) {  // A <- J^T A
+          const R apk = A(p, k), aqk = A(q, k);
+          A(p, k) = c * apk - s * aqk;
+          A(q, k) = s * apk + c * aqk;
+        }
+        for (std::int64_t k = 0; k < n; ++k) {
+          const R vkp = V(k, p), vkq = V(k, q);
+          V(k, p) = c * vkp - s * vkq;
+          V(k, q) = s * vkp + c * vkq;
+        }
+      }
+  }
+  std::vector<std::int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return A(x, x) < A(y, y); });
+  Mat Vs(n, n);
+  w.resize(size_t(n));
+  for (std::int64_t c = 0; c < n; ++c) {
+    w[size_t(c)] = A(order[size_t(c)], order[size_t(c)]);
+    for (std::int64_t i = 0; i < n; ++i) Vs(i, c) = V(i, order[size_t(c)]);
+  }
+  V = Vs;
+}
+
+// Columns c of m made orthonormal to the earlier ones (Gram-Schmidt twice),
+// replaced by a unit vector when they vanish: completes a basis.
+void complete_basis(Mat& m, std::int64_t from) {
+  const std::int64_t rows = m.rows;
+  std::int64_t next_unit = 0;
+  for (std::int64_t c = from; c < m.cols; ++c) {
+    for (int attempt = 0;; ++attempt) {
+      if (attempt > 0) {
+        for (std::int64_t i = 0; i < rows; ++i) m(i, c) = 0;
+        m(next_unit++ % rows, c) = 1;
+      }
+      for (int pass = 0; pass < 2; ++pass)
+        for (std::int64_t d = 0; d < c; ++d) {
+          R s = 0;
+          for (std::int64_t i = 0; i < rows; ++i) s += m(i, d) * m(i, c);
+          for (std::int64_t i = 0; i < rows; ++i) m(i, c) -= s * m(i, d);
+        }
+      R nrm = 0;
+      for (std::int64_t i = 0; i < rows; ++i) nrm += m(i, c) * m(i, c);
+      nrm = std::sqrt(nrm);
+      if (nrm > R(1e-6)) {
+        for (std::int64_t i = 0; i < rows; ++i) m(i, c) /= nrm;
+        break;
+      }
+      if (attempt > rows + 1) break;
+    }
+  }
+}
+
+// One-sided Jacobi: a = U diag(s) V^T, s descending. U is m x uc, V n x vc.
+void svd_kernel(const Mat& a, bool full, Mat& U, std::vector<R>& s, Mat& V) {
+  const bool wide = a.rows < a.cols;
+  // Work on the tall one: a or a^T.
+  Mat W(wide ? a.cols : a.rows, wide ? a.rows : a.cols);
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (std::int64_t j = 0; j < a.cols; ++j) (wide ? W(j, i) : W(i, j)) = a(i, j);
+  const std::int64_t m = W.rows, n = W.cols;
+  Mat Vw(n, n);
+  for (std::int64_t i = 0; i < n; ++i) Vw(i, i) = 1;
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    bool rotated = false;
+    for (std::int64_t p = 0; p < n; ++p)
+      for (std::int64_t q = p + 1; q < n; ++q) {
+        R alpha = 0, beta = 0, gamma = 0;
+        for (std::int64_t i = 0; i < m; ++i) {
+          alpha += W(i, p) * W(i, p);
+          beta += W(i, q) * W(i, q);
+          gamma += W(i, p) * W(i, q);
+        }
+        if (!(std::fabs(gamma) > std::numeric_limits<R>::epsilon() * std::sqrt(alpha * beta))) continue;
+        rotated = true;
+        const R zeta = (beta - alpha) / (2 * gamma);
+        const R t = std::copysign(R(1), zeta) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
+        const R c = 1 / std::sqrt(1 + t * t), sn = c * t;
+        for (std::int64_t i = 0; i < m; ++i) {
+          const R x = W(i, p), y = W(i, q);
+          W(i, p) = c * x - sn * y;
+          W(i, q) = sn * x + c * y;
+        }
+        for (std::int64_t i = 0; i < n; ++i) {
+          const R x = Vw(i, p), y = Vw(i, q);
+          Vw(i, p) = c * x - sn * y;
+          Vw(i, q) = sn * x + c * y;
+        }
+      }
+    if (!rotated) break;
+  }
+  std::vector<R> sv(static_cast<size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) {
+    R t = 0;
+    for (std::int64_t i = 0; i < m; ++i) t += W(i, j) * W(i, j);
+    sv[size_t(j)] = std::sqrt(t);
+  }
+  std::vector<std::int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return sv[size_t(x)] > sv[size_t(y)]; });
+  // Left vectors of the tall problem: m x (full ? m : n); right: n x n.
+  Mat Ut(m, full ? m : n), Vt(n, n);
+  s.resize(size_t(n));
+  std::int64_t nonzero = 0;
+  for (std::int64_t c = 0; c < n; ++c) {
+    const std::int64_t j = order[size_t(c)];
+    s[size_t(c)] = sv[size_t(j)];
+    for (std::int64_t i = 0; i < n; ++i) Vt(i, c) = Vw(i, j);
+    if (sv[size_t(j)] > 0 && nonzero == c) {
+      for (std::int64_t i = 0; i < m; ++i) Ut(i, c) = W(i, j) / sv[size_t(j)];
+      ++nonzero;
+    }
+  }
+  complete_basis(Ut, nonzero);
+  if (wide) {
+    // a^T = Ut S Vt^T  =>  a = Vt S Ut^T: U is Vt (n_a rows = a.rows), V is Ut.
+    U = Vt;
+    V = Ut;
+  } else {
+    U = Ut;
+    V = Vt;
+  }
+}
+
+std::vector<std::int64_t> iota_dims(std::int64_t n) {
+  std::vector<std::int64_t> d(static_cast<size_t>(n));
+  std::iota(d.begin(), d.end(), 0);
+  return d;
+}
+NodeRef band(NodeTable& t, const NodeRef& x, bool lower, std::int64_t k) {
+  const Shape& s = x->shape();
+  const std::int64_t r = std::int64_t(s.size());
+  NodeRef row = build::iota(t, DType::int32, s, r - 2), col = build::iota(t, DType::int32, s, r - 1);
+  NodeRef diff = build::binary(t, Op::sub, col, row);
+  NodeRef kk = build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(k)), s, {});
+  NodeRef keep = build::binary(t, lower ? Op::le : Op::ge, diff, kk);
+  return build::select(t, keep, x, ad::zeros_like(t, x));
+}
+
+// Factor rules: the batch dims shared by every participant, each matrix dim
+// a factor of its own that is never split (free: the columns of
+// triangular_solve's right-hand side).
+struct BatchFactors {
+  FactorRule r;
+  std::vector<std::vector<int>> batch;
+  BatchFactors(const Shape& s) {
+    for (size_t d = 0; d + 2 < s.size(); ++d) batch.push_back({r.add_factor(s[d])});
+  }
+  std::vector<std::vector<int>> dims(std::initializer_list<std::int64_t> replicated_sizes) {
+    auto d = batch;
+    for (auto n : replicated_sizes) d.push_back({r.add_factor(n, false, true)});
+    return d;
+  }
+};
+
+}  // namespace
+
+namespace la {
+NodeRef mT(NodeTable& t, const NodeRef& x) {
+  auto perm = iota_dims(x->rank());
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return build::transpose(t, x, perm);
+}
+NodeRef mm(NodeTable& t, const NodeRef& a, const NodeRef& b) {
+  const std::int64_t r = a->rank();
+  DotDims d;
+  d.lhs_batch = d.rhs_batch = iota_dims(r - 2);
+  d.lhs_contract = {r - 1};
+  d.rhs_contract = {r - 2};
+  return build::dot_general(t, a, b, d);
+}
+NodeRef tril(NodeTable& t, const NodeRef& x, std::int64_t k) { return band(t, x, true, k); }
+NodeRef triu(NodeTable& t, const NodeRef& x, std::int64_t k) { return band(t, x, false, k); }
+NodeRef eye_like(NodeTable& t, const NodeRef& x) {
+  const Shape& s = x->shape();
+  const std::int64_t r = std::int64_t(s.size());
+  NodeRef e = build::binary(t, Op::eq, build::iota(t, DType::int32, s, r - 2), build::iota(t, DType::int32, s, r - 1));
+  return build::convert(t, e, x->dtype());
+}
+NodeRef permute_rows(NodeTable& t, const NodeRef& x, const NodeRef& perm) {
+  const std::int64_t r = x->rank();
+  NodeRef idx = build::broadcast_in_dim(t, perm, x->shape(), iota_dims(r - 1));
+  return build::gather(t, x, idx, attr::Indexed{r - 2, true, attr::IndexMode::clip, Op::add});
+}
+NodeRef triangular_solve(NodeTable& t, const NodeRef& a, const NodeRef& b, attr::Linalg how) {
+  return build::linalg(t, Op::triangular_solve, {a, b}, how);
+}
+}  // namespace la
+
+using la::eye_like;
+using la::mm;
+using la::mT;
+using la::tril;
+using la::triu;
+static NodeRef tsolve(NodeTable& t, const NodeRef& a, const NodeRef& b, attr::Linalg p) { return la::triangular_solve(t, a, b, p); }
+
+// ------------------------------------------------------------------ cholesky
+
+Aval Rule<Op::cholesky>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
+  expect_arity(Op::cholesky, in, 1);
+  expect_matrix(Op::cholesky, in[0], true);
+  Aval o = in[0];
+  o.weak_type = false;
+  return o;
+}
+void Rule<Op::cholesky>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  const std::int64_t n = aval.shape.back();
+  each_matrix(batch_count(aval.shape), [&](std::int64_t b) {
+    Mat a = load(aval.dtype, in[0]->bytes.data(), b, n, n);
+    cholesky_kernel(a);
+    store(aval.dtype, out.bytes.data(), b, a);
+  });
+}
+FactorRule Rule<Op::cholesky>::factors(const Node& n) {
+  BatchFactors f(n.shape());
+  const std::int64_t m = n.shape().back();
+  f.r.operands = {f.dims({m, m})};
+  f.r.result = f.dims({m, m});
+  return f.r;
+}
+NodeRef Rule<Op::cholesky>::jvp(NodeTable& t, const Node&, const std::vector<NodeRef>& x,
+                                const std::vector<NodeRef>& tx, const NodeRef& y) {
+  // L_dot = L phi(L^-1 sym(dA) L^-T), phi: the lower triangle, its diagonal halved.
+  if (!tx[0]) return nullptr;
+  NodeRef half = ad::scalar_like(t, tx[0], 0.5);
+  NodeRef sigma = build::binary(t, Op::mul, build::binary(t, Op::add, tx[0], mT(t, tx[0])), half);
+  attr::Linalg right;
+  right.left_side = false;
+  right.transpose_a = true;
+  NodeRef tmp = tsolve(t, y, sigma, right);        // sigma L^-T
+  NodeRef inner = tsolve(t, y, tmp, attr::Linalg{});  // L^-1 sigma L^-T
+  NodeRef phi = build::binary(t, Op::mul, tril(t, inner),
+                              build::binary(t, Op::sub, ad::scalar_like(t, inner, 1.0),
+                                            build::binary(t, Op::mul, eye_like(t, inner), ad::scalar_like(t, inner, 0.5))));
+  return mm(t, y, phi);
+}
+void Rule<Op::cholesky>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                   std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+
+// ------------------------------------------------------------------ triangular_solve
+
+Aval Rule<Op::triangular_solve>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::triangular_solve, in, 2);
+  expect_matrix(Op::triangular_solve, in[0], true);
+  expect_matrix(Op::triangular_solve, in[1], false);
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  const std::int64_t m = a.back();
+  const std::int64_t bm = p.left_side ? b[b.size() - 2] : b.back();
+  if (in[0].dtype != in[1].dtype || a.size() != b.size() || batch_of(a) != batch_of(b) || bm != m)
+    throw ShapeError(cat("triangular_solve needs a [..., m, m] and b [..., m, n] (", p.left_side ? "left" : "right",
+                         " side: b [..., n, m]) of one dtype and batch, got ", avals_str(in)));
+  Aval o = in[1];
+  o.weak_type = false;
+  return o;
+}
+void Rule<Op::triangular_solve>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
+                                      HostArray& out) {
+  rule_util::allocate(out, aval);
+  const std::int64_t m = in[0]->shape.back(), r = aval.shape[aval.shape.size() - 2], c = aval.shape.back();
+  each_matrix(batch_count(aval.shape), [&](std::int64_t b) {
+    Mat a = load(aval.dtype, in[0]->bytes.data(), b, m, m);
+    Mat x = load(aval.dtype, in[1]->bytes.data(), b, r, c);
+    triangular_solve_kernel(p, a, x);
+    store(aval.dtype, out.bytes.data(), b, x);
+  });
+}
+FactorRule Rule<Op::triangular_solve>::factors(const Node& n) {
+  BatchFactors f(n.shape());
+  const bool left = attrs_of(n).left_side;
+  const std::int64_t m = n.in[0]->shape().back();
+  const std::int64_t k = left ? n.shape().back() : n.shape()[n.shape().size() - 2];
+  auto a = f.dims({m, m});
+  const int shared = f.r.add_factor(m, false, true), free = f.r.add_factor(k);
+  auto b = f.batch;
+  if (left) b.push_back({shared}), b.push_back({free});
+  else b.push_back({free}), b.push_back({shared});
+  f.r.operands = {a, b};
+  f.r.result = b;
+  return f.r;
+}
+NodeRef Rule<Op::triangular_solve>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
+                                        const std::vector<NodeRef>& tx, const NodeRef& y) {
+  const attr::Linalg& p = attrs_of(n);
+  NodeRef r = tx[1] ? tsolve(t, x[0], tx[1], p) : nullptr;
+  if (tx[0]) {
+    // d(op(a)^-1 b) = -op(a)^-1 op(da) x (left); -x op(da) op(a)^-1 (right),
+    // da read as the solve reads a (its triangle, no unit diagonal).
+    const std::int64_t k = p.unit_diagonal ? 1 : 0;
+    NodeRef ga = p.lower ? tril(t, tx[0], -k) : triu(t, tx[0], k);
+    if (p.transpose_a) ga = mT(t, ga);
+    NodeRef prod = p.left_side ? mm(t, ga, y) : mm(t, y, ga);
+    r = ad::add(t, r, ad::neg(t, tsolve(t, x[0], prod, p)));
+  }
+  return r;
+}
+void Rule<Op::triangular_solve>::transpose(NodeTable& t, const Node& n, const NodeRef& ct,
+                                           const std::vector<bool>& linear, std::vector<NodeRef>& cts) {
+  if (linear[0]) throw Error("triangular_solve is not linear in its matrix a");
+  attr::Linalg p = attrs_of(n);
+  p.transpose_a = !p.transpose_a;
+  cts[1] = tsolve(t, n.in[0], ct, p);
+}
+
+// ------------------------------------------------------------------ lu
+
+Aval Rule<Op::lu>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
+  expect_arity(Op::lu, in, 1);
+  expect_matrix(Op::lu, in[0], false);
+  const Shape& s = in[0].shape;
+  const std::int64_t m = s[s.size() - 2], n = s.back();
+  Aval a = in[0];
+  a.weak_type = false;
+  return Aval::make_tuple({a, Aval{DType::int32, with(batch_of(s), {std::min(m, n)}), false},
+                           Aval{DType::int32, with(batch_of(s), {m}), false}});
+}
+void Rule<Op::lu>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, HostArray& out) {
+  const Aval& a = aval.elements[0];
+  const std::int64_t m = a.shape[a.shape.size() - 2], n = a.shape.back();
+  HostArray lu, piv, perm;
+  rule_util::allocate(lu, a);
+  rule_util::allocate(piv, aval.elements[1]);
+  rule_util::allocate(perm, aval.elements[2]);
+  each_matrix(batch_count(a.shape), [&](std::int64_t b) {
+    Mat x = load(a.dtype, in[0]->bytes.data(), b, m, n);
+    std::vector<std::int64_t> pv, pm;
+    lu_kernel(x, pv, pm);
+    store(a.dtype, lu.bytes.data(), b, x);
+    store_ints(piv.bytes.data(), b, pv);
+    store_ints(perm.bytes.data(), b, pm);
+  });
+  rule_util::pack_tuple(out, {&lu, &piv, &perm});
+}
+FactorRule Rule<Op::lu>::factors(const Node& n) {
+  const Shape& s = n.in[0]->shape();
+  BatchFactors f(s);
+  const std::int64_t m = s[s.size() - 2], c = s.back();
+  f.r.operands = {f.dims({m, c})};
+  f.r.results = {f.dims({m, c}), f.dims({std::min(m, c)}), f.dims({m})};
+  return f.r;
+}
+NodeRef Rule<Op::lu>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                          const NodeRef& y) {
+  if (!tx[0]) return nullptr;
+  const Shape& s = x[0]->shape();
+  if (s[s.size() - 2] != s.back())
+    throw NotImplementedError(cat("the derivative of lu of non-square matrices, got ", x[0]->aval.str()));
+  // JAX's rule: with P a = L U, L^-1 P da U^-1 = L^-1 dL + dU U^-1 splits
+  // into its strictly lower and upper parts.
+  NodeRef lu = build::get_tuple_element(t, y, 0), perm = build::get_tuple_element(t, y, 2);
+  NodeRef pda = la::permute_rows(t, tx[0], perm);
+  NodeRef l = build::binary(t, Op::add, tril(t, lu, -1), eye_like(t, lu));
+  NodeRef u = triu(t, lu);
+  attr::Linalg unit_lower;
+  unit_lower.unit_diagonal = true;
+  NodeRef la = tsolve(t, l, pda, unit_lower);
+  attr::Linalg upper_right;
+  upper_right.lower = false;
+  upper_right.left_side = false;
+  NodeRef lau = tsolve(t, u, la, upper_right);
+  NodeRef dlu = build::binary(t, Op::add, mm(t, l, tril(t, lau, -1)), mm(t, triu(t, lau), u));
+  return build::tuple(t, {dlu, ad::zeros_like(t, build::get_tuple_element(t, y, 1)), ad::zeros_like(t, perm)});
+}
+void Rule<Op::lu>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&, std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+
+// ------------------------------------------------------------------ qr
+
+Aval Rule<Op::qr>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::qr, in, 1);
+  expect_matrix(Op::qr, in[0], false);
+  const Shape& s = in[0].shape;
+  const std::int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+  const DType t = in[0].dtype;
+  return Aval::make_tuple({Aval{t, with(batch_of(s), {m, p.full_matrices ? m : k}), false},
+                           Aval{t, with(batch_of(s), {p.full_matrices ? m : k, n}), false}});
+}
+void Rule<Op::qr>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
+  const Shape& s = in[0]->shape;
+  const std::int64_t m = s[s.size() - 2], n = s.back();
+  HostArray q, r;
+  rule_util::allocate(q, aval.elements[0]);
+  rule_util::allocate(r, aval.elements[1]);
+  each_matrix(batch_count(s), [&](std::int64_t b) {
+    Mat a = load(in[0]->dtype, in[0]->bytes.data(), b, m, n), Q, Rm;
+    qr_kernel(a, p.full_matrices, Q, Rm);
+    store(in[0]->dtype, q.bytes.data(), b, Q);
+    store(in[0]->dtype, r.bytes.data(), b, Rm);
+  });
+  rule_util::pack_tuple(out, {&q, &r});
+}
+FactorRule Rule<Op::qr>::factors(const Node& n) {
+  const Shape& s = n.in[0]->shape();
+  BatchFactors f(s);
+  f.r.operands = {f.dims({s[s.size() - 2], s.back()})};
+  for (auto& e : n.aval.elements) f.r.results.push_back(f.dims({e.shape[e.shape.size() - 2], e.shape.back()}));
+  return f.r;
+}
+NodeRef Rule<Op::qr>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                          const NodeRef& y) {
+  if (!tx[0]) return nullptr;
+  const Shape& s = x[0]->shape();
+  const std::int64_t m = s[s.size() - 2], c = s.back();
+  if (m < c || (attrs_of(n).full_matrices && m != c))
+    throw NotImplementedError(cat("the derivative of qr needs m >= n and full_matrices=false (or square), got ",
+                                  x[0]->aval.str()));
+  // JAX's rule: dx = dq r + q dr; with C = q^T dx r^-1, domega = tril(C, -1) - tril(C, -1)^T,
+  // dq = q (domega - q^T dx r^-1) + dx r^-1, dr = (q^T dx - domega r).
+  NodeRef q = build::get_tuple_element(t, y, 0), r = build::get_tuple_element(t, y, 1);
+  attr::Linalg upper_right;
+  upper_right.lower = false;
+  upper_right.left_side = false;
+  NodeRef dx_rinv = tsolve(t, r, tx[0], upper_right);
+  NodeRef qt_dx_rinv = mm(t, mT(t, q), dx_rinv);
+  NodeRef low = tril(t, qt_dx_rinv, -1);
+  NodeRef domega = build::binary(t, Op::sub, low, mT(t, low));
+  NodeRef dq = build::binary(t, Op::add, mm(t, q, build::binary(t, Op::sub, domega, qt_dx_rinv)), dx_rinv);
+  NodeRef dr = mm(t, build::binary(t, Op::sub, qt_dx_rinv, domega), r);
+  return build::tuple(t, {dq, dr});
+}
+void Rule<Op::qr>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&, std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+
+// ------------------------------------------------------------------ eigh
+
+Aval Rule<Op::eigh>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
+  expect_arity(Op::eigh, in, 1);
+  expect_matrix(Op::eigh, in[0], true);
+  const Shape& s = in[0].shape;
+  Aval v = in[0];
+  v.weak_type = false;
+  return Aval::make_tuple({v, Aval{v.dtype, with(batch_of(s), {s.back()}), false}});
+}
+void Rule<Op::eigh>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
+  const Aval& a = aval.elements[0];
+  const std::int64_t n = a.shape.back();
+  HostArray v, w;
+  rule_util::allocate(v, a);
+  rule_util::allocate(w, aval.elements[1]);
+  each_matrix(batch_count(a.shape), [&](std::int64_t b) {
+    Mat x = load(a.dtype, in[0]->bytes.data(), b, n, n), V;
+    std::vector<R> ws;
+    eigh_kernel(x, p.lower, V, ws);
+    store(a.dtype, v.bytes.data(), b, V);
+    Mat wm(1, n);
+    wm.v = ws;
+    store(a.dtype, w.bytes.data(), b, wm);
+  });
+  rule_util::pack_tuple(out, {&v, &w});
+}
+FactorRule Rule<Op::eigh>::factors(const Node& n) {
+  const Shape& s = n.in[0]->shape();
+  BatchFactors f(s);
+  const std::int64_t m = s.back();
+  f.r.operands = {f.dims({m, m})};
+  f.r.results = {f.dims({m, m}), f.dims({m})};
+  return f.r;
+}
+NodeRef Rule<Op::eigh>::jvp(NodeTable& t, const Node&, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                            const NodeRef& y) {
+  if (!tx[0]) return nullptr;
+  // JAX's rule: with V^T dA V = M, dw = diag(M), dV = V (F o M), F_ij = 1 / (w_j - w_i) off the diagonal.
+  NodeRef v = build::get_tuple_element(t, y, 0), w = build::get_tuple_element(t, y, 1);
+  const Shape& s = v->shape();
+  const std::int64_t r = std::int64_t(s.size());
+  NodeRef M = mm(t, mT(t, v), mm(t, tx[0], v));
+  NodeRef eye = eye_like(t, v);
+  auto dims_without = [&](std::int64_t skip) {
+    std::vector<std::int64_t> d;
+    for (std::int64_t i = 0; i < r; ++i)
+      if (i != skip) d.push_back(i);
+    return d;
+  };
+  NodeRef wj = build::broadcast_in_dim(t, w, s, dims_without(r - 2));  // w[..., None, :]
+  NodeRef wi = build::broadcast_in_dim(t, w, s, dims_without(r - 1));  // w[..., :, None]
+  NodeRef F = build::binary(t, Op::sub,
+                            build::binary(t, Op::div, ad::scalar_like(t, eye, 1.0),
+                                          build::binary(t, Op::add, eye, build::binary(t, Op::sub, wj, wi))),
+                            eye);
+  NodeRef dv = mm(t, v, build::binary(t, Op::mul, F, M));
+  NodeRef dw = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, M, eye), {r - 1});
+  return build::tuple(t, {dv, dw});
+}
+void Rule<Op::eigh>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                               std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+
+// ------------------------------------------------------------------ svd
+
+Aval Rule<Op::svd>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::svd, in, 1);
+  expect_matrix(Op::svd, in[0], false);
+  const Shape& s = in[0].shape;
+  const std::int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+  const DType t = in[0].dtype;
+  std::vector<Aval> e{Aval{t, with(batch_of(s), {k}), false}};
+  if (p.compute_uv) {
+    e.push_back(Aval{t, with(batch_of(s), {m, p.full_matrices ? m : k}), false});
+    e.push_back(Aval{t, with(batch_of(s), {p.full_matrices ? n : k, n}), false});
+  }
+  return Aval::make_tuple(e);
+}
+void Rule<Op::svd>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
+  const Shape& s = in[0]->shape;
+  const std::int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+  const DType t = in[0]->dtype;
+  std::vector<HostArray> res(aval.elements.size());
+  for (size_t i = 0; i < res.size(); ++i) rule_util::allocate(res[i], aval.elements[i]);
+  each_matrix(batch_count(s), [&](std::int64_t b) {
+    Mat a = load(t, in[0]->bytes.data(), b, m, n), U, V;
+    std::vector<R> sv;
+    svd_kernel(a, p.full_matrices, U, sv, V);
+    Mat sm(1, k);
+    std::copy(sv.begin(), sv.begin() + k, sm.v.begin());
+    store(t, res[0].bytes.data(), b, sm);
+    if (!p.compute_uv) return;
+    const std::int64_t uc = p.full_matrices ? m : k, vr = p.full_matrices ? n : k;
+    Mat Uo(m, uc), Vh(vr, n);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < uc; ++j) Uo(i, j) = U(i, j);
+    for (std::int64_t i = 0; i < vr; ++i)
+      for (std::int64_t j = 0; j < n; ++j) Vh(i, j) = V(j, i);
+    store(t, res[1].bytes.data(), b, Uo);
+    store(t, res[2].bytes.data(), b, Vh);
+  });
+  std::vector<const HostArray*> parts;
+  for (auto& r : res) parts.push_back(&r);
+  rule_util::pack_tuple(out, parts);
+}
+FactorRule Rule<Op::svd>::factors(const Node& n) {
+  const Shape& s = n.in[0]->shape();
+  BatchFactors f(s);
+  f.r.operands = {f.dims({s[s.size() - 2], s.back()})};
+  f.r.results.push_back(f.dims({n.aval.elements[0].shape.back()}));
+  for (size_t i = 1; i < n.aval.elements.size(); ++i) {
+    const Shape& e = n.aval.elements[i].shape;
+    f.r.results.push_back(f.dims({e[e.size() - 2], e.back()}));
+  }
+  return f.r;
+}
+NodeRef Rule<Op::svd>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
+                           const NodeRef&) {
+  if (!tx[0]) return nullptr;
+  throw NotImplementedError("the derivative of svd is not implemented yet (eigh, qr, cholesky and lu have theirs)");
+}
+void Rule<Op::svd>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&, std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+
+TESSEL_LOCAL_SAME_OP(cholesky)
+TESSEL_LOCAL_SAME_OP(triangular_solve)
+TESSEL_LOCAL_SAME_OP(lu)
+TESSEL_LOCAL_SAME_OP(qr)
+TESSEL_LOCAL_SAME_OP(eigh)
+TESSEL_LOCAL_SAME_OP(svd)
+
+// Batching: the batch dimension leads, the matrix dims stay minor, so the
+// op itself is already batched.
+#define TESSEL_BATCH_LINALG(OP)                                                                                   \
+  NodeRef Rule<Op::OP>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                          \
+                              const std::vector<bool>& batched, const BatchInfo& b) {                              \
+    return build::linalg(t, Op::OP, bt::all_batched(t, x, batched, b), attrs_of(n));                               \
+  }
+TESSEL_BATCH_LINALG(cholesky)
+TESSEL_BATCH_LINALG(triangular_solve)
+TESSEL_BATCH_LINALG(lu)
+TESSEL_BATCH_LINALG(qr)
+TESSEL_BATCH_LINALG(eigh)
+TESSEL_BATCH_LINALG(svd)
+#undef TESSEL_BATCH_LINALG
+
+}  // namespace tessel
