@@ -5,6 +5,10 @@
 
 #include "tracer/build.hpp"
 
+namespace tessel {
+class LocalBuilder;
+}
+
 namespace tessel::la {
 
 // x with its two minor dims swapped.
@@ -20,5 +24,16 @@ NodeRef eye_like(NodeTable& t, const NodeRef& x);
 // (perm: int32 [..., rows], x's batch dims).
 NodeRef permute_rows(NodeTable& t, const NodeRef& x, const NodeRef& perm);
 NodeRef triangular_solve(NodeTable& t, const NodeRef& a, const NodeRef& b, attr::Linalg how);
+
+// The distributed algorithms (tracer/linalg_distributed.cpp): per-device
+// code for a matrix of global shape G whose rows are split over `axes`
+// (each device's tile of rows, the last ones padded when uneven).
+// lu -> tuple(its rows of lu, pivots, permutation) (pivots and permutation
+// on every device); cholesky -> its rows of L; triangular_solve (left side)
+// of the row-split a with rhs whole on every device -> x whole.
+NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x, const Shape& G, const std::vector<int>& axes);
+NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x, const Shape& G, const std::vector<int>& axes);
+NodeRef distributed_triangular_solve(LocalBuilder& b, const NodeRef& a, const Shape& G, const std::vector<int>& axes,
+                                     const NodeRef& rhs, const attr::Linalg& how);
 
 }  // namespace tessel::la

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "tracer/build.hpp"
 #include "tracer/errors.hpp"
@@ -485,6 +486,12 @@ void Rule<Op::cholesky>::eval(const std::vector<const HostArray*>& in, const A&,
 FactorRule Rule<Op::cholesky>::factors(const Node& n) {
   BatchFactors f(n.shape());
   const std::int64_t m = n.shape().back();
+  if (n.rank() == 2) {
+    // One matrix: split as it comes (tracer/linalg_distributed.cpp).
+    f.r.operands = {{{f.r.add_factor(m)}, {f.r.add_factor(m)}}};
+    f.r.result = f.r.operands[0];
+    return f.r;
+  }
   f.r.operands = {f.dims({m, m})};
   f.r.result = f.dims({m, m});
   return f.r;
@@ -542,7 +549,9 @@ FactorRule Rule<Op::triangular_solve>::factors(const Node& n) {
   const bool left = attrs_of(n).left_side;
   const std::int64_t m = n.in[0]->shape().back();
   const std::int64_t k = left ? n.shape().back() : n.shape()[n.shape().size() - 2];
-  auto a = f.dims({m, m});
+  // One matrix solved from the left: a's rows may stay split (tracer/linalg_distributed.cpp).
+  auto a = n.rank() == 2 && left ? std::vector<std::vector<int>>{{f.r.add_factor(m)}, {f.r.add_factor(m, false, true)}}
+                                 : f.dims({m, m});
   const int shared = f.r.add_factor(m, false, true), free = f.r.add_factor(k);
   auto b = f.batch;
   if (left) b.push_back({shared}), b.push_back({free});
@@ -607,6 +616,12 @@ FactorRule Rule<Op::lu>::factors(const Node& n) {
   const Shape& s = n.in[0]->shape();
   BatchFactors f(s);
   const std::int64_t m = s[s.size() - 2], c = s.back();
+  if (s.size() == 2) {
+    // One matrix: split as it comes (tracer/linalg_distributed.cpp); pivots and permutation whole.
+    f.r.operands = {{{f.r.add_factor(m)}, {f.r.add_factor(c)}}};
+    f.r.results = {f.r.operands[0], f.dims({std::min(m, c)}), f.dims({m})};
+    return f.r;
+  }
   f.r.operands = {f.dims({m, c})};
   f.r.results = {f.dims({m, c}), f.dims({std::min(m, c)}), f.dims({m})};
   return f.r;
@@ -822,9 +837,49 @@ void Rule<Op::svd>::transpose(NodeTable&, const Node& n, const NodeRef&, const s
   rule_util::not_linear(n);
 }
 
-TESSEL_LOCAL_SAME_OP(cholesky)
-TESSEL_LOCAL_SAME_OP(triangular_solve)
-TESSEL_LOCAL_SAME_OP(lu)
+// One matrix split over devices: its rows split over every axis that
+// splits it (a 2-D split becomes a row split by one all-to-all), then the
+// distributed algorithm, then back to the split it came in.
+namespace {
+struct MatrixSplit {
+  std::vector<int> axes;
+  AxisSharding rows;
+};
+std::optional<MatrixSplit> matrix_split(const Node& n, const AxisSharding& s) {
+  if (n.in[0]->rank() != 2 || (s.dims[0].empty() && s.dims[1].empty())) return std::nullopt;
+  MatrixSplit m;
+  m.axes = s.dims[0];
+  m.axes.insert(m.axes.end(), s.dims[1].begin(), s.dims[1].end());
+  m.rows = s;
+  m.rows.dims = {m.axes, {}};
+  return m;
+}
+}  // namespace
+
+NodeRef Rule<Op::lu>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                            const std::vector<AxisSharding>& op_sh, const AxisSharding&) {
+  auto split = matrix_split(n, op_sh[0]);
+  if (!split) return build::with_operands(b.table(), n, ops);
+  const Shape& G = n.in[0]->shape();
+  NodeRef r = la::distributed_lu(b, b.reshard(ops[0], G, op_sh[0], split->rows), G, split->axes);
+  NodeTable& t = b.table();
+  return build::tuple(t, {b.reshard(build::get_tuple_element(t, r, 0), G, split->rows, op_sh[0]),
+                          build::get_tuple_element(t, r, 1), build::get_tuple_element(t, r, 2)});
+}
+NodeRef Rule<Op::cholesky>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                                  const std::vector<AxisSharding>& op_sh, const AxisSharding&) {
+  auto split = matrix_split(n, op_sh[0]);
+  if (!split) return build::with_operands(b.table(), n, ops);
+  const Shape& G = n.in[0]->shape();
+  NodeRef l = la::distributed_cholesky(b, b.reshard(ops[0], G, op_sh[0], split->rows), G, split->axes);
+  return b.reshard(l, G, split->rows, op_sh[0]);
+}
+NodeRef Rule<Op::triangular_solve>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                                          const std::vector<AxisSharding>& op_sh, const AxisSharding&) {
+  auto split = matrix_split(n, op_sh[0]);
+  if (!split) return build::with_operands(b.table(), n, ops);
+  return la::distributed_triangular_solve(b, ops[0], n.in[0]->shape(), split->axes, ops[1], attrs_of(n));
+}
 TESSEL_LOCAL_SAME_OP(qr)
 TESSEL_LOCAL_SAME_OP(eigh)
 TESSEL_LOCAL_SAME_OP(svd)

@@ -146,6 +146,7 @@ MemoryAnalysis program_memory(const Program& p) {
   m.argument_size_in_bytes = get("argument_size_in_bytes");
   m.output_size_in_bytes = get("output_size_in_bytes");
   m.temp_size_in_bytes = get("temp_size_in_bytes");
+  m.peak_memory_in_bytes = get("peak_memory_in_bytes");
   return m;
 }
 

@@ -216,9 +216,10 @@ SlogDet slogdet(const Array& a) {
   return {r[0], r[1]};
 }
 
-Array cholesky(const Array& a, bool upper) {
-  return detail::apply1("tessel.linalg.cholesky", {a}, [upper](NodeTable& t, const NR& in) {
-    NodeRef l = build::linalg(t, Op::cholesky, {sym(t, matrices(t, in[0], "cholesky", true))});
+Array cholesky(const Array& a, bool upper, bool symmetrize_input) {
+  return detail::apply1("tessel.linalg.cholesky", {a}, [upper, symmetrize_input](NodeTable& t, const NR& in) {
+    NodeRef x = matrices(t, in[0], "cholesky", true);
+    NodeRef l = build::linalg(t, Op::cholesky, {symmetrize_input ? sym(t, x) : x});
     return upper ? la::mT(t, l) : l;
   });
 }

@@ -504,7 +504,7 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
     for (size_t s = 0; s < seen.size(); ++s)
       if (!seen[s]) temp += c.executable->slots[s].bytes;
     p->peak_bytes = c.executable->peak_bytes();
-    p->memory = {{"argument_size_in_bytes", arg}, {"output_size_in_bytes", out}, {"temp_size_in_bytes", temp}};
+    p->memory = {{"argument_size_in_bytes", arg}, {"output_size_in_bytes", out}, {"temp_size_in_bytes", temp}, {"peak_memory_in_bytes", arg + p->peak_bytes}};
     passes.record("compile", p->thunks_text);
   }
   passes.dump(opt.name);

@@ -42,6 +42,9 @@ struct JitOptions {
 
 struct MemoryAnalysis {
   std::size_t argument_size_in_bytes = 0, output_size_in_bytes = 0, temp_size_in_bytes = 0;
+  // The most bytes one device holds at once while the program runs (its
+  // arguments, outputs and live temporaries).
+  std::size_t peak_memory_in_bytes = 0;
 };
 
 struct CollectiveTraffic {

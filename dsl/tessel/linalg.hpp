@@ -33,9 +33,11 @@ struct SlogDet {
   Array sign, logabsdet;
 };
 SlogDet slogdet(const Array& a);
-// jnp.linalg.cholesky: L (lower) with L L^T = a (a symmetrised first), or
-// L^T with upper; NaNs when a is not positive definite.
-Array cholesky(const Array& a, bool upper = false);
+// jnp.linalg.cholesky: L (lower) with L L^T = a, or L^T with upper; NaNs
+// when a is not positive definite. a is symmetrised first ((a + a^T) / 2)
+// unless symmetrize_input is false (then its lower triangle is read): a
+// matrix split 2-D over devices is factorised without being transposed.
+Array cholesky(const Array& a, bool upper = false, bool symmetrize_input = true);
 // jnp.linalg.qr: mode "reduced" (q [..., m, k], r [..., k, n]), "complete"
 // (q square) or "r" (r only; q left empty).
 struct QR {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <random>
+#include <sstream>
 
 #include <tessel/tessel.hpp>
 
@@ -427,4 +428,104 @@ TEST_CASE("derivatives of solve, inv, det, slogdet, cholesky, triangular_solve, 
     auto [q, r] = la::qr(x);
     return weigh(r) + weigh(q * q);
   }, a);
+}
+
+namespace {
+
+// Every all-gather in a compiled program's thunk list moves at most `cols`
+// columns (a panel), never the matrix.
+void check_only_panels_gathered(const std::string& text, std::int64_t n) {
+  std::istringstream is(text);
+  std::string line;
+  int gathers = 0;
+  while (std::getline(is, line)) {
+    if (line.find("all-gather") == std::string::npos || line.find("->") == std::string::npos) continue;
+    ++gathers;
+    const std::string out = line.substr(line.find("->"));
+    const auto lb = out.find('['), comma = out.find(','), rb = out.find(']');
+    REQUIRE(lb != std::string::npos);
+    REQUIRE(comma != std::string::npos);
+    const std::int64_t rows = std::stoll(out.substr(lb + 1, comma - lb - 1)), cols = std::stoll(out.substr(comma + 1, rb - comma - 1));
+    CAPTURE(line);
+    CHECK(cols <= 128);
+    CHECK(rows * cols < n * n);
+  }
+  CHECK(gathers > 0);
+}
+
+}  // namespace
+
+TEST_CASE("one matrix split by rows or 2-D: distributed lu, solve, cholesky, triangular_solve equal the single-device ones") {
+  const auto all = ts::devices();
+  for (auto t : kFloats)
+    for (std::int64_t n : {24, 29})
+      for (int p : {1, 2, 3, 4, 8}) {
+        CAPTURE(ts::dtype_name(t));
+        CAPTURE(n);
+        CAPTURE(p);
+        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + p), {p}, {"x"});
+        ts::NamedSharding rows_sh(mesh, P("x", ts::None));
+        Array a0 = rand_mat(30, {n, n}, t, 0.5), s0 = spd(31, {n, n}, t), b0 = rand_mat(32, {n, 3}, t);
+        Array a = ts::device_put(a0, rows_sh), s = ts::device_put(s0, rows_sh);
+        auto flu = ts::jit([](const Array& x) {
+          auto r = la::lu(x);
+          return std::make_tuple(r.lu, r.pivots, r.permutation);
+        });
+        auto [lu, piv, perm] = flu(a);
+        auto ref = la::lu(a0);
+        CHECK(max_abs(lu - ref.lu) < tol_of(t) * 10);
+        CHECK(piv.to_vector<int>() == ref.pivots.to_vector<int>());
+        CHECK(perm.to_vector<int>() == ref.permutation.to_vector<int>());
+        CHECK(lu.sharding().is_equivalent_to(rows_sh, 2));
+        auto fs = ts::jit([](const Array& a, const Array& b) { return la::solve(a, b); });
+        CHECK(max_abs(ts::matmul(a0, fs(a, b0)) - b0) < tol_of(t) * 10);
+        auto fc = ts::jit([](const Array& x) { return la::cholesky(x); });
+        Array L = fc(s);
+        CHECK(max_abs(L - la::cholesky(s0)) < tol_of(t) * 10);
+        CHECK(L.sharding().is_equivalent_to(rows_sh, 2));
+        for (int flags = 0; flags < 8; ++flags) {
+          la::TriangularSolveOptions o{.left_side = true, .lower = bool(flags & 1), .transpose_a = bool(flags & 2),
+                                       .unit_diagonal = bool(flags & 4)};
+          CAPTURE(flags);
+          auto ft = ts::jit([o](const Array& a, const Array& b) { return la::triangular_solve(a, b, o); });
+          Array want = la::triangular_solve(s0, b0, o);  // unit diagonals make it ill-conditioned: relative
+          CHECK(max_abs(ft(s, b0) - want) < tol_of(t) * 10 * (1 + max_abs(want)));
+        }
+        if (p > 1 && n == 24 && t == ts::float32) {
+          check_only_panels_gathered(flu.lower(a).compile().as_text(), n);
+          check_only_panels_gathered(fs.lower(a, b0).compile().as_text(), n);
+          check_only_panels_gathered(fc.lower(s).compile().as_text(), n);
+        }
+      }
+  // 2-D: P('x', 'y') on 4 x 2, the rows gathered over both axes by one all-to-all.
+  ts::Mesh mesh2(all, {4, 2}, {"x", "y"});
+  ts::NamedSharding two_d(mesh2, P("x", "y"));
+  Array a0 = rand_mat(33, {32, 32}, ts::float64, 0.5), s0 = spd(34, {32, 32}, ts::float64), b0 = rand_mat(35, {32}, ts::float64);
+  auto f = ts::jit([](const Array& a, const Array& s, const Array& b) {
+    return std::make_tuple(la::lu(a).lu, la::cholesky(s, false, false), la::solve(a, b));
+  });
+  auto [lu, L, x] = f(ts::device_put(a0, two_d), ts::device_put(s0, two_d), b0);
+  CHECK(max_abs(lu - la::lu(a0).lu) < 1e-10);
+  CHECK(max_abs(L - la::cholesky(s0)) < 1e-10);
+  CHECK(max_abs(ts::matmul(a0, x) - b0) < 1e-10);
+  CHECK(lu.sharding().is_equivalent_to(two_d, 2));
+  CHECK(L.sharding().is_equivalent_to(two_d, 2));
+  check_only_panels_gathered(f.lower(ts::device_put(a0, two_d), ts::device_put(s0, two_d), b0).compile().as_text(), 32);
+}
+
+TEST_CASE("distributed lu: no device holds the whole matrix (memory_analysis)") {
+  const auto all = ts::devices();
+  ts::Mesh mesh(all, {8}, {"x"});
+  const std::int64_t n = 512;
+  Array a = ts::device_put(rand_mat(36, {n, n}, ts::float32, 1), ts::NamedSharding(mesh, P("x", ts::None)));
+  auto flu = ts::jit([](const Array& x) { return la::lu(x).lu; });
+  const auto mem = flu.lower(a).compile().memory_analysis();
+  // Panels of 16 columns: the panel is n x 16; the moved rows 2 x 16 rows of n.
+  const double shard = double(n * n / 8 * 4), whole = double(n * n * 4), panel = double(n * 16 * 4), moved = 2 * panel;
+  MESSAGE("distributed lu 512 x 512 f32 on 8 devices: peak per device ", mem.peak_memory_in_bytes, " bytes = ",
+          double(mem.peak_memory_in_bytes) / shard, " shards (its input and output rows, its working rows, the moved rows "
+          "sent and received, the panel gathered and factorised); the whole matrix is 8 shards");
+  CHECK(mem.argument_size_in_bytes == std::size_t(shard));
+  CHECK(double(mem.peak_memory_in_bytes) <= 3 * shard + 2 * moved + 4 * panel);
+  CHECK(double(mem.peak_memory_in_bytes) < 0.6 * whole);
 }

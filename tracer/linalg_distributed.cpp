@@ -1,0 +1,265 @@
+// Distributed factorisations: the partition rules of lu, cholesky and
+// triangular_solve for one matrix whose rows are split over devices
+// (a 2-D split is first turned into a row split over both axes by one
+// all-to-all, and back after). Each is a blocked right-looking algorithm
+// written as per-device code with collectives, ScaLAPACK's pattern: a panel
+// step moves the panel (an all-gather of nb columns of the active rows), the
+// pivot rows and the block row they displace (an all-reduce of 2 nb rows);
+// no device ever holds the whole matrix. The panel itself is factorised
+// redundantly on every device (LAPACK's getrf / potrf on n x nb), so its
+// pivots are partial pivoting's over the whole column, the same as the
+// single-device lu's, with no collective per column.
+#include <algorithm>
+#include <limits>
+
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+#include "tracer/linalg_build.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel::la {
+
+namespace {
+
+NodeRef i32(NodeTable& t, std::int64_t v) { return build::scalar(t, DType::int32, double(v)); }
+NodeRef full(NodeTable& t, DType d, double v, const Shape& s) {
+  return build::broadcast_in_dim(t, build::scalar(t, d, v), s, {});
+}
+NodeRef vec_i32(NodeTable& t, std::int64_t n) { return build::iota(t, DType::int32, {n}, 0); }
+// v (an int32 scalar) as a vector of length n.
+NodeRef splat(NodeTable& t, const NodeRef& v, std::int64_t n) { return build::broadcast_in_dim(t, v, {n}, {}); }
+NodeRef bin(NodeTable& t, Op op, const NodeRef& a, const NodeRef& b) { return build::binary(t, op, a, b); }
+NodeRef clamp(NodeTable& t, const NodeRef& v, std::int64_t lo, std::int64_t hi) {
+  const std::int64_t n = v->shape()[0];
+  return bin(t, Op::min, bin(t, Op::max, v, full(t, DType::int32, double(lo), {n})), full(t, DType::int32, double(hi), {n}));
+}
+// Rows idx (int32 [k], in range) of x [rows, cols]: [k, cols].
+NodeRef take_rows(NodeTable& t, const NodeRef& x, const NodeRef& idx) {
+  return build::gather(t, x, idx, attr::Indexed{0, false, attr::IndexMode::clip, Op::add});
+}
+// Per row: mask [rows] ? a : b, for [rows, cols] a and b.
+NodeRef select_rows(NodeTable& t, const NodeRef& mask, const NodeRef& a, const NodeRef& b) {
+  return build::select(t, build::broadcast_in_dim(t, mask, a->shape(), {0}), a, b);
+}
+NodeRef cols(NodeTable& t, const NodeRef& x, std::int64_t c0, std::int64_t c1) {
+  return build::slice(t, x, {0, c0}, {x->shape()[0], c1});
+}
+NodeRef rows(NodeTable& t, const NodeRef& x, std::int64_t r0, std::int64_t r1) {
+  return build::slice(t, x, {r0, 0}, {r1, x->shape()[1]});
+}
+NodeRef zeros_of(NodeTable& t, const NodeRef& x) { return full(t, x->dtype(), 0, x->shape()); }
+NodeRef concat_cols(NodeTable& t, std::vector<NodeRef> parts) {
+  parts.erase(std::remove_if(parts.begin(), parts.end(), [](const NodeRef& p) { return p->shape()[1] == 0; }), parts.end());
+  return parts.size() == 1 ? parts[0] : build::concatenate(t, parts, 1);
+}
+
+// The panel width: about 32 panels, between 8 and 128 columns.
+std::int64_t panel_width(std::int64_t k) { return std::clamp<std::int64_t>((k + 31) / 32, 8, 128); }
+
+struct RowSplit {
+  NodeTable& t;
+  const MeshRef& mesh;
+  std::vector<int> axes;
+  std::int64_t m = 0, r = 0, P = 1;
+  NodeRef off, index, g;  // this device's first global row, its tile index, the global row of each local row
+
+  RowSplit(LocalBuilder& b, const std::vector<int>& ax, std::int64_t rows)
+      : t(b.table()), mesh(b.device_mesh()), axes(ax), m(rows) {
+    P = b.tiles(axes);
+    r = ceil_div(m, P);
+    off = b.offset(axes, r);
+    index = b.offset(axes, 1);
+    g = bin(t, Op::add, vec_i32(t, r), splat(t, off, r));
+  }
+  NodeRef gather(const NodeRef& x) { return build::all_gather(t, x, mesh, axes, 0); }
+  NodeRef psum(const NodeRef& x) { return build::all_reduce(t, x, mesh, axes, Op::add); }
+  // Global rows `src` (int32 [k]) of the row-split x, on every device.
+  NodeRef fetch_rows(const NodeRef& x, const NodeRef& src) {
+    const std::int64_t k = src->shape()[0];
+    NodeRef loc = bin(t, Op::sub, src, splat(t, off, k));
+    NodeRef own = bin(t, Op::and_, bin(t, Op::ge, loc, full(t, DType::int32, 0, {k})),
+                      bin(t, Op::lt, loc, full(t, DType::int32, double(r), {k})));
+    NodeRef got = take_rows(t, x, clamp(t, loc, 0, r - 1));
+    return psum(select_rows(t, own, got, zeros_of(t, got)));
+  }
+};
+
+}  // namespace
+
+// The matrix is held as a list of column blocks (the panels), each updated
+// on its own: a panel step replaces one block at a time, so beside the
+// device's rows of the matrix it holds only one block's old and new
+// versions, the panel and the moved rows (never a second copy of its rows).
+struct Blocks {
+  std::vector<NodeRef> b;
+  std::vector<std::int64_t> start;  // each block's first column
+  Blocks(NodeTable& t, const NodeRef& x, std::int64_t n, std::int64_t nb) {
+    for (std::int64_t c = 0; c < n; c += nb) {
+      start.push_back(c);
+      b.push_back(cols(t, x, c, std::min(c + nb, n)));
+    }
+  }
+  std::int64_t width(size_t j) const { return b[j]->shape()[1]; }
+  NodeRef join(NodeTable& t) const { return b.size() == 1 ? b[0] : build::concatenate(t, b, 1); }
+};
+
+NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, const std::vector<int>& axes) {
+  NodeTable& t = b.table();
+  RowSplit rs(b, axes, G[0]);
+  const std::int64_t m = G[0], n = G[1], kmax = std::min(m, n), r = rs.r;
+  const std::int64_t nb = panel_width(kmax);
+  Blocks X(t, x_in, n, nb);
+  NodeRef perm = vec_i32(t, m);
+  std::vector<NodeRef> pivots;
+  for (size_t k = 0; k < X.b.size() && X.start[k] < kmax; ++k) {
+    const std::int64_t c0 = X.start[k], c1 = std::min(c0 + X.width(k), kmax), w = c1 - c0, active = m - c0;
+    // 1. The active panel on every device, factorised there (the same pivots everywhere).
+    NodeRef panel = rows(t, rs.gather(cols(t, X.b[k], 0, w)), c0, m);  // [m - c0, w]
+    NodeRef f = build::linalg(t, Op::lu, {panel});
+    NodeRef plu = build::get_tuple_element(t, f, 0), ppiv = build::get_tuple_element(t, f, 1),
+            pperm = build::get_tuple_element(t, f, 2);
+    // 2. The rows that move, outside the panel: the pivot rows (to the top
+    // block) and the top block (to where they were), one all-reduce.
+    NodeRef top = vec_i32(t, w);
+    NodeRef src = build::concatenate(
+        t, {bin(t, Op::add, build::slice(t, pperm, {0}, {w}), splat(t, i32(t, c0), w)), bin(t, Op::add, top, splat(t, i32(t, c0), w))},
+        0);
+    std::vector<NodeRef> outside;
+    for (size_t j = 0; j < X.b.size(); ++j)
+      if (j != k) outside.push_back(X.b[j]);
+    NodeRef T = outside.empty() ? nullptr
+                                : rs.fetch_rows(outside.size() == 1 ? outside[0] : build::concatenate(t, outside, 1), src);  // [2w, n - w']
+    // 3. Each local row's source.
+    NodeRef rel = bin(t, Op::sub, rs.g, splat(t, i32(t, c0), r));
+    NodeRef is_active = bin(t, Op::and_, bin(t, Op::ge, rel, full(t, DType::int32, 0, {r})),
+                            bin(t, Op::lt, rel, full(t, DType::int32, double(active), {r})));
+    NodeRef relc = clamp(t, rel, 0, active - 1);
+    NodeRef from = take_rows(t, pperm, relc);  // where each active row's content comes from (relative)
+    NodeRef in_top = bin(t, Op::and_, is_active, bin(t, Op::lt, rel, full(t, DType::int32, double(w), {r})));
+    NodeRef below = bin(t, Op::and_, is_active, bin(t, Op::ge, rel, full(t, DType::int32, double(w), {r})));
+    NodeRef moved = bin(t, Op::and_, below, bin(t, Op::ne, from, relc));
+    NodeRef pick = build::select(t, in_top, relc,
+                                 build::select(t, moved, bin(t, Op::add, from, full(t, DType::int32, double(w), {r})),
+                                               full(t, DType::int32, 0, {r})));
+    NodeRef swap = bin(t, Op::or_, in_top, moved);
+    NodeRef prow = take_rows(t, plu, relc);  // [r, w]
+    NodeRef Lloc = select_rows(t, below, prow, zeros_of(t, prow));
+    NodeRef L11 = build::slice(t, plu, {0, 0}, {w, w});
+    attr::Linalg unit_lower;
+    unit_lower.unit_diagonal = true;
+    // 4. Every other block: its rows swapped; the trailing ones updated with
+    // U12 = L11^-1 A12 (computed everywhere from the pivot rows).
+    std::int64_t tc = 0;  // column of block j in T
+    for (size_t j = 0; j < X.b.size(); ++j) {
+      if (j == k) continue;
+      const std::int64_t wj = X.width(j);
+      NodeRef Tj = cols(t, T, tc, tc + wj);
+      tc += wj;
+      NodeRef swapped = select_rows(t, swap, take_rows(t, Tj, pick), X.b[j]);
+      if (j < k) {
+        X.b[j] = swapped;
+        continue;
+      }
+      NodeRef U12 = triangular_solve(t, L11, rows(t, Tj, 0, w), unit_lower);  // [w, wj]
+      NodeRef updated = bin(t, Op::sub, swapped, mm(t, Lloc, U12));
+      X.b[j] = select_rows(t, in_top, take_rows(t, U12, clamp(t, rel, 0, w - 1)), updated);
+    }
+    // The panel block: the factored panel on the active rows.
+    NodeRef pcols = select_rows(t, is_active, prow, cols(t, X.b[k], 0, w));
+    X.b[k] = w == X.width(k) ? pcols : concat_cols(t, {pcols, cols(t, X.b[k], w, X.width(k))});
+    // 5. Global pivots and permutation (replicated).
+    pivots.push_back(bin(t, Op::add, ppiv, splat(t, i32(t, c0), w)));
+    NodeRef tail = take_rows(t, build::slice(t, perm, {c0}, {m}), pperm);
+    perm = c0 == 0 ? tail : build::concatenate(t, {build::slice(t, perm, {0}, {c0}), tail}, 0);
+  }
+  NodeRef piv = pivots.empty() ? build::iota(t, DType::int32, {0}, 0)
+                               : pivots.size() == 1 ? pivots[0] : build::concatenate(t, pivots, 0);
+  return build::tuple(t, {X.join(t), piv, perm});
+}
+
+NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& G, const std::vector<int>& axes) {
+  NodeTable& t = b.table();
+  RowSplit rs(b, axes, G[0]);
+  const std::int64_t n = G[0], r = rs.r, nb = panel_width(n);
+  Blocks X(t, x_in, n, nb);
+  for (size_t k = 0; k < X.b.size(); ++k) {
+    const std::int64_t c0 = X.start[k], w = X.width(k), c1 = c0 + w;
+    NodeRef panel = rows(t, rs.gather(X.b[k]), c0, n);  // [n - c0, w]: the panel's lower part
+    NodeRef L11 = build::linalg(t, Op::cholesky, {build::slice(t, panel, {0, 0}, {w, w})});
+    NodeRef Lp = L11, L21;
+    if (c1 < n) {
+      attr::Linalg right;  // A21 L11^-T
+      right.left_side = false;
+      right.transpose_a = true;
+      L21 = triangular_solve(t, L11, build::slice(t, panel, {w, 0}, {n - c0, w}), right);
+      Lp = build::concatenate(t, {L11, L21}, 0);
+    }
+    NodeRef rel = bin(t, Op::sub, rs.g, splat(t, i32(t, c0), r));
+    NodeRef is_active = bin(t, Op::and_, bin(t, Op::ge, rel, full(t, DType::int32, 0, {r})),
+                            bin(t, Op::lt, rel, full(t, DType::int32, double(n - c0), {r})));
+    NodeRef prow = take_rows(t, Lp, clamp(t, rel, 0, n - c0 - 1));
+    X.b[k] = select_rows(t, is_active, prow, zeros_of(t, prow));
+    if (c1 == n) continue;
+    NodeRef below = bin(t, Op::and_, is_active, bin(t, Op::ge, rel, full(t, DType::int32, double(w), {r})));
+    NodeRef Lloc = select_rows(t, below, prow, zeros_of(t, prow));
+    for (size_t j = k + 1; j < X.b.size(); ++j) {
+      const std::int64_t s0 = X.start[j] - c1;
+      NodeRef Lj = build::slice(t, L21, {s0, 0}, {s0 + X.width(j), w});  // the block's rows of L21
+      X.b[j] = bin(t, Op::sub, X.b[j], mm(t, Lloc, mT(t, Lj)));
+    }
+  }
+  NodeRef L = X.join(t);
+  // Zeros above the diagonal; NaN everywhere when some panel was not positive definite (as LAPACK's path).
+  NodeRef row = build::broadcast_in_dim(t, rs.g, L->shape(), {0}), col = build::iota(t, DType::int32, L->shape(), 1);
+  L = build::select(t, bin(t, Op::le, col, row), L, zeros_of(t, L));
+  NodeRef bad = build::reduce(t, Op::reduce_max, build::convert(t, bin(t, Op::ne, L, L), DType::int32), {0, 1});
+  bad = build::all_reduce(t, bad, rs.mesh, axes, Op::max);
+  NodeRef any_bad = build::broadcast_in_dim(t, bin(t, Op::gt, bad, i32(t, 0)), L->shape(), {});
+  return build::select(t, any_bad, full(t, L->dtype(), std::numeric_limits<double>::quiet_NaN(), L->shape()), L);
+}
+
+NodeRef distributed_triangular_solve(LocalBuilder& b, const NodeRef& a_in, const Shape& G, const std::vector<int>& axes,
+                                     const NodeRef& rhs, const attr::Linalg& p) {
+  NodeTable& t = b.table();
+  TESSEL_CHECK_INTERNAL(p.left_side, "a distributed triangular solve is left-sided");
+  RowSplit rs(b, axes, G[0]);
+  const std::int64_t n = G[0], r = rs.r, P = rs.P, k = rhs->shape()[1];
+  // a's rows with its columns padded to P r, only its triangle kept (the other is never read).
+  NodeRef A = build::pad(t, a_in, build::scalar(t, a_in->dtype(), 0), {0, 0}, {0, P * r - n});
+  NodeRef row = build::broadcast_in_dim(t, rs.g, A->shape(), {0}), col = build::iota(t, DType::int32, A->shape(), 1);
+  NodeRef keep = bin(t, p.lower ? Op::le : Op::ge, col, row);
+  if (p.unit_diagonal) keep = bin(t, Op::and_, keep, bin(t, Op::ne, col, row));
+  A = build::select(t, keep, A, zeros_of(t, A));
+  // My diagonal block, the identity on padding rows (so their solve is 0 = 0).
+  NodeRef diag = build::dynamic_slice(t, A, {i32(t, 0), rs.off}, {r, r});
+  NodeRef pad_row = bin(t, Op::ge, rs.g, full(t, DType::int32, double(n), {r}));
+  NodeRef eye = eye_like(t, diag);
+  diag = select_rows(t, pad_row, eye, diag);
+  const attr::Linalg& dp = p;  // the diagonal block's own solve (LAPACK ignores a unit diagonal's entries)
+  NodeRef B = build::pad(t, rhs, build::scalar(t, rhs->dtype(), 0), {0, 0}, {P * r - n, 0});  // [P r, k]
+  NodeRef mine = build::dynamic_slice(t, B, {rs.off, i32(t, 0)}, {r, k});
+  const bool eff_lower = p.lower != p.transpose_a;
+  std::vector<NodeRef> solved(static_cast<size_t>(P));
+  NodeRef Xmine = zeros_of(t, mine);  // my block of x once solved (transpose case)
+  for (std::int64_t s = 0; s < P; ++s) {
+    const std::int64_t j = eff_lower ? s : P - 1 - s;
+    NodeRef resid;
+    if (!p.transpose_a) {
+      resid = mine;  // kept up to date: b_mine - sum over solved blocks i of A_mine,i x_i
+    } else {
+      // T_j,i = A_i,j^T: every device's part of block j's sum, from its own solved block.
+      NodeRef c = mm(t, mT(t, cols(t, A, j * r, (j + 1) * r)), Xmine);
+      resid = bin(t, Op::sub, rows(t, B, j * r, (j + 1) * r), rs.psum(c));
+    }
+    NodeRef x_try = triangular_solve(t, diag, resid, dp);  // only block j's owner's is kept
+    NodeRef is_owner = build::broadcast_in_dim(t, bin(t, Op::eq, rs.index, i32(t, j)), x_try->shape(), {});
+    NodeRef xj = rs.psum(build::select(t, is_owner, x_try, zeros_of(t, x_try)));
+    solved[size_t(j)] = xj;
+    if (!p.transpose_a) mine = bin(t, Op::sub, mine, mm(t, cols(t, A, j * r, (j + 1) * r), xj));
+    else Xmine = build::select(t, is_owner, xj, Xmine);
+  }
+  NodeRef X = solved.size() == 1 ? solved[0] : build::concatenate(t, solved, 0);
+  return rows(t, X, 0, n);
+}
+
+}  // namespace tessel::la
