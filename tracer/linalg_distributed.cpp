@@ -53,8 +53,13 @@ NodeRef concat_cols(NodeTable& t, std::vector<NodeRef> parts) {
   return parts.size() == 1 ? parts[0] : build::concatenate(t, parts, 1);
 }
 
-// The panel width: about 32 panels, between 8 and 128 columns.
-std::int64_t panel_width(std::int64_t k) { return std::clamp<std::int64_t>((k + 31) / 32, 8, 128); }
+// The panel width: about 16 panels (a panel step costs two collectives and
+// an op per column block, the redundant panel factorisation n nb^2 flops
+// per device), at most a quarter of a device's rows (the moved rows, 2 nb
+// of them, stay within half its rows' bytes), between 8 and 128 columns.
+std::int64_t panel_width(std::int64_t k, std::int64_t rows_per_device) {
+  return std::clamp<std::int64_t>(std::min((k + 15) / 16, rows_per_device / 4), 8, 128);
+}
 
 struct RowSplit {
   NodeTable& t;
@@ -107,7 +112,7 @@ NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, con
   NodeTable& t = b.table();
   RowSplit rs(b, axes, G[0]);
   const std::int64_t m = G[0], n = G[1], kmax = std::min(m, n), r = rs.r;
-  const std::int64_t nb = panel_width(kmax);
+  const std::int64_t nb = panel_width(kmax, r);
   Blocks X(t, x_in, n, nb);
   NodeRef perm = vec_i32(t, m);
   std::vector<NodeRef> pivots;
@@ -180,7 +185,7 @@ NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, con
 NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& G, const std::vector<int>& axes) {
   NodeTable& t = b.table();
   RowSplit rs(b, axes, G[0]);
-  const std::int64_t n = G[0], r = rs.r, nb = panel_width(n);
+  const std::int64_t n = G[0], r = rs.r, nb = panel_width(n, r);
   Blocks X(t, x_in, n, nb);
   for (size_t k = 0; k < X.b.size(); ++k) {
     const std::int64_t c0 = X.start[k], w = X.width(k), c1 = c0 + w;

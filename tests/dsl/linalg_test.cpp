@@ -520,7 +520,7 @@ TEST_CASE("distributed lu: no device holds the whole matrix (memory_analysis)") 
   Array a = ts::device_put(rand_mat(36, {n, n}, ts::float32, 1), ts::NamedSharding(mesh, P("x", ts::None)));
   auto flu = ts::jit([](const Array& x) { return la::lu(x).lu; });
   const auto mem = flu.lower(a).compile().memory_analysis();
-  // Panels of 16 columns: the panel is n x 16; the moved rows 2 x 16 rows of n.
+  // Panels of 16 columns (a quarter of a device's 64 rows): the panel is n x 16; the moved rows 2 x 16 rows of n.
   const double shard = double(n * n / 8 * 4), whole = double(n * n * 4), panel = double(n * 16 * 4), moved = 2 * panel;
   MESSAGE("distributed lu 512 x 512 f32 on 8 devices: peak per device ", mem.peak_memory_in_bytes, " bytes = ",
           double(mem.peak_memory_in_bytes) / shard, " shards (its input and output rows, its working rows, the moved rows "

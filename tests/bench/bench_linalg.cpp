@@ -1,0 +1,83 @@
+// solve(A, b) for one n x n matrix (n = 4096; `small`: 1024), float32 and
+// float64: on 1 device, and on 8 devices with A split by rows (P('x', None))
+// and 2-D (P('x', 'y') on 4 x 2): the distributed LU of
+// tracer/linalg_distributed.cpp. The peer is LAPACK's gesv called directly
+// (the same serial OpenBLAS, one core), the floor the solve's flops
+// (2/3 n^3 + 2 n^2) at the peak FMA rate of every core, measured here.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <tessel/tessel.hpp>
+
+#include "tests/bench/bench_util.hpp"
+
+extern "C" {
+void sgesv_(const int*, const int*, float*, const int*, int*, float*, const int*, int*);
+void dgesv_(const int*, const int*, double*, const int*, int*, double*, const int*, int*);
+}
+
+namespace ts = tessel;
+using ts::P;
+
+namespace {
+
+template <class T>
+double lapack_seconds(const std::vector<T>& a_row, const std::vector<T>& b, int n, int reps) {
+  std::vector<double> times;
+  for (int r = 0; r < reps + 1; ++r) {
+    std::vector<T> a(a_row.size()), x = b;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) a[size_t(j) * n + i] = a_row[size_t(i) * n + j];
+    std::vector<int> ipiv(static_cast<size_t>(n));
+    int one = 1, info = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    if constexpr (std::is_same_v<T, float>) sgesv_(&n, &one, a.data(), &n, ipiv.data(), x.data(), &n, &info);
+    else dgesv_(&n, &one, a.data(), &n, ipiv.data(), x.data(), &n, &info);
+    if (r > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void row(const std::string& name, double floor, double ours, double peer) {
+  std::printf("%-46s %11.1f %11.1f %8.2f %11.1f %8.2f\n", name.c_str(), floor * 1e3, ours * 1e3, ours / floor, peer * 1e3,
+              ours / peer);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 && std::strcmp(argv[1], "small") == 0 ? 1024 : 4096;
+  const int reps = 3;
+  const double flops = 2.0 / 3 * double(n) * n * n + 2.0 * n * n;
+  const double floor = flops / bench::peak_flops();
+  std::printf("\nsolve(A, b), A %d x %d (peak %.0f GFLOP/s on %d cores measured here)\n", n, n, bench::peak_flops() / 1e9,
+              bench::cores());
+  std::printf("%-46s %11s %11s %8s %11s %8s\n", "case", "floor (ms)", "tessel (ms)", "x floor", "gesv (ms)", "x gesv");
+  const auto all = ts::devices();
+  for (ts::DType t : {ts::float32, ts::float64}) {
+    ts::Array a = (ts::random::normal(ts::random::key(0), {n, n}, ts::float64) +
+                   ts::eye(n, std::nullopt, 0, ts::float64) * 4.0).astype(t);
+    ts::Array b = ts::random::normal(ts::random::key(1), {n}, ts::float64).astype(t);
+    double peer;
+    if (t == ts::float32) peer = lapack_seconds(a.to_vector<float>(), b.to_vector<float>(), n, reps);
+    else peer = lapack_seconds(a.to_vector<double>(), b.to_vector<double>(), n, reps);
+    auto solve = ts::jit([](const ts::Array& a, const ts::Array& b) { return ts::linalg::solve(a, b); });
+    struct Case {
+      std::string name;
+      ts::NamedSharding sh;
+    };
+    std::vector<Case> cases{{"1 device", ts::NamedSharding(ts::Mesh({all[0]}, {1}, {"x"}), P())},
+                            {"8 devices, rows P('x', None)", ts::NamedSharding(ts::Mesh(all, {8}, {"x"}), P("x", ts::None))},
+                            {"8 devices, 2-D P('x', 'y') on 4 x 2", ts::NamedSharding(ts::Mesh(all, {4, 2}, {"x", "y"}), P("x", "y"))}};
+    for (auto& c : cases) {
+      if (c.name != "1 device" && all.size() < 8) continue;
+      ts::Array ad = ts::device_put(a, c.sh), bd = ts::device_put(b, ts::NamedSharding(c.sh.mesh(), P()));
+      solve(ad, bd).block_until_ready();  // compile
+      const double ours = bench::seconds([&] { solve(ad, bd).block_until_ready(); }, reps, 0);
+      row(std::string(ts::dtype_name(t)) + ", " + c.name, floor, ours, peer);
+    }
+  }
+}
