@@ -139,7 +139,17 @@ class LapackThunk final : public rt::Thunk {
     const T* a = static_cast<const T*>(ctx.slots[size_t(reads_[0])]);
     auto out = [&](size_t k) { return ctx.slots[size_t(writes_.at(k))]; };
     const std::int64_t m = m_, n = n_, k = std::min(m_, n_);
-    std::vector<T> col(std::size_t(m * n));
+    // A column-major copy of the matrix, for the routines that need one (not cholesky, triangular_solve).
+    // Left uninitialised (every use overwrites it first): zeroing it would cost as much as copying.
+    std::unique_ptr<T[]> col_buf;
+    if (op_ == Op::lu || op_ == Op::qr || op_ == Op::eigh || op_ == Op::svd)
+      col_buf.reset(new T[static_cast<std::size_t>(std::max<std::int64_t>(m * n, 1))]);
+    struct {
+      T* p;
+      T* data() const { return p; }
+      T& operator[](std::size_t i) const { return p[i]; }
+      T* begin() const { return p; }
+    } col{col_buf.get()};
     for (std::int64_t b = 0; b < batch_; ++b) {
       const T* ab = a + b * m * n;
       int info = 0;
@@ -163,13 +173,25 @@ class LapackThunk final : public rt::Thunk {
         case Op::triangular_solve: {
           const T* bb = static_cast<const T*>(ctx.slots[size_t(reads_[1])]) + b * br_ * bc_;
           T* o = static_cast<T*>(out(0)) + b * br_ * bc_;
-          // Row-major a and b are column-major a^T and b^T: op(a) x = b is
-          // x^T op(a)^T = b^T, a right-side solve with a^T (its triangle
-          // the other one), and the other way round. No transposes.
+          // Row-major a is column-major a^T (its other triangle), so a is
+          // never transposed. Left side: op(a) x = b with b made
+          // column-major (x is as wide as b, usually narrow); right side:
+          // x op(a) = b is op(a)^T x^T = b^T, and row-major b is
+          // column-major b^T: a left-side solve in place. (OpenBLAS's
+          // right-side solve of a few rows is tens of times slower.)
           if (br_ == 0 || bc_ == 0) break;
-          std::copy(bb, bb + br_ * bc_, o);
-          Lapack::trsm<T>(p_.left_side ? 'R' : 'L', p_.lower ? 'U' : 'L', p_.transpose_a ? 'T' : 'N',
-                          p_.unit_diagonal ? 'U' : 'N', bc_, br_, ab, std::max(n_, 1), o, std::max(bc_, 1));
+          const char uplo = p_.lower ? 'U' : 'L', diag = p_.unit_diagonal ? 'U' : 'N';
+          if (p_.left_side) {
+            std::vector<T> bcol(static_cast<std::size_t>(br_) * static_cast<std::size_t>(bc_));
+            to_col(bb, br_, bc_, bcol.data());
+            Lapack::trsm<T>('L', uplo, p_.transpose_a ? 'N' : 'T', diag, br_, bc_, ab, std::max(n_, 1), bcol.data(),
+                            std::max(br_, 1));
+            from_col(bcol.data(), br_, bc_, o);
+          } else {
+            std::copy(bb, bb + br_ * bc_, o);
+            Lapack::trsm<T>('L', uplo, p_.transpose_a ? 'T' : 'N', diag, bc_, br_, ab, std::max(n_, 1), o,
+                            std::max(bc_, 1));
+          }
           break;
         }
         case Op::lu: {

@@ -297,19 +297,31 @@ TESSEL_LOCAL_SAME_OP(scatter)
 
 // ------------------------------------------------------------------ batching
 // An index array shared by the batch indexes each example alike: the axis
-// shifts past the batch dimension. Per-example indices (or take_along_axis)
+// shifts past the batch dimension. The along form (take_along_axis) batches
+// every operand, its index array included, with the axis shifted: each
+// example picks along its own axis. Per-example indices of the take form
 // map over the batch.
 NodeRef Rule<Op::gather>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                 const std::vector<bool>& batched, const BatchInfo& b) {
   attr::Indexed how = attrs_of(n);
-  if (batched[1] || how.along) return bt::by_map(t, n, x, batched, b);
+  if (how.along) {
+    auto xs = bt::all_batched(t, x, batched, b);
+    how.axis += 1;
+    return build::gather(t, xs[0], xs[1], how);
+  }
+  if (batched[1]) return bt::by_map(t, n, x, batched, b);
   how.axis += 1;
   return build::gather(t, x[0], x[1], how);
 }
 NodeRef Rule<Op::scatter>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                  const std::vector<bool>& batched, const BatchInfo& b) {
   attr::Indexed how = attrs_of(n);
-  if (batched[1] || how.along) return bt::by_map(t, n, x, batched, b);
+  if (how.along) {
+    auto xs = bt::all_batched(t, x, batched, b);
+    how.axis += 1;
+    return build::scatter(t, xs[0], xs[1], xs[2], how);
+  }
+  if (batched[1]) return bt::by_map(t, n, x, batched, b);
   how.axis += 1;
   return build::scatter(t, bt::batched(t, x[0], batched[0], b), x[1], bt::batched(t, x[2], batched[2], b), how);
 }

@@ -529,3 +529,12 @@ TEST_CASE("distributed lu: no device holds the whole matrix (memory_analysis)") 
   CHECK(double(mem.peak_memory_in_bytes) <= 3 * shard + 2 * moved + 4 * panel);
   CHECK(double(mem.peak_memory_in_bytes) < 0.6 * whole);
 }
+
+TEST_CASE("vmap of grad through lu (along-axis gathers and scatters with per-example indices) equals each example's") {
+  Array as = rand_mat(40, {3, 5, 5}, ts::float64, 1);
+  auto g = ts::grad([](const Array& a) { return la::det(a) + la::solve(a, ts::ones({5}, ts::float64)).sum(); });
+  Array batched = ts::vmap(g)(as);
+  for (int i = 0; i < 3; ++i) CHECK(max_abs(batched.index({i}) - g(as.index({i}))) < 1e-10);
+  Array jitted = ts::jit(ts::vmap(g))(as);
+  CHECK(max_abs(jitted - batched) < 1e-10);
+}
