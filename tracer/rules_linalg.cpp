@@ -14,7 +14,8 @@
 // up to sign).
 //
 // JVP rules are JAX's (jax/_src/lax/linalg.py), written with these
-// primitives, dot_general and masks; triangular_solve is linear in b.
+// primitives, dot_general and masks; triangular_solve is linear in b. As
+// JAX's, lu's is for square matrices and svd's for reduced factors.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -828,10 +829,60 @@ FactorRule Rule<Op::svd>::factors(const Node& n) {
   }
   return f.r;
 }
-NodeRef Rule<Op::svd>::jvp(NodeTable&, const Node&, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
-                           const NodeRef&) {
+NodeRef Rule<Op::svd>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                           const NodeRef& y) {
   if (!tx[0]) return nullptr;
-  throw NotImplementedError("the derivative of svd is not implemented yet (eigh, qr, cholesky and lu have theirs)");
+  const attr::Linalg& p = attrs_of(n);
+  const Shape& sh = x[0]->shape();
+  const std::int64_t m = sh[sh.size() - 2], c = sh.back(), r = std::int64_t(sh.size());
+  if (p.compute_uv && p.full_matrices && m != c)
+    throw NotImplementedError(cat("the derivative of svd with full_matrices=true of non-square matrices (as JAX), got ",
+                                  x[0]->aval.str()));
+  // JAX's rule, on the reduced factors (computed here when y has none).
+  NodeRef f = y;
+  if (!p.compute_uv) {
+    attr::Linalg q = p;
+    q.compute_uv = true;
+    q.full_matrices = false;
+    f = build::linalg(t, Op::svd, {x[0]}, q);
+  }
+  NodeRef s = build::get_tuple_element(t, f, 0), U = build::get_tuple_element(t, f, 1), Vt = build::get_tuple_element(t, f, 2);
+  NodeRef V = mT(t, Vt);
+  Shape ks = sh;  // [..., k, k]
+  ks[sh.size() - 2] = ks[sh.size() - 1] = std::min(m, c);
+  std::vector<std::int64_t> lead(static_cast<size_t>(r - 1));
+  std::iota(lead.begin(), lead.end(), 0);
+  std::vector<std::int64_t> row_dims = lead;  // s[..., None, :]
+  row_dims.back() = r - 1;
+  std::vector<std::int64_t> col_dims = lead;  // s[..., :, None]
+  NodeRef s_row = build::broadcast_in_dim(t, s, ks, row_dims), s_col = build::broadcast_in_dim(t, s, ks, col_dims);
+  NodeRef dS = mm(t, mT(t, U), mm(t, tx[0], V));
+  NodeRef eye = eye_like(t, dS);
+  NodeRef ds = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, dS, eye), {r - 1});
+  if (!p.compute_uv) return build::tuple(t, {ds});
+  NodeRef diffs = build::binary(t, Op::mul, build::binary(t, Op::add, s_row, s_col), build::binary(t, Op::sub, s_row, s_col));
+  NodeRef F = build::binary(t, Op::sub, build::binary(t, Op::div, ad::scalar_like(t, eye, 1.0), build::binary(t, Op::add, diffs, eye)), eye);
+  NodeRef dSS = build::binary(t, Op::mul, s_row, dS), SdS = build::binary(t, Op::mul, s_col, dS);
+  NodeRef zero = ad::zeros_like(t, s);
+  NodeRef s_zeros = build::convert(t, build::binary(t, Op::eq, s, zero), s->dtype());
+  NodeRef s_inv = build::binary(t, Op::sub, build::binary(t, Op::div, ad::scalar_like(t, s, 1.0), build::binary(t, Op::add, s, s_zeros)), s_zeros);
+  NodeRef s_inv_mat = build::binary(t, Op::mul, build::broadcast_in_dim(t, s_inv, ks, row_dims), eye);
+  NodeRef dUdV_diag = build::binary(t, Op::mul, build::binary(t, Op::mul, ad::scalar_like(t, dS, 0.5), build::binary(t, Op::sub, dS, mT(t, dS))), s_inv_mat);
+  NodeRef dU = mm(t, U, build::binary(t, Op::add, build::binary(t, Op::mul, F, build::binary(t, Op::add, dSS, mT(t, dSS))), dUdV_diag));
+  NodeRef dV = mm(t, V, build::binary(t, Op::mul, F, build::binary(t, Op::add, SdS, mT(t, SdS))));
+  if (m > c) {
+    NodeRef dAV = mm(t, tx[0], V);
+    Shape us = U->shape();
+    NodeRef s_u = build::broadcast_in_dim(t, s, us, row_dims);
+    dU = build::binary(t, Op::add, dU, build::binary(t, Op::div, build::binary(t, Op::sub, dAV, mm(t, U, mm(t, mT(t, U), dAV))), s_u));
+  }
+  if (c > m) {
+    NodeRef dAHU = mm(t, mT(t, tx[0]), U);
+    Shape vs = V->shape();
+    NodeRef s_v = build::broadcast_in_dim(t, s, vs, row_dims);
+    dV = build::binary(t, Op::add, dV, build::binary(t, Op::div, build::binary(t, Op::sub, dAHU, mm(t, V, mm(t, Vt, dAHU))), s_v));
+  }
+  return build::tuple(t, {ds, dU, mT(t, dV)});
 }
 void Rule<Op::svd>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&, std::vector<NodeRef>&) {
   rule_util::not_linear(n);

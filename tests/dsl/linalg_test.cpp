@@ -403,7 +403,7 @@ void check_grad(const std::string& name, const std::function<Array(const Array&)
 
 }  // namespace
 
-TEST_CASE("derivatives of solve, inv, det, slogdet, cholesky, triangular_solve, eigh, qr against finite differences") {
+TEST_CASE("derivatives of solve, inv, det, slogdet, cholesky, triangular_solve, eigh, qr, svd against finite differences") {
   Array a = rand_mat(20, {4, 4}, ts::float64, 2);
   Array b = rand_mat(21, {4, 2}, ts::float64);
   Array w = rand_mat(22, {4, 4}, ts::float64);
@@ -424,6 +424,14 @@ TEST_CASE("derivatives of solve, inv, det, slogdet, cholesky, triangular_solve, 
     auto [ev, v] = la::eigh(x);
     return weigh(v * v);
   }, sym);
+  for (ts::Shape shp : {ts::Shape{4, 4}, ts::Shape{4, 2}, ts::Shape{2, 4}}) {
+    Array m0 = rand_mat(23, shp, ts::float64, 1);
+    check_grad("svd values " + ts::shape_str(shp), [=](const Array& x) { return weigh(ts::expand_dims(la::svdvals(x), 0)); }, m0);
+    check_grad("svd vectors " + ts::shape_str(shp), [=](const Array& x) {
+      auto [u, sv, vh] = la::svd(x, false);
+      return weigh(u * u) + weigh(vh * vh) + weigh(ts::expand_dims(sv, 0));
+    }, m0);
+  }
   check_grad("qr", [=](const Array& x) {
     auto [q, r] = la::qr(x);
     return weigh(r) + weigh(q * q);
