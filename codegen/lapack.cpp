@@ -80,23 +80,26 @@ struct Lapack {
   }
 };
 
-// Row-major r x c <-> column-major (LAPACK's order), by tiles that stay in
-// cache (a plain strided loop is several times slower on large matrices).
+// dst (c x r, row-major) = the transpose of src (r x c, row-major), by
+// tiles that stay in cache (a plain strided loop is several times slower
+// on large matrices). A row-major matrix is the column-major transpose, so
+// this turns row-major into LAPACK's column-major order and back.
 template <class T>
-void to_col(const T* row, std::int64_t r, std::int64_t c, T* col) {
+void transpose(const T* src, std::int64_t r, std::int64_t c, T* dst) {
   constexpr std::int64_t B = 32;
   for (std::int64_t i0 = 0; i0 < r; i0 += B)
     for (std::int64_t j0 = 0; j0 < c; j0 += B)
       for (std::int64_t j = j0; j < std::min(j0 + B, c); ++j)
-        for (std::int64_t i = i0; i < std::min(i0 + B, r); ++i) col[j * r + i] = row[i * c + j];
+        for (std::int64_t i = i0; i < std::min(i0 + B, r); ++i) dst[j * r + i] = src[i * c + j];
+}
+// Row-major r x c to column-major, and back.
+template <class T>
+void to_col(const T* row, std::int64_t r, std::int64_t c, T* col) {
+  transpose(row, r, c, col);
 }
 template <class T>
 void from_col(const T* col, std::int64_t r, std::int64_t c, T* row) {
-  constexpr std::int64_t B = 32;
-  for (std::int64_t i0 = 0; i0 < r; i0 += B)
-    for (std::int64_t j0 = 0; j0 < c; j0 += B)
-      for (std::int64_t i = i0; i < std::min(i0 + B, r); ++i)
-        for (std::int64_t j = j0; j < std::min(j0 + B, c); ++j) row[i * c + j] = col[j * r + i];
+  transpose(col, c, r, row);
 }
 template <class T>
 void fill_nan(T* p, std::int64_t n) {
