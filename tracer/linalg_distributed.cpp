@@ -53,25 +53,6 @@ NodeRef concat_cols(NodeTable& t, std::vector<NodeRef> parts) {
   return parts.size() == 1 ? parts[0] : build::concatenate(t, parts, 1);
 }
 
-// x - l @ u, computed only on devices with a row to update (`any`, an int32
-// 0/1 scalar): with rows split in blocks, a device whose rows are all
-// finished skips the product (a conditional in its program) instead of
-// multiplying zeros, a third of the flops.
-NodeRef minus_product_if(NodeTable& t, const NodeRef& any, const NodeRef& x, const NodeRef& l, const NodeRef& u) {
-  auto branch = [&](bool update) {
-    NodeTable bt;
-    auto g = std::make_shared<Graph>();
-    g->name = update ? "update" : "keep";
-    g->params = {build::parameter(bt, 0, x->aval), build::parameter(bt, 1, l->aval), build::parameter(bt, 2, u->aval)};
-    g->outputs = {update ? bin(bt, Op::sub, g->params[0], mm(bt, g->params[1], g->params[2])) : g->params[0]};
-    return GraphRef(g);
-  };
-  return build::get_tuple_element(t, build::cond(t, any, {branch(false), branch(true)}, {x, l, u}), 0);
-}
-NodeRef any_row(NodeTable& t, const NodeRef& mask) {
-  return build::reduce(t, Op::reduce_max, build::convert(t, mask, DType::int32), {0});
-}
-
 // The panel width: about 16 panels (a panel step costs two collectives and
 // an op per column block, the redundant panel factorisation n nb^2 flops
 // per device), at most a quarter of a device's rows (the moved rows, 2 nb
@@ -168,7 +149,6 @@ NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, con
     NodeRef swap = bin(t, Op::or_, in_top, moved);
     NodeRef prow = take_rows(t, plu, relc);  // [r, w]
     NodeRef Lloc = select_rows(t, below, prow, zeros_of(t, prow));
-    NodeRef any_below = any_row(t, below);
     NodeRef L11 = build::slice(t, plu, {0, 0}, {w, w});
     attr::Linalg unit_lower;
     unit_lower.unit_diagonal = true;
@@ -186,7 +166,7 @@ NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, con
         continue;
       }
       NodeRef U12 = triangular_solve(t, L11, rows(t, Tj, 0, w), unit_lower);  // [w, wj]
-      NodeRef updated = minus_product_if(t, any_below, swapped, Lloc, U12);
+      NodeRef updated = bin(t, Op::sub, swapped, mm(t, Lloc, U12));
       X.b[j] = select_rows(t, in_top, take_rows(t, U12, clamp(t, rel, 0, w - 1)), updated);
     }
     // The panel block: the factored panel on the active rows.
@@ -227,11 +207,10 @@ NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& 
     if (c1 == n) continue;
     NodeRef below = bin(t, Op::and_, is_active, bin(t, Op::ge, rel, full(t, DType::int32, double(w), {r})));
     NodeRef Lloc = select_rows(t, below, prow, zeros_of(t, prow));
-    NodeRef any_below = any_row(t, below);
     for (size_t j = k + 1; j < X.b.size(); ++j) {
       const std::int64_t s0 = X.start[j] - c1;
       NodeRef Lj = build::slice(t, L21, {s0, 0}, {s0 + X.width(j), w});  // the block's rows of L21
-      X.b[j] = minus_product_if(t, any_below, X.b[j], Lloc, mT(t, Lj));
+      X.b[j] = bin(t, Op::sub, X.b[j], mm(t, Lloc, mT(t, Lj)));
     }
   }
   NodeRef L = X.join(t);
