@@ -1,4 +1,5 @@
 #include "codegen/compile.hpp"
+#include "codegen/complex.hpp"
 #include "codegen/library.hpp"
 
 #include <cmath>
@@ -118,7 +119,12 @@ void combine_typed(DType t, Op op, void* acc, const void* v, std::int64_t n) {
     using T = decltype(tag);
     T* a = static_cast<T*>(acc);
     const T* x = static_cast<const T*>(v);
-    if (op == Op::add) combine_loop<T, Op::add>(a, x, n);
+    if constexpr (is_complex_v<T>) {
+      // complex values reach codegen as pairs of reals (codegen/complex.cpp)
+      TESSEL_CHECK_INTERNAL(op == Op::add, "a complex max/min collective");
+      combine_loop<typename T::value_type, Op::add>(reinterpret_cast<typename T::value_type*>(a),
+                                                    reinterpret_cast<const typename T::value_type*>(x), 2 * n);
+    } else if (op == Op::add) combine_loop<T, Op::add>(a, x, n);
     else if (op == Op::max) combine_loop<T, Op::max>(a, x, n);
     else combine_loop<T, Op::min>(a, x, n);
   });
@@ -412,7 +418,7 @@ class ControlThunk final : public rt::Thunk {
 }  // namespace
 
 CompiledProgram compile(const Graph& program, const CompileOptions& options) {
-  const Graph g = fold_transposes_into_dots(program);
+  const Graph g = fold_transposes_into_dots(has_complex(program) ? expand_complex(program) : program);
   FusionPlan plan = plan_fusion(g);
   sink_collectives(plan.steps);
   auto exe = std::make_shared<rt::Executable>();

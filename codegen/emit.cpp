@@ -38,6 +38,8 @@ llvm::Type* ExprEmitter::reg_type(DType t) {
     case DType::int64: return b.getInt64Ty();
     case DType::float32: return b.getFloatTy();
     case DType::float64: return b.getDoubleTy();
+    case DType::complex64: case DType::complex128:
+      throw InternalError("a complex value reached the expression emitter (codegen/complex.cpp expands them)");
   }
   __builtin_unreachable();
 }
@@ -57,6 +59,7 @@ Value* ExprEmitter::literal_scalar(const Literal& l) {
     std::memcpy(&v, l.bytes.data(), sizeof(T));
     if constexpr (std::is_same_v<T, bool>) return b.getInt1(v);
     else if constexpr (std::is_floating_point_v<T>) return llvm::ConstantFP::get(reg_type(l.dtype), double(v));
+    else if constexpr (is_complex_v<T>) throw InternalError("a complex constant reached the expression emitter");
     else return llvm::ConstantInt::get(reg_type(l.dtype), std::uint64_t(v), std::is_signed_v<T>);
   });
 }

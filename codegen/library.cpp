@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "codegen/fft.hpp"
 #include "codegen/lapack.hpp"
 #include "tracer/errors.hpp"
 #include "tracer/rules.hpp"
@@ -67,6 +68,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     r[std::size_t(Op::sort)] = &sort_routine;
     r[std::size_t(Op::scatter)] = &scatter_routine;
     for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
+    r[std::size_t(Op::fft)] = &fft_routine;
     return r;
   }();
   return t;

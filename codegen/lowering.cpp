@@ -38,6 +38,7 @@ TESSEL_NOT_AN_EXPRESSION(lu)
 TESSEL_NOT_AN_EXPRESSION(qr)
 TESSEL_NOT_AN_EXPRESSION(eigh)
 TESSEL_NOT_AN_EXPRESSION(svd)
+TESSEL_NOT_AN_EXPRESSION(fft)  // FFTW (codegen/fft.cpp)
 TESSEL_NOT_AN_EXPRESSION(all_gather)
 TESSEL_NOT_AN_EXPRESSION(all_reduce)
 TESSEL_NOT_AN_EXPRESSION(reduce_scatter)
@@ -51,6 +52,11 @@ TESSEL_NOT_AN_EXPRESSION(shard_map)  // the partitioner inlines its body
 TESSEL_NOT_AN_EXPRESSION(cond)  // control flow runs its regions as executables (compile.cpp)
 TESSEL_NOT_AN_EXPRESSION(while_)
 TESSEL_NOT_AN_EXPRESSION(scan)
+// Complex values are pairs of real values by codegen (codegen/complex.cpp).
+TESSEL_NOT_AN_EXPRESSION(real)
+TESSEL_NOT_AN_EXPRESSION(imag)
+TESSEL_NOT_AN_EXPRESSION(conj)
+TESSEL_NOT_AN_EXPRESSION(complex)
 
 // ------------------------------------------------------------------ leaves
 

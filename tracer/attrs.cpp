@@ -48,6 +48,13 @@ void Indexed::print(std::ostream& os) const {
   static const char* modes[] = {"clip", "fill", "zero"};
   os << ", axis=" << axis << (along ? ", along" : "") << ", mode=" << modes[int(mode)] << ", combine=" << op_name(combine);
 }
+void Fft::print(std::ostream& os) const {
+  static const char* kinds[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  os << ", fft_type=" << kinds[int(kind)] << ", axes={";
+  for (size_t i = 0; i < axes.size(); ++i) os << (i ? "," : "") << axes[i];
+  os << '}';
+  if (kind == FftKind::irfft) os << ", n=" << n;
+}
 void ArgReduce::print(std::ostream& os) const {
   os << ", dimensions={" << dimension << '}';  // the index dtype is the result's
 }

@@ -39,9 +39,12 @@ struct Literal {
   std::vector<unsigned char> bytes;
   std::size_t hash() const;
   bool operator==(const Literal&) const = default;
-  // The value at flat index i as a double (for printing and folding).
+  // The value at flat index i as a double (for printing and folding); the
+  // real part of a complex value.
   double as_double(std::int64_t i) const;
+  std::complex<double> as_complex(std::int64_t i) const;
   static std::shared_ptr<const Literal> scalar(DType t, double v);
+  static std::shared_ptr<const Literal> scalar(DType t, std::complex<double> v);
 };
 using LiteralRef = std::shared_ptr<const Literal>;
 
@@ -125,6 +128,20 @@ struct Linalg {
   bool lower = true, left_side = true, transpose_a = false, unit_diagonal = false;
   bool full_matrices = true, compute_uv = true;
   auto fields() const { return std::tie(lower, left_side, transpose_a, unit_diagonal, full_matrices, compute_uv); }
+  void print(std::ostream& os) const;
+};
+// fft: a discrete Fourier transform over `axes` (distinct, in any order;
+// XLA's takes trailing axes only). kind fft: complex, e^{-2 pi i jk/n};
+// ifft: complex, e^{+2 pi i jk/n}, unnormalised (no 1/n: the dsl scales);
+// rfft: real to complex, the last of `axes` keeping n/2 + 1 entries; irfft:
+// complex to real (unnormalised), the last of `axes` becoming `n` long from
+// n/2 + 1 (the imaginary parts of its zero and Nyquist entries ignored).
+enum class FftKind : std::uint8_t { fft, ifft, rfft, irfft };
+struct Fft {
+  FftKind kind = FftKind::fft;
+  std::vector<std::int64_t> axes;
+  std::int64_t n = 0;  // irfft only
+  auto fields() const { return std::tie(kind, axes, n); }
   void print(std::ostream& os) const;
 };
 // threefry2x32: which of the two output words.
@@ -284,6 +301,7 @@ inline void add(Key& k, std::int64_t v) { k.pod(v); }
 inline void add(Key& k, DType v) { k.pod(v); }
 inline void add(Key& k, Op v) { k.pod(v); }
 inline void add(Key& k, IndexMode v) { k.pod(v); }
+inline void add(Key& k, FftKind v) { k.pod(v); }
 inline void add(Key& k, int v) { k.pod(v); }
 inline void add(Key& k, bool v) { k.pod(v); }
 inline void add(Key& k, const AxisSharding& s) { add_to_key(k, s); }
@@ -328,7 +346,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg>;
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft>;
 
 class Attrs {
  public:

@@ -36,7 +36,7 @@ void linearize(const Graph& g_in, const std::vector<bool>& wrt, int first_tangen
     primal[p.get()] = np;
     L.params.push_back(np);
     NodeRef tp;
-    if (i < wrt.size() && wrt[i] && is_floating(p->dtype())) {
+    if (i < wrt.size() && wrt[i] && is_inexact(p->dtype())) {
       Aval ta = p->aval;
       ta.weak_type = false;
       tp = build::parameter(L.t, next++, ta);

@@ -151,6 +151,8 @@ NodeRef threefry2x32(NodeTable& t, const NodeRef& k0, const NodeRef& k1, const N
   return make(t, Op::threefry2x32, {k0, k1, x0, x1}, attr::Word{word});
 }
 
+NodeRef fft(NodeTable& t, const NodeRef& x, attr::Fft how) { return make(t, Op::fft, {x}, std::move(how)); }
+
 NodeRef linalg(NodeTable& t, Op op, const std::vector<NodeRef>& operands, attr::Linalg how) {
   return make(t, op, operands, how);
 }

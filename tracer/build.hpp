@@ -50,6 +50,8 @@ NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotD
 // Linear algebra (attr::Linalg): one result for cholesky and
 // triangular_solve, a tuple for lu, qr, eigh and svd.
 NodeRef linalg(NodeTable& t, Op op, const std::vector<NodeRef>& operands, attr::Linalg how = {});
+// A Fourier transform of x over how.axes (attr::Fft).
+NodeRef fft(NodeTable& t, const NodeRef& x, attr::Fft how);
 
 NodeRef sharding_constraint(NodeTable& t, const NodeRef& x, const AxisSharding& sharding);
 

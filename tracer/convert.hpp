@@ -1,6 +1,8 @@
 // Element conversion between dtypes with XLA's semantics (what JAX users
 // see): float to integer truncates toward zero, saturates at the integer's
-// range and maps NaN to 0; anything to bool is "!= 0".
+// range and maps NaN to 0; anything to bool is "!= 0". Complex to real keeps
+// the real part (NumPy's and JAX's convert_element_type); real to complex has
+// a zero imaginary part.
 #pragma once
 
 #include <cmath>
@@ -14,7 +16,13 @@ namespace tessel {
 
 template <class To, class From>
 To convert_element(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (is_complex_v<From>) {
+    if constexpr (std::is_same_v<To, bool>) return v != From(0);
+    else if constexpr (is_complex_v<To>) return To(typename To::value_type(v.real()), typename To::value_type(v.imag()));
+    else return convert_element<To>(v.real());
+  } else if constexpr (is_complex_v<To>) {
+    return To(convert_element<typename To::value_type>(v), typename To::value_type(0));
+  } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     if (std::isnan(v)) return To(0);

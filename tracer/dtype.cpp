@@ -36,7 +36,7 @@ DType dtype_from_name(const std::string& name) {
   TESSEL_DTYPES(TESSEL_X)
 #undef TESSEL_X
   throw TypeError("unknown dtype name '" + name +
-                  "'; expected one of bool, int32, int64, uint32, float32, float64");
+                  "'; expected one of bool, int32, int64, uint32, float32, float64, complex64, complex128");
 }
 
 }  // namespace tessel

@@ -2,21 +2,26 @@
 // traits all derive from it, so adding a dtype is one line here plus kernels.
 #pragma once
 
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace tessel {
 
 // X(enumerator, numpy name, C++ storage type, kind) — kind: b bool, i signed,
-// u unsigned, f floating.
+// u unsigned, f floating, c complex (interleaved real and imaginary parts,
+// as NumPy and std::complex store them).
 #define TESSEL_DTYPES(X)                  \
   X(bool_, "bool", bool, 'b')             \
   X(int32, "int32", std::int32_t, 'i')    \
   X(int64, "int64", std::int64_t, 'i')    \
   X(uint32, "uint32", std::uint32_t, 'u') \
   X(float32, "float32", float, 'f')       \
-  X(float64, "float64", double, 'f')
+  X(float64, "float64", double, 'f')      \
+  X(complex64, "complex64", std::complex<float>, 'c') \
+  X(complex128, "complex128", std::complex<double>, 'c')
 
 enum class DType : std::uint8_t {
 #define TESSEL_X(e, name, type, kind) e,
@@ -44,6 +49,24 @@ inline bool is_integral(DType t) { return dtype_kind(t) == 'i' || dtype_kind(t) 
 inline bool is_signed_int(DType t) { return dtype_kind(t) == 'i'; }
 inline bool is_unsigned_int(DType t) { return dtype_kind(t) == 'u'; }
 inline bool is_bool(DType t) { return t == DType::bool_; }
+inline bool is_complex(DType t) { return dtype_kind(t) == 'c'; }
+// floating or complex (numpy's inexact)
+inline bool is_inexact(DType t) { return is_floating(t) || is_complex(t); }
+// complex64 -> float32, complex128 -> float64; others unchanged.
+inline DType real_dtype(DType t) {
+  return t == DType::complex64 ? DType::float32 : t == DType::complex128 ? DType::float64 : t;
+}
+// float32 -> complex64, float64 -> complex128; complex unchanged.
+inline DType complex_dtype(DType t) {
+  return t == DType::float64 || t == DType::complex128 ? DType::complex128 : DType::complex64;
+}
+
+template <class T>
+struct is_complex_type : std::false_type {};
+template <class T>
+struct is_complex_type<std::complex<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_complex_v = is_complex_type<T>::value;
 
 // Parses a numpy dtype name; throws TypeError for an unknown one.
 DType dtype_from_name(const std::string& name);

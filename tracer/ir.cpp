@@ -32,6 +32,8 @@ const char* short_dtype(DType t) {
     case DType::uint32: return "u32";
     case DType::float32: return "f32";
     case DType::float64: return "f64";
+    case DType::complex64: return "c64";
+    case DType::complex128: return "c128";
   }
   __builtin_unreachable();
 }
@@ -67,13 +69,31 @@ std::size_t Literal::hash() const {
   return h;
 }
 
-double Literal::as_double(std::int64_t i) const {
+double Literal::as_double(std::int64_t i) const { return as_complex(i).real(); }
+
+std::complex<double> Literal::as_complex(std::int64_t i) const {
   return visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T v;
     std::memcpy(&v, bytes.data() + std::size_t(i) * sizeof(T), sizeof(T));
-    return double(v);
+    if constexpr (is_complex_v<T>) return std::complex<double>(v);
+    else return std::complex<double>(double(v));
   });
+}
+
+std::shared_ptr<const Literal> Literal::scalar(DType t, std::complex<double> v) {
+  if (!is_complex(t)) return scalar(t, v.real());
+  auto l = std::make_shared<Literal>();
+  l->dtype = t;
+  l->bytes.resize(dtype_size(t));
+  visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_complex_v<T>) {
+      T x(typename T::value_type(v.real()), typename T::value_type(v.imag()));
+      std::memcpy(l->bytes.data(), &x, sizeof(T));
+    }
+  });
+  return l;
 }
 
 std::shared_ptr<const Literal> Literal::scalar(DType t, double v) {
@@ -253,7 +273,11 @@ std::string literal_text(const Literal& l) {
   std::ostringstream os;
   std::int64_t n = numel(l.shape);
   if (!l.shape.empty()) os << '{';
-  for (std::int64_t i = 0; i < std::min<std::int64_t>(n, 8); ++i) os << (i ? ", " : "") << l.as_double(i);
+  for (std::int64_t i = 0; i < std::min<std::int64_t>(n, 8); ++i) {
+    os << (i ? ", " : "");
+    if (is_complex(l.dtype)) os << '(' << l.as_complex(i).real() << (std::signbit(l.as_complex(i).imag()) ? "" : "+") << l.as_complex(i).imag() << "j)";
+    else os << l.as_double(i);
+  }
   if (n > 8) os << ", ...";
   if (!l.shape.empty()) os << '}';
   return os.str();

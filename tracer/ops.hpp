@@ -66,6 +66,9 @@ enum class OpCost : std::uint8_t {
   X(round, "round-nearest-even", Unary, Cheap, None)                            \
   X(is_finite, "is-finite", Unary, Cheap, None)                                 \
   X(not_, "not", Unary, Cheap, None)                                            \
+  X(real, "real", Unary, Free, None)                                            \
+  X(imag, "imag", Unary, Free, None)                                            \
+  X(conj, "conj", Unary, Cheap, None)                                           \
   X(add, "add", Binary, Cheap, None)                                            \
   X(sub, "subtract", Binary, Cheap, None)                                       \
   X(mul, "multiply", Binary, Cheap, None)                                       \
@@ -80,6 +83,7 @@ enum class OpCost : std::uint8_t {
   X(xor_, "xor", Binary, Cheap, None)                                           \
   X(shift_left, "shift-left", Binary, Cheap, None)                              \
   X(shift_right_logical, "shift-right-logical", Binary, Cheap, None)            \
+  X(complex, "complex", Binary, Free, None)                                     \
   X(eq, "compare-EQ", Compare, Cheap, None)                                     \
   X(ne, "compare-NE", Compare, Cheap, None)                                     \
   X(lt, "compare-LT", Compare, Cheap, None)                                     \
@@ -114,6 +118,7 @@ enum class OpCost : std::uint8_t {
   X(qr, "qr", Library, Never, Linalg)                                           \
   X(eigh, "eigh", Library, Never, Linalg)                                       \
   X(svd, "svd", Library, Never, Linalg)                                         \
+  X(fft, "fft", Library, Never, Fft)                                            \
   X(dot_general, "dot", Dot, Never, Dot)                                        \
   X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)    \
   X(pvary, "pvary", Annotation, Free, AxisIndex)   \

@@ -7,7 +7,7 @@ namespace tessel {
 namespace {
 
 // Lattice nodes.
-enum Node { B1, IW, FW, U32, I32, I64, F32, F64, kNodes };
+enum Node { B1, IW, FW, U32, I32, I64, F32, F64, CW, C64, C128, kNodes };
 
 Node node_of(DType t, bool weak) {
   switch (t) {
@@ -17,6 +17,8 @@ Node node_of(DType t, bool weak) {
     case DType::uint32: return weak ? IW : U32;
     case DType::float32: return weak ? FW : F32;
     case DType::float64: return weak ? FW : F64;
+    case DType::complex64: return weak ? CW : C64;
+    case DType::complex128: return weak ? CW : C128;
   }
   __builtin_unreachable();
 }
@@ -30,8 +32,11 @@ const std::vector<std::vector<Node>>& upper_sets() {
     succ[U32] = {I64};
     succ[I32] = {I64};
     succ[I64] = {FW};
-    succ[FW] = {F32};
-    succ[F32] = {F64};
+    succ[FW] = {F32, CW};
+    succ[F32] = {F64, C64};
+    succ[F64] = {C128};
+    succ[CW] = {C64};
+    succ[C64] = {C128};
     std::vector<std::vector<Node>> up(kNodes);
     for (int n = 0; n < kNodes; ++n) {
       std::vector<bool> seen(kNodes, false);
@@ -80,6 +85,14 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
         case I64: return {DType::int64, false};
         case F32: return {DType::float32, false};
         case F64: return {DType::float64, false};
+        // A weak complex: complex64, complex128 when both operands are of
+        // double precision (weak C++ std::complex<double> and double).
+        case CW: {
+          auto wide = [](DType t) { return t == DType::float64 || t == DType::complex128; };
+          return {wide(a) && wide(b) ? DType::complex128 : DType::complex64, true};
+        }
+        case C64: return {DType::complex64, false};
+        case C128: return {DType::complex128, false};
         case kNodes: break;
       }
     }

@@ -3,7 +3,8 @@
 // canonicalisation: tessel has int64 and float64 as real dtypes.
 //
 //   bool -> i* -> {u32, i32} ;  u32, i32 -> i64 -> f* -> f32 -> f64
-//   (i*, f*: weak int and weak float)
+//   f* -> c* -> c64 -> c128 ;  f32 -> c64 ;  f64 -> c128
+//   (i*, f*, c*: weak int, weak float and weak complex)
 #pragma once
 
 #include "tracer/dtype.hpp"

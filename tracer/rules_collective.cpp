@@ -64,6 +64,8 @@ void Rule<Op::all_gather>::eval(const std::vector<const HostArray*>&, const A&, 
 Aval Rule<Op::all_reduce>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::all_reduce, in, 1);
   group_size(Op::all_reduce, p);
+  if (is_complex(in[0].dtype) && p.reduce_op != Op::add)
+    throw TypeError(cat("all-reduce by ", op_name(p.reduce_op), " of ", in[0].str(), ": complex numbers are not ordered"));
   return in[0];
 }
 void Rule<Op::all_reduce>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
@@ -72,6 +74,9 @@ void Rule<Op::all_reduce>::eval(const std::vector<const HostArray*>&, const A&, 
 
 Aval Rule<Op::reduce_scatter>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::reduce_scatter, in, 1);
+  if (is_complex(in[0].dtype) && p.reduce_op != Op::add)
+    throw TypeError(cat("reduce-scatter by ", op_name(p.reduce_op), " of ", in[0].str(),
+                        ": complex numbers are not ordered"));
   Aval o = in[0];
   std::int64_t d = checked_dim(Op::reduce_scatter, in[0], p.dimension);
   std::int64_t n = group_size(Op::reduce_scatter, p);

@@ -105,7 +105,7 @@ GraphRef jvp_region(const Graph& g, const std::vector<bool>& wrt, const std::vec
   std::vector<int> tangent_pos(size_t(np), -1);
   int next = np;
   for (int i = 0; i < np; ++i)
-    if (wrt[size_t(i)] && is_floating(g.params[size_t(i)]->dtype())) tangent_pos[size_t(i)] = next++;
+    if (wrt[size_t(i)] && is_inexact(g.params[size_t(i)]->dtype())) tangent_pos[size_t(i)] = next++;
   std::vector<Aval> avals;
   std::vector<int> pos(j.params.size(), -1);
   for (size_t k = 0; k < order.size(); ++k) {
@@ -150,7 +150,7 @@ NodeRef Rule<Op::cond>::jvp(NodeTable& t, const Node& n, const std::vector<NodeR
   std::vector<std::pair<bool, int>> order, outs;
   for (int i = 0; i < m; ++i) order.push_back({false, i});
   for (int i = 0; i < m; ++i)
-    if (tx[size_t(i + 1)] && is_floating(x[size_t(i + 1)]->dtype())) {
+    if (tx[size_t(i + 1)] && is_inexact(x[size_t(i + 1)]->dtype())) {
       wrt[size_t(i)] = true;
       order.push_back({true, i});
       ops.push_back(tx[size_t(i + 1)]);
@@ -219,7 +219,7 @@ NodeRef Rule<Op::while_>::jvp(NodeTable& t, const Node& n, const std::vector<Nod
   const auto& w = attrs_of(n);
   const int cc = int(w.cond_consts), bc = int(w.body_consts), m = int(x.size()) - cc - bc;
   bool any = false;
-  for (int k = cc; k < int(x.size()); ++k) any = any || (tx[size_t(k)] && is_floating(x[size_t(k)]->dtype()));
+  for (int k = cc; k < int(x.size()); ++k) any = any || (tx[size_t(k)] && is_inexact(x[size_t(k)]->dtype()));
   if (!any) return nullptr;
   // Body parameters: body consts, carries.
   std::vector<bool> wrt(size_t(bc + m), false);
@@ -227,7 +227,7 @@ NodeRef Rule<Op::while_>::jvp(NodeTable& t, const Node& n, const std::vector<Nod
   std::vector<NodeRef> ops = slice_of(x, 0, size_t(cc + bc));
   for (int i = 0; i < bc; ++i) order.push_back({false, i});
   for (int i = 0; i < bc; ++i)
-    if (tx[size_t(cc + i)] && is_floating(x[size_t(cc + i)]->dtype())) {
+    if (tx[size_t(cc + i)] && is_inexact(x[size_t(cc + i)]->dtype())) {
       wrt[size_t(i)] = true;
       order.push_back({true, i});
       ops.push_back(tx[size_t(cc + i)]);
@@ -241,7 +241,7 @@ NodeRef Rule<Op::while_>::jvp(NodeTable& t, const Node& n, const std::vector<Nod
   }
   for (int j = 0; j < m; ++j) {
     const NodeRef& c = x[size_t(cc + bc + j)];
-    if (!is_floating(c->dtype())) continue;
+    if (!is_inexact(c->dtype())) continue;
     wrt[size_t(bc + j)] = true;
     float_carries.push_back(j);
     order.push_back({true, bc + j});
@@ -265,7 +265,7 @@ NodeRef Rule<Op::while_>::jvp(NodeTable& t, const Node& n, const std::vector<Nod
   size_t f = 0;
   for (int j = 0; j < m; ++j) {
     const Aval& a = n.aval.elements[size_t(j)];
-    if (is_floating(a.dtype)) tangents.push_back(r.at(size_t(m) + f++));
+    if (is_inexact(a.dtype)) tangents.push_back(r.at(size_t(m) + f++));
     else tangents.push_back(zeros(t, a));
   }
   return build::tuple(t, tangents);
@@ -324,7 +324,7 @@ NodeRef Rule<Op::scan>::jvp(NodeTable& t, const Node& n, const std::vector<NodeR
   const Graph& body = *s.body;
   const int c = int(s.consts), m = int(s.carries), q = int(x.size()) - c - m;
   const int ny = int(body.outputs.size()) - m;
-  auto has_t = [&](int k) { return tx[size_t(k)] && is_floating(x[size_t(k)]->dtype()); };
+  auto has_t = [&](int k) { return tx[size_t(k)] && is_inexact(x[size_t(k)]->dtype()); };
   bool any = false;
   for (int k = 0; k < int(x.size()); ++k) any = any || has_t(k);
   if (!any) return nullptr;
@@ -348,7 +348,7 @@ NodeRef Rule<Op::scan>::jvp(NodeTable& t, const Node& n, const std::vector<NodeR
   std::vector<int> float_carries;
   for (int j = 0; j < m; ++j) {
     const NodeRef& v = x[size_t(c + j)];
-    if (!is_floating(v->dtype())) continue;
+    if (!is_inexact(v->dtype())) continue;
     float_carries.push_back(j);
     wrt[size_t(c + j)] = true;
     order.push_back({true, c + j});
@@ -372,7 +372,7 @@ NodeRef Rule<Op::scan>::jvp(NodeTable& t, const Node& n, const std::vector<NodeR
   size_t f = 0;
   for (int j = 0; j < m; ++j) {
     const Aval& a = n.aval.elements[size_t(j)];
-    if (is_floating(a.dtype)) tangents.push_back(r.at(f++));
+    if (is_inexact(a.dtype)) tangents.push_back(r.at(f++));
     else tangents.push_back(zeros(t, a));
   }
   for (int k = 0; k < ny; ++k) tangents.push_back(r.at(float_carries.size() + size_t(k)));

@@ -22,12 +22,21 @@ using rule_util::expect_arity;
 
 namespace {
 
-enum class Accepts { Float, Numeric, Integer, IntOrBool, Any };
+// Inexact: floating or complex; Numeric: not bool; Real: numeric, not complex;
+// Ordered: anything but complex (JAX's lax orders no complex values).
+enum class Accepts { Float, Inexact, Numeric, Real, Ordered, Integer, IntOrBool, Any };
+
+constexpr bool accepts_complex(Accepts a) {
+  return a == Accepts::Inexact || a == Accepts::Numeric || a == Accepts::Any;
+}
 
 bool accepts(Accepts a, DType t) {
   switch (a) {
     case Accepts::Float: return is_floating(t);
+    case Accepts::Inexact: return is_inexact(t);
     case Accepts::Numeric: return !is_bool(t);
+    case Accepts::Real: return !is_bool(t) && !is_complex(t);
+    case Accepts::Ordered: return !is_complex(t);
     case Accepts::Integer: return is_integral(t);
     case Accepts::IntOrBool: return is_integral(t) || is_bool(t);
     case Accepts::Any: return true;
@@ -38,7 +47,10 @@ bool accepts(Accepts a, DType t) {
 const char* accepts_str(Accepts a) {
   switch (a) {
     case Accepts::Float: return "floating-point";
+    case Accepts::Inexact: return "floating-point or complex";
     case Accepts::Numeric: return "numeric";
+    case Accepts::Real: return "real numeric (not complex)";
+    case Accepts::Ordered: return "non-complex";
     case Accepts::Integer: return "integer";
     case Accepts::IntOrBool: return "integer or boolean";
     case Accepts::Any: return "any";
@@ -79,7 +91,11 @@ void map1(const HostArray& a, HostArray& out, F&& f) {
     visit_dtype(out.dtype, [&](auto otag) {
       using O = decltype(otag);
       O* y = reinterpret_cast<O*>(out.bytes.data());
-      for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<O>(f(x[i]));
+      using R = decltype(f(x[0]));
+      if constexpr (requires(R r) { static_cast<O>(r); })
+        for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<O>(f(x[i]));
+      else
+        throw InternalError("an elementwise kernel's result does not convert to " + std::string(dtype_name(out.dtype)));
     });
   });
 }
@@ -94,7 +110,11 @@ void map2(const HostArray& a, const HostArray& b, HostArray& out, F&& f) {
     visit_dtype(out.dtype, [&](auto otag) {
       using O = decltype(otag);
       O* z = reinterpret_cast<O*>(out.bytes.data());
-      for (std::int64_t i = 0; i < n; ++i) z[i] = static_cast<O>(f(x[i], y[i]));
+      using R = decltype(f(x[0], y[0]));
+      if constexpr (requires(R r) { static_cast<O>(r); })
+        for (std::int64_t i = 0; i < n; ++i) z[i] = static_cast<O>(f(x[i], y[i]));
+      else
+        throw InternalError("an elementwise kernel's result does not convert to " + std::string(dtype_name(out.dtype)));
     });
   });
 }
@@ -118,6 +138,22 @@ T wrap_mul(T a, T b) {
 
 template <class T>
 constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// exp(z) - 1 and log(1 + z) for complex z, accurate near 0 (no cancellation):
+// exp(x+iy) - 1 = (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y;
+// log(1+z) = log1p(2x + x^2 + y^2) / 2 + i atan2(y, 1 + x).
+template <class C>
+C complex_expm1(C z) {
+  using R = typename C::value_type;
+  R x = z.real(), y = z.imag(), s = std::sin(y / 2);
+  return C(std::expm1(x) * std::cos(y) - 2 * s * s, std::exp(x) * std::sin(y));
+}
+template <class C>
+C complex_log1p(C z) {
+  using R = typename C::value_type;
+  R x = z.real(), y = z.imag();
+  return C(std::log1p(x * (2 + x) + y * y) / 2, std::atan2(y, R(1) + x));
+}
 
 // erf^-1 to full precision: Newton on erf from a close start (Giles' f32 polynomial).
 double erf_inv_ref(double x) {
@@ -219,8 +255,11 @@ T shr_logical(T a, T b) {
     rule_util::allocate(out, aval);                                                                  \
     map1(*in[0], out, [](auto x) {                                                                   \
       using T = decltype(x);                                                                         \
-      (void)sizeof(T);                                                                               \
-      BODY                                                                                           \
+      if constexpr (is_complex_v<T> && !accepts_complex(Accepts::ACCEPTS)) {                         \
+        return x; /* not reached: the rule refuses complex operands */                              \
+      } else {                                                                                       \
+        BODY                                                                                         \
+      }                                                                                              \
     });                                                                                              \
   } \
   TESSEL_LOCAL_SAME_OP(OP)
@@ -229,26 +268,31 @@ TESSEL_UNARY(neg, Numeric, {
   if constexpr (is_int_v<T>) return wrap_sub(T(0), x);
   else return T(-x);
 })
-TESSEL_UNARY(sin, Float, { return std::sin(x); })
-TESSEL_UNARY(cos, Float, { return std::cos(x); })
-TESSEL_UNARY(tan, Float, { return std::tan(x); })
-TESSEL_UNARY(tanh, Float, { return std::tanh(x); })
-TESSEL_UNARY(exp, Float, { return std::exp(x); })
-TESSEL_UNARY(expm1, Float, { return std::expm1(x); })
-TESSEL_UNARY(log, Float, { return std::log(x); })
-TESSEL_UNARY(log1p, Float, { return std::log1p(x); })
-TESSEL_UNARY(sqrt, Float, { return std::sqrt(x); })
-TESSEL_UNARY(rsqrt, Float, { return T(1) / std::sqrt(x); })
+TESSEL_UNARY(sin, Inexact, { return std::sin(x); })
+TESSEL_UNARY(cos, Inexact, { return std::cos(x); })
+TESSEL_UNARY(tan, Inexact, { return std::tan(x); })
+TESSEL_UNARY(tanh, Inexact, { return std::tanh(x); })
+TESSEL_UNARY(exp, Inexact, { return std::exp(x); })
+TESSEL_UNARY(expm1, Inexact, {
+  if constexpr (is_complex_v<T>) return complex_expm1(x);
+  else return std::expm1(x);
+})
+TESSEL_UNARY(log, Inexact, { return std::log(x); })
+TESSEL_UNARY(log1p, Inexact, {
+  if constexpr (is_complex_v<T>) return complex_log1p(x);
+  else return std::log1p(x);
+})
+TESSEL_UNARY(sqrt, Inexact, { return std::sqrt(x); })
+TESSEL_UNARY(rsqrt, Inexact, { return T(1) / std::sqrt(x); })
 TESSEL_UNARY(logistic, Float, { return T(1) / (T(1) + std::exp(-x)); })
 TESSEL_UNARY(erf_inv, Float, { return T(erf_inv_ref(double(x))); })
 TESSEL_UNARY(erf, Float, { return std::erf(x); })
-TESSEL_UNARY(abs, Numeric, {
-  if constexpr (std::is_unsigned_v<T>) return x;
-  else if constexpr (is_int_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
-  else return std::fabs(x);
-})
 TESSEL_UNARY(sign, Numeric, {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_complex_v<T>) {
+    // x / |x|, 0 at 0 (JAX's sign of a complex number)
+    if (x == T(0)) return x;
+    return x / std::abs(x);
+  } else if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(x)) return x;
     return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
   } else if constexpr (std::is_unsigned_v<T>) {
@@ -267,8 +311,26 @@ TESSEL_UNARY(not_, IntOrBool, {
 })
 #undef TESSEL_UNARY
 
+// abs: |x|; a complex operand's modulus is real.
+Aval Rule<Op::abs>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
+  Aval a = unary_infer(Op::abs, Accepts::Numeric, in);
+  a.dtype = real_dtype(a.dtype);
+  return a;
+}
+void Rule<Op::abs>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  map1(*in[0], out, [](auto x) {
+    using T = decltype(x);
+    if constexpr (is_complex_v<T>) return std::abs(x);  // hypot: no overflow in the squares
+    else if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (is_int_v<T>) return x < 0 ? wrap_sub(T(0), x) : x;
+    else return std::fabs(x);
+  });
+}
+TESSEL_LOCAL_SAME_OP(abs)
+
 Aval Rule<Op::is_finite>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
-  Aval a = unary_infer(Op::is_finite, Accepts::Float, in);
+  Aval a = unary_infer(Op::is_finite, Accepts::Inexact, in);
   return Aval{DType::bool_, a.shape, false};
 }
 void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval,
@@ -276,6 +338,7 @@ void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const A&
   rule_util::allocate(out, aval);
   map1(*in[0], out, [](auto x) {
     if constexpr (std::is_floating_point_v<decltype(x)>) return std::isfinite(x);
+    else if constexpr (is_complex_v<decltype(x)>) return std::isfinite(x.real()) && std::isfinite(x.imag());
     else return true;
   });
 }
@@ -291,8 +354,11 @@ void Rule<Op::is_finite>::eval(const std::vector<const HostArray*>& in, const A&
     rule_util::allocate(out, aval);                                                                  \
     map2(*in[0], *in[1], out, [](auto a, auto b) {                                                   \
       using T = decltype(a);                                                                         \
-      (void)sizeof(T);                                                                               \
-      BODY                                                                                           \
+      if constexpr (is_complex_v<T> && !accepts_complex(Accepts::ACCEPTS)) {                         \
+        return a; /* not reached: the rule refuses complex operands */                              \
+      } else {                                                                                       \
+        BODY                                                                                         \
+      }                                                                                              \
     });                                                                                              \
   } \
   TESSEL_LOCAL_SAME_OP(OP)
@@ -313,13 +379,21 @@ TESSEL_BINARY(div, Numeric, {
   if constexpr (is_int_v<T>) return int_div(a, b);
   else return T(a / b);
 })
-TESSEL_BINARY(rem, Numeric, {
+TESSEL_BINARY(rem, Real, {
   if constexpr (is_int_v<T>) return int_rem(a, b);
   else return std::fmod(a, b);
 })
-TESSEL_BINARY(pow, Float, { return std::pow(a, b); })
-TESSEL_BINARY(max, Any, { return nan_max(a, b); })
-TESSEL_BINARY(min, Any, { return nan_min(a, b); })
+TESSEL_BINARY(pow, Inexact, {
+  if constexpr (is_complex_v<T>) {
+    // exp(b log a); 0^b is 1 for b = 0, else 0 (codegen/complex.cpp computes the same)
+    if (a == T(0)) return b == T(0) ? T(1) : T(0);
+    return T(std::exp(b * std::log(a)));
+  } else {
+    return T(std::pow(a, b));
+  }
+})
+TESSEL_BINARY(max, Ordered, { return nan_max(a, b); })
+TESSEL_BINARY(min, Ordered, { return nan_min(a, b); })
 TESSEL_BINARY(atan2, Float, { return std::atan2(a, b); })
 TESSEL_BINARY(and_, IntOrBool, {
   if constexpr (std::is_same_v<T, bool>) return a && b;
@@ -348,22 +422,25 @@ TESSEL_BINARY(shift_right_logical, Integer, {
 
 // ------------------------------------------------------------------ compare
 
-#define TESSEL_COMPARE(OP, EXPR)                                                                     \
+#define TESSEL_COMPARE(OP, ACCEPTS, EXPR)                                                            \
   Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const A&, const Aval&) {               \
-    return binary_infer(Op::OP, Accepts::Any, in, true);                                             \
+    return binary_infer(Op::OP, Accepts::ACCEPTS, in, true);                                         \
   }                                                                                                  \
   void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, \
                           HostArray& out) {                                                          \
     rule_util::allocate(out, aval);                                                                  \
-    map2(*in[0], *in[1], out, [](auto a, auto b) { return bool(EXPR); });                            \
+    map2(*in[0], *in[1], out, [](auto a, auto b) {                                                   \
+      if constexpr (is_complex_v<decltype(a)> && !accepts_complex(Accepts::ACCEPTS)) return false;   \
+      else return bool(EXPR);                                                                        \
+    });                                                                                              \
   } \
   TESSEL_LOCAL_SAME_OP(OP)
-TESSEL_COMPARE(eq, a == b)
-TESSEL_COMPARE(ne, a != b)
-TESSEL_COMPARE(lt, a < b)
-TESSEL_COMPARE(le, a <= b)
-TESSEL_COMPARE(gt, a > b)
-TESSEL_COMPARE(ge, a >= b)
+TESSEL_COMPARE(eq, Any, a == b)
+TESSEL_COMPARE(ne, Any, a != b)
+TESSEL_COMPARE(lt, Ordered, a < b)
+TESSEL_COMPARE(le, Ordered, a <= b)
+TESSEL_COMPARE(gt, Ordered, a > b)
+TESSEL_COMPARE(ge, Ordered, a >= b)
 #undef TESSEL_COMPARE
 
 // ------------------------------------------------------------------ select
@@ -450,8 +527,9 @@ void Rule<Op::convert>::eval(const std::vector<const HostArray*>& in, const A&, 
 
 Aval Rule<Op::bitcast_convert>::infer(const std::vector<Aval>& in, const A&, const Aval& declared) {
   expect_arity(Op::bitcast_convert, in, 1);
-  if (dtype_size(in[0].dtype) != dtype_size(declared.dtype) || is_bool(in[0].dtype) || is_bool(declared.dtype))
-    throw TypeError(cat("bitcast_convert needs dtypes of one width (and not bool), got ", avals_str(in), " to ",
+  if (dtype_size(in[0].dtype) != dtype_size(declared.dtype) || is_bool(in[0].dtype) || is_bool(declared.dtype) ||
+      is_complex(in[0].dtype) || is_complex(declared.dtype))
+    throw TypeError(cat("bitcast_convert needs dtypes of one width (not bool or complex), got ", avals_str(in), " to ",
                         dtype_name(declared.dtype)));
   return Aval{declared.dtype, in[0].shape, false};
 }
@@ -542,8 +620,21 @@ TESSEL_UNARY_AD(rsqrt, bin(t, Op::mul, scalar_like(t, y, -0.5), bin(t, Op::div, 
 TESSEL_UNARY_AD(logistic, bin(t, Op::mul, y, bin(t, Op::sub, scalar_like(t, y, 1), y)))
 TESSEL_UNARY_AD(erf_inv, bin(t, Op::mul, scalar_like(t, y, 0.88622692545275801), un(t, Op::exp, bin(t, Op::mul, y, y))))
 TESSEL_UNARY_AD(erf, bin(t, Op::mul, scalar_like(t, X, 1.1283791670955126), un(t, Op::exp, un(t, Op::neg, bin(t, Op::mul, X, X)))))
-TESSEL_UNARY_AD(abs, un(t, Op::sign, X))
 #undef TESSEL_UNARY_AD
+
+// |x|' = sign(x) for real x; for complex x, d|x| = Re(conj(x) dx) / |x|, 0 at 0 (JAX's).
+NodeRef Rule<Op::abs>::jvp(NodeTable& t, const Node&, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                           const NodeRef& y) {
+  if (!tx[0]) return nullptr;
+  if (!is_complex(x[0]->dtype())) return ad::mul(t, tx[0], un(t, Op::sign, x[0]));
+  NodeRef re = un(t, Op::real, ad::mul(t, tx[0], un(t, Op::conj, x[0])));
+  NodeRef zero = bin(t, Op::eq, y, scalar_like(t, y, 0));
+  NodeRef safe = build::select(t, zero, scalar_like(t, y, 1), y);
+  return build::select(t, zero, scalar_like(t, y, 0), bin(t, Op::div, re, safe));
+}
+void Rule<Op::abs>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&, std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
 
 // Piecewise constant or non-float results: zero tangents.
 TESSEL_NO_DERIVATIVE(sign)
@@ -702,7 +793,7 @@ void Rule<Op::select>::transpose(NodeTable& t, const Node& n, const NodeRef& ct,
 
 NodeRef Rule<Op::convert>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                const std::vector<NodeRef>& tx, const NodeRef&) {
-  if (!tx[0] || !is_floating(x[0]->dtype()) || !is_floating(n.dtype())) return nullptr;
+  if (!tx[0] || !is_inexact(x[0]->dtype()) || !is_inexact(n.dtype())) return nullptr;
   return build::convert(t, tx[0], n.dtype(), n.aval.weak_type);
 }
 void Rule<Op::convert>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,

@@ -97,13 +97,19 @@ T combine(Op op, T a, T b) {
     case Op::add: return static_cast<T>(a + b);
     case Op::mul: return static_cast<T>(a * b);
     case Op::max:
-      if constexpr (std::is_floating_point_v<T>)
-        if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-      return a < b ? b : a;
+      if constexpr (is_complex_v<T>) throw InternalError("scatter-max of complex values");
+      else {
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+        return a < b ? b : a;
+      }
     case Op::min:
-      if constexpr (std::is_floating_point_v<T>)
-        if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-      return b < a ? b : a;
+      if constexpr (is_complex_v<T>) throw InternalError("scatter-min of complex values");
+      else {
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+        return b < a ? b : a;
+      }
     case Op::select: return b;
     default: throw InternalError(cat("scatter combining with ", op_name(op)));
   }
@@ -114,7 +120,9 @@ NodeRef zeros(NodeTable& t, DType dtype, const Shape& s) { return build::broadca
 }  // namespace
 
 Literal gather_fill(DType t) {
-  if (is_floating(t)) return *Literal::scalar(t, std::numeric_limits<double>::quiet_NaN());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (is_complex(t)) return *Literal::scalar(t, std::complex<double>(nan, nan));
+  if (is_floating(t)) return *Literal::scalar(t, nan);
   if (is_bool(t) || is_unsigned_int(t)) return reduction_identity(Op::min, t);  // true, the highest unsigned
   return reduction_identity(Op::max, t);                                    // the lowest signed
 }
@@ -213,6 +221,11 @@ Aval Rule<Op::scatter>::infer(const std::vector<Aval>& in, const A& p, const Ava
     throw InternalError(cat("scatter combining with ", op_name(p.combine)));
   if (is_bool(in[0].dtype) && (p.combine == Op::add || p.combine == Op::mul))
     throw TypeError(cat("scatter-", op_name(p.combine), " into a boolean array ", in[0].str()));
+  if (is_complex(in[0].dtype) && p.combine == Op::mul)
+    throw NotImplementedError(cat("scatter-multiply into a complex array ", in[0].str(), " is not implemented"));
+  if (is_complex(in[0].dtype) && (p.combine == Op::min || p.combine == Op::max))
+    throw TypeError(cat("scatter-", op_name(p.combine), " into a complex array ", in[0].str(),
+                        ": complex numbers are not ordered"));
   return in[0];
 }
 void Rule<Op::scatter>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {

@@ -65,12 +65,24 @@ void for_each_reduced(const Shape& in, const std::vector<std::int64_t>& axes, F&
 }
 
 template <class T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+struct AccOf {
+  using type = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+};
+template <class T>
+struct AccOf<std::complex<T>> {
+  using type = std::complex<double>;
+};
+template <class T>
+using Acc = typename AccOf<T>::type;
 
 Aval reduce_infer(Op op, const std::vector<Aval>& in, const attr::Dimensions& p, bool numeric_only) {
   expect_arity(op, in, 1);
   if (numeric_only && is_bool(in[0].dtype))
     throw TypeError(cat(op_name(op), " of a boolean array; convert it first, got ", avals_str(in)));
+  if (is_complex(in[0].dtype) && (op == Op::reduce_max || op == Op::reduce_min))
+    throw TypeError(cat(op_name(op), " of a complex array: complex numbers are not ordered, got ", avals_str(in)));
+  if (is_complex(in[0].dtype) && op == Op::reduce_prod)
+    throw NotImplementedError(cat("reduce-prod of a complex array is not implemented yet, got ", avals_str(in)));
   return Aval{in[0].dtype, reduced_shape(op, in[0], p.dims), in[0].weak_type};
 }
 
@@ -87,14 +99,22 @@ Literal reduction_identity(Op op, DType t) {
   l.bytes.resize(dtype_size(t));
   visit_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    using L = std::numeric_limits<T>;
     T v{};
-    switch (op) {
-      case Op::reduce_sum: case Op::add: v = T(0); break;
-      case Op::reduce_prod: case Op::mul: v = T(1); break;
-      case Op::reduce_max: case Op::max: case Op::argmax: v = L::has_infinity ? T(-L::infinity()) : L::lowest(); break;
-      case Op::reduce_min: case Op::min: case Op::argmin: v = L::has_infinity ? L::infinity() : L::max(); break;
-      default: TESSEL_CHECK_INTERNAL(false, "no reduction identity for ", op_name(op));
+    if constexpr (is_complex_v<T>) {
+      switch (op) {
+        case Op::reduce_sum: case Op::add: v = T(0); break;
+        case Op::reduce_prod: case Op::mul: v = T(1); break;
+        default: TESSEL_CHECK_INTERNAL(false, "no reduction identity for ", op_name(op), " of complex values");
+      }
+    } else {
+      using L = std::numeric_limits<T>;
+      switch (op) {
+        case Op::reduce_sum: case Op::add: v = T(0); break;
+        case Op::reduce_prod: case Op::mul: v = T(1); break;
+        case Op::reduce_max: case Op::max: case Op::argmax: v = L::has_infinity ? T(-L::infinity()) : L::lowest(); break;
+        case Op::reduce_min: case Op::min: case Op::argmin: v = L::has_infinity ? L::infinity() : L::max(); break;
+        default: TESSEL_CHECK_INTERNAL(false, "no reduction identity for ", op_name(op));
+      }
     }
     std::memcpy(l.bytes.data(), &v, sizeof(T));
   });
@@ -129,6 +149,8 @@ void reduce_eval(int kind, const HostArray& x, const attr::Dimensions& p, const 
           acc[o] = A(std::make_unsigned_t<T>(acc[o]) * std::make_unsigned_t<T>(e));
         else
           acc[o] = A(acc[o] * e);
+      } else if constexpr (is_complex_v<T>) {
+        throw InternalError("max/min of complex values");
       } else {
         bool nan_e = false, nan_a = false;
         if constexpr (std::is_floating_point_v<T>) nan_e = std::isnan(e), nan_a = std::isnan(acc[o]);
@@ -144,6 +166,8 @@ void reduce_eval(int kind, const HostArray& x, const attr::Dimensions& p, const 
 Aval arg_infer(Op op, const std::vector<Aval>& in, const attr::ArgReduce& p) {
   expect_arity(op, in, 1);
   if (!is_integral(p.index_dtype)) throw TypeError(cat(op_name(op), " index dtype must be an integer"));
+  if (is_complex(in[0].dtype))
+    throw TypeError(cat(op_name(op), " of a complex array: complex numbers are not ordered, got ", avals_str(in)));
   return Aval{p.index_dtype, reduced_shape(op, in[0], {p.dimension}), false};
 }
 
@@ -165,10 +189,14 @@ void arg_eval(bool is_max, const HostArray& x, const attr::ArgReduce& p, const A
         best[o] = k, best_v[o] = e;
         return;
       }
-      bool cur_nan = false, e_nan = false;
-      if constexpr (std::is_floating_point_v<T>) cur_nan = std::isnan(best_v[o]), e_nan = std::isnan(e);
-      if (cur_nan) return;
-      if (e_nan || (is_max ? e > best_v[o] : e < best_v[o])) best[o] = k, best_v[o] = e;
+      if constexpr (is_complex_v<T>) {
+        throw InternalError("argmax/argmin of complex values");
+      } else {
+        bool cur_nan = false, e_nan = false;
+        if constexpr (std::is_floating_point_v<T>) cur_nan = std::isnan(best_v[o]), e_nan = std::isnan(e);
+        if (cur_nan) return;
+        if (e_nan || (is_max ? e > best_v[o] : e < best_v[o])) best[o] = k, best_v[o] = e;
+      }
     });
     visit_dtype(aval.dtype, [&](auto itag) {
       using I = decltype(itag);
@@ -255,6 +283,8 @@ FactorRule Rule<Op::argmin>::factors(const Node& n) { return reduce_factors(n, f
 Aval Rule<Op::sort>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::sort, in, 2);
   if (in[0].shape != in[1].shape) throw ShapeError(cat("sort needs keys and values of one shape, got ", avals_str(in)));
+  if (is_complex(in[0].dtype))
+    throw NotImplementedError(cat("sorting by complex keys is not implemented, got ", avals_str(in)));
   if (p.dimension < 0 || p.dimension >= std::int64_t(in[0].shape.size()))
     throw ShapeError(cat("sort dimension out of range for ", avals_str(in)));
   return in[1];
@@ -271,11 +301,16 @@ void sort_lines(DType key_dtype, DType value_dtype, const Shape& s, std::int64_t
     const K* k = static_cast<const K*>(keys);
     // A strict weak order with NaNs after every number.
     auto less = [](K a, K b) {
-      if constexpr (std::is_floating_point_v<K>) {
-        if (std::isnan(a)) return false;
-        if (std::isnan(b)) return true;
+      if constexpr (is_complex_v<K>) {
+        throw InternalError("sorting by complex keys");
+        return false;
+      } else {
+        if constexpr (std::is_floating_point_v<K>) {
+          if (std::isnan(a)) return false;
+          if (std::isnan(b)) return true;
+        }
+        return a < b;
       }
-      return a < b;
     };
     for (std::int64_t base = 0; base < numel(s); ++base) {
       if ((base / stride) % len != 0) continue;  // one line per start

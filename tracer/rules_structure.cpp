@@ -210,7 +210,7 @@ NodeRef Rule<Op::shard_map>::jvp(NodeTable& t, const Node& n, const std::vector<
   // already agree in vma, so a tangent and the primals it meets agree too.
   std::vector<NodeRef> ops = x;
   for (size_t k = 0; k < x.size(); ++k)
-    if (tx[k] && is_floating(x[k]->dtype())) {
+    if (tx[k] && is_inexact(x[k]->dtype())) {
       wrt[k] = true;
       ops.push_back(tx[k]);
       j.in_specs.push_back(sm.in_specs[k]);
@@ -291,7 +291,7 @@ void Rule<Op::shard_map>::transpose(NodeTable& t, const Node& n, const NodeRef& 
     if (!sm.check_vma) {
       double d = 1;
       for (int a : unmentioned(out_vma[i])) d *= double(sm.mesh->axes()[size_t(a)].size);
-      if (d != 1 && is_floating(c->dtype()))
+      if (d != 1 && is_inexact(c->dtype()))
         c = build::binary(t, Op::div, c, build::broadcast_in_dim(t, build::scalar(t, c->dtype(), d), c->shape(), {}));
     }
     ops.push_back(c);

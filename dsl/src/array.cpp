@@ -110,6 +110,9 @@ void Array::copy_to_host(DType as, void* out) const {
     detail::gather_to_host(a, out);
     return;
   }
+  if (is_complex(a.dtype) && !is_complex(as))
+    throw TypeError(std::string("copying a ") + dtype_name(a.dtype) + " array to " + dtype_name(as) +
+                    " would drop its imaginary parts; take ts::real or ts::abs first, or copy it to std::complex");
   std::vector<unsigned char> tmp(std::size_t(numel(a.shape)) * dtype_size(a.dtype) + 1);
   detail::gather_to_host(a, tmp.data());
   convert_elements(a.dtype, tmp.data(), as, out, numel(a.shape));

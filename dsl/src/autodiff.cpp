@@ -18,8 +18,8 @@ const Graph& graph_of(const Traced& t) { return *std::static_pointer_cast<Graph>
 
 void check_differentiable(const std::vector<Array>& inputs, const std::vector<bool>& wrt) {
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (wrt[i] && !is_floating(inputs[i].dtype()))
-      throw TypeError("grad requires real-valued inputs (float32 or float64), got " +
+    if (wrt[i] && !is_inexact(inputs[i].dtype()))
+      throw TypeError("grad requires real- or complex-valued inputs (float32, float64, complex64, complex128), got " +
                       aval_str(inputs[i].dtype(), inputs[i].shape()) +
                       "; convert it, or differentiate with respect to another argument");
 }

@@ -49,7 +49,7 @@ std::vector<NodeRef> promote(NodeTable& t, std::vector<NodeRef> xs, const std::s
 }
 
 NodeRef to_inexact(NodeTable& t, const NodeRef& x) {
-  if (is_floating(x->dtype())) return x;
+  if (is_inexact(x->dtype())) return x;
   return cast(t, x, DType::float32, x->aval.weak_type);
 }
 

@@ -50,6 +50,12 @@ Array scalar_array(double value, DType dtype, bool weak) {
   return make_host(dtype, {}, weak, [&](void* out) { fill_values<double>(dtype, out, 1, [&](auto) { return value; }); });
 }
 
+Array scalar_array_c(std::complex<double> value, DType dtype, bool weak) {
+  return make_host(dtype, {}, weak, [&](void* out) {
+    fill_values<std::complex<double>>(dtype, out, 1, [&](auto) { return value; });
+  });
+}
+
 Array scalar_array_i64(std::int64_t value, DType dtype, bool weak) {
   return make_host(dtype, {}, weak,
                    [&](void* out) { fill_values<std::int64_t>(dtype, out, 1, [&](auto) { return value; }); });
@@ -77,7 +83,7 @@ Array arange(double start, double stop, double step, DType dtype) {
                                  " elements, more than an int64 can count"));
   const std::int64_t n = count > 0 ? std::int64_t(count) : 0;  // (a cast of a huge negative double is undefined)
   return detail::make_host(dtype, {n}, false, [&](void* out) {
-    if (is_floating(dtype))
+    if (is_inexact(dtype))
       detail::fill_values<double>(dtype, out, n, [&](std::int64_t i) { return start + double(i) * step; });
     else
       detail::fill_values<std::int64_t>(dtype, out, n, [&](std::int64_t i) {

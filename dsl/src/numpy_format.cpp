@@ -138,7 +138,9 @@ std::string dragon4(T x, bool scientific, int precision) {
 }
 
 template <class T>
-std::vector<std::string> format_floats_t(const std::vector<double>& in) {
+std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plus) {
+  // plus: numpy's sign='+' (a complex number's imaginary parts)
+  auto sgn = [plus](T v, std::string s) { return plus && !std::signbit(v) ? "+" + s : s; };
   std::vector<T> vals(in.begin(), in.end());
   std::vector<T> finite;
   for (T v : vals)
@@ -167,7 +169,7 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in) {
     pad_left = pad_right = 0;
   } else if (exp_format) {
     for (T v : finite) {
-      std::string s = dragon4(v, true, precision);
+      std::string s = sgn(v, dragon4(v, true, precision));
       auto e = s.find('e');
       std::string mant = s.substr(0, e), ex = s.substr(e + 1);
       auto dot = mant.find('.');
@@ -178,14 +180,14 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in) {
     pad_right = exp_size + 2 + sci_precision;
   } else {
     for (T v : finite) {
-      std::string s = dragon4(v, false, precision);
+      std::string s = sgn(v, dragon4(v, false, precision));
       auto dot = s.find('.');
       pad_left = std::max(pad_left, int(dot));
       pad_right = std::max(pad_right, int(s.size() - dot - 1));
     }
   }
   if (finite.size() != vals.size()) {
-    bool neg_inf = false;
+    bool neg_inf = plus;
     for (T v : vals)
       if (std::isinf(v) && v < 0) neg_inf = true;
     int offset = pad_right + 1;
@@ -197,6 +199,7 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in) {
     std::string w;
     if (!std::isfinite(v)) {
       std::string r = std::isnan(v) ? "nan" : (v < 0 ? "-inf" : "inf");
+      if (plus && r[0] != '-') r = "+" + r;
       int width = pad_left + pad_right + 1;
       w = std::string(std::max(0, width - int(r.size())), ' ') + r;
     } else if (exp_format) {
@@ -204,7 +207,7 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in) {
       // are the exact value's, rounded (dragon4's min_digits), not zeros.
       char buf[128];
       auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, sci_precision);
-      std::string s(buf, r.ptr);
+      std::string s = sgn(v, std::string(buf, r.ptr));
       auto e = s.find('e');
       std::string mant = s.substr(0, e), ex = s.substr(e + 1);
       auto dot = mant.find('.');
@@ -214,7 +217,7 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in) {
       if (int(digits.size()) < exp_size) digits.insert(0, std::size_t(exp_size) - digits.size(), '0');
       w = std::string(std::max(0, pad_left - int(ip.size())), ' ') + ip + "." + fp + "e" + sign + digits;
     } else {
-      std::string s = dragon4(v, false, precision);
+      std::string s = sgn(v, dragon4(v, false, precision));
       auto dot = s.find('.');
       std::string ip = s.substr(0, dot), fp = s.substr(dot + 1);
       w = std::string(std::max(0, pad_left - int(ip.size())), ' ') + ip + "." + fp +
@@ -272,7 +275,25 @@ std::string layout_array(const Shape& shape, const std::vector<std::string>& wor
 }
 
 std::vector<std::string> format_floats(const std::vector<double>& values, bool single_precision) {
-  return single_precision ? format_floats_t<float>(values) : format_floats_t<double>(values);
+  return single_precision ? format_floats_t<float>(values, false) : format_floats_t<double>(values, false);
+}
+
+// numpy's ComplexFloatingFormat: the real parts formatted together, the
+// imaginary parts together with an explicit sign, then 'j' before the
+// imaginary part's padding.
+std::vector<std::string> format_complex(const std::vector<std::complex<double>>& values, bool single_precision) {
+  std::vector<double> re, im;
+  for (auto z : values) re.push_back(z.real()), im.push_back(z.imag());
+  auto r = single_precision ? format_floats_t<float>(re, false) : format_floats_t<double>(re, false);
+  auto i = single_precision ? format_floats_t<float>(im, true) : format_floats_t<double>(im, true);
+  std::vector<std::string> out;
+  for (size_t k = 0; k < values.size(); ++k) {
+    std::string s = i[k];
+    auto end = s.find_last_not_of(' ');
+    s.insert(end == std::string::npos ? 0 : end + 1, "j");
+    out.push_back(r[k] + s);
+  }
+  return out;
 }
 
 std::vector<std::string> format_ints(const std::vector<std::int64_t>& values) { return pad_right_align(values); }
@@ -297,6 +318,10 @@ std::vector<std::string> format_elements(DType dtype, const void* data, const Sh
       std::vector<double> v;
       for (auto i : shown) v.push_back(double(p[i]));
       return format_floats(v, std::is_same_v<T, float>);
+    } else if constexpr (is_complex_v<T>) {
+      std::vector<std::complex<double>> v;
+      for (auto i : shown) v.push_back(std::complex<double>(p[i]));
+      return format_complex(v, std::is_same_v<T, std::complex<float>>);
     } else if constexpr (std::is_signed_v<T>) {
       std::vector<std::int64_t> v;
       for (auto i : shown) v.push_back(std::int64_t(p[i]));

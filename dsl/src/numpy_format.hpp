@@ -32,6 +32,7 @@ std::string layout_array(const Shape& shape, const std::vector<std::string>& wor
 
 // numpy's element formats, fitted to the given values (all shown values).
 std::vector<std::string> format_floats(const std::vector<double>& values, bool single_precision);
+std::vector<std::string> format_complex(const std::vector<std::complex<double>>& values, bool single_precision);
 std::vector<std::string> format_ints(const std::vector<std::int64_t>& values);
 std::vector<std::string> format_uints(const std::vector<std::uint64_t>& values);
 std::vector<std::string> format_bools(const std::vector<bool>& values, bool scalar);

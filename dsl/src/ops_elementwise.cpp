@@ -73,15 +73,15 @@ Array rsqrt(const Array& x) { return float_unary("tessel.rsqrt", Op::rsqrt, x); 
 Array abs(const Array& x) { return numeric_unary("tessel.abs", Op::abs, x); }
 Array sign(const Array& x) { return numeric_unary("tessel.sign", Op::sign, x); }
 Array floor(const Array& x) {
-  if (!is_floating(x.dtype())) return x;
+  if (!is_inexact(x.dtype())) return x;  // complex: the rule's TypeError
   return float_unary("tessel.floor", Op::floor, x);
 }
 Array ceil(const Array& x) {
-  if (!is_floating(x.dtype())) return x;
+  if (!is_inexact(x.dtype())) return x;  // complex: the rule's TypeError
   return float_unary("tessel.ceil", Op::ceil, x);
 }
 Array round(const Array& x) {
-  if (!is_floating(x.dtype())) return x;
+  if (!is_inexact(x.dtype())) return x;  // complex: the rule's TypeError
   return float_unary("tessel.round", Op::round, x);
 }
 Array square(const Array& x) {
@@ -104,9 +104,42 @@ Array isnan(const Array& x) {
     return build::binary(t, Op::ne, in[0], in[0]);
   });
 }
+Array real(const Array& x) {
+  if (!is_complex(x.dtype())) return x;
+  return apply1("tessel.real", {x}, [](NodeTable& t, const NR& in) { return build::unary(t, Op::real, in[0]); });
+}
+Array imag(const Array& x) {
+  return apply1("tessel.imag", {x}, [](NodeTable& t, const NR& in) {
+    if (!is_complex(in[0]->dtype())) return c::full_like(t, in[0], 0);
+    return build::unary(t, Op::imag, in[0]);
+  });
+}
+Array conj(const Array& x) {
+  if (!is_complex(x.dtype())) return x;
+  return apply1("tessel.conj", {x}, [](NodeTable& t, const NR& in) { return build::unary(t, Op::conj, in[0]); });
+}
+Array conjugate(const Array& x) { return conj(x); }
+Array angle(const Array& x) {
+  return apply1("tessel.angle", {x}, [](NodeTable& t, const NR& in) {
+    NodeRef z = c::to_inexact(t, in[0]);
+    if (!is_complex(z->dtype())) return build::binary(t, Op::atan2, c::full_like(t, z, 0), z);
+    return build::binary(t, Op::atan2, build::unary(t, Op::imag, z), build::unary(t, Op::real, z));
+  });
+}
+Array complex(const Array& re, const Array& im) {
+  return apply1("tessel.complex", {re, im}, [](NodeTable& t, const NR& in) {
+    auto v = c::promote(t, {in[0], in[1]}, "tessel.complex");
+    NodeRef a = c::to_inexact(t, v[0]), b = c::to_inexact(t, v[1]);
+    if (is_complex(a->dtype()))
+      throw TypeError("tessel.complex takes real parts, got " + a->aval.str() + " and " + b->aval.str());
+    return build::binary(t, Op::complex, a, b);
+  });
+}
+bool iscomplexobj(const Array& x) { return is_complex(x.dtype()); }
+
 Array isfinite(const Array& x) {
   return apply1("tessel.isfinite", {x}, [](NodeTable& t, const NR& in) {
-    if (!is_floating(in[0]->dtype())) return c::broadcast_to(t, build::scalar(t, DType::bool_, 1), in[0]->shape());
+    if (!is_inexact(in[0]->dtype())) return c::broadcast_to(t, build::scalar(t, DType::bool_, 1), in[0]->shape());
     return build::unary(t, Op::is_finite, in[0]);
   });
 }

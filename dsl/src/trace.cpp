@@ -162,4 +162,10 @@ Array scalar_literal(double value, DType dtype, bool weak) {
   return a;
 }
 
+Array scalar_literal_c(std::complex<double> value, DType dtype, bool weak) {
+  Array a = scalar_array_c(value, dtype, weak);
+  a.impl()->literal = true;
+  return a;
+}
+
 }  // namespace tessel::detail

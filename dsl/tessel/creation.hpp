@@ -28,8 +28,10 @@ struct ScalarType {
 };
 template <class T>
 constexpr ScalarType scalar_type() {
-  static_assert(std::is_arithmetic_v<T>, "expected an arithmetic scalar");
-  if constexpr (std::is_same_v<T, bool>) return {DType::bool_, false};
+  static_assert(std::is_arithmetic_v<T> || is_complex_v<T>, "expected an arithmetic or std::complex scalar");
+  if constexpr (std::is_same_v<T, std::complex<float>>) return {DType::complex64, false};
+  else if constexpr (is_complex_v<T>) return {DType::complex64, true};  // a weak complex, as Python's complex
+  else if constexpr (std::is_same_v<T, bool>) return {DType::bool_, false};
   else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, long double>) return {DType::float32, true};
   else if constexpr (std::is_same_v<T, float>) return {DType::float32, false};
   else if constexpr (std::is_same_v<T, int>) return {DType::int32, true};
@@ -42,26 +44,33 @@ constexpr ScalarType scalar_type() {
 // A host scalar as `dtype` (weak or not).
 Array scalar_array(double value, DType dtype, bool weak);
 Array scalar_array_i64(std::int64_t value, DType dtype, bool weak);
+Array scalar_array_c(std::complex<double> value, DType dtype, bool weak);
 Array full_weak(const Shape& shape, double value, DType dtype, bool weak);
 template <class T>
 Array scalar_of(T v, DType dtype, bool weak) {
-  if constexpr (std::is_floating_point_v<T>) return scalar_array(double(v), dtype, weak);
+  if constexpr (is_complex_v<T>) return scalar_array_c(std::complex<double>(v), dtype, weak);
+  else if constexpr (std::is_floating_point_v<T>) return scalar_array(double(v), dtype, weak);
   else return scalar_array_i64(std::int64_t(v), dtype, weak);
 }
 }  // namespace detail
 
+// C++ types that are tessel scalars: arithmetic types and std::complex<float/double>.
+template <class T>
+inline constexpr bool is_host_scalar_v =
+    std::is_arithmetic_v<T> || std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
 // The tessel storage type of a C++ element type.
 template <class T>
 using host_storage_t =
-    std::conditional_t<std::is_same_v<T, bool> || std::is_floating_point_v<T>, std::conditional_t<std::is_same_v<T, long double>, double, T>,
+    std::conditional_t<std::is_same_v<T, bool> || std::is_floating_point_v<T> || is_complex_v<T>, std::conditional_t<std::is_same_v<T, long double>, double, T>,
     std::conditional_t<std::is_signed_v<T>, std::conditional_t<(sizeof(T) <= 4), std::int32_t, std::int64_t>,
                        std::uint32_t>>;
 
 // Values (row-major) with a shape; the dtype is T's (float -> float32, double -> float64, ...).
 template <class T>
 Array array(const std::vector<T>& values, const Shape& shape) {
-  static_assert(std::is_arithmetic_v<T>, "ts::array: values must be arithmetic");
-  static_assert(std::is_signed_v<T> || std::is_floating_point_v<T> || sizeof(T) <= 4 || std::is_same_v<T, bool>,
+  static_assert(is_host_scalar_v<T>, "ts::array: values must be arithmetic or std::complex<float/double>");
+  static_assert(is_complex_v<T> || std::is_signed_v<T> || std::is_floating_point_v<T> || sizeof(T) <= 4 || std::is_same_v<T, bool>,
                 "ts::array: 64-bit unsigned integers are not a tessel dtype");
   using S = host_storage_t<T>;
   if (std::int64_t(values.size()) != numel(shape))
@@ -89,8 +98,9 @@ Array array(std::initializer_list<T> values, const Shape& shape) {
   return array(std::vector<T>(values), shape);
 }
 
-// A 0-d array from a C++ scalar (a double is a weakly typed float32, as in JAX).
-template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+// A 0-d array from a C++ scalar (a double is a weakly typed float32, as in
+// JAX; a std::complex<double> a weakly typed complex64).
+template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>
 Array array(T scalar) {
   auto st = detail::scalar_type<T>();
   return detail::scalar_of(scalar, st.dtype, st.weak);

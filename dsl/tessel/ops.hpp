@@ -35,10 +35,15 @@ class Axes {
 
 namespace detail {
 Array scalar_literal(double value, DType dtype, bool weak);
+Array scalar_literal_c(std::complex<double> value, DType dtype, bool weak);
 template <class T>
 Array scalar_operand(T v) {
-  static_assert(std::is_arithmetic_v<T>);
+  static_assert(is_host_scalar_v<T>);
   auto st = scalar_type<T>();
+  // A std::complex<double> likewise: a weakly typed complex128 constant.
+  if constexpr (std::is_same_v<T, std::complex<double>>) return scalar_literal_c(v, DType::complex128, true);
+  else if constexpr (is_complex_v<T>) return scalar_literal_c(std::complex<double>(v), st.dtype, st.weak);
+  else {
   // A C++ double keeps its full value (a weakly typed float64 constant): it
   // takes the other operand's float dtype, rounded once, and float64 operands
   // see it exactly. (tracer/promotion.cpp: a weak float is float32 unless
@@ -46,6 +51,7 @@ Array scalar_operand(T v) {
   if constexpr (std::is_floating_point_v<T> && !std::is_same_v<T, float>)
     return scalar_literal(double(v), DType::float64, true);
   return scalar_literal(double(v), st.dtype, st.weak);
+  }
 }
 }  // namespace detail
 
@@ -71,6 +77,18 @@ Array reciprocal(const Array& x);
 Array logical_not(const Array& x);
 Array isnan(const Array& x);
 Array isfinite(const Array& x);
+// Complex numbers (jnp.real, imag, conj, angle; lax.complex): real/imag of a
+// real array are the array and zeros; conj of a real array is the array;
+// angle is atan2(imag, real) in radians (integers become float32 first).
+Array real(const Array& x);
+Array imag(const Array& x);
+Array conj(const Array& x);
+Array conjugate(const Array& x);
+Array angle(const Array& x);
+// re + i im, from two real arrays (promoted together, broadcast; integers
+// become float32): complex64 from float32, complex128 from float64.
+Array complex(const Array& re, const Array& im);
+bool iscomplexobj(const Array& x);
 
 Array add(const Array& a, const Array& b);
 Array subtract(const Array& a, const Array& b);
@@ -199,11 +217,11 @@ Array operator>(const Array& a, const Array& b);
 Array operator>=(const Array& a, const Array& b);
 
 #define TESSEL_SCALAR_OPERATOR(OP)                                      \
-  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>> \
+  template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>     \
   Array operator OP(const Array& a, T b) {                              \
     return a OP detail::scalar_operand(b);                              \
   }                                                                     \
-  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>> \
+  template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>     \
   Array operator OP(T a, const Array& b) {                              \
     return detail::scalar_operand(a) OP b;                              \
   }
@@ -221,11 +239,11 @@ TESSEL_SCALAR_OPERATOR(>=)
 
 // Scalars where arrays are taken, for the binary functions.
 #define TESSEL_SCALAR_FN(FN)                                            \
-  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>> \
+  template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>     \
   Array FN(const Array& a, T b) {                                       \
     return FN(a, detail::scalar_operand(b));                            \
   }                                                                     \
-  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>> \
+  template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>     \
   Array FN(T a, const Array& b) {                                       \
     return FN(detail::scalar_operand(a), b);                            \
   }
@@ -245,11 +263,11 @@ Array where(const Array& c, T x, U y) {
   auto tx = detail::scalar_type<T>(), ty = detail::scalar_type<U>();
   return where(c, detail::scalar_literal(double(x), tx.dtype, tx.weak), detail::scalar_literal(double(y), ty.dtype, ty.weak));
 }
-template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>
 Array where(const Array& c, const Array& x, T y) {
   return where(c, x, detail::scalar_operand(y));
 }
-template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>
 Array where(const Array& c, T x, const Array& y) {
   return where(c, detail::scalar_operand(x), y);
 }
@@ -316,15 +334,15 @@ class IndexUpdate {
   Array multiply(const Array& v) const;
   Array min(const Array& v) const;
   Array max(const Array& v) const;
-  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>
   Array set(T v) const {
     return set(detail::scalar_operand(v));
   }
-  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>
   Array add(T v) const {
     return add(detail::scalar_operand(v));
   }
-  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>
   Array multiply(T v) const {
     return multiply(detail::scalar_operand(v));
   }

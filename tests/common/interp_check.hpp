@@ -47,6 +47,21 @@ inline tessel::HostArray host_of(const tessel::Array& a) {
       std::memcpy(bytes.data(), v.data(), bytes.size());
       break;
     }
+    case tessel::DType::complex64: {
+      auto v = a.to_vector<std::complex<float>>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case tessel::DType::complex128: {
+      auto v = a.to_vector<std::complex<double>>();
+      std::memcpy(bytes.data(), v.data(), bytes.size());
+      break;
+    }
+    case tessel::DType::bool_: {
+      auto v = a.to_vector<bool>();
+      for (size_t i = 0; i < v.size(); ++i) bytes[i] = v[i];
+      break;
+    }
     default: FAIL("dtype");
   }
   return tessel::host_array(a.dtype(), a.shape(), bytes.data());

@@ -46,17 +46,24 @@ inline std::string compare_arrays(const HostArray& got, const HostArray& want, d
     return os.str();
   }
   const std::int64_t n = numel(got.shape);
+  // A complex element: each part within atol + rtol |want| (its modulus).
+  const int parts = is_complex(got.dtype) ? 2 : 1;
   for (std::int64_t i = 0; i < n; ++i) {
-    double a = element(got, i), b = element(want, i);
-    if (std::isnan(a) && std::isnan(b)) continue;
-    if (std::isinf(a) || std::isinf(b)) {
-      if (a == b) continue;
-    } else if (std::fabs(a - b) <= atol + rtol * std::fabs(b)) {
-      continue;
+    const std::complex<double> za = got.as_complex(i), zb = want.as_complex(i);
+    for (int k = 0; k < parts; ++k) {
+      double a = k ? za.imag() : za.real(), b = k ? zb.imag() : zb.real();
+      const double scale = parts == 2 && std::isfinite(std::abs(zb)) ? std::abs(zb) : std::fabs(b);
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (std::isinf(a) || std::isinf(b)) {
+        if (a == b) continue;
+      } else if (std::fabs(a - b) <= atol + rtol * scale) {
+        continue;
+      }
+      os.precision(9);
+      os << "element " << i << (parts == 2 ? (k ? " (imaginary part)" : " (real part)") : "") << " of "
+         << aval_str(got.dtype, got.shape) << ": got " << a << ", want " << b;
+      return os.str();
     }
-    os.precision(9);
-    os << "element " << i << " of " << aval_str(got.dtype, got.shape) << ": got " << a << ", want " << b;
-    return os.str();
   }
   return "";
 }

@@ -32,6 +32,7 @@ double tol_of(ts::DType t) { return t == ts::float32 ? 2e-4 : 1e-10; }
 
 // Random matrices [batch..., m, n] with entries in [-1, 1]; `shift` added on the diagonal.
 Array rand_mat(std::uint32_t seed, ts::Shape s, ts::DType t, double shift = 0) {
+  REQUIRE(s.size() >= 2);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<double> v(size_t(ts::numel(s)));
@@ -508,7 +509,7 @@ TEST_CASE("one matrix split by rows or 2-D: distributed lu, solve, cholesky, tri
   // 2-D: P('x', 'y') on 4 x 2, the rows gathered over both axes by one all-to-all.
   ts::Mesh mesh2(all, {4, 2}, {"x", "y"});
   ts::NamedSharding two_d(mesh2, P("x", "y"));
-  Array a0 = rand_mat(33, {32, 32}, ts::float64, 0.5), s0 = spd(34, {32, 32}, ts::float64), b0 = rand_mat(35, {32}, ts::float64);
+  Array a0 = rand_mat(33, {32, 32}, ts::float64, 0.5), s0 = spd(34, {32, 32}, ts::float64), b0 = rand_mat(35, {1, 32}, ts::float64).reshape({32});
   auto f = ts::jit([](const Array& a, const Array& s, const Array& b) {
     return std::make_tuple(la::lu(a).lu, la::cholesky(s, false, false), la::solve(a, b));
   });

@@ -131,6 +131,12 @@ std::vector<Case> cases() {
                                     y.index({0}), x);
                  return r.second + r.first + lax::fori_loop(0, 3, [](ts::Array i, ts::Array v) { return v * 0.5f + i.astype(ts::DType::float32); }, y);
                }});
+  c.push_back({"complex", [](ts::Array x, ts::Array y) {
+                 ts::Array z = ts::complex(x, y);
+                 ts::Array w = ts::exp(z * 0.1) * ts::conj(z) + ts::sum(z, {1}, true);
+                 ts::Array f = ts::fft::irfft(ts::fft::fft(z, std::nullopt, 0), 4, 1);
+                 return ts::real(w) + ts::imag(w) * 2.0f + ts::abs(z) + f;
+               }});
   c.push_back({"linalg", [](ts::Array x, ts::Array y) {
                  namespace la = ts::linalg;
                  ts::Array a = x.index({ts::all, ts::slice(0, 3)}) + ts::eye(3) * 4.0f;

@@ -1,0 +1,340 @@
+// Rules of the fft primitive (attr::Fft): a discrete Fourier transform over
+// any set of axes, run by FFTW (codegen/fft.cpp).
+//
+// Reference kernel: the transform along each axis in turn (the DFT is
+// separable), each a direct O(n^2) sum in long double.
+// Derivatives: linear. Under JAX's pairing Re(w z) the DFT matrix is
+// symmetric, so fft^T = fft and ifft^T = ifft; rfft^T(c) = Re(fft(c padded
+// to n)) (JAX transposes a naive rfft the same way); irfft^T(c) =
+// conj(mask * rfft(c)), mask 1 at the zero (and even n's Nyquist) entry and
+// 2 elsewhere (JAX's rule, unnormalised).
+// Sharding: every dim is a factor of operand and result (the last axis of an
+// rfft/irfft, whose sizes differ, is never split). A transformed axis that
+// is split is handled by the partition rule: its split moves to another dim
+// by one all-to-all, the axis is transformed locally, and the result moves
+// back (pencil decomposition), never gathering the array.
+#include <cmath>
+#include <complex>
+#include <algorithm>
+#include <numbers>
+
+#include "tracer/build.hpp"
+#include "tracer/errors.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+using detail::cat;
+using rule_util::avals_str;
+using rule_util::expect_arity;
+
+namespace {
+
+using LC = std::complex<long double>;
+
+bool is_real_kind(attr::FftKind k) { return k == attr::FftKind::rfft || k == attr::FftKind::irfft; }
+
+std::vector<std::int64_t> normalized_axes(const attr::Fft& p, std::int64_t rank, const std::vector<Aval>& in) {
+  std::vector<std::int64_t> ax = p.axes;
+  if (ax.empty()) throw InternalError("fft over no axes");
+  std::vector<bool> seen(size_t(rank), false);
+  for (auto a : ax) {
+    if (a < 0 || a >= rank || seen[size_t(a)])
+      throw ShapeError(cat("fft axes out of range or repeated for ", avals_str(in)));
+    seen[size_t(a)] = true;
+  }
+  return ax;
+}
+
+// x (complex, long double) transformed along axis a in place: sign -1 forward, +1 inverse.
+void dft_axis(std::vector<LC>& x, const Shape& s, std::int64_t a, int sign) {
+  const std::int64_t n = s[size_t(a)];
+  if (n == 0) return;
+  const auto st = row_major_strides(s);
+  const std::int64_t stride = st[size_t(a)];
+  std::vector<LC> w(static_cast<size_t>(n)), line(static_cast<size_t>(n));
+  const long double pi = std::numbers::pi_v<long double>;
+  for (std::int64_t k = 0; k < n; ++k) w[size_t(k)] = std::polar(1.0L, sign * 2 * pi * k / n);
+  for (std::int64_t base = 0; base < numel(s); ++base) {
+    if ((base / stride) % n != 0) continue;  // one line per start
+    for (std::int64_t k = 0; k < n; ++k) {
+      LC acc = 0;
+      for (std::int64_t j = 0; j < n; ++j) acc += x[size_t(base + j * stride)] * w[size_t((j * k) % n)];
+      line[size_t(k)] = acc;
+    }
+    for (std::int64_t k = 0; k < n; ++k) x[size_t(base + k * stride)] = line[size_t(k)];
+  }
+}
+
+std::vector<LC> to_lc(const HostArray& h) {
+  std::vector<LC> v(size_t(numel(h.shape)));
+  for (std::int64_t i = 0; i < numel(h.shape); ++i) {
+    auto z = h.as_complex(i);
+    v[size_t(i)] = LC(z.real(), z.imag());
+  }
+  return v;
+}
+
+void from_lc(const std::vector<LC>& v, HostArray& out, bool real) {
+  visit_dtype(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = reinterpret_cast<T*>(out.bytes.data());
+    for (size_t i = 0; i < v.size(); ++i) {
+      if constexpr (is_complex_v<T>) o[i] = T(typename T::value_type(v[i].real()), typename T::value_type(v[i].imag()));
+      else if constexpr (std::is_floating_point_v<T>) o[i] = T(v[i].real());
+      (void)real;
+    }
+  });
+}
+
+NodeRef pad_axis(NodeTable& t, const NodeRef& x, std::int64_t axis, std::int64_t to) {
+  std::vector<std::int64_t> lo(size_t(x->rank()), 0), hi(size_t(x->rank()), 0);
+  hi[size_t(axis)] = to - x->shape()[size_t(axis)];
+  return build::pad(t, x, build::scalar(t, x->dtype(), 0), lo, hi);
+}
+
+}  // namespace
+
+Aval Rule<Op::fft>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::fft, in, 1);
+  const Aval& x = in[0];
+  auto ax = normalized_axes(p, std::int64_t(x.shape.size()), in);
+  Aval out = x;
+  out.weak_type = false;
+  const std::int64_t last = ax.back();
+  switch (p.kind) {
+    case attr::FftKind::fft:
+    case attr::FftKind::ifft:
+      if (!is_complex(x.dtype)) throw TypeError(cat("fft requires a complex operand, got ", avals_str(in)));
+      break;
+    case attr::FftKind::rfft:
+      if (!is_floating(x.dtype)) throw TypeError(cat("rfft requires a real floating-point operand, got ", avals_str(in)));
+      out.dtype = complex_dtype(x.dtype);
+      out.shape[size_t(last)] = x.shape[size_t(last)] / 2 + 1;
+      break;
+    case attr::FftKind::irfft:
+      if (!is_complex(x.dtype)) throw TypeError(cat("irfft requires a complex operand, got ", avals_str(in)));
+      if (p.n < 0 || x.shape[size_t(last)] != p.n / 2 + 1)
+        throw ShapeError(cat("irfft to ", p.n, " entries needs ", p.n / 2 + 1, " along axis ", last, ", got ", avals_str(in)));
+      out.dtype = real_dtype(x.dtype);
+      out.shape[size_t(last)] = p.n;
+      break;
+  }
+  return out;
+}
+
+void Rule<Op::fft>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  const HostArray& x = *in[0];
+  std::vector<LC> v = to_lc(x);
+  const std::int64_t last = p.axes.back();
+  Shape s = x.shape;
+  if (p.kind == attr::FftKind::irfft) {
+    // The last axis's full Hermitian spectrum: X[n - k] = conj(X[k]).
+    Shape full = s;
+    full[size_t(last)] = p.n;
+    std::vector<LC> f(size_t(numel(full)));
+    const auto fs = row_major_strides(full), xs = row_major_strides(s);
+    for (std::int64_t i = 0; i < numel(full); ++i) {
+      std::int64_t rem = i, src = 0, k = 0;
+      for (size_t d = 0; d < full.size(); ++d) {
+        const std::int64_t c = rem / fs[d];
+        rem %= fs[d];
+        if (std::int64_t(d) == last) k = c;
+        else src += c * xs[d];
+      }
+      const std::int64_t m = s[size_t(last)];
+      if (k < m) f[size_t(i)] = v[size_t(src + k * xs[size_t(last)])];
+      else f[size_t(i)] = std::conj(v[size_t(src + (p.n - k) * xs[size_t(last)])]);
+    }
+    // The imaginary parts of the zero and Nyquist entries do not count (c2r).
+    for (std::int64_t i = 0; i < numel(full); ++i) {
+      const std::int64_t k = (i / fs[size_t(last)]) % p.n;
+      if (k == 0 || (p.n % 2 == 0 && k == p.n / 2)) f[size_t(i)] = LC(f[size_t(i)].real(), 0);
+    }
+    v = std::move(f);
+    s = full;
+  }
+  const int sign = p.kind == attr::FftKind::fft || p.kind == attr::FftKind::rfft ? -1 : 1;
+  for (auto a : p.axes) dft_axis(v, s, a, sign);
+  if (p.kind == attr::FftKind::rfft) {
+    // keep n/2 + 1 entries of the last axis
+    const auto vs = row_major_strides(s), os = row_major_strides(aval.shape);
+    std::vector<LC> kept(size_t(numel(aval.shape)));
+    for (std::int64_t i = 0; i < numel(aval.shape); ++i) {
+      std::int64_t rem = i, src = 0;
+      for (size_t d = 0; d < aval.shape.size(); ++d) {
+        src += (rem / os[d]) * vs[d];
+        rem %= os[d];
+      }
+      kept[size_t(i)] = v[size_t(src)];
+    }
+    v = std::move(kept);
+  }
+  from_lc(v, out, p.kind == attr::FftKind::irfft);
+}
+
+FactorRule Rule<Op::fft>::factors(const Node& n) {
+  FactorRule r;
+  const auto& p = attrs_of(n);
+  const Shape &s = n.in[0]->shape(), &o = n.shape();
+  std::vector<std::vector<int>> op, res;
+  for (int d = 0; d < int(s.size()); ++d) {
+    if (is_real_kind(p.kind) && d == p.axes.back()) {
+      op.push_back({r.add_factor(s[size_t(d)], false, true)});
+      res.push_back({r.add_factor(o[size_t(d)], false, true)});
+    } else {
+      int f = r.add_factor(s[size_t(d)]);
+      op.push_back({f});
+      res.push_back({f});
+    }
+  }
+  r.operands = {op};
+  r.result = res;
+  return r;
+}
+
+NodeRef Rule<Op::fft>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>& tx,
+                           const NodeRef&) {
+  return tx[0] ? build::fft(t, tx[0], attrs_of(n)) : nullptr;
+}
+
+void Rule<Op::fft>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                              std::vector<NodeRef>& cts) {
+  const auto& p = attrs_of(n);
+  const std::int64_t last = p.axes.back();
+  switch (p.kind) {
+    case attr::FftKind::fft:
+    case attr::FftKind::ifft: cts[0] = build::fft(t, ct, p); break;
+    case attr::FftKind::rfft: {
+      attr::Fft f = p;
+      f.kind = attr::FftKind::fft;
+      NodeRef full = pad_axis(t, ct, last, n.in[0]->shape()[size_t(last)]);
+      cts[0] = build::unary(t, Op::real, build::fft(t, full, f));
+      break;
+    }
+    case attr::FftKind::irfft: {
+      attr::Fft f = p;
+      f.kind = attr::FftKind::rfft;
+      f.n = 0;
+      NodeRef x = build::fft(t, ct, f);
+      const std::int64_t m = x->shape()[size_t(last)];
+      // mask: 1 at entry 0 (and at n/2 for even n), 2 elsewhere
+      NodeRef k = build::iota(t, DType::int32, x->shape(), last);
+      NodeRef one = build::binary(t, Op::eq, k, ad::scalar_like(t, k, 0));
+      if (p.n % 2 == 0) one = build::binary(t, Op::or_, one, build::binary(t, Op::eq, k, ad::scalar_like(t, k, double(m - 1))));
+      NodeRef mask = build::select(t, one, ad::scalar_like(t, x, 1), ad::scalar_like(t, x, 2));
+      cts[0] = build::unary(t, Op::conj, build::binary(t, Op::mul, mask, x));
+      break;
+    }
+  }
+}
+
+NodeRef Rule<Op::fft>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>&,
+                             const BatchInfo&) {
+  attr::Fft p = attrs_of(n);
+  for (auto& a : p.axes) ++a;
+  return build::fft(t, x[0], p);
+}
+
+namespace {
+// Whether `to` is `from` with one mesh axis moved from the minor end of one
+// dim to the minor end of another (one all-to-all when the sizes divide).
+bool one_move(const AxisSharding& from, const AxisSharding& to) {
+  int src = -1, dst = -1;
+  for (size_t d = 0; d < from.dims.size(); ++d) {
+    const auto &F = from.dims[d], &T = to.dims[d];
+    if (F == T) continue;
+    if (F.size() == T.size() + 1 && std::equal(T.begin(), T.end(), F.begin()) && src < 0) src = int(d);
+    else if (T.size() == F.size() + 1 && std::equal(F.begin(), F.end(), T.begin()) && dst < 0) dst = int(d);
+    else return false;
+  }
+  return src >= 0 && dst >= 0 && from.dims[size_t(src)].back() == to.dims[size_t(dst)].back();
+}
+}  // namespace
+
+// Pencils: a transformed axis that is split has its mesh axes moved, one at
+// a time, to other dims (one all-to-all each: preferring dims not waiting
+// for a transform, then the largest), is transformed locally, and at the end
+// the moves are undone (or one move reaches the natural layout directly).
+// rfft's real-to-complex step runs first over the axes that are whole (the
+// last axis is never split); irfft's complex-to-real step runs last, on the
+// natural layout, over its last axis alone.
+NodeRef Rule<Op::fft>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                             const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  const auto& p = attrs_of(n);
+  NodeTable& t = b.table();
+  AxisSharding cur = op_sh[0];
+  std::vector<std::int64_t> split, unsplit;
+  for (auto a : p.axes) (cur.dims[size_t(a)].empty() ? unsplit : split).push_back(a);
+  if (split.empty()) return build::with_operands(t, n, ops);
+  NodeRef x = ops[0];
+  Shape G = n.in[0]->shape();  // the global shape of the value x holds
+  const std::int64_t last = p.axes.back();
+  attr::Fft c2c = p;
+  c2c.kind = p.kind == attr::FftKind::irfft || p.kind == attr::FftKind::ifft ? attr::FftKind::ifft : attr::FftKind::fft;
+  c2c.n = 0;
+  auto apply = [&](attr::Fft how, std::vector<std::int64_t> axes) {
+    if (axes.empty()) return;
+    how.axes = std::move(axes);
+    x = build::fft(t, x, how);
+  };
+  if (p.kind == attr::FftKind::rfft) {
+    apply(p, unsplit);  // holds the last axis
+    G = n.shape();
+  } else if (p.kind == attr::FftKind::ifft || p.kind == attr::FftKind::fft) {
+    apply(c2c, unsplit);
+  } else {
+    std::vector<std::int64_t> whole;
+    for (auto a : unsplit)
+      if (a != last) whole.push_back(a);
+    apply(c2c, whole);
+  }
+  std::vector<bool> pending(G.size(), false);
+  for (auto a : split) pending[size_t(a)] = true;
+  std::vector<AxisSharding> trail{cur};
+  for (auto a : split) {
+    while (!cur.dims[size_t(a)].empty()) {
+      const int m = cur.dims[size_t(a)].back();
+      int dst = -1;
+      for (int d = 0; d < int(G.size()); ++d) {
+        if (d == a || (is_real_kind(p.kind) && d == last)) continue;
+        auto better = [&](int e) {
+          if (dst < 0) return true;
+          if (pending[size_t(e)] != pending[size_t(dst)]) return !pending[size_t(e)];
+          return G[size_t(e)] > G[size_t(dst)];
+        };
+        if (better(d)) dst = d;
+      }
+      AxisSharding to = cur;
+      to.dims[size_t(a)].pop_back();
+      if (dst >= 0) to.dims[size_t(dst)].push_back(m);  // else (a 1-D array) the axis is gathered
+      x = b.reshard(x, G, cur, to);
+      cur = to;
+      trail.push_back(cur);
+    }
+    apply(c2c, {a});
+    pending[size_t(a)] = false;
+  }
+  // Back to the input's layout (for irfft: before its complex-to-real step).
+  const AxisSharding& home = p.kind == attr::FftKind::irfft ? op_sh[0] : natural;
+  while (cur.dims != home.dims) {
+    if (one_move(cur, home) || trail.size() < 2) {
+      x = b.reshard(x, G, cur, home);
+      cur = home;
+      break;
+    }
+    trail.pop_back();
+    x = b.reshard(x, G, cur, trail.back());
+    cur = trail.back();
+  }
+  if (p.kind == attr::FftKind::irfft) {
+    attr::Fft r = p;
+    apply(r, {last});
+    G = n.shape();
+    x = b.reshard(x, G, cur, natural);
+  }
+  return x;
+}
+
+}  // namespace tessel
