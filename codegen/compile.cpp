@@ -120,10 +120,7 @@ void combine_typed(DType t, Op op, void* acc, const void* v, std::int64_t n) {
     T* a = static_cast<T*>(acc);
     const T* x = static_cast<const T*>(v);
     if constexpr (is_complex_v<T>) {
-      // complex values reach codegen as pairs of reals (codegen/complex.cpp)
-      TESSEL_CHECK_INTERNAL(op == Op::add, "a complex max/min collective");
-      combine_loop<typename T::value_type, Op::add>(reinterpret_cast<typename T::value_type*>(a),
-                                                    reinterpret_cast<const typename T::value_type*>(x), 2 * n);
+      throw InternalError("a complex collective reached the runtime (codegen/complex.cpp makes them real)");
     } else if (op == Op::add) combine_loop<T, Op::add>(a, x, n);
     else if (op == Op::max) combine_loop<T, Op::max>(a, x, n);
     else combine_loop<T, Op::min>(a, x, n);

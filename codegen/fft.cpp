@@ -37,9 +37,6 @@ PlanCache& cache() {
   return *c;
 }
 
-// Row-major strides in elements.
-std::vector<std::int64_t> strides(const Shape& s) { return row_major_strides(s); }
-
 class FftThunk final : public rt::Thunk {
  public:
   FftThunk(const Node& n, int in, int out) : p_(n.attr<attr::Fft>()), in_slot_(in), out_slot_(out) {
@@ -69,7 +66,6 @@ class FftThunk final : public rt::Thunk {
     void* in = ctx.slots[size_t(in_slot_)];
     void* out = ctx.slots[size_t(out_slot_)];
     // c2r overwrites its input: it runs on a copy.
-    std::vector<unsigned char> copy;
     if (p_.kind == attr::FftKind::irfft) {
       const std::size_t bytes = std::size_t(numel(in_)) * 2 * sizeof(R);
       void* buf = fftw_malloc(bytes);
@@ -129,7 +125,7 @@ class FftThunk final : public rt::Thunk {
   template <class R>
   void* make_plan(void* in, void* out) const {
     constexpr bool single = std::is_same_v<R, float>;
-    const auto is = strides(in_), os = strides(out_);
+    const auto is = row_major_strides(in_), os = row_major_strides(out_);  // in elements
     const Shape& logical = p_.kind == attr::FftKind::irfft ? out_ : in_;
     std::vector<fftw_iodim64> dims, loops;
     std::vector<bool> transformed(in_.size(), false);

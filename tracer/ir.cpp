@@ -275,8 +275,9 @@ std::string literal_text(const Literal& l) {
   if (!l.shape.empty()) os << '{';
   for (std::int64_t i = 0; i < std::min<std::int64_t>(n, 8); ++i) {
     os << (i ? ", " : "");
-    if (is_complex(l.dtype)) os << '(' << l.as_complex(i).real() << (std::signbit(l.as_complex(i).imag()) ? "" : "+") << l.as_complex(i).imag() << "j)";
-    else os << l.as_double(i);
+    const std::complex<double> z = l.as_complex(i);
+    if (is_complex(l.dtype)) os << '(' << z.real() << (std::signbit(z.imag()) ? "" : "+") << z.imag() << "j)";
+    else os << z.real();
   }
   if (n > 8) os << ", ...";
   if (!l.shape.empty()) os << '}';

@@ -75,14 +75,14 @@ std::vector<LC> to_lc(const HostArray& h) {
   return v;
 }
 
-void from_lc(const std::vector<LC>& v, HostArray& out, bool real) {
+// v into out's dtype (a real dtype keeps the real parts).
+void from_lc(const std::vector<LC>& v, HostArray& out) {
   visit_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = reinterpret_cast<T*>(out.bytes.data());
     for (size_t i = 0; i < v.size(); ++i) {
       if constexpr (is_complex_v<T>) o[i] = T(typename T::value_type(v[i].real()), typename T::value_type(v[i].imag()));
       else if constexpr (std::is_floating_point_v<T>) o[i] = T(v[i].real());
-      (void)real;
     }
   });
 }
@@ -130,7 +130,8 @@ void Rule<Op::fft>::eval(const std::vector<const HostArray*>& in, const A& p, co
   const std::int64_t last = p.axes.back();
   Shape s = x.shape;
   if (p.kind == attr::FftKind::irfft) {
-    // The last axis's full Hermitian spectrum: X[n - k] = conj(X[k]).
+    // The last axis's full Hermitian spectrum, X[n - k] = conj(X[k]), without
+    // the imaginary parts of the zero and Nyquist entries (c2r ignores them).
     Shape full = s;
     full[size_t(last)] = p.n;
     std::vector<LC> f(size_t(numel(full)));
@@ -144,13 +145,9 @@ void Rule<Op::fft>::eval(const std::vector<const HostArray*>& in, const A& p, co
         else src += c * xs[d];
       }
       const std::int64_t m = s[size_t(last)];
-      if (k < m) f[size_t(i)] = v[size_t(src + k * xs[size_t(last)])];
+      if (k == 0 || (p.n % 2 == 0 && k == p.n / 2)) f[size_t(i)] = v[size_t(src + k * xs[size_t(last)])].real();
+      else if (k < m) f[size_t(i)] = v[size_t(src + k * xs[size_t(last)])];
       else f[size_t(i)] = std::conj(v[size_t(src + (p.n - k) * xs[size_t(last)])]);
-    }
-    // The imaginary parts of the zero and Nyquist entries do not count (c2r).
-    for (std::int64_t i = 0; i < numel(full); ++i) {
-      const std::int64_t k = (i / fs[size_t(last)]) % p.n;
-      if (k == 0 || (p.n % 2 == 0 && k == p.n / 2)) f[size_t(i)] = LC(f[size_t(i)].real(), 0);
     }
     v = std::move(f);
     s = full;
@@ -171,7 +168,7 @@ void Rule<Op::fft>::eval(const std::vector<const HostArray*>& in, const A& p, co
     }
     v = std::move(kept);
   }
-  from_lc(v, out, p.kind == attr::FftKind::irfft);
+  from_lc(v, out);
 }
 
 FactorRule Rule<Op::fft>::factors(const Node& n) {

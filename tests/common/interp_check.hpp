@@ -21,49 +21,15 @@ namespace tessel::testing {
 
 inline tessel::HostArray host_of(const tessel::Array& a) {
   std::vector<unsigned char> bytes(std::size_t(tessel::numel(a.shape())) * tessel::dtype_size(a.dtype()));
-  switch (a.dtype()) {
-    case tessel::DType::float32: {
-      auto v = a.to_vector<float>();
+  tessel::visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto v = a.to_vector<T>();
+    if constexpr (std::is_same_v<T, bool>) {
+      for (size_t i = 0; i < v.size(); ++i) bytes[i] = v[i];  // std::vector<bool> packs its bits
+    } else {
       std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
     }
-    case tessel::DType::float64: {
-      auto v = a.to_vector<double>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case tessel::DType::int32: {
-      auto v = a.to_vector<std::int32_t>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case tessel::DType::int64: {
-      auto v = a.to_vector<std::int64_t>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case tessel::DType::uint32: {
-      auto v = a.to_vector<std::uint32_t>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case tessel::DType::complex64: {
-      auto v = a.to_vector<std::complex<float>>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case tessel::DType::complex128: {
-      auto v = a.to_vector<std::complex<double>>();
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case tessel::DType::bool_: {
-      auto v = a.to_vector<bool>();
-      for (size_t i = 0; i < v.size(); ++i) bytes[i] = v[i];
-      break;
-    }
-    default: FAIL("dtype");
-  }
+  });
   return tessel::host_array(a.dtype(), a.shape(), bytes.data());
 }
 
