@@ -29,7 +29,17 @@ NodeRef matrices(NodeTable& t, const NodeRef& a, const char* what, bool square) 
                          shape_str(a->shape())));
   if (square && a->shape()[size_t(a->rank() - 1)] != a->shape()[size_t(a->rank() - 2)])
     throw ShapeError(cat(what, ": a must be a square matrix (or a batch of them), got shape ", shape_str(a->shape())));
+  if (is_complex(a->dtype()))
+    throw NotImplementedError(cat(what, ": complex matrices are not supported yet, got ", a->aval.str()));
   return c::to_inexact(t, a);
+}
+// The dtype two operands of a solve are computed in: their promoted type,
+// float32 for integers; complex ones are refused (never cast to real).
+DType solve_dtype(const NodeRef& a, bool a_weak, const NodeRef& b, const char* what) {
+  PromotedType pt = promote_types(a->dtype(), a_weak, b->dtype(), b->aval.weak_type);
+  if (is_complex(pt.dtype))
+    throw NotImplementedError(cat(what, ": complex operands are not supported yet, got ", a->aval.str(), " and ", b->aval.str()));
+  return is_floating(pt.dtype) ? pt.dtype : DType::float32;
 }
 std::int64_t dim(const NodeRef& x, std::int64_t d) { return x->shape()[size_t(d < 0 ? x->rank() + d : d)]; }
 Shape batch_of(const NodeRef& x) { return Shape(x->shape().begin(), x->shape().end() - 2); }
@@ -77,10 +87,9 @@ struct SolveOperands {
 SolveOperands solve_operands(NodeTable& t, NodeRef a, NodeRef b, const char* what) {
   a = matrices(t, a, what, true);
   if (b->rank() < 1) throw ShapeError(cat(what, ": b must have rank >= 1, got a scalar"));
-  PromotedType pt = promote_types(a->dtype(), a->aval.weak_type, b->dtype(), b->aval.weak_type);
-  if (!is_floating(pt.dtype)) pt.dtype = DType::float32;
-  a = c::cast(t, a, pt.dtype, false);
-  b = c::cast(t, b, pt.dtype, false);
+  const DType dt = solve_dtype(a, a->aval.weak_type, b, what);
+  a = c::cast(t, a, dt, false);
+  b = c::cast(t, b, dt, false);
   const std::int64_t n = dim(a, -1);
   SolveOperands r;
   r.vector = b->rank() == 1;
@@ -274,9 +283,8 @@ Array svdvals(const Array& a) {
 Array triangular_solve(const Array& a, const Array& b, TriangularSolveOptions o) {
   return detail::apply1("tessel.linalg.triangular_solve", {a, b}, [o](NodeTable& t, const NR& in) {
     NodeRef x = matrices(t, in[0], "triangular_solve", true);
-    PromotedType pt = promote_types(x->dtype(), false, in[1]->dtype(), in[1]->aval.weak_type);
-    if (!is_floating(pt.dtype)) pt.dtype = DType::float32;
-    return la::triangular_solve(t, c::cast(t, x, pt.dtype, false), c::cast(t, in[1], pt.dtype, false),
+    const DType dt = solve_dtype(x, false, in[1], "triangular_solve");
+    return la::triangular_solve(t, c::cast(t, x, dt, false), c::cast(t, in[1], dt, false),
                                 how(o.left_side, o.lower, o.transpose_a, o.unit_diagonal));
   });
 }
@@ -297,7 +305,8 @@ Array norm_impl(const Array& x, NormKind kind, double ord, Axes axis, bool keepd
       throw ValueError(cat("norm: improper number of axes to norm (", axes.size(), "): one for a vector norm, two for a matrix norm"));
     NodeRef ax = build::unary(t, Op::abs, v);
     auto sq_sum = [&](const std::vector<std::int64_t>& over) {
-      return build::unary(t, Op::sqrt, build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, v, v), over));
+      // |v|^2 (for reals, v * v exactly; a complex vector's norm is real)
+      return build::unary(t, Op::sqrt, build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, ax, ax), over));
     };
     NodeRef out;
     if (kind == NormKind::none && (axis.all() || axes.size() == 1 || axes.size() == 2)) {
@@ -308,7 +317,7 @@ Array norm_impl(const Array& x, NormKind kind, double ord, Axes axis, bool keepd
       if (std::isinf(ord)) out = build::reduce(t, ord > 0 ? Op::reduce_max : Op::reduce_min, ax, over);
       else if (ord == 0)
         out = build::reduce(t, Op::reduce_sum,
-                            build::convert(t, build::binary(t, Op::ne, v, c::full_like(t, v, 0)), v->dtype()), over);
+                            build::convert(t, build::binary(t, Op::ne, v, c::full_like(t, v, 0)), ax->dtype()), over);
       else if (ord == 1) out = build::reduce(t, Op::reduce_sum, ax, over);
       else if (ord == 2) out = sq_sum(over);
       else

@@ -117,7 +117,10 @@ Array var(const Array& x, Axes axis, int ddof, bool keepdims) {
     NodeRef f = c::to_inexact(t, in[0]);
     NodeRef m = c::broadcast_to(t, mean_node(t, f, axes, true), f->shape());
     NodeRef d = build::binary(t, Op::sub, f, m);
-    NodeRef s = c::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, d, d), axes, keepdims);
+    // |d|^2: a complex array's variance is real (NumPy's and JAX's)
+    NodeRef d2 = is_complex(d->dtype()) ? build::unary(t, Op::real, build::binary(t, Op::mul, d, build::unary(t, Op::conj, d)))
+                                        : build::binary(t, Op::mul, d, d);
+    NodeRef s = c::reduce(t, Op::reduce_sum, d2, axes, keepdims);
     return build::binary(t, Op::div, s, c::full_like(t, s, double(count(f->shape(), axes) - ddof)));
   });
 }

@@ -98,6 +98,16 @@ TEST_CASE("complex promotion follows JAX's lattice; weak complex scalars") {
   CHECK(ts::complex(f64, f64).dtype() == ts::complex128);
   CHECK(ts::sqrt(c64).dtype() == ts::complex64);
   CHECK(f32.astype(ts::complex64).dtype() == ts::complex64);
+  // var and std of complex values are real: the mean of |x - mean|^2
+  Array v = ts::array(std::vector<C64>{{1, 1}, {-1, -1}, {2, 0}, {-2, 0}});
+  CHECK(ts::var(v).dtype() == ts::float32);
+  CHECK(ts::var(v).item<float>() == doctest::Approx(3.0));  // (2 + 2 + 4 + 4) / 4, the mean being 0
+  CHECK(ts::std(v).item<float>() == doctest::Approx(std::sqrt(3.0)));
+  // norms of complex arrays are real: |z| summed as NumPy does
+  CHECK(ts::linalg::norm(v).dtype() == ts::float32);
+  CHECK(ts::linalg::norm(v).item<float>() == doctest::Approx(std::sqrt(12.0)));
+  CHECK(ts::linalg::norm(v, 1.0).item<float>() == doctest::Approx(2 * std::sqrt(2.0) + 4));
+  CHECK(ts::linalg::norm(v, 0.0).item<float>() == 4);
   // complex to real keeps the real part (convert_element_type)
   CHECK(ts::array(C64(2.5f, 7)).astype(ts::float32).item<float>() == 2.5f);
   CHECK(ts::array(C64(0, 7)).astype(ts::bool_).item<bool>());
@@ -332,6 +342,13 @@ TEST_CASE("complex bad input: ordering, lossy copies, complex grad outputs, unsu
   CHECK_THROWS_AS(ts::grad([](const Array& z) { return ts::sum(z); })(z), ts::TypeError);
   CHECK_THROWS_AS(ts::prod(z), ts::NotImplementedError);
   CHECK_THROWS_AS(ts::complex(z, z), ts::TypeError);
+  // complex linear algebra is refused, never computed on a real cast
+  Array m = ts::eye(2).astype(ts::complex64);
+  CHECK_THROWS_AS(ts::linalg::solve(ts::eye(2), z), ts::NotImplementedError);
+  CHECK_THROWS_AS(ts::linalg::solve(m, z), ts::NotImplementedError);
+  CHECK_THROWS_AS(ts::linalg::triangular_solve(ts::eye(2), z.reshape({2, 1}), {.left_side = true}), ts::NotImplementedError);
+  CHECK_THROWS_AS(ts::linalg::inv(m), ts::NotImplementedError);
+  CHECK_THROWS_AS(ts::linalg::cholesky(m), ts::NotImplementedError);
   try {
     (void)(z < z);
   } catch (const ts::TypeError& e) {
