@@ -148,6 +148,31 @@ class Expander {
   NodeRef zeros(DType dtype, const Shape& s) {
     return build::broadcast_in_dim(t_, build::scalar(t_, dtype, 0), s, {});
   }
+  // The complex product along dim d (kept, of size 1), by halves: ceil(log2 n)
+  // rounds of complex multiplies, an odd entry carried to the next round.
+  Parts prod_along(Parts x, std::int64_t d) {
+    auto sl = [&](const NodeRef& v, std::int64_t a, std::int64_t b) {
+      std::vector<std::int64_t> start(v->shape().size(), 0), limit = v->shape();
+      start[size_t(d)] = a;
+      limit[size_t(d)] = b;
+      return build::slice(t_, v, start, limit);
+    };
+    std::int64_t n = x.re->shape()[size_t(d)];
+    if (n == 0) {
+      Shape s = x.re->shape();
+      s[size_t(d)] = 1;
+      return {build::broadcast_in_dim(t_, build::scalar(t_, x.re->dtype(), 1), s, {}), zeros(x.re->dtype(), s)};
+    }
+    while (n > 1) {
+      const std::int64_t h = n / 2;
+      Parts p = cmul({sl(x.re, 0, h), sl(x.im, 0, h)}, {sl(x.re, h, 2 * h), sl(x.im, h, 2 * h)});
+      if (n % 2)
+        p = {build::concatenate(t_, {p.re, sl(x.re, 2 * h, n)}, d), build::concatenate(t_, {p.im, sl(x.im, 2 * h, n)}, d)};
+      x = p;
+      n = h + n % 2;
+    }
+    return x;
+  }
 
   // ---------------------------------------------------------------- nodes
   NodeRef node(const Node& n, const std::vector<NodeRef>& ops) {
@@ -316,6 +341,11 @@ class Expander {
         Parts x = P(0);
         return pack({build::reduce(t_, Op::reduce_sum, x.re, dims), build::reduce(t_, Op::reduce_sum, x.im, dims)});
       }
+      case Op::reduce_prod: {
+        Parts x = P(0);
+        for (auto d : n.attr<attr::Dimensions>().dims) x = prod_along(x, d);
+        return pack({build::reshape(t_, x.re, shape), build::reshape(t_, x.im, shape)});
+      }
       case Op::dot_general: {
         const auto& dd = n.attr<attr::Dot>().dims;
         Parts a = P(0), b = P(1);
@@ -325,13 +355,34 @@ class Expander {
       case Op::fft:
         // FFTW reads and writes the packed arrays as they are (codegen/fft.cpp).
         return t_.make(Op::fft, {ops[0]}, packed_aval(n.aval), n.attrs);
+      case Op::cholesky:
+      case Op::triangular_solve:
+      case Op::lu:
+      case Op::qr:
+      case Op::eigh:
+      case Op::svd: {
+        // LAPACK's complex routines read and write the packed arrays as they are (codegen/lapack.cpp).
+        attr::Linalg p = n.attr<attr::Linalg>();
+        p.packed_complex = true;
+        return t_.make(n.op, ops, packed_aval(n.aval), p);
+      }
       case Op::sharding_constraint:
       case Op::pvary: return ops[0];  // identities
-      case Op::all_reduce:
-        if (n.attr<attr::AllReduce>().reduce_op != Op::add)
-          throw NotImplementedError(cat("an all-reduce by ", op_name(n.attr<attr::AllReduce>().reduce_op),
-                                        " of complex values"));
-        return build::with_operands(t_, n, ops);
+      case Op::all_reduce: {
+        const auto& how = n.attr<attr::AllReduce>();
+        if (how.reduce_op == Op::add) return build::with_operands(t_, n, ops);
+        if (how.reduce_op != Op::mul)
+          throw InternalError(cat("an all-reduce by ", op_name(how.reduce_op), " of complex values"));
+        // A product: every device's value gathered (the same order everywhere), multiplied by halves.
+        Parts x = P(0);
+        auto gather = [&](const NodeRef& v) {
+          Shape s1 = shape;
+          s1.insert(s1.begin(), 1);
+          return build::all_gather(t_, build::reshape(t_, v, s1), how.mesh, how.axes, 0);
+        };
+        Parts g = prod_along({gather(x.re), gather(x.im)}, 0);
+        return pack({build::reshape(t_, g.re, shape), build::reshape(t_, g.im, shape)});
+      }
       case Op::reduce_scatter:
       case Op::all_gather:
       case Op::all_to_all:

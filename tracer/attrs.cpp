@@ -66,6 +66,8 @@ void Linalg::print(std::ostream& os) const {
   if (unit_diagonal) os << ", unit_diagonal=true";
   if (!full_matrices) os << ", full_matrices=false";
   if (!compute_uv) os << ", compute_uv=false";
+  if (conjugate_a) os << ", conjugate_a=true";
+  if (packed_complex) os << ", packed_complex=true";
 }
 void Word::print(std::ostream& os) const { os << ", word=" << word; }
 void Slice::print(std::ostream& os) const {

@@ -127,7 +127,14 @@ struct ArgReduce {
 struct Linalg {
   bool lower = true, left_side = true, transpose_a = false, unit_diagonal = false;
   bool full_matrices = true, compute_uv = true;
-  auto fields() const { return std::tie(lower, left_side, transpose_a, unit_diagonal, full_matrices, compute_uv); }
+  // triangular_solve: op(a) = conj(a) (with transpose_a: a^H), as lax.linalg's conjugate_a.
+  bool conjugate_a = false;
+  // Set only by codegen's complex expansion (codegen/complex.cpp): the
+  // operands and results of a complex dtype are stored as real [..., 2].
+  bool packed_complex = false;
+  auto fields() const {
+    return std::tie(lower, left_side, transpose_a, unit_diagonal, full_matrices, compute_uv, conjugate_a, packed_complex);
+  }
   void print(std::ostream& os) const;
 };
 // fft: a discrete Fourier transform over `axes` (distinct, in any order;

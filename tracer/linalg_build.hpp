@@ -13,6 +13,9 @@ namespace tessel::la {
 
 // x with its two minor dims swapped.
 NodeRef mT(NodeTable& t, const NodeRef& x);
+// x's conjugate transpose (mT for reals), and x conjugated (x itself for reals).
+NodeRef mH(NodeTable& t, const NodeRef& x);
+NodeRef conj(NodeTable& t, const NodeRef& x);
 // The batched matrix product a @ b (equal batch dims).
 NodeRef mm(NodeTable& t, const NodeRef& a, const NodeRef& b);
 // x where col - row <= k (tril) or >= k (triu), else 0.

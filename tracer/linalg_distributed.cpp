@@ -193,9 +193,10 @@ NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& 
     NodeRef L11 = build::linalg(t, Op::cholesky, {build::slice(t, panel, {0, 0}, {w, w})});
     NodeRef Lp = L11, L21;
     if (c1 < n) {
-      attr::Linalg right;  // A21 L11^-T
+      attr::Linalg right;  // A21 L11^-H
       right.left_side = false;
       right.transpose_a = true;
+      right.conjugate_a = is_complex(x_in->dtype());
       L21 = triangular_solve(t, L11, build::slice(t, panel, {w, 0}, {n - c0, w}), right);
       Lp = build::concatenate(t, {L11, L21}, 0);
     }
@@ -210,7 +211,7 @@ NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& 
     for (size_t j = k + 1; j < X.b.size(); ++j) {
       const std::int64_t s0 = X.start[j] - c1;
       NodeRef Lj = build::slice(t, L21, {s0, 0}, {s0 + X.width(j), w});  // the block's rows of L21
-      X.b[j] = bin(t, Op::sub, X.b[j], mm(t, Lloc, mT(t, Lj)));
+      X.b[j] = bin(t, Op::sub, X.b[j], mm(t, Lloc, mH(t, Lj)));
     }
   }
   NodeRef L = X.join(t);
@@ -230,7 +231,8 @@ NodeRef distributed_triangular_solve(LocalBuilder& b, const NodeRef& a_in, const
   RowSplit rs(b, axes, G[0]);
   const std::int64_t n = G[0], r = rs.r, P = rs.P, k = rhs->shape()[1];
   // a's rows with its columns padded to P r, only its triangle kept (the other is never read).
-  NodeRef A = build::pad(t, a_in, build::scalar(t, a_in->dtype(), 0), {0, 0}, {0, P * r - n});
+  // op(a) = conj(a) (transposed or not) is op'(conj(a)): conjugated once, here.
+  NodeRef A = build::pad(t, p.conjugate_a ? conj(t, a_in) : a_in, build::scalar(t, a_in->dtype(), 0), {0, 0}, {0, P * r - n});
   NodeRef row = build::broadcast_in_dim(t, rs.g, A->shape(), {0}), col = build::iota(t, DType::int32, A->shape(), 1);
   NodeRef keep = bin(t, p.lower ? Op::le : Op::ge, col, row);
   if (p.unit_diagonal) keep = bin(t, Op::and_, keep, bin(t, Op::ne, col, row));
@@ -240,7 +242,8 @@ NodeRef distributed_triangular_solve(LocalBuilder& b, const NodeRef& a_in, const
   NodeRef pad_row = bin(t, Op::ge, rs.g, full(t, DType::int32, double(n), {r}));
   NodeRef eye = eye_like(t, diag);
   diag = select_rows(t, pad_row, eye, diag);
-  const attr::Linalg& dp = p;  // the diagonal block's own solve (LAPACK ignores a unit diagonal's entries)
+  attr::Linalg dp = p;  // the diagonal block's own solve (LAPACK ignores a unit diagonal's entries)
+  dp.conjugate_a = false;
   NodeRef B = build::pad(t, rhs, build::scalar(t, rhs->dtype(), 0), {0, 0}, {P * r - n, 0});  // [P r, k]
   NodeRef mine = build::dynamic_slice(t, B, {rs.off, i32(t, 0)}, {r, k});
   const bool eff_lower = p.lower != p.transpose_a;

@@ -18,6 +18,7 @@
 // JAX's, lu's is for square matrices and svd's for reduced factors.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -37,15 +38,29 @@ using rule_util::expect_arity;
 namespace {
 
 using R = long double;
-// A dense column-major-free matrix: row-major, rows x cols.
+using C = std::complex<R>;
+// A dense matrix, row-major, rows x cols, of S: R (real) or C (complex).
+template <class S>
 struct Mat {
   std::int64_t rows = 0, cols = 0;
-  std::vector<R> v;
+  std::vector<S> v;
   Mat() = default;
-  Mat(std::int64_t r, std::int64_t c) : rows(r), cols(c), v(std::size_t(r * c), R(0)) {}
-  R& operator()(std::int64_t i, std::int64_t j) { return v[std::size_t(i * cols + j)]; }
-  R operator()(std::int64_t i, std::int64_t j) const { return v[std::size_t(i * cols + j)]; }
+  Mat(std::int64_t r, std::int64_t c) : rows(r), cols(c), v(std::size_t(r * c), S(0)) {}
+  S& operator()(std::int64_t i, std::int64_t j) { return v[std::size_t(i * cols + j)]; }
+  S operator()(std::int64_t i, std::int64_t j) const { return v[std::size_t(i * cols + j)]; }
 };
+// Scalar helpers that read the same for real and complex S.
+inline R cj(R x) { return x; }
+inline C cj(C x) { return std::conj(x); }
+inline R re(R x) { return x; }
+inline R re(C x) { return x.real(); }
+inline R im(R) { return 0; }
+inline R im(C x) { return x.imag(); }
+inline R abs2(R x) { return x * x; }
+inline R abs2(C x) { return std::norm(x); }
+// LAPACK's i?amax magnitude: |x| for reals, |re| + |im| for complex (cabs1).
+inline R mag1(R x) { return std::fabs(x); }
+inline R mag1(C x) { return std::fabs(x.real()) + std::fabs(x.imag()); }
 
 // ------------------------------------------------------------- shapes
 
@@ -54,9 +69,9 @@ void expect_matrix(Op op, const Aval& a, bool square) {
     throw ShapeError(cat(op_name(op), " needs a matrix (or a batch of them: rank >= 2), got ", a.str()));
   if (square && a.shape[a.shape.size() - 1] != a.shape[a.shape.size() - 2])
     throw ShapeError(cat(op_name(op), " needs square matrices, got ", a.str()));
-  if (!is_floating(a.dtype))
-    throw TypeError(cat(op_name(op), " needs a floating-point array (float32 or float64), got ", a.str(),
-                        "; convert it first"));
+  if (!is_inexact(a.dtype))
+    throw TypeError(cat(op_name(op), " needs a floating-point or complex array (float32, float64, complex64, complex128), got ",
+                        a.str(), "; convert it first"));
 }
 Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 Shape with(const Shape& batch, std::initializer_list<std::int64_t> minor) {
@@ -72,26 +87,47 @@ void each_matrix(std::int64_t batch, F&& f) {
   for (std::int64_t b = 0; b < batch; ++b) f(b);
 }
 std::int64_t batch_count(const Shape& s) { return numel(batch_of(s)); }
+// f(S{}) with S = C for complex dtypes, R for real ones.
+template <class F>
+void with_scalar(DType t, F&& f) {
+  if (is_complex(t)) f(C{});
+  else f(R{});
+}
 
-Mat load(DType t, const void* p, std::int64_t b, std::int64_t r, std::int64_t c) {
-  Mat m(r, c);
+// Matrix b (of r x c) of the batch at p, as S (S = C for complex dtypes).
+template <class S>
+Mat<S> load(DType t, const void* p, std::int64_t b, std::int64_t r, std::int64_t c) {
+  Mat<S> m(r, c);
   visit_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_same_v<S, C> && is_complex_v<T>) {
+      const T* x = static_cast<const T*>(p) + b * r * c;
+      for (std::int64_t i = 0; i < r * c; ++i) m.v[std::size_t(i)] = C(R(x[i].real()), R(x[i].imag()));
+    } else if constexpr (std::is_same_v<S, R> && std::is_floating_point_v<T>) {
       const T* x = static_cast<const T*>(p) + b * r * c;
       for (std::int64_t i = 0; i < r * c; ++i) m.v[std::size_t(i)] = R(x[i]);
     }
   });
   return m;
 }
-void store(DType t, void* p, std::int64_t b, const Mat& m) {
+template <class S>
+void store(DType t, void* p, std::int64_t b, const Mat<S>& m) {
   visit_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T>) {
-      T* x = static_cast<T*>(p) + b * m.rows * m.cols;
+    T* x = static_cast<T*>(p) + b * m.rows * m.cols;
+    if constexpr (std::is_same_v<S, C> && is_complex_v<T>) {
+      using E = typename T::value_type;
+      for (std::int64_t i = 0; i < m.rows * m.cols; ++i) x[i] = T(E(m.v[size_t(i)].real()), E(m.v[size_t(i)].imag()));
+    } else if constexpr (std::is_same_v<S, R> && std::is_floating_point_v<T>) {
       for (std::int64_t i = 0; i < m.rows * m.cols; ++i) x[i] = T(m.v[std::size_t(i)]);
     }
   });
+}
+// A real vector (eigenvalues, singular values) as a 1 x n matrix.
+Mat<R> row_of(const std::vector<R>& v) {
+  Mat<R> m(1, std::int64_t(v.size()));
+  m.v = v;
+  return m;
 }
 void store_ints(void* p, std::int64_t b, const std::vector<std::int64_t>& v) {
   auto* x = static_cast<std::int32_t*>(p) + b * std::int64_t(v.size());
@@ -99,41 +135,45 @@ void store_ints(void* p, std::int64_t b, const std::vector<std::int64_t>& v) {
 }
 
 // The triangle of a (lower or not) that op(a) reads, as a full matrix T =
-// op(tri(a)) (unit diagonal when asked); T is lower when lower != transpose.
-Mat effective(const Mat& a, const attr::Linalg& p) {
+// op(tri(a)) (conjugated and/or transposed; unit diagonal when asked); T is
+// lower when lower != transpose.
+template <class S>
+Mat<S> effective(const Mat<S>& a, const attr::Linalg& p) {
   const std::int64_t n = a.rows;
-  Mat t(n, n);
+  Mat<S> t(n, n);
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       const bool in = p.lower ? j <= i : j >= i;
-      R v = !in ? R(0) : (i == j && p.unit_diagonal) ? R(1) : a(i, j);
+      S v = !in ? S(0) : (i == j && p.unit_diagonal) ? S(1) : p.conjugate_a ? cj(a(i, j)) : a(i, j);
       if (p.transpose_a) t(j, i) = v;
       else t(i, j) = v;
     }
   return t;
 }
 // Solves T x = y for a triangular T (lower or upper), in place.
-void substitute(const Mat& T, bool lower, std::vector<R>& y) {
+template <class S>
+void substitute(const Mat<S>& T, bool lower, std::vector<S>& y) {
   const std::int64_t n = T.rows;
   if (lower)
     for (std::int64_t i = 0; i < n; ++i) {
-      R s = y[size_t(i)];
+      S s = y[size_t(i)];
       for (std::int64_t k = 0; k < i; ++k) s -= T(i, k) * y[size_t(k)];
       y[size_t(i)] = s / T(i, i);
     }
   else
     for (std::int64_t i = n - 1; i >= 0; --i) {
-      R s = y[size_t(i)];
+      S s = y[size_t(i)];
       for (std::int64_t k = i + 1; k < n; ++k) s -= T(i, k) * y[size_t(k)];
       y[size_t(i)] = s / T(i, i);
     }
 }
 
-void triangular_solve_kernel(const attr::Linalg& p, const Mat& a, Mat& b) {
-  Mat T = effective(a, p);
+template <class S>
+void triangular_solve_kernel(const attr::Linalg& p, const Mat<S>& a, Mat<S>& b) {
+  Mat<S> T = effective(a, p);
   bool lower = p.lower != p.transpose_a;
   if (p.left_side) {
-    std::vector<R> col(size_t(b.rows));
+    std::vector<S> col(size_t(b.rows));
     for (std::int64_t j = 0; j < b.cols; ++j) {
       for (std::int64_t i = 0; i < b.rows; ++i) col[size_t(i)] = b(i, j);
       substitute(T, lower, col);
@@ -141,10 +181,10 @@ void triangular_solve_kernel(const attr::Linalg& p, const Mat& a, Mat& b) {
     }
   } else {
     // x T = b  <=>  T^T x^T = b^T, row by row.
-    Mat Tt(T.cols, T.rows);
+    Mat<S> Tt(T.cols, T.rows);
     for (std::int64_t i = 0; i < T.rows; ++i)
       for (std::int64_t j = 0; j < T.cols; ++j) Tt(j, i) = T(i, j);
-    std::vector<R> row(size_t(b.cols));
+    std::vector<S> row(size_t(b.cols));
     for (std::int64_t i = 0; i < b.rows; ++i) {
       for (std::int64_t j = 0; j < b.cols; ++j) row[size_t(j)] = b(i, j);
       substitute(Tt, !lower, row);
@@ -153,22 +193,23 @@ void triangular_solve_kernel(const attr::Linalg& p, const Mat& a, Mat& b) {
   }
 }
 
-// L with L L^T = a (a's lower triangle read); NaN everywhere when a is not
-// positive definite (JAX's answer).
-void cholesky_kernel(Mat& a) {
+// L with L L^H = a (a's lower triangle read, its diagonal's real part); NaN
+// everywhere when a is not positive definite (JAX's answer).
+template <class S>
+void cholesky_kernel(Mat<S>& a) {
   const std::int64_t n = a.rows;
-  Mat L(n, n);
+  Mat<S> L(n, n);
   for (std::int64_t j = 0; j < n; ++j) {
-    R d = a(j, j);
-    for (std::int64_t k = 0; k < j; ++k) d -= L(j, k) * L(j, k);
+    R d = re(a(j, j));
+    for (std::int64_t k = 0; k < j; ++k) d -= abs2(L(j, k));
     if (!(d > 0)) {
-      std::fill(a.v.begin(), a.v.end(), std::numeric_limits<R>::quiet_NaN());
+      std::fill(a.v.begin(), a.v.end(), S(std::numeric_limits<R>::quiet_NaN()));
       return;
     }
     L(j, j) = std::sqrt(d);
     for (std::int64_t i = j + 1; i < n; ++i) {
-      R s = a(i, j);
-      for (std::int64_t k = 0; k < j; ++k) s -= L(i, k) * L(j, k);
+      S s = a(i, j);
+      for (std::int64_t k = 0; k < j; ++k) s -= L(i, k) * cj(L(j, k));
       L(i, j) = s / L(j, j);
     }
   }
@@ -176,7 +217,10 @@ void cholesky_kernel(Mat& a) {
 }
 
 // In place: a's rows permuted, L (unit, below the diagonal) and U packed.
-void lu_kernel(Mat& a, std::vector<std::int64_t>& pivots, std::vector<std::int64_t>& perm) {
+// The pivot is the first entry of the largest magnitude as LAPACK's i?amax
+// measures it (|re| + |im| for complex).
+template <class S>
+void lu_kernel(Mat<S>& a, std::vector<std::int64_t>& pivots, std::vector<std::int64_t>& perm) {
   const std::int64_t m = a.rows, n = a.cols, k = std::min(m, n);
   pivots.assign(size_t(k), 0);
   perm.resize(size_t(m));
@@ -184,41 +228,45 @@ void lu_kernel(Mat& a, std::vector<std::int64_t>& pivots, std::vector<std::int64
   for (std::int64_t j = 0; j < k; ++j) {
     std::int64_t p = j;
     for (std::int64_t i = j + 1; i < m; ++i)
-      if (std::fabs(a(i, j)) > std::fabs(a(p, j))) p = i;
+      if (mag1(a(i, j)) > mag1(a(p, j))) p = i;
     pivots[size_t(j)] = p;
     if (p != j) {
       for (std::int64_t c = 0; c < n; ++c) std::swap(a(j, c), a(p, c));
       std::swap(perm[size_t(j)], perm[size_t(p)]);
     }
-    if (a(j, j) != 0)
+    if (a(j, j) != S(0))
       for (std::int64_t i = j + 1; i < m; ++i) a(i, j) /= a(j, j);
     for (std::int64_t i = j + 1; i < m; ++i)
       for (std::int64_t c = j + 1; c < n; ++c) a(i, c) -= a(i, j) * a(j, c);
   }
 }
 
-// Householder QR with LAPACK's reflectors (dlarfg: beta = -sign(alpha) |x|).
-void qr_kernel(const Mat& a, bool full, Mat& q, Mat& r) {
+// Householder QR with LAPACK's reflectors (?larfg: beta = -sign(re alpha)
+// sqrt(|alpha|^2 + |x|^2), real; tau = (beta - alpha) / beta; H = I - tau v
+// v^H; the identity when x = 0 and alpha is real). A = H_0 ... H_{k-1} R.
+template <class S>
+void qr_kernel(const Mat<S>& a, bool full, Mat<S>& q, Mat<S>& r) {
   const std::int64_t m = a.rows, n = a.cols, k = std::min(m, n);
-  Mat w = a;
-  std::vector<std::vector<R>> vs;
-  std::vector<R> taus;
+  Mat<S> w = a;
+  std::vector<std::vector<S>> vs;
+  std::vector<S> taus;
   for (std::int64_t j = 0; j < k; ++j) {
-    R alpha = w(j, j), xnorm = 0;
-    for (std::int64_t i = j + 1; i < m; ++i) xnorm += w(i, j) * w(i, j);
+    const S alpha = w(j, j);
+    R xnorm = 0;
+    for (std::int64_t i = j + 1; i < m; ++i) xnorm += abs2(w(i, j));
     xnorm = std::sqrt(xnorm);
-    std::vector<R> v(size_t(m), R(0));
-    R tau = 0;
+    std::vector<S> v(size_t(m), S(0));
+    S tau = 0;
     v[size_t(j)] = 1;
-    if (xnorm != 0) {
-      R beta = -std::copysign(std::hypot(alpha, xnorm), alpha);
-      tau = (beta - alpha) / beta;
-      for (std::int64_t i = j + 1; i < m; ++i) v[size_t(i)] = w(i, j) / (alpha - beta);
-      // Apply H = I - tau v v^T to the trailing columns.
+    if (xnorm != 0 || im(alpha) != 0) {
+      const R beta = -std::copysign(std::sqrt(abs2(alpha) + xnorm * xnorm), re(alpha));
+      tau = (S(beta) - alpha) / S(beta);
+      for (std::int64_t i = j + 1; i < m; ++i) v[size_t(i)] = w(i, j) / (alpha - S(beta));
+      // Apply H^H = I - conj(tau) v v^H to the trailing columns.
       for (std::int64_t c = j; c < n; ++c) {
-        R s = 0;
-        for (std::int64_t i = j; i < m; ++i) s += v[size_t(i)] * w(i, c);
-        for (std::int64_t i = j; i < m; ++i) w(i, c) -= tau * v[size_t(i)] * s;
+        S s = 0;
+        for (std::int64_t i = j; i < m; ++i) s += cj(v[size_t(i)]) * w(i, c);
+        for (std::int64_t i = j; i < m; ++i) w(i, c) -= cj(tau) * v[size_t(i)] * s;
       }
       w(j, j) = beta;
       for (std::int64_t i = j + 1; i < m; ++i) w(i, j) = 0;
@@ -227,68 +275,75 @@ void qr_kernel(const Mat& a, bool full, Mat& q, Mat& r) {
     taus.push_back(tau);
   }
   const std::int64_t qc = full ? m : k, rr = full ? m : k;
-  r = Mat(rr, n);
+  r = Mat<S>(rr, n);
   for (std::int64_t i = 0; i < rr && i < m; ++i)
     for (std::int64_t j = i; j < n; ++j) r(i, j) = w(i, j);
   // Q = H_0 H_1 ... H_{k-1} applied to the first qc columns of I.
-  q = Mat(m, qc);
+  q = Mat<S>(m, qc);
   for (std::int64_t i = 0; i < std::min(m, qc); ++i) q(i, i) = 1;
   for (std::int64_t j = k - 1; j >= 0; --j) {
     const auto& v = vs[size_t(j)];
     for (std::int64_t c = 0; c < qc; ++c) {
-      R s = 0;
-      for (std::int64_t i = j; i < m; ++i) s += v[size_t(i)] * q(i, c);
+      S s = 0;
+      for (std::int64_t i = j; i < m; ++i) s += cj(v[size_t(i)]) * q(i, c);
       for (std::int64_t i = j; i < m; ++i) q(i, c) -= taus[size_t(j)] * v[size_t(i)] * s;
     }
   }
 }
 
-// Cyclic Jacobi: a (symmetric, its `lower` triangle read) = V diag(w) V^T,
-// w ascending, V's columns the vectors.
-void eigh_kernel(const Mat& a, bool lower, Mat& V, std::vector<R>& w) {
+// Cyclic Jacobi: a (Hermitian, its `lower` triangle read) = V diag(w) V^H,
+// w ascending, V's columns the vectors. Each step is the unitary D J: D
+// turns a_pq real (a_pq / |a_pq| on column q), J the real rotation that
+// zeroes it.
+template <class S>
+void eigh_kernel(const Mat<S>& a, bool lower, Mat<S>& V, std::vector<R>& w) {
   const std::int64_t n = a.rows;
-  Mat A(n, n);
+  Mat<S> A(n, n);
   for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < n; ++j) A(i, j) = (lower ? j <= i : j >= i) ? a(i, j) : a(j, i);
-  V = Mat(n, n);
+    for (std::int64_t j = 0; j < n; ++j)
+      A(i, j) = i == j ? S(re(a(i, i))) : (lower ? j < i : j > i) ? a(i, j) : cj(a(j, i));
+  V = Mat<S>(n, n);
   for (std::int64_t i = 0; i < n; ++i) V(i, i) = 1;
   for (int sweep = 0; sweep < 100; ++sweep) {
     R off = 0, total = 0;
     for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t j = 0; j < n; ++j) (i == j ? total : off) += A(i, j) * A(i, j);
+      for (std::int64_t j = 0; j < n; ++j) (i == j ? total : off) += abs2(A(i, j));
     if (!(off > std::numeric_limits<R>::epsilon() * std::numeric_limits<R>::epsilon() * (total + off)) ||
         !std::isfinite(double(off)))
       break;
     for (std::int64_t p = 0; p < n; ++p)
       for (std::int64_t q = p + 1; q < n; ++q) {
-        if (A(p, q) == 0) continue;
-        const R theta = (A(q, q) - A(p, p)) / (2 * A(p, q));
+        if (A(p, q) == S(0)) continue;
+        const R g = std::sqrt(abs2(A(p, q)));
+        const S e = A(p, q) / S(g);  // the phase of a_pq (its sign for reals)
+        const R theta = (re(A(q, q)) - re(A(p, p))) / (2 * g);
         const R t = std::copysign(R(1), theta) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
         const R c = 1 / std::sqrt(t * t + 1), s = t * c;
-        for (std::int64_t k = 0; k < n; ++k) {  // A <- A J
-          const R akp = A(k, p), akq = A(k, q);
-          A(k, p) = c * akp - s * akq;
-          A(k, q) = s * akp + c * akq;
+        const S se = S(s) * cj(e), sE = S(s) * e;
+        for (std::int64_t k = 0; k < n; ++k) {  // A <- A D J
+          const S akp = A(k, p), akq = A(k, q);
+          A(k, p) = c * akp - se * akq;
+          A(k, q) = s * akp + c * cj(e) * akq;
         }
-        for (std::int64_t k = 0; k < n; ++k) {  // A <- J^T A
-          const R apk = A(p, k), aqk = A(q, k);
-          A(p, k) = c * apk - s * aqk;
-          A(q, k) = s * apk + c * aqk;
+        for (std::int64_t k = 0; k < n; ++k) {  // A <- (D J)^H A
+          const S apk = A(p, k), aqk = A(q, k);
+          A(p, k) = c * apk - sE * aqk;
+          A(q, k) = s * apk + c * e * aqk;
         }
         for (std::int64_t k = 0; k < n; ++k) {
-          const R vkp = V(k, p), vkq = V(k, q);
-          V(k, p) = c * vkp - s * vkq;
-          V(k, q) = s * vkp + c * vkq;
+          const S vkp = V(k, p), vkq = V(k, q);
+          V(k, p) = c * vkp - se * vkq;
+          V(k, q) = s * vkp + c * cj(e) * vkq;
         }
       }
   }
   std::vector<std::int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return A(x, x) < A(y, y); });
-  Mat Vs(n, n);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return re(A(x, x)) < re(A(y, y)); });
+  Mat<S> Vs(n, n);
   w.resize(size_t(n));
   for (std::int64_t c = 0; c < n; ++c) {
-    w[size_t(c)] = A(order[size_t(c)], order[size_t(c)]);
+    w[size_t(c)] = re(A(order[size_t(c)], order[size_t(c)]));
     for (std::int64_t i = 0; i < n; ++i) Vs(i, c) = V(i, order[size_t(c)]);
   }
   V = Vs;
@@ -296,7 +351,8 @@ void eigh_kernel(const Mat& a, bool lower, Mat& V, std::vector<R>& w) {
 
 // Columns c of m made orthonormal to the earlier ones (Gram-Schmidt twice),
 // replaced by a unit vector when they vanish: completes a basis.
-void complete_basis(Mat& m, std::int64_t from) {
+template <class S>
+void complete_basis(Mat<S>& m, std::int64_t from) {
   const std::int64_t rows = m.rows;
   std::int64_t next_unit = 0;
   for (std::int64_t c = from; c < m.cols; ++c) {
@@ -307,12 +363,12 @@ void complete_basis(Mat& m, std::int64_t from) {
       }
       for (int pass = 0; pass < 2; ++pass)
         for (std::int64_t d = 0; d < c; ++d) {
-          R s = 0;
-          for (std::int64_t i = 0; i < rows; ++i) s += m(i, d) * m(i, c);
+          S s = 0;
+          for (std::int64_t i = 0; i < rows; ++i) s += cj(m(i, d)) * m(i, c);
           for (std::int64_t i = 0; i < rows; ++i) m(i, c) -= s * m(i, d);
         }
       R nrm = 0;
-      for (std::int64_t i = 0; i < rows; ++i) nrm += m(i, c) * m(i, c);
+      for (std::int64_t i = 0; i < rows; ++i) nrm += abs2(m(i, c));
       nrm = std::sqrt(nrm);
       if (nrm > R(1e-6)) {
         for (std::int64_t i = 0; i < rows; ++i) m(i, c) /= nrm;
@@ -323,40 +379,47 @@ void complete_basis(Mat& m, std::int64_t from) {
   }
 }
 
-// One-sided Jacobi: a = U diag(s) V^T, s descending. U is m x uc, V n x vc.
-void svd_kernel(const Mat& a, bool full, Mat& U, std::vector<R>& s, Mat& V) {
+// One-sided Jacobi: a = U diag(s) V^H, s descending. U is m x uc, V n x vc.
+// A pair of columns (p, q) with gamma = w_p^H w_q = |gamma| e is rotated as
+// the real pair (w_p, w_q conj(e)).
+template <class S>
+void svd_kernel(const Mat<S>& a, bool full, Mat<S>& U, std::vector<R>& s, Mat<S>& V) {
   const bool wide = a.rows < a.cols;
-  // Work on the tall one: a or a^T.
-  Mat W(wide ? a.cols : a.rows, wide ? a.rows : a.cols);
+  // Work on the tall one: a or a^H.
+  Mat<S> W(wide ? a.cols : a.rows, wide ? a.rows : a.cols);
   for (std::int64_t i = 0; i < a.rows; ++i)
-    for (std::int64_t j = 0; j < a.cols; ++j) (wide ? W(j, i) : W(i, j)) = a(i, j);
+    for (std::int64_t j = 0; j < a.cols; ++j) (wide ? W(j, i) : W(i, j)) = wide ? cj(a(i, j)) : a(i, j);
   const std::int64_t m = W.rows, n = W.cols;
-  Mat Vw(n, n);
+  Mat<S> Vw(n, n);
   for (std::int64_t i = 0; i < n; ++i) Vw(i, i) = 1;
   for (int sweep = 0; sweep < 100; ++sweep) {
     bool rotated = false;
     for (std::int64_t p = 0; p < n; ++p)
       for (std::int64_t q = p + 1; q < n; ++q) {
-        R alpha = 0, beta = 0, gamma = 0;
+        R alpha = 0, beta = 0;
+        S gamma = 0;
         for (std::int64_t i = 0; i < m; ++i) {
-          alpha += W(i, p) * W(i, p);
-          beta += W(i, q) * W(i, q);
-          gamma += W(i, p) * W(i, q);
+          alpha += abs2(W(i, p));
+          beta += abs2(W(i, q));
+          gamma += cj(W(i, p)) * W(i, q);
         }
-        if (!(std::fabs(gamma) > std::numeric_limits<R>::epsilon() * std::sqrt(alpha * beta))) continue;
+        const R g = std::sqrt(abs2(gamma));
+        if (!(g > std::numeric_limits<R>::epsilon() * std::sqrt(alpha * beta))) continue;
         rotated = true;
-        const R zeta = (beta - alpha) / (2 * gamma);
+        const S e = gamma / S(g);
+        const R zeta = (beta - alpha) / (2 * g);
         const R t = std::copysign(R(1), zeta) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
         const R c = 1 / std::sqrt(1 + t * t), sn = c * t;
+        const S sne = S(sn) * cj(e), snE = S(sn) * e;
         for (std::int64_t i = 0; i < m; ++i) {
-          const R x = W(i, p), y = W(i, q);
-          W(i, p) = c * x - sn * y;
-          W(i, q) = sn * x + c * y;
+          const S x = W(i, p), y = W(i, q);
+          W(i, p) = c * x - sne * y;
+          W(i, q) = snE * x + c * y;
         }
         for (std::int64_t i = 0; i < n; ++i) {
-          const R x = Vw(i, p), y = Vw(i, q);
-          Vw(i, p) = c * x - sn * y;
-          Vw(i, q) = sn * x + c * y;
+          const S x = Vw(i, p), y = Vw(i, q);
+          Vw(i, p) = c * x - sne * y;
+          Vw(i, q) = snE * x + c * y;
         }
       }
     if (!rotated) break;
@@ -364,14 +427,14 @@ void svd_kernel(const Mat& a, bool full, Mat& U, std::vector<R>& s, Mat& V) {
   std::vector<R> sv(static_cast<size_t>(n));
   for (std::int64_t j = 0; j < n; ++j) {
     R t = 0;
-    for (std::int64_t i = 0; i < m; ++i) t += W(i, j) * W(i, j);
+    for (std::int64_t i = 0; i < m; ++i) t += abs2(W(i, j));
     sv[size_t(j)] = std::sqrt(t);
   }
   std::vector<std::int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return sv[size_t(x)] > sv[size_t(y)]; });
   // Left vectors of the tall problem: m x (full ? m : n); right: n x n.
-  Mat Ut(m, full ? m : n), Vt(n, n);
+  Mat<S> Ut(m, full ? m : n), Vt(n, n);
   s.resize(size_t(n));
   std::int64_t nonzero = 0;
   for (std::int64_t c = 0; c < n; ++c) {
@@ -379,13 +442,13 @@ void svd_kernel(const Mat& a, bool full, Mat& U, std::vector<R>& s, Mat& V) {
     s[size_t(c)] = sv[size_t(j)];
     for (std::int64_t i = 0; i < n; ++i) Vt(i, c) = Vw(i, j);
     if (sv[size_t(j)] > 0 && nonzero == c) {
-      for (std::int64_t i = 0; i < m; ++i) Ut(i, c) = W(i, j) / sv[size_t(j)];
+      for (std::int64_t i = 0; i < m; ++i) Ut(i, c) = W(i, j) / S(sv[size_t(j)]);
       ++nonzero;
     }
   }
   complete_basis(Ut, nonzero);
   if (wide) {
-    // a^T = Ut S Vt^T  =>  a = Vt S Ut^T: U is Vt (n_a rows = a.rows), V is Ut.
+    // a^H = Ut S Vt^H  =>  a = Vt S Ut^H: U is Vt (n_a rows = a.rows), V is Ut.
     U = Vt;
     V = Ut;
   } else {
@@ -433,6 +496,8 @@ NodeRef mT(NodeTable& t, const NodeRef& x) {
   std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
   return build::transpose(t, x, perm);
 }
+NodeRef mH(NodeTable& t, const NodeRef& x) { return conj(t, mT(t, x)); }
+NodeRef conj(NodeTable& t, const NodeRef& x) { return is_complex(x->dtype()) ? build::unary(t, Op::conj, x) : x; }
 NodeRef mm(NodeTable& t, const NodeRef& a, const NodeRef& b) {
   const std::int64_t r = a->rank();
   DotDims d;
@@ -461,6 +526,7 @@ NodeRef triangular_solve(NodeTable& t, const NodeRef& a, const NodeRef& b, attr:
 
 using la::eye_like;
 using la::mm;
+using la::mH;
 using la::mT;
 using la::tril;
 using la::triu;
@@ -478,10 +544,13 @@ Aval Rule<Op::cholesky>::infer(const std::vector<Aval>& in, const A&, const Aval
 void Rule<Op::cholesky>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
   const std::int64_t n = aval.shape.back();
-  each_matrix(batch_count(aval.shape), [&](std::int64_t b) {
-    Mat a = load(aval.dtype, in[0]->bytes.data(), b, n, n);
-    cholesky_kernel(a);
-    store(aval.dtype, out.bytes.data(), b, a);
+  with_scalar(aval.dtype, [&](auto tag) {
+    using S = decltype(tag);
+    each_matrix(batch_count(aval.shape), [&](std::int64_t b) {
+      Mat<S> a = load<S>(aval.dtype, in[0]->bytes.data(), b, n, n);
+      cholesky_kernel(a);
+      store(aval.dtype, out.bytes.data(), b, a);
+    });
   });
 }
 FactorRule Rule<Op::cholesky>::factors(const Node& n) {
@@ -499,15 +568,16 @@ FactorRule Rule<Op::cholesky>::factors(const Node& n) {
 }
 NodeRef Rule<Op::cholesky>::jvp(NodeTable& t, const Node&, const std::vector<NodeRef>& x,
                                 const std::vector<NodeRef>& tx, const NodeRef& y) {
-  // L_dot = L phi(L^-1 sym(dA) L^-T), phi: the lower triangle, its diagonal halved.
+  // L_dot = L phi(L^-1 sym(dA) L^-H), phi: the lower triangle, its diagonal halved.
   if (!tx[0]) return nullptr;
   NodeRef half = ad::scalar_like(t, tx[0], 0.5);
-  NodeRef sigma = build::binary(t, Op::mul, build::binary(t, Op::add, tx[0], mT(t, tx[0])), half);
+  NodeRef sigma = build::binary(t, Op::mul, build::binary(t, Op::add, tx[0], mH(t, tx[0])), half);
   attr::Linalg right;
   right.left_side = false;
   right.transpose_a = true;
-  NodeRef tmp = tsolve(t, y, sigma, right);        // sigma L^-T
-  NodeRef inner = tsolve(t, y, tmp, attr::Linalg{});  // L^-1 sigma L^-T
+  right.conjugate_a = is_complex(y->dtype());
+  NodeRef tmp = tsolve(t, y, sigma, right);        // sigma L^-H
+  NodeRef inner = tsolve(t, y, tmp, attr::Linalg{});  // L^-1 sigma L^-H
   NodeRef phi = build::binary(t, Op::mul, tril(t, inner),
                               build::binary(t, Op::sub, ad::scalar_like(t, inner, 1.0),
                                             build::binary(t, Op::mul, eye_like(t, inner), ad::scalar_like(t, inner, 0.5))));
@@ -538,11 +608,14 @@ void Rule<Op::triangular_solve>::eval(const std::vector<const HostArray*>& in, c
                                       HostArray& out) {
   rule_util::allocate(out, aval);
   const std::int64_t m = in[0]->shape.back(), r = aval.shape[aval.shape.size() - 2], c = aval.shape.back();
-  each_matrix(batch_count(aval.shape), [&](std::int64_t b) {
-    Mat a = load(aval.dtype, in[0]->bytes.data(), b, m, m);
-    Mat x = load(aval.dtype, in[1]->bytes.data(), b, r, c);
-    triangular_solve_kernel(p, a, x);
-    store(aval.dtype, out.bytes.data(), b, x);
+  with_scalar(aval.dtype, [&](auto tag) {
+    using S = decltype(tag);
+    each_matrix(batch_count(aval.shape), [&](std::int64_t b) {
+      Mat<S> a = load<S>(aval.dtype, in[0]->bytes.data(), b, m, m);
+      Mat<S> x = load<S>(aval.dtype, in[1]->bytes.data(), b, r, c);
+      triangular_solve_kernel(p, a, x);
+      store(aval.dtype, out.bytes.data(), b, x);
+    });
   });
 }
 FactorRule Rule<Op::triangular_solve>::factors(const Node& n) {
@@ -570,6 +643,7 @@ NodeRef Rule<Op::triangular_solve>::jvp(NodeTable& t, const Node& n, const std::
     // da read as the solve reads a (its triangle, no unit diagonal).
     const std::int64_t k = p.unit_diagonal ? 1 : 0;
     NodeRef ga = p.lower ? tril(t, tx[0], -k) : triu(t, tx[0], k);
+    if (p.conjugate_a) ga = la::conj(t, ga);
     if (p.transpose_a) ga = mT(t, ga);
     NodeRef prod = p.left_side ? mm(t, ga, y) : mm(t, y, ga);
     r = ad::add(t, r, ad::neg(t, tsolve(t, x[0], prod, p)));
@@ -603,13 +677,16 @@ void Rule<Op::lu>::eval(const std::vector<const HostArray*>& in, const A&, const
   rule_util::allocate(lu, a);
   rule_util::allocate(piv, aval.elements[1]);
   rule_util::allocate(perm, aval.elements[2]);
-  each_matrix(batch_count(a.shape), [&](std::int64_t b) {
-    Mat x = load(a.dtype, in[0]->bytes.data(), b, m, n);
-    std::vector<std::int64_t> pv, pm;
-    lu_kernel(x, pv, pm);
-    store(a.dtype, lu.bytes.data(), b, x);
-    store_ints(piv.bytes.data(), b, pv);
-    store_ints(perm.bytes.data(), b, pm);
+  with_scalar(a.dtype, [&](auto tag) {
+    using S = decltype(tag);
+    each_matrix(batch_count(a.shape), [&](std::int64_t b) {
+      Mat<S> x = load<S>(a.dtype, in[0]->bytes.data(), b, m, n);
+      std::vector<std::int64_t> pv, pm;
+      lu_kernel(x, pv, pm);
+      store(a.dtype, lu.bytes.data(), b, x);
+      store_ints(piv.bytes.data(), b, pv);
+      store_ints(perm.bytes.data(), b, pm);
+    });
   });
   rule_util::pack_tuple(out, {&lu, &piv, &perm});
 }
@@ -670,11 +747,14 @@ void Rule<Op::qr>::eval(const std::vector<const HostArray*>& in, const A& p, con
   HostArray q, r;
   rule_util::allocate(q, aval.elements[0]);
   rule_util::allocate(r, aval.elements[1]);
-  each_matrix(batch_count(s), [&](std::int64_t b) {
-    Mat a = load(in[0]->dtype, in[0]->bytes.data(), b, m, n), Q, Rm;
-    qr_kernel(a, p.full_matrices, Q, Rm);
-    store(in[0]->dtype, q.bytes.data(), b, Q);
-    store(in[0]->dtype, r.bytes.data(), b, Rm);
+  with_scalar(in[0]->dtype, [&](auto tag) {
+    using S = decltype(tag);
+    each_matrix(batch_count(s), [&](std::int64_t b) {
+      Mat<S> a = load<S>(in[0]->dtype, in[0]->bytes.data(), b, m, n), Q, Rm;
+      qr_kernel(a, p.full_matrices, Q, Rm);
+      store(in[0]->dtype, q.bytes.data(), b, Q);
+      store(in[0]->dtype, r.bytes.data(), b, Rm);
+    });
   });
   rule_util::pack_tuple(out, {&q, &r});
 }
@@ -693,16 +773,20 @@ NodeRef Rule<Op::qr>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef
   if (m < c || (attrs_of(n).full_matrices && m != c))
     throw NotImplementedError(cat("the derivative of qr needs m >= n and full_matrices=false (or square), got ",
                                   x[0]->aval.str()));
-  // JAX's rule: dx = dq r + q dr; with C = q^T dx r^-1, domega = tril(C, -1) - tril(C, -1)^T,
-  // dq = q (domega - q^T dx r^-1) + dx r^-1, dr = (q^T dx - domega r).
+  // JAX's rule: dx = dq r + q dr; with C = q^H dx r^-1, domega = tril(C, -1) - tril(C, -1)^H
+  // (plus i Im(diag C) for complex), dq = q (domega - C) + dx r^-1, dr = (C - domega) r.
   NodeRef q = build::get_tuple_element(t, y, 0), r = build::get_tuple_element(t, y, 1);
   attr::Linalg upper_right;
   upper_right.lower = false;
   upper_right.left_side = false;
   NodeRef dx_rinv = tsolve(t, r, tx[0], upper_right);
-  NodeRef qt_dx_rinv = mm(t, mT(t, q), dx_rinv);
+  NodeRef qt_dx_rinv = mm(t, mH(t, q), dx_rinv);
   NodeRef low = tril(t, qt_dx_rinv, -1);
-  NodeRef domega = build::binary(t, Op::sub, low, mT(t, low));
+  NodeRef domega = build::binary(t, Op::sub, low, mH(t, low));
+  if (is_complex(q->dtype())) {
+    NodeRef re = build::convert(t, build::unary(t, Op::real, qt_dx_rinv), q->dtype());
+    domega = build::binary(t, Op::add, domega, build::binary(t, Op::mul, eye_like(t, qt_dx_rinv), build::binary(t, Op::sub, qt_dx_rinv, re)));
+  }
   NodeRef dq = build::binary(t, Op::add, mm(t, q, build::binary(t, Op::sub, domega, qt_dx_rinv)), dx_rinv);
   NodeRef dr = mm(t, build::binary(t, Op::sub, qt_dx_rinv, domega), r);
   return build::tuple(t, {dq, dr});
@@ -719,7 +803,7 @@ Aval Rule<Op::eigh>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
   const Shape& s = in[0].shape;
   Aval v = in[0];
   v.weak_type = false;
-  return Aval::make_tuple({v, Aval{v.dtype, with(batch_of(s), {s.back()}), false}});
+  return Aval::make_tuple({v, Aval{real_dtype(v.dtype), with(batch_of(s), {s.back()}), false}});
 }
 void Rule<Op::eigh>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
   const Aval& a = aval.elements[0];
@@ -727,14 +811,15 @@ void Rule<Op::eigh>::eval(const std::vector<const HostArray*>& in, const A& p, c
   HostArray v, w;
   rule_util::allocate(v, a);
   rule_util::allocate(w, aval.elements[1]);
-  each_matrix(batch_count(a.shape), [&](std::int64_t b) {
-    Mat x = load(a.dtype, in[0]->bytes.data(), b, n, n), V;
-    std::vector<R> ws;
-    eigh_kernel(x, p.lower, V, ws);
-    store(a.dtype, v.bytes.data(), b, V);
-    Mat wm(1, n);
-    wm.v = ws;
-    store(a.dtype, w.bytes.data(), b, wm);
+  with_scalar(a.dtype, [&](auto tag) {
+    using S = decltype(tag);
+    each_matrix(batch_count(a.shape), [&](std::int64_t b) {
+      Mat<S> x = load<S>(a.dtype, in[0]->bytes.data(), b, n, n), V;
+      std::vector<R> ws;
+      eigh_kernel(x, p.lower, V, ws);
+      store(a.dtype, v.bytes.data(), b, V);
+      store(real_dtype(a.dtype), w.bytes.data(), b, row_of(ws));
+    });
   });
   rule_util::pack_tuple(out, {&v, &w});
 }
@@ -749,12 +834,12 @@ FactorRule Rule<Op::eigh>::factors(const Node& n) {
 NodeRef Rule<Op::eigh>::jvp(NodeTable& t, const Node&, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
                             const NodeRef& y) {
   if (!tx[0]) return nullptr;
-  // JAX's rule: with V^T dA V = M, dw = diag(M), dV = V (F o M), F_ij = 1 / (w_j - w_i) off the diagonal.
+  // JAX's rule: with V^H dA V = M, dw = Re diag(M), dV = V (F o M), F_ij = 1 / (w_j - w_i) off the diagonal.
   NodeRef v = build::get_tuple_element(t, y, 0), w = build::get_tuple_element(t, y, 1);
   const Shape& s = v->shape();
   const std::int64_t r = std::int64_t(s.size());
-  NodeRef M = mm(t, mT(t, v), mm(t, tx[0], v));
-  NodeRef eye = eye_like(t, v);
+  NodeRef M = mm(t, mH(t, v), mm(t, tx[0], v));
+  NodeRef eye = eye_like(t, build::broadcast_in_dim(t, build::scalar(t, w->dtype(), 0), s, {}));  // real
   auto dims_without = [&](std::int64_t skip) {
     std::vector<std::int64_t> d;
     for (std::int64_t i = 0; i < r; ++i)
@@ -767,8 +852,9 @@ NodeRef Rule<Op::eigh>::jvp(NodeTable& t, const Node&, const std::vector<NodeRef
                             build::binary(t, Op::div, ad::scalar_like(t, eye, 1.0),
                                           build::binary(t, Op::add, eye, build::binary(t, Op::sub, wj, wi))),
                             eye);
-  NodeRef dv = mm(t, v, build::binary(t, Op::mul, F, M));
-  NodeRef dw = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, M, eye), {r - 1});
+  NodeRef dv = mm(t, v, build::binary(t, Op::mul, build::convert(t, F, v->dtype()), M));
+  NodeRef diagM = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, M, build::convert(t, eye, v->dtype())), {r - 1});
+  NodeRef dw = is_complex(v->dtype()) ? build::unary(t, Op::real, diagM) : diagM;
   return build::tuple(t, {dv, dw});
 }
 void Rule<Op::eigh>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
@@ -784,7 +870,7 @@ Aval Rule<Op::svd>::infer(const std::vector<Aval>& in, const A& p, const Aval&) 
   const Shape& s = in[0].shape;
   const std::int64_t m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
   const DType t = in[0].dtype;
-  std::vector<Aval> e{Aval{t, with(batch_of(s), {k}), false}};
+  std::vector<Aval> e{Aval{real_dtype(t), with(batch_of(s), {k}), false}};
   if (p.compute_uv) {
     e.push_back(Aval{t, with(batch_of(s), {m, p.full_matrices ? m : k}), false});
     e.push_back(Aval{t, with(batch_of(s), {p.full_matrices ? n : k, n}), false});
@@ -797,22 +883,23 @@ void Rule<Op::svd>::eval(const std::vector<const HostArray*>& in, const A& p, co
   const DType t = in[0]->dtype;
   std::vector<HostArray> res(aval.elements.size());
   for (size_t i = 0; i < res.size(); ++i) rule_util::allocate(res[i], aval.elements[i]);
-  each_matrix(batch_count(s), [&](std::int64_t b) {
-    Mat a = load(t, in[0]->bytes.data(), b, m, n), U, V;
-    std::vector<R> sv;
-    svd_kernel(a, p.full_matrices, U, sv, V);
-    Mat sm(1, k);
-    std::copy(sv.begin(), sv.begin() + k, sm.v.begin());
-    store(t, res[0].bytes.data(), b, sm);
-    if (!p.compute_uv) return;
-    const std::int64_t uc = p.full_matrices ? m : k, vr = p.full_matrices ? n : k;
-    Mat Uo(m, uc), Vh(vr, n);
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < uc; ++j) Uo(i, j) = U(i, j);
-    for (std::int64_t i = 0; i < vr; ++i)
-      for (std::int64_t j = 0; j < n; ++j) Vh(i, j) = V(j, i);
-    store(t, res[1].bytes.data(), b, Uo);
-    store(t, res[2].bytes.data(), b, Vh);
+  with_scalar(t, [&](auto tag) {
+    using S = decltype(tag);
+    each_matrix(batch_count(s), [&](std::int64_t b) {
+      Mat<S> a = load<S>(t, in[0]->bytes.data(), b, m, n), U, V;
+      std::vector<R> sv;
+      svd_kernel(a, p.full_matrices, U, sv, V);
+      store(real_dtype(t), res[0].bytes.data(), b, row_of(std::vector<R>(sv.begin(), sv.begin() + k)));
+      if (!p.compute_uv) return;
+      const std::int64_t uc = p.full_matrices ? m : k, vr = p.full_matrices ? n : k;
+      Mat<S> Uo(m, uc), Vh(vr, n);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < uc; ++j) Uo(i, j) = U(i, j);
+      for (std::int64_t i = 0; i < vr; ++i)
+        for (std::int64_t j = 0; j < n; ++j) Vh(i, j) = cj(V(j, i));
+      store(t, res[1].bytes.data(), b, Uo);
+      store(t, res[2].bytes.data(), b, Vh);
+    });
   });
   std::vector<const HostArray*> parts;
   for (auto& r : res) parts.push_back(&r);
@@ -847,7 +934,9 @@ NodeRef Rule<Op::svd>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRe
     f = build::linalg(t, Op::svd, {x[0]}, q);
   }
   NodeRef s = build::get_tuple_element(t, f, 0), U = build::get_tuple_element(t, f, 1), Vt = build::get_tuple_element(t, f, 2);
-  NodeRef V = mT(t, Vt);
+  const DType dt = U->dtype();
+  auto as_dt = [&](const NodeRef& real) { return build::convert(t, real, dt); };  // real -> the matrices' dtype
+  NodeRef V = mH(t, Vt);
   Shape ks = sh;  // [..., k, k]
   ks[sh.size() - 2] = ks[sh.size() - 1] = std::min(m, c);
   std::vector<std::int64_t> lead(static_cast<size_t>(r - 1));
@@ -856,33 +945,34 @@ NodeRef Rule<Op::svd>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRe
   row_dims.back() = r - 1;
   std::vector<std::int64_t> col_dims = lead;  // s[..., :, None]
   NodeRef s_row = build::broadcast_in_dim(t, s, ks, row_dims), s_col = build::broadcast_in_dim(t, s, ks, col_dims);
-  NodeRef dS = mm(t, mT(t, U), mm(t, tx[0], V));
-  NodeRef eye = eye_like(t, dS);
-  NodeRef ds = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, dS, eye), {r - 1});
+  NodeRef dS = mm(t, mH(t, U), mm(t, tx[0], V));
+  NodeRef eye = eye_like(t, s_row);  // real
+  NodeRef diag = build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, dS, as_dt(eye)), {r - 1});
+  NodeRef ds = is_complex(dt) ? build::unary(t, Op::real, diag) : diag;
   if (!p.compute_uv) return build::tuple(t, {ds});
   NodeRef diffs = build::binary(t, Op::mul, build::binary(t, Op::add, s_row, s_col), build::binary(t, Op::sub, s_row, s_col));
-  NodeRef F = build::binary(t, Op::sub, build::binary(t, Op::div, ad::scalar_like(t, eye, 1.0), build::binary(t, Op::add, diffs, eye)), eye);
-  NodeRef dSS = build::binary(t, Op::mul, s_row, dS), SdS = build::binary(t, Op::mul, s_col, dS);
+  NodeRef F = as_dt(build::binary(t, Op::sub, build::binary(t, Op::div, ad::scalar_like(t, eye, 1.0), build::binary(t, Op::add, diffs, eye)), eye));
+  NodeRef dSS = build::binary(t, Op::mul, as_dt(s_row), dS), SdS = build::binary(t, Op::mul, as_dt(s_col), dS);
   NodeRef zero = ad::zeros_like(t, s);
   NodeRef s_zeros = build::convert(t, build::binary(t, Op::eq, s, zero), s->dtype());
   NodeRef s_inv = build::binary(t, Op::sub, build::binary(t, Op::div, ad::scalar_like(t, s, 1.0), build::binary(t, Op::add, s, s_zeros)), s_zeros);
-  NodeRef s_inv_mat = build::binary(t, Op::mul, build::broadcast_in_dim(t, s_inv, ks, row_dims), eye);
-  NodeRef dUdV_diag = build::binary(t, Op::mul, build::binary(t, Op::mul, ad::scalar_like(t, dS, 0.5), build::binary(t, Op::sub, dS, mT(t, dS))), s_inv_mat);
-  NodeRef dU = mm(t, U, build::binary(t, Op::add, build::binary(t, Op::mul, F, build::binary(t, Op::add, dSS, mT(t, dSS))), dUdV_diag));
-  NodeRef dV = mm(t, V, build::binary(t, Op::mul, F, build::binary(t, Op::add, SdS, mT(t, SdS))));
+  NodeRef s_inv_mat = as_dt(build::binary(t, Op::mul, build::broadcast_in_dim(t, s_inv, ks, row_dims), eye));
+  NodeRef dUdV_diag = build::binary(t, Op::mul, build::binary(t, Op::mul, ad::scalar_like(t, dS, 0.5), build::binary(t, Op::sub, dS, mH(t, dS))), s_inv_mat);
+  NodeRef dU = mm(t, U, build::binary(t, Op::add, build::binary(t, Op::mul, F, build::binary(t, Op::add, dSS, mH(t, dSS))), dUdV_diag));
+  NodeRef dV = mm(t, V, build::binary(t, Op::mul, F, build::binary(t, Op::add, SdS, mH(t, SdS))));
   if (m > c) {
     NodeRef dAV = mm(t, tx[0], V);
     Shape us = U->shape();
-    NodeRef s_u = build::broadcast_in_dim(t, s, us, row_dims);
-    dU = build::binary(t, Op::add, dU, build::binary(t, Op::div, build::binary(t, Op::sub, dAV, mm(t, U, mm(t, mT(t, U), dAV))), s_u));
+    NodeRef s_u = as_dt(build::broadcast_in_dim(t, s, us, row_dims));
+    dU = build::binary(t, Op::add, dU, build::binary(t, Op::div, build::binary(t, Op::sub, dAV, mm(t, U, mm(t, mH(t, U), dAV))), s_u));
   }
   if (c > m) {
-    NodeRef dAHU = mm(t, mT(t, tx[0]), U);
+    NodeRef dAHU = mm(t, mH(t, tx[0]), U);
     Shape vs = V->shape();
-    NodeRef s_v = build::broadcast_in_dim(t, s, vs, row_dims);
+    NodeRef s_v = as_dt(build::broadcast_in_dim(t, s, vs, row_dims));
     dV = build::binary(t, Op::add, dV, build::binary(t, Op::div, build::binary(t, Op::sub, dAHU, mm(t, V, mm(t, Vt, dAHU))), s_v));
   }
-  return build::tuple(t, {ds, dU, mT(t, dV)});
+  return build::tuple(t, {ds, dU, mH(t, dV)});
 }
 void Rule<Op::svd>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&, std::vector<NodeRef>&) {
   rule_util::not_linear(n);

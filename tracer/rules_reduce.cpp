@@ -81,8 +81,6 @@ Aval reduce_infer(Op op, const std::vector<Aval>& in, const attr::Dimensions& p,
     throw TypeError(cat(op_name(op), " of a boolean array; convert it first, got ", avals_str(in)));
   if (is_complex(in[0].dtype) && (op == Op::reduce_max || op == Op::reduce_min))
     throw TypeError(cat(op_name(op), " of a complex array: complex numbers are not ordered, got ", avals_str(in)));
-  if (is_complex(in[0].dtype) && op == Op::reduce_prod)
-    throw NotImplementedError(cat("reduce-prod of a complex array is not implemented yet, got ", avals_str(in)));
   return Aval{in[0].dtype, reduced_shape(op, in[0], p.dims), in[0].weak_type};
 }
 
@@ -522,7 +520,8 @@ NodeRef Rule<Op::reduce_prod>::jvp(NodeTable& t, const Node& n, const std::vecto
   // d(prod x) = sum(dx_i * prod_{j != i} x_j). The product of the others is
   // prod/x_i without zeros; with one zero in the line it is the product of
   // the non-zeros at the zero and 0 elsewhere; with more, 0 everywhere.
-  if (!tx[0] || !is_floating(x[0]->dtype())) return nullptr;
+  // (Complex products too: the rule is the same.)
+  if (!tx[0] || !is_inexact(x[0]->dtype())) return nullptr;
   const DType dt = x[0]->dtype();
   NodeRef zero = build::broadcast_in_dim(t, build::scalar(t, dt, 0), x[0]->shape(), {});
   NodeRef one = build::broadcast_in_dim(t, build::scalar(t, dt, 1), x[0]->shape(), {});

@@ -29,17 +29,13 @@ NodeRef matrices(NodeTable& t, const NodeRef& a, const char* what, bool square) 
                          shape_str(a->shape())));
   if (square && a->shape()[size_t(a->rank() - 1)] != a->shape()[size_t(a->rank() - 2)])
     throw ShapeError(cat(what, ": a must be a square matrix (or a batch of them), got shape ", shape_str(a->shape())));
-  if (is_complex(a->dtype()))
-    throw NotImplementedError(cat(what, ": complex matrices are not supported yet, got ", a->aval.str()));
   return c::to_inexact(t, a);
 }
 // The dtype two operands of a solve are computed in: their promoted type,
-// float32 for integers; complex ones are refused (never cast to real).
-DType solve_dtype(const NodeRef& a, bool a_weak, const NodeRef& b, const char* what) {
+// float32 for integers (complex ones stay complex).
+DType solve_dtype(const NodeRef& a, bool a_weak, const NodeRef& b, const char*) {
   PromotedType pt = promote_types(a->dtype(), a_weak, b->dtype(), b->aval.weak_type);
-  if (is_complex(pt.dtype))
-    throw NotImplementedError(cat(what, ": complex operands are not supported yet, got ", a->aval.str(), " and ", b->aval.str()));
-  return is_floating(pt.dtype) ? pt.dtype : DType::float32;
+  return is_inexact(pt.dtype) ? pt.dtype : DType::float32;
 }
 std::int64_t dim(const NodeRef& x, std::int64_t d) { return x->shape()[size_t(d < 0 ? x->rank() + d : d)]; }
 Shape batch_of(const NodeRef& x) { return Shape(x->shape().begin(), x->shape().end() - 2); }
@@ -47,19 +43,21 @@ Shape with(Shape batch, std::initializer_list<std::int64_t> minor) {
   batch.insert(batch.end(), minor);
   return batch;
 }
+// (a + a^H) / 2.
 NodeRef sym(NodeTable& t, const NodeRef& a) {
-  return build::binary(t, Op::mul, build::binary(t, Op::add, a, la::mT(t, a)), c::full_like(t, a, 0.5));
+  return build::binary(t, Op::mul, build::binary(t, Op::add, a, la::mH(t, a)), c::full_like(t, a, 0.5));
 }
 // The diagonal of each matrix: [..., n].
 NodeRef diagonal(NodeTable& t, const NodeRef& a) {
   return build::reduce(t, Op::reduce_sum, build::binary(t, Op::mul, a, la::eye_like(t, a)), {a->rank() - 1});
 }
-attr::Linalg how(bool left, bool lower, bool transpose, bool unit) {
+attr::Linalg how(bool left, bool lower, bool transpose, bool unit, bool conjugate = false) {
   attr::Linalg p;
   p.left_side = left;
   p.lower = lower;
   p.transpose_a = transpose;
   p.unit_diagonal = unit;
+  p.conjugate_a = conjugate;
   return p;
 }
 // The inverse of a permutation along its last dim.
@@ -67,15 +65,16 @@ NodeRef inverse_permutation(NodeTable& t, const NodeRef& perm) {
   const std::int64_t d = perm->rank() - 1;
   return build::sort(t, perm, build::iota(t, DType::int32, perm->shape(), d), d);
 }
-// a x = b (trans 0) or a^T x = b (trans 1) for matrices b, from lu and its permutation.
+// a x = b (trans 0), a^T x = b (trans 1) or a^H x = b (trans 2) for matrices b, from lu and its permutation.
 NodeRef lu_solve_nodes(NodeTable& t, const NodeRef& lu, const NodeRef& perm, const NodeRef& b, int trans) {
   if (trans == 0) {
     NodeRef x = la::permute_rows(t, b, perm);
     x = la::triangular_solve(t, lu, x, how(true, true, false, true));
     return la::triangular_solve(t, lu, x, how(true, false, false, false));
   }
-  NodeRef x = la::triangular_solve(t, lu, b, how(true, false, true, false));
-  x = la::triangular_solve(t, lu, x, how(true, true, true, true));
+  const bool conj = trans == 2 && is_complex(lu->dtype());
+  NodeRef x = la::triangular_solve(t, lu, b, how(true, false, true, false, conj));
+  x = la::triangular_solve(t, lu, x, how(true, true, true, true, conj));
   return la::permute_rows(t, x, inverse_permutation(t, perm));
 }
 // b as matrices [..., n, k] matching a's batch (a vector b: one column),
@@ -139,8 +138,8 @@ LUFactor lu_factor(const Array& a) {
 }
 
 Array lu_solve(const LUFactor& f, const Array& b, int trans) {
-  if (trans != 0 && trans != 1)
-    throw ValueError(cat("lu_solve: trans must be 0 (a x = b) or 1 (a^T x = b), got ", trans));
+  if (trans != 0 && trans != 1 && trans != 2)
+    throw ValueError(cat("lu_solve: trans must be 0 (a x = b), 1 (a^T x = b) or 2 (a^H x = b), got ", trans));
   if (!f.lu.valid() || !f.pivots.valid()) throw ValueError("lu_solve: lu_and_pivots holds no arrays");
   if (f.pivots.dtype() != DType::int32 || f.pivots.ndim() < 1 || f.lu.ndim() < 2 ||
       f.pivots.shape().back() != std::min(f.lu.shape()[size_t(f.lu.ndim() - 2)], f.lu.shape().back()))
@@ -199,16 +198,22 @@ DetParts det_parts(NodeTable& t, const NodeRef& a, const char* what) {
                                  build::broadcast_in_dim(t, build::scalar(t, DType::int32, 2), batch_of(x), {}));
   NodeRef odd = build::binary(t, Op::eq, parity, build::broadcast_in_dim(t, build::scalar(t, DType::int32, 1), batch_of(x), {}));
   NodeRef one = build::broadcast_in_dim(t, build::scalar(t, x->dtype(), 1), batch_of(x), {});
+  NodeRef real_one = build::broadcast_in_dim(t, build::scalar(t, real_dtype(x->dtype()), 1), batch_of(x), {});
   NodeRef perm_sign = build::select(t, odd, build::unary(t, Op::neg, one), one);
   DetParts p;
   p.det = build::binary(t, Op::mul, perm_sign, build::reduce(t, Op::reduce_prod, d, {last}));
   NodeRef zero = c::full_like(t, d, 0);
   NodeRef is_zero = build::reduce(t, Op::reduce_max, build::convert(t, build::binary(t, Op::eq, d, zero), DType::int32), {last});
   NodeRef singular = build::binary(t, Op::gt, is_zero, build::broadcast_in_dim(t, build::scalar(t, DType::int32, 0), batch_of(x), {}));
-  NodeRef sign = build::binary(t, Op::mul, perm_sign, build::reduce(t, Op::reduce_prod, build::unary(t, Op::sign, d), {last}));
+  // Each pivot's sign: d / |d| for complex (differentiable, as JAX's slogdet, where sign's own derivative is 0).
+  NodeRef unit = is_complex(d->dtype())
+                     ? build::binary(t, Op::div, d,
+                                     build::convert(t, build::unary(t, Op::abs, build::select(t, build::binary(t, Op::eq, d, zero), c::full_like(t, d, 1), d)), d->dtype()))
+                     : build::unary(t, Op::sign, d);
+  NodeRef sign = build::binary(t, Op::mul, perm_sign, build::reduce(t, Op::reduce_prod, unit, {last}));
   p.sign = build::select(t, singular, c::full_like(t, one, 0), sign);
   NodeRef logabs = build::reduce(t, Op::reduce_sum, build::unary(t, Op::log, build::unary(t, Op::abs, d)), {last});
-  p.logabs = build::select(t, singular, c::full_like(t, one, -INFINITY), logabs);
+  p.logabs = build::select(t, singular, c::full_like(t, real_one, -INFINITY), logabs);
   return p;
 }
 }  // namespace
@@ -229,7 +234,7 @@ Array cholesky(const Array& a, bool upper, bool symmetrize_input) {
   return detail::apply1("tessel.linalg.cholesky", {a}, [upper, symmetrize_input](NodeTable& t, const NR& in) {
     NodeRef x = matrices(t, in[0], "cholesky", true);
     NodeRef l = build::linalg(t, Op::cholesky, {symmetrize_input ? sym(t, x) : x});
-    return upper ? la::mT(t, l) : l;
+    return upper ? la::mH(t, l) : l;
   });
 }
 
@@ -285,7 +290,7 @@ Array triangular_solve(const Array& a, const Array& b, TriangularSolveOptions o)
     NodeRef x = matrices(t, in[0], "triangular_solve", true);
     const DType dt = solve_dtype(x, false, in[1], "triangular_solve");
     return la::triangular_solve(t, c::cast(t, x, dt, false), c::cast(t, in[1], dt, false),
-                                how(o.left_side, o.lower, o.transpose_a, o.unit_diagonal));
+                                how(o.left_side, o.lower, o.transpose_a, o.unit_diagonal, o.conjugate_a && is_complex(dt)));
   });
 }
 

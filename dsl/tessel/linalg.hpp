@@ -1,5 +1,6 @@
 // ts::linalg: jnp.linalg and lax.linalg. Every function works on the two
-// minor dims and batches over the leading ones; a batch split over devices
+// minor dims and batches over the leading ones, for float32, float64,
+// complex64 and complex128 (LAPACK's s, d, c and z routines); a batch split over devices
 // stays split, each device factorising its own matrices (LAPACK on its own
 // thread), with no communication.
 #pragma once
@@ -19,7 +20,8 @@ struct LU {
   Array lu, pivots, permutation;
 };
 LU lu(const Array& a);
-// jax.scipy.linalg.lu_factor / lu_solve (trans 0: a x = b, 1: a^T x = b).
+// jax.scipy.linalg.lu_factor / lu_solve (trans 0: a x = b, 1: a^T x = b,
+// 2: a^H x = b).
 struct LUFactor {
   Array lu, pivots;
 };
@@ -33,8 +35,8 @@ struct SlogDet {
   Array sign, logabsdet;
 };
 SlogDet slogdet(const Array& a);
-// jnp.linalg.cholesky: L (lower) with L L^T = a, or L^T with upper; NaNs
-// when a is not positive definite. a is symmetrised first ((a + a^T) / 2)
+// jnp.linalg.cholesky: L (lower) with L L^H = a, or L^H with upper; NaNs
+// when a is not positive definite. a is symmetrised first ((a + a^H) / 2)
 // unless symmetrize_input is false (then its lower triangle is read): a
 // matrix split 2-D over devices is factorised without being transposed.
 Array cholesky(const Array& a, bool upper = false, bool symmetrize_input = true);
@@ -44,21 +46,24 @@ struct QR {
   Array q, r;
 };
 QR qr(const Array& a, const std::string& mode = "reduced");
-// jnp.linalg.eigh: ascending eigenvalues and the eigenvectors (columns).
+// jnp.linalg.eigh: ascending eigenvalues (real, also for a complex Hermitian
+// a) and the eigenvectors (columns).
 struct Eigh {
   Array eigenvalues, eigenvectors;
 };
 Eigh eigh(const Array& a, const std::string& UPLO = "L", bool symmetrize_input = true);
 Array eigvalsh(const Array& a, const std::string& UPLO = "L");
-// jnp.linalg.svd: a = u diag(s) vh, s descending.
+// jnp.linalg.svd: a = u diag(s) vh, s descending (real, also for complex a).
 struct SVD {
   Array u, s, vh;
 };
 SVD svd(const Array& a, bool full_matrices = true);
 Array svdvals(const Array& a);
-// lax.linalg.triangular_solve (its defaults: right side, upper triangle).
+// lax.linalg.triangular_solve (its defaults: right side, upper triangle);
+// conjugate_a solves with conj(a) (a^H with transpose_a).
 struct TriangularSolveOptions {
   bool left_side = false, lower = false, transpose_a = false, unit_diagonal = false;
+  bool conjugate_a = false;
 };
 Array triangular_solve(const Array& a, const Array& b, TriangularSolveOptions options = {});
 // jnp.linalg.norm: ord none (2-norm / Frobenius), a number (inf: INFINITY),
