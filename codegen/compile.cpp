@@ -177,7 +177,7 @@ class CollectiveThunk final : public rt::Thunk {
       std::vector<std::int64_t> all;
       const auto& a = p_.as<attr::CollectivePermute>();
       for (std::int64_t i = 0; i < a.mesh->size(); ++i) all.push_back(i);
-      auto peers = ctx.comm->exchange(ctx.position, all, mine);
+      auto peers = ctx.comm->exchange(ctx.position, all, mine, std::size_t(numel(in_shape_)) * es);
       std::int64_t source = -1;
       for (auto [s, t] : a.pairs)
         if (t == ctx.position) source = s;
@@ -196,7 +196,7 @@ class CollectiveThunk final : public rt::Thunk {
       for (std::size_t k = 0; k < g.size(); ++k)
         if (g[k] == ctx.position) group = &g, rank = k;
     TESSEL_CHECK_INTERNAL(group, "position ", ctx.position, " is in no group");
-    auto peers = ctx.comm->exchange(ctx.position, *group, mine);
+    auto peers = ctx.comm->exchange(ctx.position, *group, mine, std::size_t(numel(in_shape_)) * es);
     const std::int64_t n = std::int64_t(group->size());
     // The copies and sums hold a compute slot (runtime/device.hpp); the waits
     // for peers do not.
@@ -224,7 +224,7 @@ class CollectiveThunk final : public rt::Thunk {
         // Everyone's chunk is done once everyone has released the inputs.
         slot.reset();
         ctx.comm->release(ctx.position, *group);
-        auto outs = ctx.comm->exchange(ctx.position, *group, out);
+        auto outs = ctx.comm->exchange(ctx.position, *group, out, std::size_t(count) * es);
         slot.emplace();
         rt::parallel_for(0, n, 1, [&](std::int64_t kb, std::int64_t ke) {
           for (std::int64_t k = kb; k < ke; ++k) {

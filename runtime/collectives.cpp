@@ -1,9 +1,14 @@
 #include "runtime/collectives.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 
+#include "runtime/device.hpp"
+#include "runtime/mpi.hpp"
 #include "tracer/errors.hpp"
 
 namespace tessel::rt {
@@ -16,7 +21,8 @@ class SharedMemoryCommunicator final : public Communicator {
 
   // Each meeting has its own condition variable, woken once, by the member
   // completing it (not every waiter of every group at every arrival).
-  std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine) override {
+  std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
+                                    std::size_t) override {
     std::unique_lock<std::mutex> lk(m_);
     Key key{round_[pos], group.front()};
     Meeting& m = meetings_[key];
@@ -69,9 +75,147 @@ class SharedMemoryCommunicator final : public Communicator {
   std::exception_ptr error_;
 };
 
+// Devices in several processes: the meeting of a group's local members is
+// the shared-memory one; its last arrival moves the buffers between the
+// processes (runtime/mpi.hpp), and every member then reads local buffers in
+// place and remote ones from the staging copies, which live until every
+// local member has released the round.
+class ProcessSpanningCommunicator final : public Communicator {
+ public:
+  ProcessSpanningCommunicator(const std::vector<int>& device_ids, std::uint64_t launch, std::uint64_t program)
+      : round_(device_ids.size(), 0), launch_(launch), program_(program) {
+    const Runtime& rt = Runtime::get();
+    for (int id : device_ids) {
+      process_.push_back(id / rt.device_count());
+      local_.push_back(rt.is_local(id));
+    }
+    me_ = mpi::rank();
+  }
+
+  std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
+                                    std::size_t bytes) override {
+    std::unique_lock<std::mutex> lk(m_);
+    Key key{round_[std::size_t(pos)], group.front()};
+    Meeting& m = meetings_[key];
+    if (m.ptrs.empty()) {
+      m.ptrs.assign(group.size(), nullptr);
+      for (auto p : group) m.local += local_[std::size_t(p)] ? 1 : 0;
+      m.bytes = bytes;
+    }
+    if (m.bytes != bytes) throw InternalError("members of one collective give different sizes");
+    m.ptrs[index_in(group, pos)] = mine;
+    if (++m.arrived == m.local) {
+      lk.unlock();
+      std::exception_ptr failed;
+      try {
+        move(group, key, m);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      lk.lock();
+      if (failed && !error_) error_ = failed;
+      m.moved = true;
+      m.cv.notify_all();
+    } else {
+      m.cv.wait(lk, [&] { return error_ || m.moved; });
+    }
+    if (error_) std::rethrow_exception(error_);
+    return m.ptrs;
+  }
+
+  void release(int pos, const std::vector<std::int64_t>& group) override {
+    std::unique_lock<std::mutex> lk(m_);
+    Key key{round_[std::size_t(pos)], group.front()};
+    Meeting& m = meetings_[key];
+    if (++m.released == m.local) m.cv.notify_all();
+    else m.cv.wait(lk, [&] { return error_ || m.released == m.local; });
+    if (error_) std::rethrow_exception(error_);
+    if (++m.left == m.local) meetings_.erase(key);
+    ++round_[std::size_t(pos)];
+  }
+
+  void abort(std::exception_ptr error) override {
+    std::lock_guard<std::mutex> lk(m_);
+    if (!error_) error_ = error;
+    for (auto& [k, m] : meetings_) m.cv.notify_all();
+  }
+
+ private:
+  struct Key {
+    std::uint64_t round;
+    std::int64_t leader;
+    bool operator<(const Key& o) const { return round != o.round ? round < o.round : leader < o.leader; }
+  };
+  struct Meeting {
+    std::vector<const void*> ptrs;
+    std::size_t arrived = 0, released = 0, left = 0, local = 0, bytes = 0;
+    bool moved = false;
+    std::vector<std::vector<char>> staging;  // per remote process: its members' buffers in group order
+    std::condition_variable cv;
+  };
+  static std::size_t index_in(const std::vector<std::int64_t>& group, int pos) {
+    for (std::size_t i = 0; i < group.size(); ++i)
+      if (group[i] == pos) return i;
+    throw InternalError("a device joined a collective group it is not in");
+  }
+
+  // This process's members' buffers to every other process of the group,
+  // theirs into staging (runs unlocked: every local member has arrived and
+  // only waits).
+  void move(const std::vector<std::int64_t>& group, const Key& key, Meeting& m) {
+    std::vector<int> peers;
+    std::vector<char> mine;
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      const int q = process_[std::size_t(group[k])];
+      if (q == me_) {
+        const std::size_t at = mine.size();
+        mine.resize(at + m.bytes);
+        if (m.bytes) std::memcpy(mine.data() + at, m.ptrs[k], m.bytes);
+      } else if (std::find(peers.begin(), peers.end(), q) == peers.end()) {
+        peers.push_back(q);
+      }
+    }
+    if (peers.empty()) return;
+    std::vector<mpi::Outgoing> out;
+    for (int q : peers) out.push_back({q, mine.data(), mine.size()});
+    // Tags tell apart the meetings under way at once between two processes:
+    // the launch, the round and the group (its first position).
+    const int tag = int(((launch_ % 1024) << 20) | ((key.round % 4096) << 8) | std::uint64_t(key.leader % 256));
+    const std::uint64_t fingerprint = (std::uint64_t(m.bytes) * 1000003u) ^ (std::uint64_t(group.size()) << 48) ^
+                                      (std::uint64_t(key.leader) << 40) ^ (key.round << 20) ^ launch_ ^ (program_ * 0x9E3779B97F4A7C15ull);
+    mpi::exchange(out, peers, m.staging, fingerprint, tag,
+                  detail::cat("a collective of ", m.bytes, " bytes per device over ", group.size(), " devices"));
+    for (std::size_t j = 0; j < peers.size(); ++j) {
+      std::size_t at = 0;
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        if (process_[std::size_t(group[k])] != peers[j]) continue;
+        if (at + m.bytes > m.staging[j].size())
+          throw DistributedError(detail::cat("process ", peers[j], " sent ", m.staging[j].size(),
+                                             " bytes to a collective of ", m.bytes, " bytes per device"));
+        m.ptrs[k] = m.staging[j].data() + at;
+        at += m.bytes;
+      }
+    }
+  }
+
+  std::mutex m_;
+  std::vector<std::uint64_t> round_;
+  std::vector<int> process_;
+  std::vector<bool> local_;
+  int me_ = 0;
+  std::uint64_t launch_, program_;
+  std::map<Key, Meeting> meetings_;
+  std::exception_ptr error_;
+};
+
+std::atomic<std::uint64_t> g_spanning_launches{0};
+
 }  // namespace
 
-std::shared_ptr<Communicator> make_communicator(const std::vector<int>& device_ids) {
+std::shared_ptr<Communicator> make_communicator(const std::vector<int>& device_ids, std::uint64_t program) {
+  const Runtime& rt = Runtime::get();
+  for (int id : device_ids)
+    if (!rt.is_local(id)) return std::make_shared<ProcessSpanningCommunicator>(device_ids, g_spanning_launches++, program);
   return std::make_shared<SharedMemoryCommunicator>(device_ids.size());
 }
 

@@ -121,7 +121,8 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts), impl_(std::make_uniq
   impl_->cores = std::max(int(std::max(1u, std::thread::hardware_concurrency())), opts.threads_per_device);
   impl_->cores_free = impl_->cores;
   impl_->machine_arena = std::make_unique<tbb::task_arena>(impl_->cores, 1);
-  for (int i = 0; i < opts.device_count; ++i) devices_.push_back(std::make_unique<Device>(i, opts.threads_per_device, &impl_->busy_devices));
+  for (int i = 0; i < opts.device_count; ++i)
+    devices_.push_back(std::make_unique<Device>(opts.first_device_id + i, opts.threads_per_device, &impl_->busy_devices));
 }
 
 Runtime::~Runtime() {
@@ -133,7 +134,8 @@ Runtime& Runtime::start(const RuntimeOptions& opts) {
   std::lock_guard<std::mutex> lk(g_start_mutex);
   if (g_runtime) {
     if (g_runtime->opts_.device_count != opts.device_count ||
-        g_runtime->opts_.threads_per_device != opts.threads_per_device)
+        g_runtime->opts_.threads_per_device != opts.threads_per_device ||
+        g_runtime->opts_.first_device_id != opts.first_device_id)
       throw Error(detail::cat("the runtime already runs ", g_runtime->opts_.device_count, " devices with ",
                               g_runtime->opts_.threads_per_device,
                               " threads each; device_count and threads_per_device must be set before first use"));
@@ -211,11 +213,11 @@ void Runtime::launch(const std::vector<int>& device_ids,
   std::vector<std::function<void()>> tasks;
   tasks.reserve(device_ids.size());
   for (size_t i = 0; i < device_ids.size(); ++i) {
-    TESSEL_CHECK_INTERNAL(device_ids[i] >= 0 && device_ids[i] < device_count(), "device id ", device_ids[i]);
+    TESSEL_CHECK_INTERNAL(is_local(device_ids[i]), "device id ", device_ids[i], " is not this process's");
     tasks.push_back(task_for(int(i)));
   }
   std::lock_guard<std::mutex> lk(impl_->launch_mutex);
-  for (size_t i = 0; i < device_ids.size(); ++i) devices_[device_ids[i]]->enqueue(std::move(tasks[i]));
+  for (size_t i = 0; i < device_ids.size(); ++i) devices_[device_ids[i] - opts_.first_device_id]->enqueue(std::move(tasks[i]));
 }
 
 void Runtime::synchronize() {

@@ -21,8 +21,11 @@
 namespace tessel::rt {
 
 struct RuntimeOptions {
-  int device_count = 8;
+  int device_count = 8;  // this process's devices
   int threads_per_device = 1;
+  // Global id of this process's first device: devices are numbered across
+  // processes (process p holds ids p * device_count ...), runtime/mpi.hpp.
+  int first_device_id = 0;
 };
 
 class Device;
@@ -35,10 +38,15 @@ class Runtime {
   static Runtime& get();
   static bool started();
 
+  // This process's devices (ids first_device_id() .. + device_count() - 1).
   int device_count() const { return int(devices_.size()); }
+  int first_device_id() const { return opts_.first_device_id; }
+  bool is_local(int device_id) const {
+    return device_id >= opts_.first_device_id && device_id < opts_.first_device_id + device_count();
+  }
   int threads_per_device() const { return opts_.threads_per_device; }
   // Enqueues task_for(i) on device_ids[i] for every i, as one atomic step
-  // with respect to other launches.
+  // with respect to other launches. Every id must be this process's.
   void launch(const std::vector<int>& device_ids, const std::function<std::function<void()>(int)>& task_for);
   // Waits until every task enqueued so far on every device has run.
   void synchronize();

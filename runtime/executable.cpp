@@ -94,8 +94,15 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   std::vector<int> param_of_slot(slots.size(), -1);
   for (size_t k = 0; k < param_slots.size(); ++k) param_of_slot[param_slots[k]] = int(k);
 
+  // Only this process's positions run here (the others in their own
+  // processes); their outputs stay empty.
+  const Runtime& runtime = Runtime::get();
+  std::vector<int> local_ids;
+  std::vector<std::size_t> local_pos;
+  for (size_t i = 0; i < n; ++i)
+    if (runtime.is_local(device_ids[i])) local_ids.push_back(device_ids[i]), local_pos.push_back(i);
   std::vector<std::vector<BufferRef>> outputs(n);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i : local_pos) {
     TESSEL_CHECK_INTERNAL(inputs[i].size() == param_slots.size(), "wrong number of inputs");
     std::vector<BufferRef> by_slot(slots.size());
     for (int s : output_slots) {
@@ -108,11 +115,13 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     }
   }
   std::shared_ptr<const Executable> self = shared_from_this();
-  std::shared_ptr<Communicator> comm = uses_collectives ? make_communicator(device_ids) : nullptr;
-  Runtime::get().launch(device_ids, [&](int i) -> std::function<void()> {
+  std::shared_ptr<Communicator> comm = uses_collectives ? make_communicator(device_ids, fingerprint) : nullptr;
+  Runtime::get().launch(local_ids, [&](int j) -> std::function<void()> {
+    const int i = int(local_pos[std::size_t(j)]);
     std::vector<BufferRef> ins = inputs[i], outs = outputs[i];
     int dev = device_ids[i];
-    return [self, ins, outs, dev, i, comm] {
+    const int self_first_local = local_ids.front();
+    return [self, ins, outs, dev, i, comm, self_first_local] {
       const Executable& e = *self;
       Owned owned(e);
       try {
@@ -127,7 +136,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
         }
         for (size_t k = 0; k < outs.size(); ++k)
           if (!ctx.slots[e.output_slots[k]]) ctx.slots[e.output_slots[k]] = outs[k]->data();
-        run_thunks(e, ctx, owned, i == 0 && profile::enabled());
+        run_thunks(e, ctx, owned, dev == self_first_local && profile::enabled());
         for (auto& o : outs)
           if (!o->ready().is_set()) o->ready().set();
       } catch (...) {

@@ -53,6 +53,9 @@ class Executable : public std::enable_shared_from_this<Executable> {
   // last reads them: allocated before thunk i runs, freed after it.
   std::vector<std::vector<int>> alloc_before, free_after;
   bool uses_collectives = false;
+  // The program's identity across processes (a hash of its thunk list): the
+  // processes of a launch must run the same one (runtime/collectives.cpp checks).
+  std::uint64_t fingerprint = 0;
 
   // Runs on `device_ids` (position i of the launch is device_ids[i]) with
   // inputs[i][param]; returns outputs[i][k] at once, ready when computed.

@@ -1,5 +1,6 @@
 #include "runtime/transfer.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -51,10 +52,20 @@ TransferPlan plan_transfer(const Shape& global, std::size_t elem_size, const Axi
   std::map<std::vector<std::int64_t>, std::vector<std::int64_t>> replicas;
   for (std::int64_t p = 0; p < std::int64_t(src_ids.size()); ++p) replicas[src.tile_index(p)].push_back(p);
 
+  // Several processes: only this process's destinations are built here,
+  // from replicas this process holds.
+  const Runtime& rt = Runtime::get();
+  for (auto& [tile, holders] : replicas) {
+    std::vector<std::int64_t> local;
+    for (auto p : holders)
+      if (rt.is_local(src_ids[std::size_t(p)])) local.push_back(p);
+    if (!local.empty()) holders = local;
+  }
   TransferPlan plan;
   plan.alias.assign(dst_ids.size(), -1);
   plan.pieces.resize(dst_ids.size());
   for (std::int64_t q = 0; q < std::int64_t(dst_ids.size()); ++q) {
+    if (!rt.is_local(dst_ids[std::size_t(q)])) continue;
     Box want = dst.shard_box(global, q);
     for (auto& [tile, holders] : replicas) {
       Box have = src.shard_box(global, holders[0]);
@@ -64,6 +75,12 @@ TransferPlan plan_transfer(const Shape& global, std::size_t elem_size, const Axi
       std::int64_t pick = holders[std::size_t(q) % holders.size()];
       for (auto p : holders)
         if (src_ids[p] == dst_ids[q]) pick = p;
+      if (!rt.is_local(src_ids[std::size_t(pick)]))
+        throw NotImplementedError(detail::cat(
+            "moving an array between processes outside a compiled program: device ", dst_ids[std::size_t(q)],
+            " (process ", rt.first_device_id() / std::max(rt.device_count(), 1), ") needs data that only device ",
+            src_ids[std::size_t(pick)], " (process ", src_ids[std::size_t(pick)] / std::max(rt.device_count(), 1),
+            ") holds; reshard inside jit (in_shardings / out_shardings), where collectives move it"));
       if (src_ids[pick] == dst_ids[q] && have == want && src_tile == dst_tile) {
         plan.alias[q] = pick;
         plan.pieces[q].clear();
@@ -86,7 +103,9 @@ std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& globa
   std::vector<BufferRef> out(dst_ids.size());
   std::vector<int> launch_ids;
   std::vector<std::int64_t> launch_pos;
+  const Runtime& rt = Runtime::get();
   for (std::size_t q = 0; q < dst_ids.size(); ++q) {
+    if (!rt.is_local(dst_ids[q])) continue;  // built by its own process
     if (plan.alias[q] >= 0) {
       out[q] = src_bufs[plan.alias[q]];
       continue;

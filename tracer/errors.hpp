@@ -74,6 +74,14 @@ class NotImplementedError : public Error {
   using Error::Error;
 };
 
+// Several processes that do not agree (jax.distributed): a peer process
+// that failed, exited or did not arrive within the timeout, or that reached
+// a collective with a different program; reading data another process holds.
+class DistributedError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A bug in tessel, not in the user's program.
 class InternalError : public std::logic_error {
  public:

@@ -47,12 +47,23 @@ Array make_array(DType dtype, Shape shape, bool weak_type, Sharding sharding, Ax
 void gather_to_host(const ArrayImpl& a, void* out) {
   const Shape tile = a.layout.tile_shape(a.shape);
   const std::size_t elem = dtype_size(a.dtype);
-  std::map<std::vector<std::int64_t>, bool> done;
+  // A tile is read from a replica this process holds; one held only by
+  // other processes cannot be read here (JAX: the array is not fully addressable).
+  std::map<std::vector<std::int64_t>, std::int64_t> holder;
   for (std::int64_t p = 0; p < a.layout.mesh->size(); ++p) {
     auto t = a.layout.tile_index(p);
-    if (done[t]) continue;
-    done[t] = true;
-    a.buffers[p]->ready().wait();
+    auto it = holder.find(t);
+    if (it == holder.end() || (!a.buffers[std::size_t(it->second)] && a.buffers[std::size_t(p)])) holder[t] = p;
+  }
+  for (auto& [t, p] : holder) {
+    if (!a.buffers[std::size_t(p)]) {
+      const int id = a.layout.mesh->device_ids()[std::size_t(p)];
+      throw DistributedError(cat("reading an array of shape ", shape_str(a.shape), " (", a.sharding ? a.sharding->str() : a.layout.spec_str(),
+                                 ") needs its shard on device ", id, ", which process ", process_of_device(id),
+                                 " holds, not this process (", process_index(),
+                                 "): gather it first (ts::process_allgather) or read addressable_shards()"));
+    }
+    a.buffers[std::size_t(p)]->ready().wait();
     Box b = a.layout.shard_box(a.shape, p);
     rt::copy_region(a.buffers[p]->data(), tile, b.start, out, a.shape, std::vector<std::int64_t>(a.shape.size(), 0), b,
                     elem);
@@ -91,6 +102,7 @@ std::vector<Shard> Array::addressable_shards() const {
   const auto& a = concrete(*this);
   std::vector<Shard> out;
   for (std::int64_t p = 0; p < a.layout.mesh->size(); ++p) {
+    if (!a.buffers[std::size_t(p)]) continue;  // another process's
     Box b = a.layout.shard_box(a.shape, p);
     Index idx;
     for (size_t d = 0; d < a.shape.size(); ++d) idx.push_back({b.start[d], b.stop[d]});
@@ -99,8 +111,15 @@ std::vector<Shard> Array::addressable_shards() const {
   return out;
 }
 
+bool Array::is_fully_addressable() const {
+  for (auto& b : concrete(*this).buffers)
+    if (!b) return false;
+  return true;
+}
+
 const Array& Array::block_until_ready() const {
-  for (auto& b : concrete(*this).buffers) b->ready().wait();
+  for (auto& b : concrete(*this).buffers)
+    if (b) b->ready().wait();
   return *this;
 }
 

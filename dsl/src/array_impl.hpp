@@ -49,6 +49,8 @@ Array make_array(DType dtype, Shape shape, bool weak_type, Sharding sharding, Ax
 void gather_to_host(const ArrayImpl& a, void* out);
 
 rt::Runtime& runtime();
+// The process holding a device (id / devices per process).
+int process_of_device(int id);
 
 // True when `bytes` on each of `devices` devices fit in the host's memory
 // together (all devices share it): the one rule RESOURCE_EXHAUSTED applies.

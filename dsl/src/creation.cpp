@@ -19,7 +19,7 @@ Array make_host(DType dtype, const Shape& shape, bool weak, Fill&& fill) {
   check_shape(shape, dtype, "creating an array");
   const std::size_t bytes = std::size_t(numel(shape)) * dtype_size(dtype);
   check_allocation(bytes, 1, "creating an array of " + aval_str(dtype, shape));
-  Device dev = devices().at(0);
+  Device dev = local_devices().at(0);  // the default device: this process's first (as JAX)
   auto buf = rt::Buffer::allocate(dev.id(), bytes);
   fill(buf->data());
   buf->ready().set();

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "runtime/device.hpp"
+#include "dsl/src/array_impl.hpp"
+#include "runtime/mpi.hpp"
 #include "tracer/errors.hpp"
 
 namespace tessel {
@@ -84,6 +86,7 @@ rt::Runtime& runtime() {
   if (hw < 1) hw = 1;
   rt::RuntimeOptions opts;
   opts.device_count = c.device_count;
+  opts.first_device_id = rt::mpi::initialized() ? rt::mpi::rank() * c.device_count : 0;
   opts.threads_per_device = c.threads_per_device > 0 ? c.threads_per_device : std::max(1, hw / c.device_count);
   return rt::Runtime::start(opts);
 }
@@ -98,15 +101,30 @@ std::string to_string(const Device& d) {
 }
 
 std::vector<Device> devices() {
-  int n = detail::runtime().device_count();
+  const int n = device_count();
   std::vector<Device> out;
   for (int i = 0; i < n; ++i) out.emplace_back(i);
   return out;
 }
 
-std::vector<Device> local_devices() { return devices(); }
+std::vector<Device> local_devices() {
+  rt::Runtime& r = detail::runtime();
+  std::vector<Device> out;
+  for (int i = 0; i < r.device_count(); ++i) out.emplace_back(r.first_device_id() + i);
+  return out;
+}
 
-int device_count() { return detail::runtime().device_count(); }
+int device_count() { return detail::runtime().device_count() * process_count(); }
+int local_device_count() { return detail::runtime().device_count(); }
+
+int process_index() { return rt::mpi::initialized() ? rt::mpi::rank() : 0; }
+int process_count() { return rt::mpi::initialized() ? rt::mpi::size() : 1; }
+
+namespace detail {
+int process_of_device(int id) { return rt::mpi::initialized() ? id / runtime().device_count() : 0; }
+}  // namespace detail
+
+int Device::process_index() const { return detail::process_of_device(id_); }
 
 int threads_per_device() { return detail::runtime().threads_per_device(); }
 

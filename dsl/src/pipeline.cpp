@@ -495,6 +495,7 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
     code_bytes = c.code_bytes;
     p->executable = c.executable;
     p->thunks_text = c.thunks_text;
+    c.executable->fingerprint = std::hash<std::string>{}(p->local_text + c.thunks_text);
     ++g_compiles;
     std::size_t arg = 0, out = 0, temp = 0;
     std::vector<bool> seen(c.executable->slots.size(), false);
@@ -568,7 +569,7 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
   for (size_t k = 0; k < p.global.outputs.size(); ++k) {
     const Node& o = *p.global.outputs[k];
     std::vector<rt::BufferRef> bufs;
-    for (size_t pos = 0; pos < n; ++pos) bufs.push_back(outs[pos][k]);
+    for (size_t pos = 0; pos < n; ++pos) bufs.push_back(outs[pos].empty() ? nullptr : outs[pos][k]);  // another process's
     result.push_back(make_array(o.dtype(), o.shape(), o.aval.weak_type, p.output_user_shardings[k],
                                 p.partitioned.output_shardings[k], p.committed_outputs, std::move(bufs)));
   }

@@ -63,7 +63,10 @@ class Array {
   std::set<Device> devices() const;
   // True after device_put, or as the output of a computation on committed inputs.
   bool committed() const;
+  // The shards this process holds (all of them in one process).
   std::vector<Shard> addressable_shards() const;
+  // Whether this process holds every shard (jax.Array.is_fully_addressable).
+  bool is_fully_addressable() const;
   // Waits for the asynchronous work producing the array; returns *this.
   const Array& block_until_ready() const;
 

@@ -128,6 +128,12 @@ Array arange(T start, T stop, T step = T(1), std::optional<DType> dtype = std::n
   return arange(double(start), double(stop), double(step),
                 dtype.value_or(std::is_floating_point_v<T> ? DType::float32 : DType::int32));
 }
+// arange(0, 64, 1, ts::float32): integers with a dtype (exact, so not ambiguous
+// between the two overloads above).
+template <class T, class = std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, double>>>
+Array arange(T start, T stop, T step, DType dtype) {
+  return arange(double(start), double(stop), double(step), dtype);
+}
 
 // n x m (default n x n) with ones on diagonal k.
 Array eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt, std::int64_t k = 0,

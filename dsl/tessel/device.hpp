@@ -11,7 +11,8 @@ namespace tessel {
 
 // Settings read at first use of the devices; change them before that.
 struct Config {
-  // Number of devices (1..64). Default 8, or env TESSEL_DEVICE_COUNT.
+  // Number of devices (1..64) of this process (every process has as many).
+  // Default 8, or env TESSEL_DEVICE_COUNT.
   int device_count = 8;
   // Threads per device; 0 means max(1, hardware threads / device_count).
   int threads_per_device = 0;
@@ -44,7 +45,8 @@ class Device {
   explicit Device(int id) : id_(id) {}
   int id() const { return id_; }
   std::string platform() const { return "cpu"; }
-  int process_index() const { return 0; }
+  // The process that holds the device (ts::distributed); 0 in one process.
+  int process_index() const;
   auto operator<=>(const Device&) const = default;
 
  private:
@@ -55,11 +57,16 @@ class Device {
 std::ostream& operator<<(std::ostream& os, const Device& d);
 std::string to_string(const Device& d);
 
-// All devices, ordered by id (starts the runtime on first use).
+// All devices of every process, ordered by id (starts the runtime on first
+// use); process p holds ids p * local_device_count() onwards.
 std::vector<Device> devices();
 // This process's devices (all of them in a single process).
 std::vector<Device> local_devices();
 int device_count();
+int local_device_count();
+// This process among the processes of ts::distributed::initialize() (0 of 1 without it).
+int process_index();
+int process_count();
 // Threads each device's arena runs with.
 int threads_per_device();
 

@@ -1,0 +1,244 @@
+#include "runtime/mpi.hpp"
+
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "tracer/errors.hpp"
+
+namespace tessel::rt::mpi {
+
+namespace {
+
+using detail::cat;
+
+std::mutex g_mutex;
+bool g_initialized = false;
+int g_rank = 0, g_size = 1;
+MPI_Comm g_host = MPI_COMM_NULL;     // the host thread's collectives
+MPI_Comm g_devices = MPI_COMM_NULL;  // the devices' point-to-point messages
+std::atomic<double> g_timeout{300.0};
+
+double env_timeout() {
+  const char* v = std::getenv("TESSEL_DISTRIBUTED_TIMEOUT");
+  if (!v || !*v) return 300.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end || !(s > 0))
+    throw ValueError(cat("environment variable TESSEL_DISTRIBUTED_TIMEOUT='", v, "' is not a positive number of seconds"));
+  return s;
+}
+
+void check(int rc, const std::string& what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw DistributedError(cat(what, ": MPI error on process ", g_rank, ": ", std::string(msg, std::size_t(len))));
+}
+
+// Polls `done` until it says true, sleeping a little longer each time (the
+// devices share few cores); DistributedError at the deadline.
+template <class F, class M>
+void poll(F&& done, M&& message) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto limit = std::chrono::duration<double>(g_timeout.load());
+  auto nap = std::chrono::microseconds(1);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() - start > limit) throw DistributedError(message());
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(500));
+  }
+}
+
+void wait_request(MPI_Request& r, const std::string& what) {
+  poll(
+      [&] {
+        int flag = 0;
+        check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), what);
+        return flag != 0;
+      },
+      [&] {
+        return cat(what, ": process ", g_rank, " waited ", g_timeout.load(),
+                   " s for the other processes (one failed, exited, or runs a different program)");
+      });
+}
+
+void require() {
+  if (!g_initialized) throw DistributedError("tessel::distributed::initialize() was not called");
+}
+
+struct Header {
+  std::uint64_t fingerprint;
+  std::uint64_t bytes;
+};
+
+}  // namespace
+
+void initialize() {
+  std::lock_guard<std::mutex> lk(g_mutex);
+  if (g_initialized) return;
+  int already = 0;
+  MPI_Initialized(&already);
+  int provided = 0;
+  if (!already) {
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_MULTIPLE)
+    throw DistributedError(cat("MPI gives thread level ", provided, ", tessel's devices need MPI_THREAD_MULTIPLE (",
+                               MPI_THREAD_MULTIPLE, ")"));
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &g_host), "MPI_Comm_dup");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &g_devices), "MPI_Comm_dup");
+  // Errors come back as codes (check() turns them into DistributedError), not aborts.
+  MPI_Comm_set_errhandler(g_host, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(g_devices, MPI_ERRORS_RETURN);
+  g_timeout = env_timeout();
+  g_initialized = true;
+}
+
+bool initialized() {
+  std::lock_guard<std::mutex> lk(g_mutex);
+  return g_initialized;
+}
+int rank() { return g_rank; }
+int size() { return g_size; }
+double timeout_seconds() { return g_timeout.load(); }
+void set_timeout_seconds(double s) {
+  if (!(s > 0)) throw ValueError(cat("the distributed timeout must be a positive number of seconds, got ", s));
+  g_timeout = s;
+}
+
+void barrier(const std::string& what) {
+  require();
+  MPI_Request r;
+  check(MPI_Ibarrier(g_host, &r), what);
+  wait_request(r, what);
+}
+
+std::vector<char> allgather(const void* data, std::size_t bytes, const std::string& what) {
+  require();
+  // The sizes first: a rank with another size is an error, not a truncation.
+  std::uint64_t mine = bytes;
+  std::vector<std::uint64_t> sizes(static_cast<std::size_t>(g_size));
+  MPI_Request r;
+  check(MPI_Iallgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, g_host, &r), what);
+  wait_request(r, what);
+  for (int q = 0; q < g_size; ++q)
+    if (sizes[std::size_t(q)] != bytes)
+      throw DistributedError(cat(what, ": process ", q, " gives ", sizes[std::size_t(q)], " bytes, process ", g_rank,
+                                 " gives ", bytes, " (the processes must pass the same shapes and dtypes)"));
+  std::vector<char> out(bytes * std::size_t(g_size));
+  if (bytes > std::size_t(INT32_MAX)) throw NotImplementedError(cat(what, ": more than 2 GiB per process"));
+  check(MPI_Iallgather(data, int(bytes), MPI_BYTE, out.data(), int(bytes), MPI_BYTE, g_host, &r), what);
+  wait_request(r, what);
+  return out;
+}
+
+void broadcast(void* data, std::size_t bytes, int root, const std::string& what) {
+  require();
+  if (bytes > std::size_t(INT32_MAX)) throw NotImplementedError(cat(what, ": more than 2 GiB"));
+  MPI_Request r;
+  check(MPI_Ibcast(data, int(bytes), MPI_BYTE, root, g_host, &r), what);
+  wait_request(r, what);
+}
+
+void exchange(const std::vector<Outgoing>& send, const std::vector<int>& recv_from, std::vector<std::vector<char>>& recv,
+              std::uint64_t fingerprint, int tag, const std::string& what) {
+  require();
+  // Sends: header + payload in one message each.
+  std::vector<std::vector<char>> out(send.size());
+  std::vector<MPI_Request> reqs(send.size());
+  for (std::size_t k = 0; k < send.size(); ++k) {
+    if (send[k].bytes + sizeof(Header) > std::size_t(INT32_MAX))
+      throw NotImplementedError(cat(what, ": a message of more than 2 GiB between processes"));
+    Header h{fingerprint, send[k].bytes};
+    out[k].resize(sizeof(Header) + send[k].bytes);
+    std::memcpy(out[k].data(), &h, sizeof h);
+    if (send[k].bytes) std::memcpy(out[k].data() + sizeof h, send[k].data, send[k].bytes);
+    check(MPI_Isend(out[k].data(), int(out[k].size()), MPI_BYTE, send[k].peer, tag, g_devices, &reqs[k]), what);
+  }
+  // Receives: probed first, so a message of another size is reported, not truncated.
+  recv.assign(recv_from.size(), {});
+  std::vector<bool> got(recv_from.size(), false);
+  std::size_t pending = recv_from.size();
+  std::string mismatch;
+  // On a timeout the sends may still be under way: their buffers are kept
+  // (never freed) so MPI never reads freed memory.
+  struct KeepOnThrow {
+    std::vector<std::vector<char>>& out;
+    bool armed = true;
+    ~KeepOnThrow() {
+      if (!armed) return;
+      static std::mutex m;
+      static auto* kept = new std::vector<std::vector<char>>();
+      std::lock_guard<std::mutex> lk(m);
+      for (auto& b : out) kept->push_back(std::move(b));
+    }
+  } keep{out};
+  poll(
+      [&] {
+        for (std::size_t k = 0; k < recv_from.size(); ++k) {
+          if (got[k]) continue;
+          int flag = 0;
+          MPI_Message msg;
+          MPI_Status st;
+          check(MPI_Improbe(recv_from[k], tag, g_devices, &flag, &msg, &st), what);
+          if (!flag) continue;
+          int count = 0;
+          MPI_Get_count(&st, MPI_BYTE, &count);
+          std::vector<char> buf(std::size_t(std::max(count, 0)));
+          check(MPI_Mrecv(buf.data(), count, MPI_BYTE, &msg, MPI_STATUS_IGNORE), what);
+          Header h{};
+          if (buf.size() >= sizeof h) std::memcpy(&h, buf.data(), sizeof h);
+          if (buf.size() < sizeof h || h.fingerprint != fingerprint || h.bytes + sizeof h != buf.size()) {
+            if (mismatch.empty())
+              mismatch = cat(what, ": process ", recv_from[k], " reached this collective with another program (",
+                             h.bytes, " bytes, fingerprint ", h.fingerprint, "; process ", g_rank, " expected ",
+                             fingerprint, "): the processes must run the same programs on the same shapes");
+          }
+          buf.erase(buf.begin(), buf.begin() + std::ptrdiff_t(std::min(buf.size(), sizeof h)));
+          recv[k] = std::move(buf);
+          got[k] = true;
+          --pending;
+        }
+        int sent = 0;
+        if (!reqs.empty()) check(MPI_Testall(int(reqs.size()), reqs.data(), &sent, MPI_STATUSES_IGNORE), what);
+        else sent = 1;
+        return pending == 0 && sent != 0;
+      },
+      [&] {
+        std::string who;
+        for (std::size_t k = 0; k < recv_from.size(); ++k)
+          if (!got[k]) who += cat(who.empty() ? "" : ", ", recv_from[k]);
+        return cat(what, ": process ", g_rank, " waited ", g_timeout.load(), " s for process",
+                   who.find(',') == std::string::npos ? " " : "es ", who.empty() ? "(its sends)" : who,
+                   " (failed, exited, or runs a different program)");
+      });
+  keep.armed = false;
+  if (!mismatch.empty()) throw DistributedError(mismatch);
+}
+
+void finalize() {
+  std::lock_guard<std::mutex> lk(g_mutex);
+  if (!g_initialized) return;
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done) {
+    MPI_Comm_free(&g_host);
+    MPI_Comm_free(&g_devices);
+    MPI_Finalize();
+  }
+  g_initialized = false;
+}
+
+}  // namespace tessel::rt::mpi

@@ -1,0 +1,53 @@
+// Processes: the MPI world tessel runs in (jax.distributed's processes), or
+// one process alone when MPI was never initialised. The only file that sees
+// <mpi.h> is runtime/mpi.cpp; everything else speaks in bytes and ranks.
+//
+// Every wait here is bounded: it polls MPI's requests against a deadline
+// (timeout_seconds(), env TESSEL_DISTRIBUTED_TIMEOUT) and throws
+// DistributedError naming the peer that did not come, so a process that
+// died or diverged makes the others fail instead of hang.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessel::rt::mpi {
+
+// MPI_Init_thread with MPI_THREAD_MULTIPLE (device threads call MPI at
+// once); DistributedError when MPI cannot give that. Idempotent.
+void initialize();
+bool initialized();
+// 0 and 1 without MPI.
+int rank();
+int size();
+// The bound on every wait for a peer, in seconds.
+double timeout_seconds();
+void set_timeout_seconds(double s);
+
+// Blocking collectives over the world, each bounded by the timeout; `what`
+// names the operation in errors.
+void barrier(const std::string& what);
+// Every rank's `bytes` bytes, rank by rank (all ranks give the same size,
+// else DistributedError).
+std::vector<char> allgather(const void* data, std::size_t bytes, const std::string& what);
+// root's bytes on every rank.
+void broadcast(void* data, std::size_t bytes, int root, const std::string& what);
+
+// One round of point-to-point messages: `send[k]` goes to `peers[k]` and
+// `recv[k]` is filled from it, all under `tag`. Each message carries a
+// header (the fingerprint of the collective and its size); a peer whose
+// header differs (another collective, other shapes) is a DistributedError.
+struct Outgoing {
+  int peer;
+  const void* data;
+  std::size_t bytes;
+};
+void exchange(const std::vector<Outgoing>& send, const std::vector<int>& recv_from, std::vector<std::vector<char>>& recv,
+              std::uint64_t fingerprint, int tag, const std::string& what);
+
+// Ends MPI (after the devices drained): called at exit.
+void finalize();
+
+}  // namespace tessel::rt::mpi

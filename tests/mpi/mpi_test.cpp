@@ -1,0 +1,89 @@
+// Several processes (ts::distributed over Open MPI): 2 processes x 4 devices
+// under mpirun (tests/mpi/worker.cpp) against this process's 1 x 8 devices,
+// bit for bit; the multihost utilities; a process that leaves early and
+// processes that diverge fail with DistributedError instead of hanging.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "tests/mpi/scenarios.hpp"
+
+namespace ts = tessel;
+
+namespace {
+
+std::filesystem::path here() { return std::filesystem::read_symlink("/proc/self/exe").parent_path(); }
+
+// mpirun -np n worker args...: (exit status, output).
+std::pair<int, std::string> mpirun(int n, const std::string& args, const std::string& env = "") {
+  const std::string devices = std::to_string(8 / n);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string cmd = env + " timeout 300 mpirun -np " + std::to_string(n) +
+                          " --oversubscribe --bind-to none --mca btl self,vader --mca btl_vader_single_copy_mechanism none -x TESSEL_DEVICE_COUNT=" + devices +
+                          " -x TESSEL_DISTRIBUTED_TIMEOUT " +
+                          (here() / "mpi_worker").string() + " " + args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::array<char, 4096> buf;
+  while (std::fgets(buf.data(), int(buf.size()), p)) out += buf.data();
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("2 processes x 4 devices and 4 x 2 equal 1 process x 8 devices bit for bit; addressability; multihost utilities") {
+  REQUIRE(ts::device_count() == 8);
+  const auto file = std::filesystem::temp_directory_path() / ("tessel_mpi_ref_" + std::to_string(getpid()));
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (auto& s : tessel::mpi_test::scenarios()) {
+      auto b = tessel::mpi_test::whole_bytes(s.run());
+      const std::uint64_t n = b.size();
+      out.write(reinterpret_cast<const char*>(&n), sizeof n);
+      out.write(reinterpret_cast<const char*>(b.data()), std::streamsize(n));
+    }
+  }
+  setenv("TESSEL_DISTRIBUTED_TIMEOUT", "120", 1);
+  for (int np : {2, 4}) {
+    CAPTURE(np);
+    auto [rc, out] = mpirun(np, "compare " + file.string());
+    CAPTURE(out);
+    CHECK(rc == 0);
+    CHECK(count(out, "OK compare") == np);
+    CHECK(count(out, "FAIL") == 0);
+  }
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("a process that leaves before a collective: the other raises DistributedError within the timeout") {
+  setenv("TESSEL_DISTRIBUTED_TIMEOUT", "3", 1);
+  auto [rc, out] = mpirun(2, "early");
+  CAPTURE(out);
+  CHECK(count(out, "OK early") == 2);
+  CHECK(count(out, "FAIL") == 0);
+  CHECK(out.find("waited 3 s for process 1") != std::string::npos);
+}
+
+TEST_CASE("processes that reach a collective with different shapes: both raise DistributedError") {
+  setenv("TESSEL_DISTRIBUTED_TIMEOUT", "30", 1);
+  auto [rc, out] = mpirun(2, "mismatch");
+  CAPTURE(out);
+  CHECK(count(out, "OK mismatch") == 2);
+  CHECK(count(out, "FAIL") == 0);
+  CHECK(count(out, "another program") >= 2);
+}

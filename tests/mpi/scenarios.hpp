@@ -1,0 +1,126 @@
+// Programs run the same way in one process over 8 devices and in several
+// processes over 8 devices in all (tests/mpi/worker.cpp under mpirun): every
+// collective kind, a random draw, a sharded FFT, a distributed LU and a
+// data-parallel training step; their results must agree bit for bit.
+#pragma once
+
+#include <tessel/tessel.hpp>
+
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tessel::mpi_test {
+
+namespace ts = tessel;
+using ts::Array;
+using ts::P;
+
+// The whole value of x as bytes, on every process (a global array is gathered).
+inline std::vector<unsigned char> whole_bytes(const Array& x) {
+  Array h = x.is_fully_addressable() ? x : ts::process_allgather(x);
+  std::vector<unsigned char> b(std::size_t(ts::numel(h.shape())) * ts::dtype_size(h.dtype()));
+  if (h.dtype() == ts::float32) {
+    auto v = h.to_vector<float>();
+    std::memcpy(b.data(), v.data(), b.size());
+  } else if (h.dtype() == ts::int32) {
+    auto v = h.to_vector<std::int32_t>();
+    std::memcpy(b.data(), v.data(), b.size());
+  } else if (h.dtype() == ts::complex64) {
+    auto v = h.to_vector<std::complex<float>>();
+    std::memcpy(b.data(), v.data(), b.size());
+  } else {
+    auto v = h.astype(ts::float64).to_vector<double>();
+    b.resize(v.size() * sizeof(double));
+    std::memcpy(b.data(), v.data(), b.size());
+  }
+  return b;
+}
+
+// Host data every process makes the same way.
+inline Array host_data(std::uint32_t seed, ts::Shape s) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(std::size_t(ts::numel(s)));
+  for (auto& e : v) e = u(rng);
+  return ts::array(v, s);
+}
+
+struct Scenario {
+  std::string name;
+  std::function<Array()> run;
+};
+
+// Over ts::devices() (8 of them, in one process or several).
+inline std::vector<Scenario> scenarios() {
+  std::vector<Scenario> out;
+  auto mesh = [] { return ts::Mesh(ts::devices(), {4, 2}, {"x", "y"}); };
+  out.push_back({"jit sum (all-reduce)", [=] {
+    Array x = ts::device_put(host_data(1, {64, 48}), ts::NamedSharding(mesh(), P("x", "y")));
+    return ts::jit([](const Array& a) { return ts::sum(a, 0) * 3.0f + ts::sum(a); })(x);
+  }});
+  out.push_back({"jit matmul (all-gather, reduce-scatter)", [=] {
+    Array a = ts::device_put(host_data(2, {32, 64}), ts::NamedSharding(mesh(), P("x", "y")));
+    Array b = ts::device_put(host_data(3, {64, 16}), ts::NamedSharding(mesh(), P("y", ts::None)));
+    return ts::jit([](const Array& p, const Array& q) { return ts::matmul(p, q); },
+                   {.out_shardings = {ts::NamedSharding(mesh(), P("x", "y"))}})(a, b);
+  }});
+  out.push_back({"shard_map psum, all_gather, ppermute, all_to_all, psum_scatter", [=] {
+    Array x = ts::device_put(host_data(4, {16, 8}), ts::NamedSharding(mesh(), P("x", "y")));
+    auto f = ts::shard_map(
+        [](const Array& b) {
+          Array s = ts::psum(b, "x");
+          Array g = ts::all_gather(b, "y", {.axis = 1, .tiled = true});
+          Array r = ts::ppermute(b, "x", {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+          Array t = ts::all_to_all(b, "x", 0, 1, {.tiled = true});  // [1, 16]
+          Array sc = ts::psum_scatter(ts::concatenate({b, b, b, b}, 0), "x", {.scatter_dimension = 0, .tiled = true});
+          Array g2 = g.index({ts::all, ts::slice(0, 4)}) + g.index({ts::all, ts::slice(4, 8)});
+          return ts::concatenate({s * 2.0f + r, sc, g2, t.reshape({4, 4})}, 0);
+        },
+        mesh(), {P("x", "y")}, {P("x", "y")});
+    return f(x);
+  }});
+  out.push_back({"random normal, sharded", [=] {
+    auto f = ts::jit([](const Array& k) { return ts::random::normal(k, {64, 32}); },
+                     {.out_shardings = {ts::NamedSharding(mesh(), P("x", "y"))}});
+    return f(ts::random::key(42));
+  }});
+  out.push_back({"fftn of P('x','y') (all-to-all)", [=] {
+    Array v = ts::device_put(host_data(5, {16, 16, 16}).astype(ts::complex64), ts::NamedSharding(mesh(), P("x", "y")));
+    return ts::jit([](const Array& a) { return ts::fft::fftn(a); })(v);
+  }});
+  out.push_back({"distributed lu of row-split (panels, pivot rows)", [=] {
+    Array a = ts::device_put(host_data(6, {40, 40}), ts::NamedSharding(ts::Mesh(ts::devices(), "r"), P("r", ts::None)));
+    return ts::jit([](const Array& m) { return ts::linalg::lu(m).lu; })(a);
+  }});
+  out.push_back({"MLP step, data-parallel x model-parallel (4x2)", [=] {
+    auto m = mesh();
+    Array w1 = ts::device_put(host_data(7, {16, 32}) * 0.3f, ts::NamedSharding(m, P(ts::None, "y")));
+    Array w2 = ts::device_put(host_data(8, {32, 4}) * 0.3f, ts::NamedSharding(m, P("y", ts::None)));
+    Array xb = ts::device_put(host_data(9, {64, 16}), ts::NamedSharding(m, P("x", ts::None)));
+    Array yb = ts::device_put(host_data(10, {64, 4}), ts::NamedSharding(m, P("x", ts::None)));
+    using Params = std::pair<Array, Array>;
+    auto loss = [](const Params& p, const Array& x, const Array& y) {
+      Array h = ts::tanh(ts::matmul(x, p.first));
+      Array d = ts::matmul(h, p.second) - y;
+      return ts::mean(d * d);
+    };
+    auto step = ts::jit([loss](const Array& a, const Array& b, const Array& x, const Array& y) {
+      auto [l, g] = ts::value_and_grad(loss)(Params{a, b}, x, y);
+      return std::make_tuple(a - g.first * 0.1f, b - g.second * 0.1f, l);
+    });
+    Array losses = ts::zeros({0});
+    for (int i = 0; i < 3; ++i) {
+      auto [na, nb, l] = step(w1, w2, xb, yb);
+      w1 = na;
+      w2 = nb;
+      losses = ts::concatenate({losses, l.reshape({1})}, 0);
+    }
+    return ts::concatenate({losses, w1.reshape({-1}), w2.reshape({-1})}, 0);
+  }});
+  return out;
+}
+
+}  // namespace tessel::mpi_test

@@ -1,0 +1,146 @@
+// The multi-process side of tests/mpi/mpi_test.cpp, started by mpirun:
+//   worker compare FILE   the scenarios' bytes must equal FILE's (written by
+//                         one process over 8 devices); also the multihost
+//                         utilities and addressability
+//   worker early          process 1 leaves before a collective: process 0
+//                         must raise DistributedError within the timeout
+//   worker mismatch       the processes reach a collective with different
+//                         shapes: both raise DistributedError
+// Prints "OK <mode>" on success (exit 0), "FAIL ..." otherwise (exit 1).
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "tests/mpi/scenarios.hpp"
+
+namespace ts = tessel;
+using ts::Array;
+using ts::P;
+
+namespace {
+
+int fails = 0;
+void expect(bool ok, const std::string& what) {
+  if (ok) return;
+  ++fails;
+  std::cout << "FAIL process " << ts::process_index() << ": " << what << std::endl;
+}
+
+std::vector<std::vector<unsigned char>> read_reference(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::vector<unsigned char>> out;
+  std::uint64_t n;
+  while (in.read(reinterpret_cast<char*>(&n), sizeof n)) {
+    std::vector<unsigned char> b(n);
+    in.read(reinterpret_cast<char*>(b.data()), std::streamsize(n));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+void compare(const std::string& path) {
+  const int np = ts::process_count(), per = 8 / np;
+  expect(ts::device_count() == 8 && ts::local_device_count() == per, "8 devices in all");
+  auto local = ts::local_devices();
+  expect(local.front().id() == per * ts::process_index(), "local ids start at (devices per process) x process");
+  for (auto& d : ts::devices()) expect(d.process_index() == d.id() / per, "device " + std::to_string(d.id()) + "'s process");
+  // The scenarios against one process's bytes.
+  auto want = read_reference(path);
+  auto sc = tessel::mpi_test::scenarios();
+  expect(want.size() == sc.size(), "reference has every scenario");
+  for (std::size_t i = 0; i < sc.size() && i < want.size(); ++i) {
+    Array r = sc[i].run();
+    expect(tessel::mpi_test::whole_bytes(r) == want[i], "bit-equal to one process: " + sc[i].name);
+  }
+  // Addressability.
+  ts::Mesh mesh(ts::devices(), {4, 2}, {"x", "y"});
+  Array g = ts::device_put(ts::arange(0, 64, 1, ts::float32).reshape({8, 8}), ts::NamedSharding(mesh, P("x", "y")));
+  expect(!g.is_fully_addressable(), "a global array is not fully addressable");
+  expect(int(g.addressable_shards().size()) == per, "a shard per local device");
+  for (auto& s : g.addressable_shards()) expect(s.device().process_index() == ts::process_index(), "shards are local");
+  try {
+    (void)g.to_vector<float>();
+    expect(false, "reading a global array raises");
+  } catch (const ts::DistributedError& e) {
+    expect(std::string(e.what()).find("process") != std::string::npos, "the error names the process");
+  }
+  // make_array_from_callback: each shard from its index.
+  Array c = ts::make_array_from_callback({8, 8}, ts::NamedSharding(mesh, P("x", "y")), [](const ts::Index& idx) {
+    std::vector<float> v;
+    for (auto i = idx[0].start; i < idx[0].stop; ++i)
+      for (auto j = idx[1].start; j < idx[1].stop; ++j) v.push_back(float(i * 8 + j));
+    return ts::array(v, {idx[0].stop - idx[0].start, idx[1].stop - idx[1].start});
+  });
+  expect(ts::process_allgather(c).to_vector<float>() == ts::arange(0, 64, 1, ts::float32).to_vector<float>(),
+         "make_array_from_callback then process_allgather");
+  // make_array_from_process_local_data: process p gives its rows (8 / np of them) in order.
+  const int r = 8 / np;
+  Array rows = ts::arange(r * 8 * ts::process_index(), r * 8 * (ts::process_index() + 1), 1, ts::float32).reshape({r, 8});
+  Array m = ts::make_array_from_process_local_data(ts::NamedSharding(mesh, P("x", "y")), rows);
+  expect(m.shape() == ts::Shape{8, 8}, "global shape from local rows");
+  expect(ts::process_allgather(m).to_vector<float>() == ts::arange(0, 64, 1, ts::float32).to_vector<float>(),
+         "make_array_from_process_local_data");
+  expect(ts::process_allgather(ts::jit([](const Array& a) { return a * 2.0f; })(m)).to_vector<float>() ==
+             (ts::arange(0, 64, 1, ts::float32) * 2.0f).to_vector<float>(),
+         "jit on a process-local-data array");
+  // The notebook's process_allgather cells.
+  Array mine = ts::array(std::vector<float>{float(2 * ts::process_index()), float(2 * ts::process_index() + 1)});
+  expect(ts::process_allgather(mine, true).to_vector<float>() == ts::arange(0, 2 * np, 1, ts::float32).to_vector<float>(),
+         "tiled allgather");
+  expect(ts::process_allgather(mine, false).shape() == ts::Shape{np, 2}, "stacked allgather");
+  // broadcast_one_to_all and sync_global_devices.
+  Array b = ts::broadcast_one_to_all(ts::array(std::vector<float>{float(10 + ts::process_index())}));
+  expect(b.to_vector<float>() == std::vector<float>{10}, "broadcast_one_to_all");
+  ts::sync_global_devices("end of compare");
+}
+
+void early() {
+  ts::Mesh mesh(ts::devices(), {8}, {"x"});
+  Array x = ts::device_put(ts::ones({8}), ts::NamedSharding(mesh, P("x")));
+  if (ts::process_index() == 1) return;  // leaves: never reaches the collective
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    (void)ts::jit([](const Array& a) { return ts::sum(a); })(x).to_vector<float>();
+    expect(false, "a collective without process 1 raises");
+  } catch (const ts::DistributedError& e) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "process 0: " << e.what() << " (after " << s << " s)" << std::endl;
+    expect(std::string(e.what()).find("process 1") != std::string::npos, "the error names process 1");
+    expect(s < 30, "within the timeout");
+  }
+}
+
+void mismatch() {
+  ts::Mesh mesh(ts::devices(), {8}, {"x"});
+  const std::int64_t n = ts::process_index() == 0 ? 8 : 16;
+  Array x = ts::device_put(ts::ones({n}), ts::NamedSharding(mesh, P("x")));
+  try {
+    (void)ts::jit([](const Array& a) { return ts::sum(a); })(x).to_vector<float>();
+    expect(false, "different shapes at a collective raise");
+  } catch (const ts::DistributedError& e) {
+    std::cout << "process " << ts::process_index() << ": " << e.what() << std::endl;
+    expect(std::string(e.what()).find("another program") != std::string::npos, "the error says the programs differ");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  try {
+    ts::distributed::initialize();
+    if (mode == "compare" && argc > 2) compare(argv[2]);
+    else if (mode == "early") early();
+    else if (mode == "mismatch") mismatch();
+    else {
+      std::cout << "FAIL usage: worker compare FILE | early | mismatch" << std::endl;
+      return 2;
+    }
+  } catch (const std::exception& e) {
+    std::cout << "FAIL process " << ts::process_index() << ": " << e.what() << std::endl;
+    return 1;
+  }
+  if (fails) return 1;
+  std::cout << "OK " << mode << " process " << ts::process_index() << std::endl;
+  return 0;
+}
