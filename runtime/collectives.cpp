@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
 #include "runtime/mpi.hpp"
 #include "tracer/errors.hpp"
@@ -91,6 +92,11 @@ class ProcessSpanningCommunicator final : public Communicator {
     }
     me_ = mpi::rank();
   }
+  // Meetings left after a failure keep their staging blocks: MPI may still write them.
+  ~ProcessSpanningCommunicator() override {
+    for (auto& [k, m] : meetings_)
+      for (void* b : m.staging) mpi::keep_forever(b);
+  }
 
   std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
                                     std::size_t bytes) override {
@@ -130,7 +136,10 @@ class ProcessSpanningCommunicator final : public Communicator {
     if (++m.released == m.local) m.cv.notify_all();
     else m.cv.wait(lk, [&] { return error_ || m.released == m.local; });
     if (error_) std::rethrow_exception(error_);
-    if (++m.left == m.local) meetings_.erase(key);
+    if (++m.left == m.local) {
+      for (void* b : m.staging) device_free(b, std::max<std::size_t>(m.bytes, 1));
+      meetings_.erase(key);
+    }
     ++round_[std::size_t(pos)];
   }
 
@@ -150,7 +159,7 @@ class ProcessSpanningCommunicator final : public Communicator {
     std::vector<const void*> ptrs;
     std::size_t arrived = 0, released = 0, left = 0, local = 0, bytes = 0;
     bool moved = false;
-    std::vector<std::vector<char>> staging;  // per remote process: its members' buffers in group order
+    std::vector<void*> staging;  // the remote members' buffers (device pool blocks of `bytes`)
     std::condition_variable cv;
   };
   static std::size_t index_in(const std::vector<std::int64_t>& group, int pos) {
@@ -160,42 +169,40 @@ class ProcessSpanningCommunicator final : public Communicator {
   }
 
   // This process's members' buffers to every other process of the group,
-  // theirs into staging (runs unlocked: every local member has arrived and
-  // only waits).
+  // the others' into staging blocks from the device pool (runs unlocked:
+  // every local member has arrived and only waits). Blocks move in place,
+  // one message each after a header per process pair. On a failure the
+  // staging blocks are never freed (MPI may still write them).
   void move(const std::vector<std::int64_t>& group, const Key& key, Meeting& m) {
     std::vector<int> peers;
-    std::vector<char> mine;
+    std::vector<mpi::Block> mine;
     for (std::size_t k = 0; k < group.size(); ++k) {
       const int q = process_[std::size_t(group[k])];
-      if (q == me_) {
-        const std::size_t at = mine.size();
-        mine.resize(at + m.bytes);
-        if (m.bytes) std::memcpy(mine.data() + at, m.ptrs[k], m.bytes);
-      } else if (std::find(peers.begin(), peers.end(), q) == peers.end()) {
-        peers.push_back(q);
-      }
+      if (q == me_) mine.push_back({const_cast<void*>(m.ptrs[k]), m.bytes});
+      else if (std::find(peers.begin(), peers.end(), q) == peers.end()) peers.push_back(q);
     }
     if (peers.empty()) return;
-    std::vector<mpi::Outgoing> out;
-    for (int q : peers) out.push_back({q, mine.data(), mine.size()});
+    std::vector<mpi::PeerBlocks> send, recv;
+    for (int q : peers) {
+      send.push_back({q, mine});
+      mpi::PeerBlocks in{q, {}};
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        if (process_[std::size_t(group[k])] != q) continue;
+        void* block = device_alloc(std::max<std::size_t>(m.bytes, 1));
+        m.staging.push_back(block);
+        in.blocks.push_back({block, m.bytes});
+        m.ptrs[k] = block;
+      }
+      recv.push_back(std::move(in));
+    }
     // Tags tell apart the meetings under way at once between two processes:
     // the launch, the round and the group (its first position).
     const int tag = int(((launch_ % 1024) << 20) | ((key.round % 4096) << 8) | std::uint64_t(key.leader % 256));
     const std::uint64_t fingerprint = (std::uint64_t(m.bytes) * 1000003u) ^ (std::uint64_t(group.size()) << 48) ^
-                                      (std::uint64_t(key.leader) << 40) ^ (key.round << 20) ^ launch_ ^ (program_ * 0x9E3779B97F4A7C15ull);
-    mpi::exchange(out, peers, m.staging, fingerprint, tag,
+                                      (std::uint64_t(key.leader) << 40) ^ (key.round << 20) ^ launch_ ^
+                                      (program_ * 0x9E3779B97F4A7C15ull);
+    mpi::exchange(send, recv, fingerprint, tag,
                   detail::cat("a collective of ", m.bytes, " bytes per device over ", group.size(), " devices"));
-    for (std::size_t j = 0; j < peers.size(); ++j) {
-      std::size_t at = 0;
-      for (std::size_t k = 0; k < group.size(); ++k) {
-        if (process_[std::size_t(group[k])] != peers[j]) continue;
-        if (at + m.bytes > m.staging[j].size())
-          throw DistributedError(detail::cat("process ", peers[j], " sent ", m.staging[j].size(),
-                                             " bytes to a collective of ", m.bytes, " bytes per device"));
-        m.ptrs[k] = m.staging[j].data() + at;
-        at += m.bytes;
-      }
-    }
   }
 
   std::mutex m_;

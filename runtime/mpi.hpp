@@ -35,17 +35,26 @@ std::vector<char> allgather(const void* data, std::size_t bytes, const std::stri
 // root's bytes on every rank.
 void broadcast(void* data, std::size_t bytes, int root, const std::string& what);
 
-// One round of point-to-point messages: `send[k]` goes to `peers[k]` and
-// `recv[k]` is filled from it, all under `tag`. Each message carries a
-// header (the fingerprint of the collective and its size); a peer whose
-// header differs (another collective, other shapes) is a DistributedError.
-struct Outgoing {
-  int peer;
-  const void* data;
+// One round of point-to-point messages under `tag`: to each peer of `send`
+// its blocks (sent in place, no copy), and from each peer of `recv` its
+// blocks, received in place. Each peer's blocks are preceded by a header
+// (the collective's fingerprint, the blocks' count and sizes) checked
+// before any block is received: a peer that reached another collective
+// (another program, other shapes) is a DistributedError, not a truncation.
+struct Block {
+  void* data;
   std::size_t bytes;
 };
-void exchange(const std::vector<Outgoing>& send, const std::vector<int>& recv_from, std::vector<std::vector<char>>& recv,
-              std::uint64_t fingerprint, int tag, const std::string& what);
+struct PeerBlocks {
+  int peer;
+  std::vector<Block> blocks;
+};
+void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>& recv, std::uint64_t fingerprint,
+              int tag, const std::string& what);
+
+// Keeps memory MPI may still read or write after a failed exchange: never
+// freed, and reachable (so leak checkers see it as kept, not lost).
+void keep_forever(void* p);
 
 // Ends MPI (after the devices drained): called at exit.
 void finalize();
