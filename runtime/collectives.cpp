@@ -123,7 +123,10 @@ class ProcessSpanningCommunicator final : public Communicator {
       m.moved = true;
       m.cv.notify_all();
     } else {
-      m.cv.wait(lk, [&] { return error_ || m.moved; });
+      // Once every local member has arrived the mover's messages may read
+      // any of their buffers: wait for it even after an abort (its wait is
+      // bounded by the timeout), so no buffer is reused under MPI.
+      m.cv.wait(lk, [&] { return m.moved || (error_ && m.arrived < m.local); });
     }
     if (error_) std::rethrow_exception(error_);
     return m.ptrs;
@@ -196,8 +199,13 @@ class ProcessSpanningCommunicator final : public Communicator {
       recv.push_back(std::move(in));
     }
     // Tags tell apart the meetings under way at once between two processes:
-    // the launch, the round and the group (its first position).
-    const int tag = int(((launch_ % 1024) << 20) | ((key.round % 4096) << 8) | std::uint64_t(key.leader % 256));
+    // the group (its first position), the round and the launch, folded into
+    // the tags MPI allows (MPI_TAG_UB: 2^23 - 1 under UCX).
+    const int bits = mpi::tag_bits();  // >= 15
+    const std::uint64_t round_bits = std::uint64_t(std::min(12, bits - 8));
+    const std::uint64_t launch_bits = std::uint64_t(bits) - 8 - round_bits;
+    const int tag = int(std::uint64_t(key.leader % 256) | ((key.round % (1ull << round_bits)) << 8) |
+                        ((launch_ % (1ull << launch_bits)) << (8 + round_bits)));
     const std::uint64_t fingerprint = (std::uint64_t(m.bytes) * 1000003u) ^ (std::uint64_t(group.size()) << 48) ^
                                       (std::uint64_t(key.leader) << 40) ^ (key.round << 20) ^ launch_ ^
                                       (program_ * 0x9E3779B97F4A7C15ull);
@@ -220,9 +228,14 @@ std::atomic<std::uint64_t> g_spanning_launches{0};
 }  // namespace
 
 std::shared_ptr<Communicator> make_communicator(const std::vector<int>& device_ids, std::uint64_t program) {
+  // Whether the launch spans processes is judged from the device ids alone,
+  // so every process decides (and counts spanning launches) the same way,
+  // also one that holds none of the devices.
   const Runtime& rt = Runtime::get();
+  const int per = rt.device_count();
   for (int id : device_ids)
-    if (!rt.is_local(id)) return std::make_shared<ProcessSpanningCommunicator>(device_ids, g_spanning_launches++, program);
+    if (id / per != device_ids.front() / per)
+      return std::make_shared<ProcessSpanningCommunicator>(device_ids, g_spanning_launches++, program);
   return std::make_shared<SharedMemoryCommunicator>(device_ids.size());
 }
 

@@ -24,6 +24,7 @@ int g_rank = 0, g_size = 1;
 MPI_Comm g_host = MPI_COMM_NULL;     // the host thread's collectives
 MPI_Comm g_devices = MPI_COMM_NULL;  // the devices' point-to-point messages
 std::atomic<double> g_timeout{300.0};
+int g_tag_bits = 15;
 
 double env_timeout() {
   const char* v = std::getenv("TESSEL_DISTRIBUTED_TIMEOUT");
@@ -93,6 +94,7 @@ struct Header {
 void initialize() {
   std::lock_guard<std::mutex> lk(g_mutex);
   if (g_initialized) return;
+  const double timeout = env_timeout();  // a bad value fails before MPI starts
   int already = 0;
   MPI_Initialized(&already);
   int provided = 0;
@@ -111,7 +113,12 @@ void initialize() {
   // Errors come back as codes (check() turns them into DistributedError), not aborts.
   MPI_Comm_set_errhandler(g_host, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(g_devices, MPI_ERRORS_RETURN);
-  g_timeout = env_timeout();
+  g_timeout = timeout;
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(g_devices, MPI_TAG_UB, &ub, &flag);
+  g_tag_bits = 15;
+  while (flag && ub && g_tag_bits < 30 && (std::int64_t(1) << (g_tag_bits + 1)) - 1 <= std::int64_t(*ub)) ++g_tag_bits;
   g_initialized = true;
 }
 
@@ -120,6 +127,7 @@ bool initialized() {
   return g_initialized;
 }
 int rank() { return g_rank; }
+int tag_bits() { return g_tag_bits; }
 int size() { return g_size; }
 double timeout_seconds() { return g_timeout.load(); }
 void set_timeout_seconds(double s) {
@@ -137,28 +145,54 @@ void barrier(const std::string& what) {
 std::vector<char> allgather(const void* data, std::size_t bytes, const std::string& what) {
   require();
   // The sizes first: a rank with another size is an error, not a truncation.
-  std::uint64_t mine = bytes;
-  std::vector<std::uint64_t> sizes(static_cast<std::size_t>(g_size));
+  // (On a timeout the request stays pending: its buffers are kept.)
+  auto* sizes_in = new std::uint64_t[1 + std::size_t(g_size)];
+  sizes_in[0] = bytes;
   MPI_Request r;
-  check(MPI_Iallgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, g_host, &r), what);
-  wait_request(r, what);
+  check(MPI_Iallgather(sizes_in, 1, MPI_UINT64_T, sizes_in + 1, 1, MPI_UINT64_T, g_host, &r), what);
+  try {
+    wait_request(r, what);
+  } catch (...) {
+    keep_forever(sizes_in);
+    throw;
+  }
+  std::vector<std::uint64_t> sizes(sizes_in + 1, sizes_in + 1 + g_size);
+  delete[] sizes_in;
   for (int q = 0; q < g_size; ++q)
     if (sizes[std::size_t(q)] != bytes)
       throw DistributedError(cat(what, ": process ", q, " gives ", sizes[std::size_t(q)], " bytes, process ", g_rank,
                                  " gives ", bytes, " (the processes must pass the same shapes and dtypes)"));
-  std::vector<char> out(bytes * std::size_t(g_size));
   if (bytes > std::size_t(INT32_MAX)) throw NotImplementedError(cat(what, ": more than 2 GiB per process"));
-  check(MPI_Iallgather(data, int(bytes), MPI_BYTE, out.data(), int(bytes), MPI_BYTE, g_host, &r), what);
-  wait_request(r, what);
-  return out;
+  auto* in = new std::vector<char>(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+  auto* out = new std::vector<char>(bytes * std::size_t(g_size));
+  check(MPI_Iallgather(in->data(), int(bytes), MPI_BYTE, out->data(), int(bytes), MPI_BYTE, g_host, &r), what);
+  try {
+    wait_request(r, what);
+  } catch (...) {
+    keep_forever(in);
+    keep_forever(out);
+    throw;
+  }
+  std::vector<char> result = std::move(*out);
+  delete in;
+  delete out;
+  return result;
 }
 
 void broadcast(void* data, std::size_t bytes, int root, const std::string& what) {
   require();
   if (bytes > std::size_t(INT32_MAX)) throw NotImplementedError(cat(what, ": more than 2 GiB"));
+  auto* buf = new std::vector<char>(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
   MPI_Request r;
-  check(MPI_Ibcast(data, int(bytes), MPI_BYTE, root, g_host, &r), what);
-  wait_request(r, what);
+  check(MPI_Ibcast(buf->data(), int(bytes), MPI_BYTE, root, g_host, &r), what);
+  try {
+    wait_request(r, what);
+  } catch (...) {
+    keep_forever(buf);
+    throw;
+  }
+  if (bytes) std::memcpy(data, buf->data(), bytes);
+  delete buf;
 }
 
 void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>& recv, std::uint64_t fingerprint,

@@ -22,6 +22,8 @@ bool initialized();
 // 0 and 1 without MPI.
 int rank();
 int size();
+// log2(MPI_TAG_UB + 1) for the devices' messages (at least 15).
+int tag_bits();
 // The bound on every wait for a peer, in seconds.
 double timeout_seconds();
 void set_timeout_seconds(double s);

@@ -146,6 +146,7 @@ Array make_array_from_process_local_data(const Sharding& sharding, const Array& 
   if (g.size() != ls.size())
     throw ShapeError(cat("make_array_from_process_local_data: global_shape ", shape_str(g), " and local_data ",
                          shape_str(ls), " differ in rank"));
+  agree("make_array_from_process_local_data (the global shape; pass global_shape when the rows are uneven)", shape_str(g));
   AxisSharding layout = detail::axis_sharding(sharding, g);
   // This process's rows: from the first of its shards' rows.
   std::int64_t lo = g[0], hi = 0;
@@ -173,7 +174,14 @@ Array make_array_from_process_local_data(const Sharding& sharding, const Array& 
 }
 
 Array process_allgather(const Array& x, bool tiled) {
-  if (!x.is_fully_addressable()) {
+  // A global array (its devices in several processes, judged the same way
+  // in every process) is gathered whole; anything else is this process's data.
+  bool spans = false;
+  {
+    const auto& ids = detail::concrete(x).layout.mesh->device_ids();
+    for (int id : ids) spans = spans || detail::process_of_device(id) != detail::process_of_device(ids.front());
+  }
+  if (spans) {
     // A global array: its whole value on every process, gathered by a compiled all-gather.
     const auto& a = detail::concrete(x);
     std::vector<Device> devs;

@@ -495,7 +495,7 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
     code_bytes = c.code_bytes;
     p->executable = c.executable;
     p->thunks_text = c.thunks_text;
-    c.executable->fingerprint = std::hash<std::string>{}(p->local_text + c.thunks_text);
+    c.executable->fingerprint = std::hash<std::string>{}(p->local_text);  // not thunks_text: it names this host's ISA
     ++g_compiles;
     std::size_t arg = 0, out = 0, temp = 0;
     std::vector<bool> seen(c.executable->slots.size(), false);

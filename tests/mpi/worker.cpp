@@ -52,6 +52,19 @@ void compare(const std::string& path) {
     Array r = sc[i].run();
     expect(tessel::mpi_test::whole_bytes(r) == want[i], "bit-equal to one process: " + sc[i].name);
   }
+  // A program on process 0's devices only, then one across processes: every
+  // process counts the launches that span processes alike (else tags differ and it hangs).
+  {
+    const auto devs = ts::devices();
+    std::vector<ts::Device> first(devs.begin(), devs.begin() + per);
+    ts::Mesh m0(first, "a");
+    Array y = ts::device_put(ts::ones({2 * per}), ts::NamedSharding(m0, P("a")));
+    Array ys = ts::jit([](const Array& a) { return ts::sum(a); })(y);
+    if (ts::process_index() == 0) expect(ys.item<float>() == float(2 * per), "a program on process 0's devices");
+    ts::Mesh all(ts::devices(), "b");
+    Array z = ts::device_put(ts::ones({16}), ts::NamedSharding(all, P("b")));
+    expect(ts::jit([](const Array& a) { return ts::sum(a); })(z).item<float>() == 16.0f, "then one across processes");
+  }
   // Addressability.
   ts::Mesh mesh(ts::devices(), {4, 2}, {"x", "y"});
   Array g = ts::device_put(ts::arange(0, 64, 1, ts::float32).reshape({8, 8}), ts::NamedSharding(mesh, P("x", "y")));
