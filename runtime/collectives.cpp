@@ -16,54 +16,26 @@ namespace tessel::rt {
 
 namespace {
 
-class SharedMemoryCommunicator final : public Communicator {
+// What both communicators share: the meetings of the current rounds, keyed
+// by (the member's round, the group's first position), and the error that
+// wakes every waiter.
+template <class Meeting>
+class Meetings : public Communicator {
  public:
-  explicit SharedMemoryCommunicator(std::size_t n) : round_(n, 0) {}
-
-  // Each meeting has its own condition variable, woken once, by the member
-  // completing it (not every waiter of every group at every arrival).
-  std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
-                                    std::size_t) override {
-    std::unique_lock<std::mutex> lk(m_);
-    Key key{round_[pos], group.front()};
-    Meeting& m = meetings_[key];
-    if (m.ptrs.empty()) m.ptrs.assign(group.size(), nullptr);
-    std::size_t me = index_in(group, pos);
-    m.ptrs[me] = mine;
-    if (++m.arrived == group.size()) m.cv.notify_all();
-    else m.cv.wait(lk, [&] { return error_ || m.arrived == group.size(); });
-    if (error_) std::rethrow_exception(error_);
-    return m.ptrs;
-  }
-
-  void release(int pos, const std::vector<std::int64_t>& group) override {
-    std::unique_lock<std::mutex> lk(m_);
-    Key key{round_[pos], group.front()};
-    Meeting& m = meetings_[key];
-    if (++m.released == group.size()) m.cv.notify_all();
-    else m.cv.wait(lk, [&] { return error_ || m.released == group.size(); });
-    if (error_) std::rethrow_exception(error_);
-    if (++m.left == group.size()) meetings_.erase(key);
-    ++round_[pos];
-  }
-
   void abort(std::exception_ptr error) override {
     std::lock_guard<std::mutex> lk(m_);
     if (!error_) error_ = error;
     for (auto& [k, m] : meetings_) m.cv.notify_all();
   }
 
- private:
+ protected:
+  explicit Meetings(std::size_t n) : round_(n, 0) {}
   struct Key {
     std::uint64_t round;
     std::int64_t leader;
     bool operator<(const Key& o) const { return round != o.round ? round < o.round : leader < o.leader; }
   };
-  struct Meeting {
-    std::vector<const void*> ptrs;
-    std::size_t arrived = 0, released = 0, left = 0;
-    std::condition_variable cv;
-  };
+  Key key_of(int pos, const std::vector<std::int64_t>& group) const { return Key{round_[std::size_t(pos)], group.front()}; }
   static std::size_t index_in(const std::vector<std::int64_t>& group, int pos) {
     for (std::size_t i = 0; i < group.size(); ++i)
       if (group[i] == pos) return i;
@@ -76,15 +48,59 @@ class SharedMemoryCommunicator final : public Communicator {
   std::exception_ptr error_;
 };
 
+struct LocalMeeting {
+  std::vector<const void*> ptrs;
+  std::size_t arrived = 0, released = 0, left = 0;
+  std::condition_variable cv;
+};
+
+class SharedMemoryCommunicator final : public Meetings<LocalMeeting> {
+ public:
+  explicit SharedMemoryCommunicator(std::size_t n) : Meetings(n) {}
+
+  // Each meeting has its own condition variable, woken once, by the member
+  // completing it (not every waiter of every group at every arrival).
+  std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
+                                    std::size_t) override {
+    std::unique_lock<std::mutex> lk(m_);
+    Key key = key_of(pos, group);
+    LocalMeeting& m = meetings_[key];
+    if (m.ptrs.empty()) m.ptrs.assign(group.size(), nullptr);
+    std::size_t me = index_in(group, pos);
+    m.ptrs[me] = mine;
+    if (++m.arrived == group.size()) m.cv.notify_all();
+    else m.cv.wait(lk, [&] { return error_ || m.arrived == group.size(); });
+    if (error_) std::rethrow_exception(error_);
+    return m.ptrs;
+  }
+
+  void release(int pos, const std::vector<std::int64_t>& group) override {
+    std::unique_lock<std::mutex> lk(m_);
+    Key key = key_of(pos, group);
+    LocalMeeting& m = meetings_[key];
+    if (++m.released == group.size()) m.cv.notify_all();
+    else m.cv.wait(lk, [&] { return error_ || m.released == group.size(); });
+    if (error_) std::rethrow_exception(error_);
+    if (++m.left == group.size()) meetings_.erase(key);
+    ++round_[pos];
+  }
+};
+
 // Devices in several processes: the meeting of a group's local members is
 // the shared-memory one; its last arrival moves the buffers between the
 // processes (runtime/mpi.hpp), and every member then reads local buffers in
 // place and remote ones from the staging copies, which live until every
 // local member has released the round.
-class ProcessSpanningCommunicator final : public Communicator {
+struct SpanningMeeting : LocalMeeting {
+  std::size_t local = 0, bytes = 0;  // members in this process; bytes per member
+  bool moved = false;
+  std::vector<void*> staging;  // the remote members' buffers (device pool blocks of `bytes`)
+};
+
+class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
  public:
   ProcessSpanningCommunicator(const std::vector<int>& device_ids, std::uint64_t launch, std::uint64_t program)
-      : round_(device_ids.size(), 0), launch_(launch), program_(program) {
+      : Meetings(device_ids.size()), launch_(launch), program_(program) {
     const Runtime& rt = Runtime::get();
     for (int id : device_ids) {
       process_.push_back(id / rt.device_count());
@@ -101,8 +117,8 @@ class ProcessSpanningCommunicator final : public Communicator {
   std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
                                     std::size_t bytes) override {
     std::unique_lock<std::mutex> lk(m_);
-    Key key{round_[std::size_t(pos)], group.front()};
-    Meeting& m = meetings_[key];
+    Key key = key_of(pos, group);
+    SpanningMeeting& m = meetings_[key];
     if (m.ptrs.empty()) {
       m.ptrs.assign(group.size(), nullptr);
       for (auto p : group) m.local += local_[std::size_t(p)] ? 1 : 0;
@@ -134,8 +150,8 @@ class ProcessSpanningCommunicator final : public Communicator {
 
   void release(int pos, const std::vector<std::int64_t>& group) override {
     std::unique_lock<std::mutex> lk(m_);
-    Key key{round_[std::size_t(pos)], group.front()};
-    Meeting& m = meetings_[key];
+    Key key = key_of(pos, group);
+    SpanningMeeting& m = meetings_[key];
     if (++m.released == m.local) m.cv.notify_all();
     else m.cv.wait(lk, [&] { return error_ || m.released == m.local; });
     if (error_) std::rethrow_exception(error_);
@@ -146,37 +162,13 @@ class ProcessSpanningCommunicator final : public Communicator {
     ++round_[std::size_t(pos)];
   }
 
-  void abort(std::exception_ptr error) override {
-    std::lock_guard<std::mutex> lk(m_);
-    if (!error_) error_ = error;
-    for (auto& [k, m] : meetings_) m.cv.notify_all();
-  }
-
  private:
-  struct Key {
-    std::uint64_t round;
-    std::int64_t leader;
-    bool operator<(const Key& o) const { return round != o.round ? round < o.round : leader < o.leader; }
-  };
-  struct Meeting {
-    std::vector<const void*> ptrs;
-    std::size_t arrived = 0, released = 0, left = 0, local = 0, bytes = 0;
-    bool moved = false;
-    std::vector<void*> staging;  // the remote members' buffers (device pool blocks of `bytes`)
-    std::condition_variable cv;
-  };
-  static std::size_t index_in(const std::vector<std::int64_t>& group, int pos) {
-    for (std::size_t i = 0; i < group.size(); ++i)
-      if (group[i] == pos) return i;
-    throw InternalError("a device joined a collective group it is not in");
-  }
-
   // This process's members' buffers to every other process of the group,
   // the others' into staging blocks from the device pool (runs unlocked:
   // every local member has arrived and only waits). Blocks move in place,
   // one message each after a header per process pair. On a failure the
   // staging blocks are never freed (MPI may still write them).
-  void move(const std::vector<std::int64_t>& group, const Key& key, Meeting& m) {
+  void move(const std::vector<std::int64_t>& group, const Key& key, SpanningMeeting& m) {
     std::vector<int> peers;
     std::vector<mpi::Block> mine;
     for (std::size_t k = 0; k < group.size(); ++k) {
@@ -213,14 +205,10 @@ class ProcessSpanningCommunicator final : public Communicator {
                   detail::cat("a collective of ", m.bytes, " bytes per device over ", group.size(), " devices"));
   }
 
-  std::mutex m_;
-  std::vector<std::uint64_t> round_;
   std::vector<int> process_;
   std::vector<bool> local_;
   int me_ = 0;
   std::uint64_t launch_, program_;
-  std::map<Key, Meeting> meetings_;
-  std::exception_ptr error_;
 };
 
 std::atomic<std::uint64_t> g_spanning_launches{0};
