@@ -103,7 +103,7 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       : Meetings(device_ids.size()), launch_(launch), program_(program) {
     const Runtime& rt = Runtime::get();
     for (int id : device_ids) {
-      process_.push_back(id / rt.device_count());
+      process_.push_back(rt.process_of(id));
       local_.push_back(rt.is_local(id));
     }
     me_ = mpi::rank();
@@ -220,9 +220,8 @@ std::shared_ptr<Communicator> make_communicator(const std::vector<int>& device_i
   // so every process decides (and counts spanning launches) the same way,
   // also one that holds none of the devices.
   const Runtime& rt = Runtime::get();
-  const int per = rt.device_count();
   for (int id : device_ids)
-    if (id / per != device_ids.front() / per)
+    if (rt.process_of(id) != rt.process_of(device_ids.front()))
       return std::make_shared<ProcessSpanningCommunicator>(device_ids, g_spanning_launches++, program);
   return std::make_shared<SharedMemoryCommunicator>(device_ids.size());
 }

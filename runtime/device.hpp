@@ -44,6 +44,8 @@ class Runtime {
   bool is_local(int device_id) const {
     return device_id >= opts_.first_device_id && device_id < opts_.first_device_id + device_count();
   }
+  // The process holding a device (every process holds device_count() of them, in order).
+  int process_of(int device_id) const { return device_id / device_count(); }
   int threads_per_device() const { return opts_.threads_per_device; }
   // Enqueues task_for(i) on device_ids[i] for every i, as one atomic step
   // with respect to other launches. Every id must be this process's.

@@ -120,8 +120,8 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     const int i = int(local_pos[std::size_t(j)]);
     std::vector<BufferRef> ins = inputs[i], outs = outputs[i];
     int dev = device_ids[i];
-    const int self_first_local = local_ids.front();
-    return [self, ins, outs, dev, i, comm, self_first_local] {
+    const bool profiled = j == 0 && profile::enabled();  // this process's first device
+    return [self, ins, outs, dev, i, comm, profiled] {
       const Executable& e = *self;
       Owned owned(e);
       try {
@@ -136,7 +136,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
         }
         for (size_t k = 0; k < outs.size(); ++k)
           if (!ctx.slots[e.output_slots[k]]) ctx.slots[e.output_slots[k]] = outs[k]->data();
-        run_thunks(e, ctx, owned, dev == self_first_local && profile::enabled());
+        run_thunks(e, ctx, owned, profiled);
         for (auto& o : outs)
           if (!o->ready().is_set()) o->ready().set();
       } catch (...) {

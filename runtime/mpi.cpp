@@ -129,17 +129,9 @@ bool initialized() {
 int rank() { return g_rank; }
 int tag_bits() { return g_tag_bits; }
 int size() { return g_size; }
-double timeout_seconds() { return g_timeout.load(); }
 void set_timeout_seconds(double s) {
   if (!(s > 0)) throw ValueError(cat("the distributed timeout must be a positive number of seconds, got ", s));
   g_timeout = s;
-}
-
-void barrier(const std::string& what) {
-  require();
-  MPI_Request r;
-  check(MPI_Ibarrier(g_host, &r), what);
-  wait_request(r, what);
 }
 
 std::vector<char> allgather(const void* data, std::size_t bytes, const std::string& what) {

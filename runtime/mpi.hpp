@@ -25,12 +25,10 @@ int size();
 // log2(MPI_TAG_UB + 1) for the devices' messages (at least 15).
 int tag_bits();
 // The bound on every wait for a peer, in seconds.
-double timeout_seconds();
 void set_timeout_seconds(double s);
 
 // Blocking collectives over the world, each bounded by the timeout; `what`
 // names the operation in errors.
-void barrier(const std::string& what);
 // Every rank's `bytes` bytes, rank by rank (all ranks give the same size,
 // else DistributedError).
 std::vector<char> allgather(const void* data, std::size_t bytes, const std::string& what);

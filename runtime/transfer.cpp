@@ -1,6 +1,5 @@
 #include "runtime/transfer.hpp"
 
-#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -78,8 +77,8 @@ TransferPlan plan_transfer(const Shape& global, std::size_t elem_size, const Axi
       if (!rt.is_local(src_ids[std::size_t(pick)]))
         throw NotImplementedError(detail::cat(
             "moving an array between processes outside a compiled program: device ", dst_ids[std::size_t(q)],
-            " (process ", rt.first_device_id() / std::max(rt.device_count(), 1), ") needs data that only device ",
-            src_ids[std::size_t(pick)], " (process ", src_ids[std::size_t(pick)] / std::max(rt.device_count(), 1),
+            " (process ", rt.process_of(dst_ids[std::size_t(q)]), ") needs data that only device ",
+            src_ids[std::size_t(pick)], " (process ", rt.process_of(src_ids[std::size_t(pick)]),
             ") holds; reshard inside jit (in_shardings / out_shardings), where collectives move it"));
       if (src_ids[pick] == dst_ids[q] && have == want && src_tile == dst_tile) {
         plan.alias[q] = pick;

@@ -121,7 +121,7 @@ int process_index() { return rt::mpi::initialized() ? rt::mpi::rank() : 0; }
 int process_count() { return rt::mpi::initialized() ? rt::mpi::size() : 1; }
 
 namespace detail {
-int process_of_device(int id) { return rt::mpi::initialized() ? id / runtime().device_count() : 0; }
+int process_of_device(int id) { return rt::mpi::initialized() ? runtime().process_of(id) : 0; }
 }  // namespace detail
 
 int Device::process_index() const { return detail::process_of_device(id_); }

@@ -193,15 +193,12 @@ Array process_allgather(const Array& x, bool tiled) {
     return detail::from_host(x.dtype(), x.shape(), bytes.data(), x.weak_type());
   }
   auto mine = host_bytes(x);
-  if (!rt::mpi::initialized()) {
-    Shape s = x.shape();
-    if (!tiled || s.empty()) s.insert(s.begin(), 1);
-    return detail::from_host(x.dtype(), s, mine.data(), x.weak_type());
-  }
+  const bool several = rt::mpi::initialized();
   agree("process_allgather", aval_of(x));
-  auto all = rt::mpi::allgather(mine.data(), mine.size(), "process_allgather");
+  auto all = several ? rt::mpi::allgather(mine.data(), mine.size(), "process_allgather")
+                     : std::vector<char>(mine.begin(), mine.end());
   Shape s = x.shape();
-  const std::int64_t n = rt::mpi::size();
+  const std::int64_t n = several ? rt::mpi::size() : 1;
   if (tiled && !s.empty()) s[0] *= n;  // rows of process 0, then 1, ...: bytes in process order are that
   else s.insert(s.begin(), n);
   return detail::from_host(x.dtype(), s, all.data(), x.weak_type());

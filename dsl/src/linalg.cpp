@@ -33,7 +33,7 @@ NodeRef matrices(NodeTable& t, const NodeRef& a, const char* what, bool square) 
 }
 // The dtype two operands of a solve are computed in: their promoted type,
 // float32 for integers (complex ones stay complex).
-DType solve_dtype(const NodeRef& a, bool a_weak, const NodeRef& b, const char*) {
+DType solve_dtype(const NodeRef& a, bool a_weak, const NodeRef& b) {
   PromotedType pt = promote_types(a->dtype(), a_weak, b->dtype(), b->aval.weak_type);
   return is_inexact(pt.dtype) ? pt.dtype : DType::float32;
 }
@@ -86,7 +86,7 @@ struct SolveOperands {
 SolveOperands solve_operands(NodeTable& t, NodeRef a, NodeRef b, const char* what) {
   a = matrices(t, a, what, true);
   if (b->rank() < 1) throw ShapeError(cat(what, ": b must have rank >= 1, got a scalar"));
-  const DType dt = solve_dtype(a, a->aval.weak_type, b, what);
+  const DType dt = solve_dtype(a, a->aval.weak_type, b);
   a = c::cast(t, a, dt, false);
   b = c::cast(t, b, dt, false);
   const std::int64_t n = dim(a, -1);
@@ -203,12 +203,13 @@ DetParts det_parts(NodeTable& t, const NodeRef& a, const char* what) {
   DetParts p;
   p.det = build::binary(t, Op::mul, perm_sign, build::reduce(t, Op::reduce_prod, d, {last}));
   NodeRef zero = c::full_like(t, d, 0);
-  NodeRef is_zero = build::reduce(t, Op::reduce_max, build::convert(t, build::binary(t, Op::eq, d, zero), DType::int32), {last});
+  NodeRef d_zero = build::binary(t, Op::eq, d, zero);
+  NodeRef is_zero = build::reduce(t, Op::reduce_max, build::convert(t, d_zero, DType::int32), {last});
   NodeRef singular = build::binary(t, Op::gt, is_zero, build::broadcast_in_dim(t, build::scalar(t, DType::int32, 0), batch_of(x), {}));
   // Each pivot's sign: d / |d| for complex (differentiable, as JAX's slogdet, where sign's own derivative is 0).
   NodeRef unit = is_complex(d->dtype())
                      ? build::binary(t, Op::div, d,
-                                     build::convert(t, build::unary(t, Op::abs, build::select(t, build::binary(t, Op::eq, d, zero), c::full_like(t, d, 1), d)), d->dtype()))
+                                     build::convert(t, build::unary(t, Op::abs, build::select(t, d_zero, c::full_like(t, d, 1), d)), d->dtype()))
                      : build::unary(t, Op::sign, d);
   NodeRef sign = build::binary(t, Op::mul, perm_sign, build::reduce(t, Op::reduce_prod, unit, {last}));
   p.sign = build::select(t, singular, c::full_like(t, one, 0), sign);
@@ -288,7 +289,7 @@ Array svdvals(const Array& a) {
 Array triangular_solve(const Array& a, const Array& b, TriangularSolveOptions o) {
   return detail::apply1("tessel.linalg.triangular_solve", {a, b}, [o](NodeTable& t, const NR& in) {
     NodeRef x = matrices(t, in[0], "triangular_solve", true);
-    const DType dt = solve_dtype(x, false, in[1], "triangular_solve");
+    const DType dt = solve_dtype(x, false, in[1]);
     return la::triangular_solve(t, c::cast(t, x, dt, false), c::cast(t, in[1], dt, false),
                                 how(o.left_side, o.lower, o.transpose_a, o.unit_diagonal, o.conjugate_a && is_complex(dt)));
   });
