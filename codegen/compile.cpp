@@ -18,7 +18,7 @@
 #include "codegen/transpose_folding.hpp"
 #include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel::codegen {

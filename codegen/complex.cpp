@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 #include "tracer/rules.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "codegen/gemm.hpp"
 #include "runtime/device.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
 

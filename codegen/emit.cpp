@@ -13,7 +13,7 @@
 #include "codegen/llvm_headers.hpp"
 #include "codegen/lowering.hpp"
 #include "codegen/math.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel::codegen {
@@ -539,7 +539,7 @@ std::pair<std::int64_t, std::int64_t> kernel_shape(const Step& step) {
 Kernel compile_kernel(const Step& step) {
   TESSEL_CHECK_INTERNAL(step.kind == StepKind::Loop || step.kind == StepKind::Reduce);
   Kernel k;
-  // Exact structure and bits of the kernel's expression (tracer/key.hpp).
+  // Exact structure and bits of the kernel's expression (tessel/core/key.hpp).
   k.key = (step.kind == StepKind::Loop ? "L" : "R") + fingerprint(step.node, step.reads).bytes();
   auto [items, work] = kernel_shape(step);
   k.items = items;

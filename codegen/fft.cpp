@@ -8,7 +8,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel::codegen {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
 

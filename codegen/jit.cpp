@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "codegen/llvm_headers.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
 

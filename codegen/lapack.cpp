@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 // LAPACK's and BLAS's Fortran interface (LP64: 32-bit integers), with the
 // hidden lengths of character arguments gfortran appends.

@@ -4,7 +4,7 @@
 
 #include "codegen/fft.hpp"
 #include "codegen/lapack.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel::codegen {

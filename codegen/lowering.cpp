@@ -5,7 +5,7 @@
 #include <string>
 
 #include "codegen/math.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
 

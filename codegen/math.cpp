@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "codegen/llvm_headers.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
 

@@ -1,5 +1,5 @@
 #include "runtime/buffer.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

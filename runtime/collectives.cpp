@@ -10,7 +10,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
 #include "runtime/mpi.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::rt {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>

@@ -12,7 +12,7 @@
 #include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
 #include "runtime/profile.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::rt {
 

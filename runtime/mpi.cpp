@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::rt::mpi {
 

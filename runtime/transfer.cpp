@@ -4,7 +4,7 @@
 #include <map>
 
 #include "runtime/device.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::rt {
 

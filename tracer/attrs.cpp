@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/ir.hpp"
 
 namespace tessel {

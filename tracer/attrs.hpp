@@ -18,10 +18,10 @@
 #include <variant>
 #include <vector>
 
-#include "tracer/dtype.hpp"
-#include "tracer/key.hpp"
+#include "tessel/core/dtype.hpp"
+#include "tessel/core/key.hpp"
 #include "tracer/ops.hpp"
-#include "tracer/shape.hpp"
+#include "tessel/core/shape.hpp"
 #include "tracer/sharding.hpp"
 
 namespace tessel {

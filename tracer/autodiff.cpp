@@ -6,7 +6,7 @@
 #include <unordered_set>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {

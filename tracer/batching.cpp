@@ -3,7 +3,7 @@
 #include <unordered_set>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 
 namespace tessel {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel::build {

@@ -10,7 +10,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "tracer/dtype.hpp"
+#include "tessel/core/dtype.hpp"
 
 namespace tessel {
 

@@ -1,6 +1,6 @@
-#include "tracer/dtype.hpp"
+#include "tessel/core/dtype.hpp"
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

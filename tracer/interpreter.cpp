@@ -5,7 +5,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

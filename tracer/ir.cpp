@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {

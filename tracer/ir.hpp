@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "tracer/attrs.hpp"
-#include "tracer/dtype.hpp"
-#include "tracer/key.hpp"
+#include "tessel/core/dtype.hpp"
+#include "tessel/core/key.hpp"
 #include "tracer/ops.hpp"
-#include "tracer/shape.hpp"
+#include "tessel/core/shape.hpp"
 #include "tracer/sharding.hpp"
 
 namespace tessel {
@@ -104,7 +104,7 @@ void for_each_graph(const Graph& g, const std::function<void(const Graph&)>& fn)
 std::string to_text(const Graph& g, const std::unordered_map<const Node*, AxisSharding>* shardings = nullptr,
                     const std::unordered_map<const Node*, std::string>* notes = nullptr);
 
-// Exact structural keys (tracer/key.hpp): every node's op, aval and every
+// Exact structural keys (tessel/core/key.hpp): every node's op, aval and every
 // parameter bit (constants' bytes, shardings, meshes), operands by position.
 // Equal keys mean the same program, so caches key on them, never on text.
 Key fingerprint(const Graph& g);

@@ -13,7 +13,7 @@
 #include <limits>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/linalg_build.hpp"
 #include "tracer/rules.hpp"
 

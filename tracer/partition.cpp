@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 #include "tracer/rules.hpp"
 

@@ -7,7 +7,7 @@
 //   (i*, f*, c*: weak int, weak float and weak complex)
 #pragma once
 
-#include "tracer/dtype.hpp"
+#include "tessel/core/dtype.hpp"
 
 namespace tessel {
 

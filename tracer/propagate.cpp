@@ -4,7 +4,7 @@
 #include <optional>
 #include <sstream>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

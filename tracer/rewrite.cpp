@@ -1,7 +1,7 @@
 #include "tracer/rewrite.hpp"
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

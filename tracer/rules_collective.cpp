@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {

@@ -20,7 +20,7 @@
 #include "tracer/autodiff.hpp"
 #include "tracer/batching.hpp"
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 #include "tracer/rules.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "tracer/build.hpp"
 #include "tracer/convert.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {

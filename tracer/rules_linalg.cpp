@@ -25,7 +25,7 @@
 #include <optional>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/linalg_build.hpp"
 #include "tracer/rules.hpp"
 

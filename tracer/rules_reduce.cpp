@@ -11,7 +11,7 @@
 #include <set>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {

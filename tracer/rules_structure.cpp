@@ -14,7 +14,7 @@
 #include "tracer/batching.hpp"
 #include "tracer/rewrite.hpp"
 #include "tracer/vma.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {

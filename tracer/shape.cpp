@@ -1,9 +1,9 @@
-#include "tracer/shape.hpp"
+#include "tessel/core/shape.hpp"
 
 #include <algorithm>
 #include <sstream>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

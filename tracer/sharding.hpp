@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "tracer/key.hpp"
-#include "tracer/shape.hpp"
+#include "tessel/core/key.hpp"
+#include "tessel/core/shape.hpp"
 
 namespace tessel {
 
@@ -107,7 +107,7 @@ struct CommonMesh {
 };
 CommonMesh unify_meshes(const std::vector<MeshRef>& meshes);
 
-// Exact structure for cache keys (tracer/key.hpp).
+// Exact structure for cache keys (tessel/core/key.hpp).
 void add_to_key(Key& k, const DeviceMesh& m);
 void add_to_key(Key& k, const AxisSharding& s);
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 #include "tracer/rules.hpp"
 

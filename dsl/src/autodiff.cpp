@@ -7,7 +7,7 @@
 #include "dsl/src/trace.hpp"
 #include "tracer/autodiff.hpp"
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 
 namespace tessel::detail {

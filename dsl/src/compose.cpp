@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/promotion.hpp"
 
 namespace tessel::detail::compose {

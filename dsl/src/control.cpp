@@ -11,7 +11,7 @@
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/trace.hpp"
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 
 namespace tessel::lax::detail {

@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "dsl/src/sharding_impl.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::debug {
 

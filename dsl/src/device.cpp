@@ -10,7 +10,7 @@
 #include "runtime/device.hpp"
 #include "dsl/src/array_impl.hpp"
 #include "runtime/mpi.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

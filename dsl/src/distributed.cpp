@@ -13,8 +13,8 @@
 #include "runtime/device.hpp"
 #include "runtime/mpi.hpp"
 #include "runtime/transfer.hpp"
-#include "tracer/errors.hpp"
-#include "tracer/shape.hpp"
+#include "tessel/core/errors.hpp"
+#include "tessel/core/shape.hpp"
 
 namespace tessel {
 

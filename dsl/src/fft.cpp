@@ -8,7 +8,7 @@
 
 #include "dsl/src/compose.hpp"
 #include "dsl/src/trace.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::fft {
 

@@ -5,7 +5,7 @@
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/pipeline.hpp"
 #include "dsl/src/trace.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::detail {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel::detail {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tracer/dtype.hpp"
-#include "tracer/shape.hpp"
+#include "tessel/core/dtype.hpp"
+#include "tessel/core/shape.hpp"
 
 namespace tessel::detail {
 

@@ -7,7 +7,7 @@
 #include "dsl/src/compose.hpp"
 #include "dsl/src/sharding_impl.hpp"
 #include "dsl/src/trace.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

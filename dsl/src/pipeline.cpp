@@ -15,14 +15,14 @@
 #include "dsl/src/sharding_impl.hpp"
 #include "runtime/transfer.hpp"
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 
 namespace tessel::detail {
 
 namespace {
 
-// The compile cache: programs by exact key (tracer/key.hpp), least recently
+// The compile cache: programs by exact key (tessel/core/key.hpp), least recently
 // used first out when config()'s bounds are exceeded. A program leaves the
 // cache; Compiled objects that hold it keep it alive, and its machine code
 // goes when the last of them does.

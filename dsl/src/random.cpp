@@ -10,7 +10,7 @@
 
 #include "dsl/src/compose.hpp"
 #include "dsl/src/trace.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include <cstring>
 
 namespace tessel::random {

@@ -12,7 +12,7 @@
 #include "dsl/src/sharding_impl.hpp"
 #include "dsl/src/trace.hpp"
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 #include "tracer/vma.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "dsl/src/numpy_format.hpp"
 #include "dsl/src/sharding_impl.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 

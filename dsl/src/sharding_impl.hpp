@@ -3,7 +3,7 @@
 
 #include <tessel/sharding.hpp>
 
-#include "tracer/key.hpp"
+#include "tessel/core/key.hpp"
 #include "tracer/sharding.hpp"
 
 namespace tessel::detail {

@@ -3,7 +3,7 @@
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/pipeline.hpp"
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 
 #include <tessel/creation.hpp>

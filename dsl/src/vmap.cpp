@@ -11,7 +11,7 @@
 #include "dsl/src/trace.hpp"
 #include "tracer/batching.hpp"
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 
 namespace tessel::detail {

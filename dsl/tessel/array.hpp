@@ -12,9 +12,9 @@
 #include <tessel/device.hpp>
 #include <tessel/sharding.hpp>
 
-#include "tracer/dtype.hpp"
-#include "tracer/errors.hpp"
-#include "tracer/shape.hpp"
+#include <tessel/core/dtype.hpp>
+#include <tessel/core/errors.hpp>
+#include <tessel/core/shape.hpp>
 
 namespace tessel {
 

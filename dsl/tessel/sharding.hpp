@@ -16,7 +16,7 @@
 
 #include <tessel/device.hpp>
 
-#include "tracer/shape.hpp"
+#include <tessel/core/shape.hpp>
 
 namespace tessel {
 

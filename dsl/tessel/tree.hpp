@@ -23,7 +23,7 @@
 #include <tessel/array.hpp>
 #include <tessel/creation.hpp>
 
-#include "tracer/key.hpp"
+#include <tessel/core/key.hpp>
 
 namespace tessel::tree {
 

@@ -1,5 +1,5 @@
 // The compile caches never confuse two programs: keys hold exact structure
-// and bits (tracer/key.hpp), never printed text; the program cache is bounded
+// and bits (tessel/core/key.hpp), never printed text; the program cache is bounded
 // and frees what nobody holds.
 #include <doctest/doctest.h>
 

@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "tracer/convert.hpp"
-#include "tracer/dtype.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/dtype.hpp"
+#include "tessel/core/errors.hpp"
 
 using namespace tessel;
 

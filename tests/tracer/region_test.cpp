@@ -9,7 +9,7 @@
 
 #include "tracer/autodiff.hpp"
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/interpreter.hpp"
 #include "tracer/rewrite.hpp"
 

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "tracer/build.hpp"
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
 
 TEST_CASE("rewrite rebuilds a graph node by node, replacing what fn replaces, iteratively") {

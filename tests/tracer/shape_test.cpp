@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "tracer/shape.hpp"
+#include "tessel/core/shape.hpp"
 
 using namespace tessel;
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <random>
 
-#include "tracer/errors.hpp"
+#include "tessel/core/errors.hpp"
 #include "tracer/sharding.hpp"
 
 using namespace tessel;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tracer/dtype.hpp"
+#include <tessel/core/dtype.hpp>
 
 namespace tessel {
 
