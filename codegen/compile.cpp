@@ -18,6 +18,7 @@
 #include "codegen/transpose_folding.hpp"
 #include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
+#include "runtime/trace.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -71,6 +72,7 @@ class ConstantThunk final : public rt::Thunk {
     if (!lit_->bytes.empty()) std::memcpy(ctx.slots[slot_], lit_->bytes.data(), lit_->bytes.size());
   }
   std::string describe() const override { return "constant " + aval_str(lit_->dtype, lit_->shape); }
+  const char* category() const override { return "constant"; }
 
  private:
   LiteralRef lit_;
@@ -177,7 +179,7 @@ class CollectiveThunk final : public rt::Thunk {
       std::vector<std::int64_t> all;
       const auto& a = p_.as<attr::CollectivePermute>();
       for (std::int64_t i = 0; i < a.mesh->size(); ++i) all.push_back(i);
-      auto peers = ctx.comm->exchange(ctx.position, all, mine, std::size_t(numel(in_shape_)) * es);
+      auto peers = exchange(ctx, all, mine, std::size_t(numel(in_shape_)) * es);
       std::int64_t source = -1;
       for (auto [s, t] : a.pairs)
         if (t == ctx.position) source = s;
@@ -187,7 +189,7 @@ class CollectiveThunk final : public rt::Thunk {
         if (source >= 0) std::memcpy(out, peers[source], bytes);
         else std::memset(out, 0, bytes);
       }
-      ctx.comm->release(ctx.position, all);
+      release(ctx, all);
       return;
     }
     const std::vector<std::int64_t>* group = nullptr;
@@ -196,7 +198,7 @@ class CollectiveThunk final : public rt::Thunk {
       for (std::size_t k = 0; k < g.size(); ++k)
         if (g[k] == ctx.position) group = &g, rank = k;
     TESSEL_CHECK_INTERNAL(group, "position ", ctx.position, " is in no group");
-    auto peers = ctx.comm->exchange(ctx.position, *group, mine, std::size_t(numel(in_shape_)) * es);
+    auto peers = exchange(ctx, *group, mine, std::size_t(numel(in_shape_)) * es);
     const std::int64_t n = std::int64_t(group->size());
     // The copies and sums hold a compute slot (runtime/device.hpp); the waits
     // for peers do not.
@@ -223,8 +225,8 @@ class CollectiveThunk final : public rt::Thunk {
         reduce_peers(dtype_, p_.as<attr::AllReduce>().reduce_op, out + lo * es, peers, lo, hi - lo);
         // Everyone's chunk is done once everyone has released the inputs.
         slot.reset();
-        ctx.comm->release(ctx.position, *group);
-        auto outs = ctx.comm->exchange(ctx.position, *group, out, std::size_t(count) * es);
+        release(ctx, *group);
+        auto outs = exchange(ctx, *group, out, std::size_t(count) * es);
         slot.emplace();
         rt::parallel_for(0, n, 1, [&](std::int64_t kb, std::int64_t ke) {
           for (std::int64_t k = kb; k < ke; ++k) {
@@ -279,12 +281,32 @@ class CollectiveThunk final : public rt::Thunk {
       default: throw InternalError("not a collective");
     }
     slot.reset();
-    ctx.comm->release(ctx.position, *group);
+    release(ctx, *group);
   }
 
   std::string describe() const override { return text_; }
+  const char* category() const override { return "collective"; }
+  // The bytes each device contributes and receives.
+  std::string trace_args() const override {
+    const std::size_t es = dtype_size(dtype_);
+    return "\"bytes_in\": " + std::to_string(std::size_t(numel(in_shape_)) * es) +
+           ", \"bytes_out\": " + std::to_string(std::size_t(numel(out_shape_)) * es) + ", \"group_size\": " +
+           std::to_string(groups_.empty() ? 0 : groups_.front().size());
+  }
 
  private:
+  // The rendezvous with the group's peers, each a trace event of its own.
+  static std::vector<const void*> exchange(rt::ExecContext& ctx, const std::vector<std::int64_t>& group,
+                                           const void* mine, std::size_t bytes) {
+    rt::trace::Span wait(rt::trace::device_track(ctx.device), "wait");
+    if (wait.active()) wait.name = "wait for peers (exchange)";
+    return ctx.comm->exchange(ctx.position, group, mine, bytes);
+  }
+  static void release(rt::ExecContext& ctx, const std::vector<std::int64_t>& group) {
+    rt::trace::Span wait(rt::trace::device_track(ctx.device), "wait");
+    if (wait.active()) wait.name = "wait for peers (release)";
+    ctx.comm->release(ctx.position, group);
+  }
   // (rows before dim d, elements from dim d on) of a shape.
   static std::pair<std::int64_t, std::int64_t> blocks(const Shape& s, std::int64_t d) {
     std::int64_t outer = 1, len = 1;
@@ -330,6 +352,7 @@ class ControlThunk final : public rt::Thunk {
   // Its regions' thunks take compute slots (and meet peers) themselves.
   bool waits_on_peers() const override { return true; }
   std::string describe() const override { return text_; }
+  const char* category() const override { return "control"; }
 
   void run(rt::ExecContext& ctx) const override {
     auto slot = [&](int s) { return ctx.slots[size_t(s)]; };

@@ -161,6 +161,7 @@ class DotThunk final : public rt::Thunk {
   }
 
   std::string describe() const override { return text_; }
+  const char* category() const override { return "dot"; }
 
  private:
   bool uses_gemm() const { return dtype_ == DType::float32 || dtype_ == DType::float64; }

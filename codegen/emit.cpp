@@ -544,14 +544,18 @@ Kernel compile_kernel(const Step& step) {
   auto [items, work] = kernel_shape(step);
   k.items = items;
   k.work_per_item = work;
-  k.code = Jit::get().cached(k.key, [&]() -> ModuleRef {
+  k.code = Jit::get().cached(k.key, [&] {
+    // Each module has a JITDylib of its own: one function name serves every
+    // kernel (the module's name only names dumps).
     static std::atomic<int> counter{0};
-    const std::string name = "tessel_kernel_" + std::to_string(counter++);
-    auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto m = Jit::get().new_module(name, *ctx);
-    Emitter e(step, *ctx, *m);
+    const std::string name = "tessel_kernel";
+    ModuleSource src;
+    src.context = std::make_unique<llvm::LLVMContext>();
+    src.module = Jit::get().new_module(name + "_" + std::to_string(counter++), *src.context);
+    Emitter e(step, *src.context, *src.module);
     e.build(name);
-    return Jit::get().compile(std::move(m), std::move(ctx), {name});
+    src.symbols = {name};
+    return src;
   });
   k.fn = reinterpret_cast<KernelFn>(k.code->symbols.at(0));
   return k;

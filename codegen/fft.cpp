@@ -54,6 +54,7 @@ class FftThunk final : public rt::Thunk {
     text_ = os.str();
   }
   std::string describe() const override { return text_; }
+  const char* category() const override { return "library"; }
   void run(rt::ExecContext& ctx) const override {
     if (numel(in_) == 0 || numel(out_) == 0) return;
     if (single_) run_typed<float>(ctx);

@@ -2,16 +2,31 @@
 
 #include "codegen/host.hpp"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "codegen/llvm_headers.hpp"
+#include "runtime/trace.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
+
+namespace {
+thread_local JitThreadStats t_stats;
+}
 
 struct Jit::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -19,22 +34,28 @@ struct Jit::Impl {
   std::mutex mutex;
   std::unordered_map<std::string, std::weak_ptr<const CompiledModule>> cache;
   std::atomic<std::size_t> live{0};  // CompiledModules alive
-  std::size_t object_bytes = 0;  // bytes of all object files the JIT linked
-  std::size_t sweep_at = 64;     // cache size at which expired entries are dropped
+  std::size_t sweep_at = 64;         // cache size at which expired entries are dropped
+  std::size_t dylibs = 0;            // JITDylibs made (their names)
+  std::string disk_dir;              // the disk cache (empty: none)
+  std::optional<std::string> host_id;  // what a disk entry must have been made for (empty: no disk cache)
+
+  // Links an object file into a JITDylib of its own (its symbols' names
+  // never meet another module's) and looks up its symbols. Called with the lock.
+  ModuleRef link(std::unique_ptr<llvm::MemoryBuffer> object, const std::vector<std::string>& symbols);
 };
 
 struct CompiledModule::Impl {
   Jit::Impl* jit = nullptr;
-  llvm::orc::ResourceTrackerSP tracker;
+  llvm::orc::JITDylib* dylib = nullptr;
 };
 
 CompiledModule::~CompiledModule() {
-  if (!impl || !impl->tracker) return;
+  if (!impl || !impl->dylib) return;
   --impl->jit->live;
   // Nothing can call into the module now: its last holder is gone. ORC's
   // removal takes the session's own lock; not holding ours, a device thread
   // that drops the last executable does not wait for an unrelated compile.
-  if (auto e = impl->tracker->remove()) llvm::consumeError(std::move(e));
+  if (auto e = impl->jit->jit->getExecutionSession().removeJITDylib(*impl->dylib)) llvm::consumeError(std::move(e));
 }
 
 namespace {
@@ -52,6 +73,133 @@ T unwrap(llvm::Expected<T> v, const char* what) {
   return std::move(*v);
 }
 
+// FNV-1a, 64 bits: file names and checksums of disk entries (an entry is
+// used only when its key's bytes match exactly; the checksum finds damage).
+std::uint64_t fnv1a(const char* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ std::uint8_t(p[i])) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// This build of tessel: a hash of the library file holding this code (the
+// same kernel key may compile to different code in another build).
+std::string build_identity() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&build_identity), &info) || !info.dli_fname) return {};
+  std::ifstream f(info.dli_fname, std::ios::binary);
+  if (!f) return {};
+  std::uint64_t h = 1469598103934665603ull;
+  std::vector<char> buf(1 << 20);
+  std::size_t total = 0;
+  while (f) {
+    f.read(buf.data(), std::streamsize(buf.size()));
+    const std::size_t n = std::size_t(f.gcount());
+    h = fnv1a(buf.data(), n, h);
+    total += n;
+  }
+  return hex(h) + ":" + std::to_string(total);
+}
+
+// Disk entry: "TESSELK1", then length-prefixed host id, key, symbols and
+// object file, then the FNV-1a checksum of everything before it.
+constexpr char kMagic[8] = {'T', 'E', 'S', 'S', 'E', 'L', 'K', '1'};
+
+void put_u64(std::string& out, std::uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+void put_bytes(std::string& out, const std::string& s) {
+  put_u64(out, s.size());
+  out += s;
+}
+
+struct Reader {
+  const std::string& s;
+  std::size_t at = 0;
+  bool ok = true;
+  std::uint64_t u64() {
+    if (!ok || s.size() - at < 8) return ok = false, 0;
+    std::uint64_t v;
+    std::memcpy(&v, s.data() + at, 8);
+    at += 8;
+    return v;
+  }
+  std::string bytes() {
+    const std::uint64_t n = u64();
+    if (!ok || s.size() - at < n) return ok = false, std::string();
+    std::string out = s.substr(at, n);
+    at += n;
+    return out;
+  }
+};
+
+struct DiskEntry {
+  std::vector<std::string> symbols;
+  std::string object;
+};
+
+std::string entry_path(const std::string& dir, const std::string& host_id, const std::string& key) {
+  return dir + "/" + hex(fnv1a(key.data(), key.size(), fnv1a(host_id.data(), host_id.size()))) + ".tko";
+}
+
+// The entry for exactly (host_id, key), or nothing: a missing, unreadable,
+// damaged or foreign file is never used.
+std::optional<DiskEntry> load_entry(const std::string& path, const std::string& host_id, const std::string& key,
+                                    bool& rejected) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return std::nullopt;  // not there
+  rejected = true;
+  if (size < sizeof kMagic + 8 || size > (std::uintmax_t(1) << 30)) return std::nullopt;
+  std::ifstream f(path, std::ios::binary);
+  std::string s(size, '\0');
+  if (!f.read(s.data(), std::streamsize(size))) return std::nullopt;
+  std::uint64_t sum;
+  std::memcpy(&sum, s.data() + s.size() - 8, 8);
+  if (sum != fnv1a(s.data(), s.size() - 8) || std::memcmp(s.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  const std::string body = s.substr(sizeof kMagic, s.size() - 8 - sizeof kMagic);
+  Reader r{body};
+  if (r.bytes() != host_id || !r.ok) return std::nullopt;
+  if (r.bytes() != key || !r.ok) return std::nullopt;
+  DiskEntry e;
+  const std::uint64_t nsym = r.u64();
+  if (!r.ok || nsym == 0 || nsym > 1024) return std::nullopt;
+  for (std::uint64_t i = 0; i < nsym && r.ok; ++i) e.symbols.push_back(r.bytes());
+  e.object = r.bytes();
+  if (!r.ok || r.at != body.size() || e.object.empty()) return std::nullopt;
+  rejected = false;
+  return e;
+}
+
+// Written to a temporary file and renamed: readers see a whole entry or none.
+bool store_entry(const std::string& dir, const std::string& path, const std::string& host_id, const std::string& key,
+                 const std::vector<std::string>& symbols, const llvm::MemoryBuffer& object) {
+  std::string s(kMagic, sizeof kMagic);
+  put_bytes(s, host_id);
+  put_bytes(s, key);
+  put_u64(s, symbols.size());
+  for (auto& sym : symbols) put_bytes(s, sym);
+  put_bytes(s, std::string(object.getBufferStart(), object.getBufferSize()));
+  put_u64(s, fnv1a(s.data(), s.size()));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ostringstream tmp;
+  tmp << path << ".tmp." << getpid() << "." << std::this_thread::get_id();
+  {
+    std::ofstream f(tmp.str(), std::ios::binary | std::ios::trunc);
+    if (!f.write(s.data(), std::streamsize(s.size()))) return std::filesystem::remove(tmp.str(), ec), false;
+  }
+  std::filesystem::rename(tmp.str(), path, ec);
+  if (ec) std::filesystem::remove(tmp.str(), ec);
+  return !ec;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
 Jit::Jit() : impl_(std::make_unique<Impl>()) {
@@ -64,13 +212,6 @@ Jit::Jit() : impl_(std::make_unique<Impl>()) {
   jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Fast;
   impl_->tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
   impl_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "creating the JIT");
-  // Measure each object file (a module's code size, for the compile cache's bound).
-  Impl* self = impl_.get();
-  impl_->jit->getObjTransformLayer().setTransform(
-      [self](std::unique_ptr<llvm::MemoryBuffer> obj) -> llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> {
-        self->object_bytes += obj->getBufferSize();
-        return std::move(obj);
-      });
   // Kernels may call libm (float64 transcendentals, pow, atan2).
   auto& dylib = impl_->jit->getMainJITDylib();
   dylib.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
@@ -95,15 +236,16 @@ std::unique_ptr<llvm::Module> Jit::new_module(const std::string& name, llvm::LLV
   return m;
 }
 
-ModuleRef Jit::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context,
-                       const std::vector<std::string>& symbols) {
-  std::lock_guard<std::mutex> lk(impl_->mutex);
+namespace {
+
+// O3 with the host's target machine (loop and SLP vectorisation included),
+// then code generation: the module's object file.
+std::unique_ptr<llvm::MemoryBuffer> compile_to_object(llvm::TargetMachine& tm, llvm::Module& module) {
   {
     std::string err;
     llvm::raw_string_ostream os(err);
-    if (llvm::verifyModule(*module, &os)) throw InternalError("generated IR does not verify: " + os.str());
+    if (llvm::verifyModule(module, &os)) throw InternalError("generated IR does not verify: " + os.str());
   }
-  // O3 with the host's target machine: loop and SLP vectorisation included.
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -111,47 +253,97 @@ ModuleRef Jit::compile(std::unique_ptr<llvm::Module> module, std::unique_ptr<llv
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
   pto.SLPVectorization = true;
-  llvm::PassBuilder pb(impl_->tm.get(), pto);
+  llvm::PassBuilder pb(&tm, pto);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*module, mam);
+  mpm.run(module, mam);
   // Debug dumps: the optimised IR of every kernel module.
   if (const char* dir = std::getenv("TESSEL_DUMP_DIR")) {
     std::error_code ec;
-    llvm::raw_fd_ostream os(std::string(dir) + "/" + module->getName().str() + ".ll", ec);
-    if (!ec) module->print(os, nullptr);
+    llvm::raw_fd_ostream os(std::string(dir) + "/" + module.getName().str() + ".ll", ec);
+    if (!ec) module.print(os, nullptr);
   }
+  return unwrap(llvm::orc::SimpleCompiler(tm)(module), "generating machine code");
+}
 
-  auto rt = impl_->jit->getMainJITDylib().createResourceTracker();
-  if (auto e = impl_->jit->addIRModule(rt, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
-    throw InternalError("adding a module to the JIT: " + to_string(std::move(e)));
-  // Owned before the lookups: a failed one removes the module again.
+}  // namespace
+
+ModuleRef Jit::Impl::link(std::unique_ptr<llvm::MemoryBuffer> object, const std::vector<std::string>& symbols) {
+  auto made = jit->createJITDylib("tessel_module_" + std::to_string(dylibs++));
+  if (!made) throw InternalError("creating a JITDylib: " + to_string(made.takeError()));
+  llvm::orc::JITDylib& jd = *made;
+  jd.addToLinkOrder(jit->getMainJITDylib());
+  // Owned before the link: a failed one removes the dylib again.
   auto out = std::make_shared<CompiledModule>();
   out->impl = std::make_unique<CompiledModule::Impl>();
-  out->impl->jit = impl_.get();
-  out->impl->tracker = rt;
-  ++impl_->live;
-  const std::size_t before = impl_->object_bytes;
+  out->impl->jit = this;
+  out->impl->dylib = &jd;
+  ++live;
+  out->code_bytes = object->getBufferSize();
+  if (auto e = jit->addObjectFile(jd, std::move(object)))
+    throw InternalError("adding an object file to the JIT: " + to_string(std::move(e)));
   for (auto& s : symbols) {
-    auto addr = unwrap(impl_->jit->lookup(s), "looking up a kernel");
+    auto addr = unwrap(jit->lookup(jd, s), "looking up a kernel");
     out->symbols.push_back(addr.toPtr<void*>());
   }
-  out->code_bytes = impl_->object_bytes - before;
   return out;
 }
 
-ModuleRef Jit::cached(const std::string& key, const std::function<ModuleRef()>& make) {
+void Jit::set_disk_cache(const std::string& dir) {
+  std::lock_guard<std::mutex> lk(impl_->mutex);
+  impl_->disk_dir = dir;
+}
+
+ModuleRef Jit::cached(const std::string& key, const std::function<ModuleSource()>& make) {
+  std::string dir;
   {
     std::lock_guard<std::mutex> lk(impl_->mutex);
     auto it = impl_->cache.find(key);
     if (it != impl_->cache.end())
       if (auto m = it->second.lock()) return m;
+    dir = impl_->disk_dir;
+    if (!dir.empty() && !impl_->host_id) {
+      // What an entry must have been made for: this build of tessel, LLVM,
+      // the target CPU and features the JIT compiles for.
+      const std::string build = build_identity();
+      impl_->host_id = build.empty() ? std::string()
+                                     : "tessel-jit-1;llvm " LLVM_VERSION_STRING ";" +
+                                           impl_->tm->getTargetTriple().str() + ";" + impl_->tm->getTargetCPU().str() +
+                                           ";" + impl_->tm->getTargetFeatureString().str() + ";build " + build;
+    }
+    if (!dir.empty() && impl_->host_id->empty()) dir.clear();  // this build cannot be identified: no disk cache
   }
-  ModuleRef m = make();
+  const std::string host_id = dir.empty() ? std::string() : *impl_->host_id;
+  const double trace_t0 = rt::trace::on() ? rt::trace::now_us() : -1;
+  ModuleRef m;
+  std::string how;
+  const std::string path = dir.empty() ? std::string() : entry_path(dir, host_id, key);
+  if (!dir.empty()) {
+    bool rejected = false;
+    if (auto e = load_entry(path, host_id, key, rejected)) {
+      std::lock_guard<std::mutex> lk(impl_->mutex);
+      m = impl_->link(llvm::MemoryBuffer::getMemBufferCopy(e->object, "tessel-disk-cache"), e->symbols);
+      ++t_stats.disk_hits;
+      how = "kernel from disk cache";
+    }
+    t_stats.disk_rejected += rejected;
+  }
+  if (!m) {
+    ModuleSource src = make();
+    std::lock_guard<std::mutex> lk(impl_->mutex);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto object = compile_to_object(*impl_->tm, *src.module);
+    t_stats.llvm_seconds += seconds_since(t0);
+    ++t_stats.llvm_compiles;
+    if (!dir.empty() && store_entry(dir, path, host_id, key, src.symbols, *object)) ++t_stats.disk_stores;
+    m = impl_->link(std::move(object), src.symbols);
+    how = "llvm kernel";
+  }
+  if (trace_t0 >= 0) rt::trace::complete(rt::trace::kCompileTrack, how, "llvm", trace_t0, rt::trace::now_us());
   std::lock_guard<std::mutex> lk(impl_->mutex);
   auto& slot = impl_->cache[key];
   if (auto other = slot.lock()) return other;  // another thread built it meanwhile
@@ -172,5 +364,7 @@ std::size_t Jit::cache_size() const {
 }
 
 std::size_t Jit::live_modules() const { return impl_->live.load(); }
+
+JitThreadStats Jit::thread_stats() { return t_stats; }
 
 }  // namespace tessel::codegen

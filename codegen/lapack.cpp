@@ -225,6 +225,7 @@ class LapackThunk final : public rt::Thunk {
     }
   }
   std::string describe() const override { return text_; }
+  const char* category() const override { return "library"; }
 
  private:
   template <class T>

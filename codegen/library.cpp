@@ -21,6 +21,7 @@ class SortThunk final : public rt::Thunk {
     sort_lines(kt_, vt_, shape_, dim_, ctx.slots[keys_], ctx.slots[values_], ctx.slots[out_]);
   }
   std::string describe() const override { return "sort " + aval_str(vt_, shape_) + " (stable)"; }
+  const char* category() const override { return "library"; }
 
  private:
   int keys_, values_, out_;
@@ -47,6 +48,7 @@ class ScatterThunk final : public rt::Thunk {
     return std::string("scatter-") + op_name(how_.combine) + " " + aval_str(dtype_, shape_) + " at " +
            aval_str(idx_dtype_, idx_shape_);
   }
+  const char* category() const override { return "library"; }
 
  private:
   int x_, idx_, upd_, out_;

@@ -12,6 +12,7 @@
 #include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
 #include "runtime/profile.hpp"
+#include "runtime/trace.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::rt {
@@ -44,12 +45,19 @@ void run_thunks(const Executable& e, ExecContext& ctx, Owned& owned, bool profil
     std::optional<ComputeSlot> slot;
     if (!thunk.waits_on_peers()) slot.emplace(thunk.width());
     ctx.machine_wide = slot && slot->machine_wide();
-    if (profiled) {
-      auto t0 = std::chrono::steady_clock::now();
-      const double c0 = profile::thread_cpu_seconds();
+    // The profile (launch position 0) and the trace (every device) time
+    // the thunk's own run.
+    const bool traced = trace::on();
+    if (profiled || traced) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const double us0 = traced ? trace::now_us() : 0, c0 = profiled ? profile::thread_cpu_seconds() : 0;
       thunk.run(ctx);
-      profile::record(thunk.describe(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                      profile::thread_cpu_seconds() - c0);
+      if (traced)
+        trace::complete(trace::device_track(ctx.device), thunk.describe(), thunk.category(), us0, trace::now_us(),
+                        thunk.trace_args());
+      if (profiled)
+        profile::record(thunk.describe(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                        profile::thread_cpu_seconds() - c0);
     } else {
       thunk.run(ctx);
     }

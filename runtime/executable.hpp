@@ -30,6 +30,11 @@ class Thunk {
   virtual void run(ExecContext& ctx) const = 0;
   // One line for Compiled::as_text and profiles.
   virtual std::string describe() const = 0;
+  // For traces (runtime/trace.hpp): the kind of work ("kernel", "dot",
+  // "library", "collective", "control", "constant") and extra JSON members
+  // (`"bytes": 64`), or none.
+  virtual const char* category() const { return "kernel"; }
+  virtual std::string trace_args() const { return {}; }
   // True for thunks that block until other devices arrive (collectives):
   // they take their compute slots themselves, around their copies.
   virtual bool waits_on_peers() const { return false; }

@@ -28,6 +28,8 @@ Config make_config() {
   c.threefry_partitionable = env_int("TESSEL_THREEFRY_PARTITIONABLE", 1, 0, 1) != 0;
   c.threads_per_device = env_int("TESSEL_THREADS_PER_DEVICE", 0, 0, kMaxThreadsPerDevice);
   if (const char* d = std::getenv("TESSEL_DUMP_DIR")) c.dump_dir = d;
+  c.log_compiles = env_int("TESSEL_LOG_COMPILES", 0, 0, 1) != 0;
+  if (const char* d = std::getenv("TESSEL_CACHE_DIR")) c.compilation_cache_dir = d;
   return c;
 }
 

@@ -1,10 +1,12 @@
 #include <tessel/jit.hpp>
 
+#include <chrono>
 #include <sstream>
 
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/pipeline.hpp"
 #include "dsl/src/trace.hpp"
+#include "runtime/trace.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::detail {
@@ -14,12 +16,16 @@ Traced trace(const std::string& name, const std::vector<Array>& examples,
              const std::function<std::vector<Array>(const std::vector<Array>&,
                                                     std::function<std::any(const std::vector<Array>&)>&)>& fn) {
   Traced out;
+  const auto t0 = std::chrono::steady_clock::now();
+  rt::trace::Span span(rt::trace::kCompileTrack, "compile");
+  if (span.active()) span.name = "trace " + name;
   std::vector<Aval> in;
   for (auto& e : examples) in.push_back(Aval{e.dtype(), e.shape(), e.weak_type()});
   TracedGraph tg = trace_graph(name, in, [&](const std::vector<Array>& tracers) { return fn(tracers, out.rebuild); });
   out.outputs = tg.g.outputs.size();
   out.captured = tg.trace->captured;
   out.graph = std::make_shared<Graph>(std::move(tg.g));
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 
@@ -28,6 +34,7 @@ std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<A
   const Graph& g = *std::static_pointer_cast<Graph>(t.graph);
   LowerOptions lo;
   lo.name = opt.name;
+  lo.trace_seconds = t.seconds;
   lo.in_shardings.assign(g.params.size(), std::nullopt);
   for (size_t i = 0; i < arg_of_leaf.size(); ++i) {
     int a = arg_of_leaf[i];

@@ -1,6 +1,8 @@
 #include "dsl/src/pipeline.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <list>
@@ -11,8 +13,10 @@
 #include <tessel/device.hpp>
 
 #include "codegen/compile.hpp"
+#include "codegen/jit.hpp"
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/sharding_impl.hpp"
+#include "runtime/trace.hpp"
 #include "runtime/transfer.hpp"
 #include "tracer/build.hpp"
 #include "tessel/core/errors.hpp"
@@ -320,21 +324,34 @@ void verified(const Graph& g, const char* after_pass) {
 #endif
 }
 
-// What each pass of lower() made: verified between passes (debug builds) and,
+// What each pass of lower() made: verified between passes (debug builds),
+// timed (log_compiles, and an event on the trace's compile track) and,
 // under config().dump_dir / TESSEL_DUMP_DIR, written as
-// <n>.<program>.<k>-<pass>.txt, one file per pass in order.
+// <n>.<program>.<k>-<pass>.txt, one file per pass in order. A pass's time
+// runs from the previous pass's end.
 class PassLog {
  public:
-  PassLog() : dump_dir_(config().dump_dir) {}
+  explicit PassLog(std::string program)
+      : program_(std::move(program)), dump_dir_(config().dump_dir), t_(std::chrono::steady_clock::now()),
+        trace_t_(rt::trace::on() ? rt::trace::now_us() : 0) {}
   // A pass that made graph g (text: how to print it; to_text(g) by default).
   const Graph& after(const char* pass, const Graph& g, const std::string* text = nullptr) {
+    timed(pass);
     verified(g, pass);
-    if (!dump_dir_.empty()) record(pass, text ? *text : to_text(g));
+    if (!dump_dir_.empty()) texts_.emplace_back(pass, text ? *text : to_text(g));
     return g;
   }
   void record(const char* pass, const std::string& text) {
+    timed(pass);
     if (!dump_dir_.empty()) texts_.emplace_back(pass, text);
   }
+  // The pipeline's input, made by `pass` before lower() (not timed here).
+  void given(const char* pass, const Graph& g) {
+    verified(g, pass);
+    if (!dump_dir_.empty()) texts_.emplace_back(pass, to_text(g));
+  }
+  // Each pass's name and seconds, in order.
+  const std::vector<std::pair<std::string, double>>& times() const { return times_; }
   void dump(const std::string& program) const {
     if (dump_dir_.empty()) return;
     std::error_code ec;
@@ -348,7 +365,21 @@ class PassLog {
   }
 
  private:
+  void timed(const char* pass) {
+    const auto now = std::chrono::steady_clock::now();
+    times_.emplace_back(pass, std::chrono::duration<double>(now - t_).count());
+    t_ = now;
+    if (rt::trace::on()) {
+      const double us = rt::trace::now_us();
+      rt::trace::complete(rt::trace::kCompileTrack, std::string(pass) + " " + program_, "compile", trace_t_, us);
+      trace_t_ = us;
+    }
+  }
+  std::string program_;
   std::string dump_dir_;
+  std::chrono::steady_clock::time_point t_;
+  double trace_t_;
+  std::vector<std::pair<std::string, double>> times_;
   std::vector<std::pair<std::string, std::string>> texts_;
 };
 
@@ -407,6 +438,77 @@ std::size_t program_bytes(const Program& p, std::size_t code_bytes) {
 
 }  // namespace
 
+namespace {
+
+// How a program's arguments were laid out: for explaining a recompile.
+struct CallSignature {
+  std::vector<std::string> args;  // aval and sharding of each argument
+  std::string program;            // the traced program's exact key
+};
+
+std::string arg_text(const Array& a) {
+  const ArrayImpl& ai = concrete(a);
+  return aval_str(ai.dtype, ai.shape) + (ai.committed ? " " + ai.sharding->str() : std::string(" (uncommitted)"));
+}
+
+// Why `name` compiles now: its first compile, or what differs from its
+// previous one (jax_explain_cache_misses). One record per function name.
+std::string compile_reason(const std::string& name, const CallSignature& now) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, CallSignature> last;
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = last.find(name);
+  std::string why;
+  if (it == last.end()) {
+    why = "first compile";
+  } else {
+    const CallSignature& was = it->second;
+    if (was.args.size() != now.args.size()) {
+      why = "called with " + std::to_string(now.args.size()) + " array arguments, before with " +
+            std::to_string(was.args.size());
+    } else {
+      for (size_t i = 0; i < now.args.size(); ++i)
+        if (now.args[i] != was.args[i])
+          why += (why.empty() ? "" : "; ") + std::string("argument ") + std::to_string(i) + " is " + now.args[i] +
+                 ", was " + was.args[i];
+      if (why.empty())
+        why = was.program != now.program
+                  ? "the same argument types and shardings but a different traced program (new static values, "
+                    "closure constants or options)"
+                  : "the same program and arguments, evicted from the compile cache or given new shardings";
+    }
+  }
+  last[name] = now;
+  return why;
+}
+
+void log_compile(const Graph& traced, const std::vector<Array>& args, const LowerOptions& opt,
+                 const std::vector<std::pair<std::string, double>>& times, const codegen::JitThreadStats& before) {
+  CallSignature sig;
+  for (auto& a : args) sig.args.push_back(arg_text(a));
+  sig.program = fingerprint(traced).bytes();
+  const std::string why = compile_reason(opt.name, sig);
+  const codegen::JitThreadStats after = codegen::Jit::thread_stats();
+  double total = opt.trace_seconds;
+  for (auto& [pass, s] : times) total += s;
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(2);
+  os << "tessel: compiled " << (opt.is_op ? opt.name : "jit(" + opt.name + ")") << " for (";
+  for (size_t i = 0; i < sig.args.size(); ++i) os << (i ? ", " : "") << sig.args[i];
+  os << ") in " << total * 1e3 << " ms because: " << why << ". Passes:";
+  if (opt.trace_seconds > 0) os << " trace " << opt.trace_seconds * 1e3 << " ms,";
+  for (size_t i = 0; i < times.size(); ++i) os << (i ? ", " : " ") << times[i].first << ' ' << times[i].second * 1e3 << " ms";
+  os << " (LLVM: " << after.llvm_compiles - before.llvm_compiles << " kernel(s) in "
+     << (after.llvm_seconds - before.llvm_seconds) * 1e3 << " ms";
+  if (const std::size_t hits = after.disk_hits - before.disk_hits) os << ", " << hits << " from the disk cache";
+  if (const std::size_t rej = after.disk_rejected - before.disk_rejected) os << ", " << rej << " disk entries rejected";
+  os << ")\n";
+  std::cerr << os.str() << std::flush;
+}
+
+}  // namespace
+
 // A script of named passes: inline-calls, rewrite-for-mesh, propagate,
 // partition, compile (each logged by PassLog above).
 std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Array>& args, const LowerOptions& opt,
@@ -415,8 +517,8 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
   if (auto hit = program_cache().find(key, compile)) return hit;
 
   auto p = std::make_shared<Program>();
-  PassLog passes;
-  passes.after("trace", traced);
+  PassLog passes(opt.name);
+  passes.given("trace", traced);
   // Calls become their bodies: every later pass sees plain primitives.
   Graph inlined;
   const bool calls = has_calls(traced);
@@ -490,7 +592,9 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
   p->cost = cost_of(p->partitioned.local);
   p->communication = communication_of(p->partitioned.local);
   std::size_t code_bytes = 0;
+  const codegen::JitThreadStats jit_before = codegen::Jit::thread_stats();
   if (compile) {
+    codegen::Jit::get().set_disk_cache(config().compilation_cache_dir);
     auto c = codegen::compile(p->partitioned.local, {threads_per_device()});
     code_bytes = c.code_bytes;
     p->executable = c.executable;
@@ -507,6 +611,7 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
     p->peak_bytes = c.executable->peak_bytes();
     p->memory = {{"argument_size_in_bytes", arg}, {"output_size_in_bytes", out}, {"temp_size_in_bytes", temp}, {"peak_memory_in_bytes", arg + p->peak_bytes}};
     passes.record("compile", p->thunks_text);
+    if (config().log_compiles) log_compile(traced, args, opt, passes.times(), jit_before);
   }
   passes.dump(opt.name);
   program_cache().insert(std::move(key), p, program_bytes(*p, code_bytes));
@@ -547,6 +652,8 @@ void check_memory(const Program& p) {
 
 std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
   TESSEL_CHECK_INTERNAL(p.executable, "running a program that was not compiled");
+  rt::trace::Span span(rt::trace::kDispatchTrack, "dispatch");
+  if (span.active()) span.name = p.global.name;
   check_memory(p);
   const MeshRef& mesh = p.common.mesh;
   const std::size_t n = std::size_t(mesh->size());

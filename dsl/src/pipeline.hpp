@@ -26,6 +26,7 @@ struct LowerOptions {
   bool is_op = false;                                   // an eager op (argument names x1, x2, ...)
   std::vector<std::optional<Sharding>> in_shardings;   // per parameter (flattened)
   std::vector<std::optional<Sharding>> out_shardings;  // per output (flattened)
+  double trace_seconds = 0;                             // how long tracing took (the compile log)
 };
 
 struct CostAnalysis {

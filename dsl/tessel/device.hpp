@@ -25,6 +25,16 @@ struct Config {
   // holds is then freed, its machine code too. Read at every compile.
   std::size_t compile_cache_max_entries = 4096;
   std::size_t compile_cache_max_bytes = std::size_t(512) << 20;
+  // jax_log_compiles (env TESSEL_LOG_COMPILES=0/1): one line on stderr per
+  // compile, with the function, why it compiled (first call, or which
+  // argument's shape, dtype or sharding, or the traced program, changed) and
+  // the time of each pass.
+  bool log_compiles = false;
+  // The persistent compilation cache (env TESSEL_CACHE_DIR); empty: none.
+  // Kernels' object code is stored there keyed by their exact IR, the host
+  // CPU and tessel's version, so a later process skips LLVM for kernels it
+  // has seen. Entries that are corrupt or made for another CPU are ignored.
+  std::string compilation_cache_dir;
 };
 
 // The process-wide settings.

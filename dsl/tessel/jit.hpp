@@ -62,6 +62,7 @@ struct Traced {
   std::vector<Array> captured;
   std::function<std::any(const std::vector<Array>&)> rebuild;
   std::size_t outputs = 0;
+  double seconds = 0;  // how long tracing took
 };
 
 // Traces fn over fresh tracers of the given avals (dtype, shape, weak).

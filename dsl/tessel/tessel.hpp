@@ -17,6 +17,7 @@
 #include <tessel/lax.hpp>
 #include <tessel/linalg.hpp>
 #include <tessel/ops.hpp>
+#include <tessel/profiler.hpp>
 #include <tessel/random.hpp>
 #include <tessel/shard_map.hpp>
 #include <tessel/sharding.hpp>

@@ -67,7 +67,22 @@ TEST_CASE("the tracer includes nothing of LLVM, oneDNN or TBB, nor the other fol
     CHECK_FALSE(includes(t, "tbb"));
     CHECK_FALSE(includes(t, "runtime/"));
     CHECK_FALSE(includes(t, "codegen/"));
-    CHECK_FALSE(includes(t, "tessel/"));
+    // Of the public headers, only the vocabulary every layer shares.
+    CHECK_FALSE(includes(t, "tessel/(?!core/)"));
+  }
+}
+
+TEST_CASE("tessel/core, the vocabulary every layer shares, includes only the standard library and itself") {
+  auto headers = sources("dsl/tessel/core");
+  REQUIRE(headers.size() >= 4);
+  for (auto& h : headers) {
+    CAPTURE(h.string());
+    std::regex inc("#\\s*include\\s*[<\"]([^>\"]+)[>\"]");
+    std::string t = read(h);
+    for (std::sregex_iterator it(t.begin(), t.end(), inc), end; it != end; ++it) {
+      std::string inc_path = (*it)[1];
+      CHECK_MESSAGE((inc_path.find('/') == std::string::npos || inc_path.rfind("tessel/core/", 0) == 0), inc_path);
+    }
   }
 }
 

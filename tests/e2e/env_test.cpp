@@ -4,9 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <tessel/tessel.hpp>
@@ -23,7 +26,7 @@ Outcome run_child(const std::string& env) {
   REQUIRE(std::filesystem::exists(exe));
   // The child gets a clean tessel environment plus `env`.
   std::string cmd = "env -u TESSEL_DEVICE_COUNT -u TESSEL_THREADS_PER_DEVICE -u TESSEL_THREEFRY_PARTITIONABLE "
-                    "-u TESSEL_DUMP_DIR " + env + " " + exe.string() + " 2>&1";
+                    "-u TESSEL_DUMP_DIR -u TESSEL_LOG_COMPILES -u TESSEL_CACHE_DIR -u TESSEL_TRACE " + env + " " + exe.string() + " 2>&1";
   Outcome o;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
@@ -55,6 +58,8 @@ TEST_CASE("bad environment variables are ts::Errors naming the variable and the 
       {"TESSEL_THREEFRY_PARTITIONABLE=2", "TESSEL_THREEFRY_PARTITIONABLE"},
       {"TESSEL_THREEFRY_PARTITIONABLE=yes", "yes"},
       {"TESSEL_DUMP_DIR=/proc/self/status", "/proc/self/status"},  // a file, not a directory
+      {"TESSEL_LOG_COMPILES=2", "TESSEL_LOG_COMPILES"},
+      {"TESSEL_LOG_COMPILES=yes", "yes"},
   };
   for (auto& b : bad) {
     CAPTURE(b.env);
@@ -82,4 +87,31 @@ TEST_CASE("parse_env_int is strict and bounded") {
   CHECK(parse_env_int("V", "-2", -5, 5) == -2);
   for (const char* bad : {"", "+3", " 3", "3 ", "3.0", "1e2", "65", "0", "4294967297", "-", "--1", "0x10"})
     CHECK_THROWS_AS(parse_env_int("V", bad, 1, 64), tessel::ValueError);
+}
+
+TEST_CASE("a second process links the kernels the first stored (TESSEL_CACHE_DIR), and TESSEL_TRACE writes a trace") {
+  const auto dir = std::filesystem::temp_directory_path() / ("tessel-env-cache-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string env = "TESSEL_LOG_COMPILES=1 TESSEL_CACHE_DIR=" + dir.string();
+  Outcome first = run_child(env);
+  Outcome second = run_child(env + " TESSEL_TRACE=" + (dir / "child.trace.json").string());
+  CAPTURE(first.out);
+  CAPTURE(second.out);
+  CHECK(first.code == 0);
+  CHECK(second.code == 0);
+  // The log line of the jitted function: compiled by LLVM first, linked from disk second.
+  CHECK(first.out.find("because: first compile") != std::string::npos);
+  CHECK(first.out.find("(LLVM: 1 kernel(s) in") != std::string::npos);
+  CHECK(first.out.find("from the disk cache") == std::string::npos);
+  CHECK(second.out.find("(LLVM: 0 kernel(s) in 0.00 ms, 1 from the disk cache)") != std::string::npos);
+  CHECK(second.out.find("ok devices=8 threads=") != std::string::npos);
+  CHECK(second.out.find("y[3]=6") != std::string::npos);
+  // The trace, written at exit.
+  CHECK(second.out.find("trace events to " + (dir / "child.trace.json").string()) != std::string::npos);
+  std::ifstream trace(dir / "child.trace.json");
+  std::stringstream text;
+  text << trace.rdbuf();
+  CHECK(text.str().find("\"traceEvents\"") != std::string::npos);
+  CHECK(text.str().find("\"name\":\"device 7\"") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
