@@ -267,3 +267,55 @@ TEST_CASE("fft derivatives against central differences (fft^T = fft; rfft, irfft
     }
   }
 }
+
+TEST_CASE("large transforms run in blocks and passes on the device's threads, against the direct DFT") {
+  // At least 2^15 elements: the transform is cut into blocks of its loops, and
+  // an fftn over every axis into two passes (codegen/fft.cpp). On one device.
+  auto one = ts::make_mesh({1}, {"d"});
+  auto on_one = [&](const Array& a) { return ts::device_put(a, ts::NamedSharding(one, P())); };
+  auto passes = [](const auto& f, const Array& x) { return f.lower(x).compile().as_text(); };
+  for (auto t : {ts::complex64, ts::complex128}) {
+    const double tol = t == ts::complex64 ? 4e-6 : 1e-13;
+    CAPTURE(ts::dtype_name(t));
+    {
+      ts::Shape s{32, 32, 32};
+      Array x = on_one(carray(rand_c(11, 32768), s, t));
+      auto xv = host(x);
+      auto f = ts::jit([](const Array& a) { return fft::fftn(a); });
+      CHECK(passes(f, x).find("2 passes") != std::string::npos);
+      check_close(f(x), dft(xv, s, {0, 1, 2}, -1), tol);
+      auto g = ts::jit([](const Array& a) { return fft::ifftn(a, std::nullopt, std::vector<int>{2, 0, 1}); });
+      auto w = dft(xv, s, {0, 1, 2}, 1);
+      for (auto& z : w) z /= 32768.0;
+      check_close(g(x), w, tol);
+    }
+    {
+      ts::Shape s{256, 160};
+      Array x = on_one(carray(rand_c(12, 256 * 160), s, t));
+      auto f = ts::jit([](const Array& a) { return fft::fft(a, std::nullopt, 0); });  // strided, a loop of 160
+      CHECK(passes(f, x).find("in blocks") != std::string::npos);
+      check_close(f(x), dft(host(x), s, {0}, -1), tol);
+    }
+  }
+  for (auto t : {ts::float32, ts::float64}) {
+    const double tol = t == ts::float32 ? 4e-6 : 1e-13;
+    CAPTURE(ts::dtype_name(t));
+    ts::Shape s{64, 48, 12};
+    auto v = rand_c(13, 64 * 48 * 12);
+    std::vector<double> re;
+    for (auto z : v) re.push_back(z.real());
+    Array x = on_one(ts::array(re, s).astype(t));
+    auto xv = host(x);
+    auto full = dft(xv, s, {0, 1, 2}, -1);
+    std::vector<C> half;
+    for (std::int64_t i = 0; i < 64 * 48; ++i)
+      for (std::int64_t k = 0; k <= 6; ++k) half.push_back(full[size_t(i * 12 + k)]);
+    auto f = ts::jit([](const Array& a) { return fft::rfftn(a); });
+    CHECK(passes(f, x).find("2 passes") != std::string::npos);
+    Array X = f(x);
+    check_close(X, half, tol);
+    auto g = ts::jit([](const Array& a) { return fft::irfftn(a, std::vector<std::int64_t>{64, 48, 12}); });
+    CHECK(passes(g, X).find("2 passes") != std::string::npos);
+    check_close(g(X), xv, tol * 4);
+  }
+}
