@@ -58,6 +58,7 @@ class Expander {
         g, t_, out->params, [this](const Node& n, const std::vector<NodeRef>& ops) { return node(n, ops); },
         /*into_regions=*/false);
     for (auto& o : g.outputs) out->outputs.push_back(m.at(o.get()));
+    for (auto& e : g.effects) out->effects.push_back(m.at(e.get()));
     return out;
   }
 
@@ -388,7 +389,8 @@ class Expander {
       case Op::all_to_all:
       case Op::collective_permute:
       case Op::tuple:
-      case Op::get_tuple_element: return build::with_operands(t_, n, ops);  // packed: the same bytes move
+      case Op::get_tuple_element:
+      case Op::debug_callback: return build::with_operands(t_, n, ops);  // packed: the same bytes move (or are read)
       default:
         throw NotImplementedError(cat(op_name(n.op), " of complex values (", n.aval.str(),
                                       ") is not supported by the compiler yet"));

@@ -63,6 +63,41 @@ std::unique_ptr<rt::Thunk> scatter_routine(const Node& n, const std::vector<int>
   return std::make_unique<ScatterThunk>(n, reads.at(0), reads.at(1), reads.at(2), writes.at(0));
 }
 
+// debug_callback: the host function with the operands' values — on every
+// device inside shard_map, else on the launch's first device only (the
+// partitioner gave it the whole values). The token it writes is read by nothing.
+class DebugCallbackThunk final : public rt::Thunk {
+ public:
+  DebugCallbackThunk(const Node& n, std::vector<int> reads, int out)
+      : how_(n.attr<attr::DebugCallback>()), reads_(std::move(reads)), out_(out) {
+    if (how_.ordered) reads_.pop_back();  // the token of the effect before: ordering only
+    for (size_t k = 0; k < reads_.size(); ++k) avals_.push_back({n.in[k]->dtype(), n.in[k]->shape()});
+    text_ = "debug-callback " + std::to_string(how_.id) + (how_.every_device ? " (every device)" : " (first device)");
+  }
+  void run(rt::ExecContext& ctx) const override {
+    if (out_ >= 0) *static_cast<bool*>(ctx.slots[size_t(out_)]) = false;
+    if (!how_.every_device && ctx.position != 0) return;
+    std::vector<attr::EffectArg> args;
+    for (size_t k = 0; k < reads_.size(); ++k)
+      args.push_back(attr::EffectArg{avals_[k].first, avals_[k].second, ctx.slots[size_t(reads_[k])], ctx.device});
+    (*how_.fn)(args);
+  }
+  std::string describe() const override { return text_; }
+  const char* category() const override { return "callback"; }
+
+ private:
+  attr::DebugCallback how_;
+  std::vector<int> reads_;
+  int out_;
+  std::vector<std::pair<DType, Shape>> avals_;
+  std::string text_;
+};
+
+std::unique_ptr<rt::Thunk> debug_callback_routine(const Node& n, const std::vector<int>& reads,
+                                                  const std::vector<int>& writes) {
+  return std::make_unique<DebugCallbackThunk>(n, reads, writes.empty() ? -1 : writes.at(0));
+}
+
 // One entry per op; only Library-family ops have one.
 const std::array<LibraryRoutine, kNumOps>& table() {
   static const std::array<LibraryRoutine, kNumOps> t = [] {
@@ -71,6 +106,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     r[std::size_t(Op::scatter)] = &scatter_routine;
     for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
     r[std::size_t(Op::fft)] = &fft_routine;
+    r[std::size_t(Op::debug_callback)] = &debug_callback_routine;
     return r;
   }();
   return t;

@@ -60,6 +60,7 @@ Graph fold_transposes_into_dots(const Graph& g) {
   out.name = g.name;
   out.params = g.params;
   for (auto& o : g.outputs) out.outputs.push_back(m.at(o.get()));
+  for (auto& e : g.effects) out.effects.push_back(m.at(e.get()));
   return out;
 }
 

@@ -55,6 +55,9 @@ void Fft::print(std::ostream& os) const {
   os << '}';
   if (kind == FftKind::irfft) os << ", n=" << n;
 }
+void DebugCallback::print(std::ostream& os) const {
+  os << ", callback=" << id << (every_device ? ", every_device" : "") << (ordered ? ", ordered" : "");
+}
 void ArgReduce::print(std::ostream& os) const {
   os << ", dimensions={" << dimension << '}';  // the index dtype is the result's
 }

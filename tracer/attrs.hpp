@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -149,6 +150,30 @@ struct Fft {
   std::vector<std::int64_t> axes;
   std::int64_t n = 0;  // irfft only
   auto fields() const { return std::tie(kind, axes, n); }
+  void print(std::ostream& os) const;
+};
+// debug_callback: a host function called at run time with its operands'
+// values (ts::debug::print, ts::debug::callback); its result is a bool[]
+// token nothing reads (the graph keeps the node among its effects). `id`
+// stands for the function in keys and equality (unique per traced call);
+// with `every_device` it runs on each device with that device's values
+// (inside shard_map), else once, on the launch's first device, with the
+// whole values (gathered by the partitioner).
+struct EffectArg {
+  DType dtype;
+  Shape shape;
+  const void* data;  // row-major, dtype_size(dtype) bytes per element
+  int device;        // the device whose values these are (-1: the reference interpreter)
+};
+using EffectFn = std::function<void(const std::vector<EffectArg>&)>;
+struct DebugCallback {
+  std::int64_t id = 0;
+  bool every_device = false;
+  // The last operand is the token of the effect this one comes after (so
+  // a device runs a trace's effects in trace order); not passed to `fn`.
+  bool ordered = false;
+  std::shared_ptr<const EffectFn> fn;  // not a field: `id` stands for it
+  auto fields() const { return std::tie(id, every_device, ordered); }
   void print(std::ostream& os) const;
 };
 // threefry2x32: which of the two output words.
@@ -353,7 +378,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft>;
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback>;
 
 class Attrs {
  public:

@@ -19,6 +19,7 @@ struct Linearized {
   std::vector<NodeRef> tangent_params;   // per g param: its tangent param, or null
   std::vector<NodeRef> outputs;          // primal outputs (new)
   std::vector<NodeRef> output_tangents;  // null: zero
+  std::vector<NodeRef> effects;          // the primal's effects (new): they run once, on primal values
 };
 
 // Primal and tangent of every node, tangent params numbered from `first_tangent`.
@@ -61,6 +62,7 @@ void linearize(const Graph& g_in, const std::vector<bool>& wrt, int first_tangen
     if (ty || !tangent.count(y.get())) tangent[y.get()] = ty;
     return y;
   }, /*into_regions=*/false);
+  for (auto& e : g.effects) L.effects.push_back(primal.at(e.get()));
   for (auto& o : g.outputs) {
     NodeRef y = primal.at(o.get());
     L.outputs.push_back(y);
@@ -76,6 +78,7 @@ Graph jvp_graph(const Graph& g, const std::vector<bool>& wrt) {
   linearize(g, wrt, int(g.params.size()), L);
   Graph out;
   out.name = "jvp(" + g.name + ")";
+  out.effects = L.effects;
   out.params = L.params;
   for (auto& tp : L.tangent_params)
     if (tp) out.params.push_back(tp);
@@ -132,6 +135,7 @@ Graph vjp_graph(const Graph& g, const std::vector<bool>& wrt) {
   }
   Graph out;
   out.name = "vjp(" + g.name + ")";
+  out.effects = L.effects;
   out.params = L.params;
   out.params.insert(out.params.end(), ct_params.begin(), ct_params.end());
   out.outputs = L.outputs;

@@ -19,6 +19,9 @@ Graph batch_graph(const Graph& g_in, const std::vector<bool>& batched, const Bat
   Graph out;
   out.name = "vmap(" + g.name + ")";
   std::unordered_set<const Node*> is_batched;  // new nodes carrying a batch dimension
+  std::vector<NodeRef> deposited;              // effects the rules made (BatchInfo::effects)
+  BatchInfo info = b;
+  info.effects = &deposited;
   for (size_t i = 0; i < g.params.size(); ++i) {
     Aval a = g.params[i]->aval;
     if (batched[i]) a.shape.insert(a.shape.begin(), b.size);
@@ -35,7 +38,7 @@ Graph batch_graph(const Graph& g_in, const std::vector<bool>& batched, const Bat
           any = any || flags.back();
         }
         if (!any) return build::with_operands(t, n, x);
-        NodeRef y = rules(n.op).batch(t, n, x, flags, b);
+        NodeRef y = rules(n.op).batch(t, n, x, flags, info);
         is_batched.insert(y.get());
         return y;
       },
@@ -47,6 +50,8 @@ Graph batch_graph(const Graph& g_in, const std::vector<bool>& batched, const Bat
     if (out_batched) out_batched->push_back(bat);
     out.outputs.push_back(bt::batched(t, y, bat, b));
   }
+  for (auto& e : g.effects) out.effects.push_back(m.at(e.get()));
+  out.effects.insert(out.effects.end(), deposited.begin(), deposited.end());
   return out;
 }
 

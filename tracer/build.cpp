@@ -153,6 +153,10 @@ NodeRef threefry2x32(NodeTable& t, const NodeRef& k0, const NodeRef& k1, const N
 
 NodeRef fft(NodeTable& t, const NodeRef& x, attr::Fft how) { return make(t, Op::fft, {x}, std::move(how)); }
 
+NodeRef debug_callback(NodeTable& t, const std::vector<NodeRef>& args, attr::DebugCallback how) {
+  return make(t, Op::debug_callback, args, std::move(how));
+}
+
 NodeRef linalg(NodeTable& t, Op op, const std::vector<NodeRef>& operands, attr::Linalg how) {
   return make(t, op, operands, how);
 }

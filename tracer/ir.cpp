@@ -195,6 +195,7 @@ std::vector<NodeRef> Graph::topo_order() const {
     }
   };
   for (auto& p : params) visit(p);
+  for (auto& e : effects) visit(e);
   for (auto& o : outputs) visit(o);
   return order;
 }
@@ -238,6 +239,8 @@ Key fingerprint(const Graph& g) {
   for (auto& p : g.params) k.pod(number.at(p.get()));
   k.pod(std::uint64_t(g.outputs.size()));
   for (auto& o : g.outputs) k.pod(number.at(o.get()));
+  k.pod(std::uint64_t(g.effects.size()));
+  for (auto& e : g.effects) k.pod(number.at(e.get()));
   return k;
 }
 
@@ -328,7 +331,13 @@ void print_graph(std::ostream& os, const Graph& g, const std::string& indent,
   }
   os << indent << "  ROOT (";
   for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", " : "") << '%' << name[g.outputs[i].get()];
-  os << ")\n" << indent << "}\n";
+  os << ")";
+  if (!g.effects.empty()) {
+    os << " EFFECTS (";
+    for (size_t i = 0; i < g.effects.size(); ++i) os << (i ? ", " : "") << '%' << name[g.effects[i].get()];
+    os << ")";
+  }
+  os << "\n" << indent << "}\n";
 }
 
 }  // namespace

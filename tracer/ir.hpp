@@ -86,8 +86,13 @@ struct Graph {
   std::string name = "f";
   std::vector<NodeRef> params;   // parameter nodes, by index
   std::vector<NodeRef> outputs;  // results, in order
+  // Nodes kept for their side effects though no output uses them
+  // (debug_callback: ts::debug::print and callback), in trace order. A pass
+  // that rebuilds a graph maps them as it maps the outputs.
+  std::vector<NodeRef> effects;
 
-  // Every node reachable from the outputs (and every parameter), operands first.
+  // Every node reachable from the outputs and the effects (and every
+  // parameter), operands first.
   std::vector<NodeRef> topo_order() const;
 };
 

@@ -119,6 +119,7 @@ enum class OpCost : std::uint8_t {
   X(eigh, "eigh", Library, Never, Linalg)                                       \
   X(svd, "svd", Library, Never, Linalg)                                         \
   X(fft, "fft", Library, Never, Fft)                                            \
+  X(debug_callback, "debug-callback", Library, Never, DebugCallback)            \
   X(dot_general, "dot", Dot, Never, Dot)                                        \
   X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)    \
   X(pvary, "pvary", Annotation, Free, AxisIndex)   \

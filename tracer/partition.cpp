@@ -20,6 +20,9 @@ struct Partitioner final : LocalBuilder {
   MeshRef mesh;
   NodeTable& t;
   std::vector<int> manual;  // axes enclosing shard_maps made manual (g is one's body)
+  // Effects of shard_map bodies inlined into the graph being built (its
+  // own effects are mapped by whoever builds it).
+  std::vector<NodeRef> effects;
   std::unordered_map<const Node*, NodeRef> local;
   // Each shard_map's results, as the per-device program holds them: split by
   // its out_specs over its manual axes, then by its body's automatic splits.
@@ -248,6 +251,8 @@ struct Partitioner final : LocalBuilder {
     for (size_t k = 0; k < body.params.size(); ++k) sub.local[body.params[k].get()] = ops[k];
     for (auto& b : body.topo_order())
       if (b->op != Op::parameter) sub.local[b.get()] = sub.emit(b);
+    for (auto& e : body.effects) effects.push_back(sub.local.at(e.get()));
+    effects.insert(effects.end(), sub.effects.begin(), sub.effects.end());
     std::vector<NodeRef> outs;
     auto& joined = shard_map_out[&n];
     for (size_t i = 0; i < body.outputs.size(); ++i) {
@@ -279,6 +284,8 @@ struct Partitioner final : LocalBuilder {
       const NodeRef& o = r.outputs[k];
       g->outputs.push_back(sub.reshard(sub.local.at(o.get()), o->shape(), ra.value.at(o.get()), outputs.at(k)));
     }
+    for (auto& e : r.effects) g->effects.push_back(sub.local.at(e.get()));
+    g->effects.insert(g->effects.end(), sub.effects.begin(), sub.effects.end());
     return g;
   }
 
@@ -377,7 +384,7 @@ struct Partitioner final : LocalBuilder {
     inner.insert(inner.end(), rows.begin(), rows.end());
     NodeRef step = build::scalar(w, DType::int32, sc.reverse ? -1 : 1);
     g->outputs.push_back(build::binary(w, Op::add, counter, step));
-    for (auto& o : inline_graph(w, *local_body, inner)) g->outputs.push_back(o);
+    for (auto& o : inline_graph(w, *local_body, inner, &g->effects)) g->outputs.push_back(o);
     attr::Scan ls = sc;
     ls.body = g;
     ls.consts = std::int64_t(c + split.size());
@@ -395,6 +402,7 @@ struct Partitioner final : LocalBuilder {
   // LocalBuilder, for the ops' partition rules (Rule<Op>::local).
   NodeTable& table() override { return t; }
   const MeshRef& device_mesh() const override { return mesh; }
+  bool in_shard_map() const override { return !manual.empty(); }
 };
 
 }  // namespace
@@ -414,6 +422,8 @@ PartitionedProgram partition(const Graph& g, const ShardingAssignment& a) {
     out.local.outputs.push_back(p.local.at(o.get()));
     out.output_shardings.push_back(a.value.at(o.get()));
   }
+  for (auto& e : g.effects) out.local.effects.push_back(p.local.at(e.get()));
+  out.local.effects.insert(out.local.effects.end(), p.effects.begin(), p.effects.end());
   return out;
 }
 

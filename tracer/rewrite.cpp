@@ -17,6 +17,7 @@ GraphRef rewrite_region(const Graph& r, NodeTable& t, const RewriteFn& fn) {
   g->name = r.name;
   g->params = params;
   for (auto& o : r.outputs) g->outputs.push_back(m.at(o.get()));
+  for (auto& e : r.effects) g->effects.push_back(m.at(e.get()));
   return g;
 }
 
@@ -54,10 +55,14 @@ std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, c
   return m;
 }
 
-std::vector<NodeRef> inline_graph(NodeTable& t, const Graph& g, const std::vector<NodeRef>& args) {
+std::vector<NodeRef> inline_graph(NodeTable& t, const Graph& g, const std::vector<NodeRef>& args,
+                                  std::vector<NodeRef>* effects) {
   auto m = rewrite(g, t, args);
   std::vector<NodeRef> outs;
   for (auto& o : g.outputs) outs.push_back(m.at(o.get()));
+  TESSEL_CHECK_INTERNAL(effects || g.effects.empty(), "inlining ", g.name, " would drop its effects");
+  if (effects)
+    for (auto& e : g.effects) effects->push_back(m.at(e.get()));
   return outs;
 }
 
@@ -77,6 +82,7 @@ GraphRef reparameterize(const Graph& g, const std::vector<Aval>& avals, const st
   } else {
     for (int k : outputs) r->outputs.push_back(m.at(g.outputs.at(size_t(k)).get()));
   }
+  for (auto& e : g.effects) r->effects.push_back(m.at(e.get()));
   return r;
 }
 
@@ -90,18 +96,34 @@ Graph inline_calls(const Graph& g) {
   NodeTable t;
   std::vector<NodeRef> params;
   for (size_t i = 0; i < g.params.size(); ++i) params.push_back(build::parameter(t, int(i), g.params[i]->aval));
+  // Each graph of the region tree is inlined by its own call of this
+  // function, so the effects of an inlined body join the graph it lands in.
+  std::vector<NodeRef> inlined_effects;
   RewriteFn fn = [&](const Node& n, const std::vector<NodeRef>& ops) -> NodeRef {
     if (n.op == Op::get_tuple_element) return build::get_tuple_element(t, ops[0], n.attr<attr::TupleIndex>().index);
-    if (n.op != Op::call) return build::with_operands(t, n, ops);
-    // The body was rewritten first (its calls are inlined already).
-    std::vector<NodeRef> outs = inline_graph(t, *n.attr<attr::Call>().body, ops);
-    return outs.size() == 1 ? outs[0] : build::tuple(t, outs);
+    if (n.op == Op::call) {
+      const Graph body = inline_calls(*n.attr<attr::Call>().body);
+      std::vector<NodeRef> outs = inline_graph(t, body, ops, &inlined_effects);
+      return outs.size() == 1 ? outs[0] : build::tuple(t, outs);
+    }
+    auto regions = n.regions();
+    if (regions.empty()) return build::with_operands(t, n, ops);
+    std::vector<GraphRef> rebuilt;
+    for (auto& r : regions) rebuilt.push_back(std::make_shared<Graph>(inline_calls(*r)));
+    Node copy;
+    copy.op = n.op;
+    copy.in = n.in;
+    copy.aval = n.aval;
+    copy.attrs = n.attrs.with_regions(rebuilt);
+    return build::with_operands(t, copy, ops);
   };
-  auto m = rewrite(g, t, params, fn);
+  auto m = rewrite(g, t, params, fn, /*into_regions=*/false);
   Graph out;
   out.name = g.name;
   out.params = params;
   for (auto& o : g.outputs) out.outputs.push_back(m.at(o.get()));
+  for (auto& e : g.effects) out.effects.push_back(m.at(e.get()));
+  out.effects.insert(out.effects.end(), inlined_effects.begin(), inlined_effects.end());
   return out;
 }
 

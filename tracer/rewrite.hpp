@@ -27,8 +27,11 @@ using RewriteFn = std::function<NodeRef(const Node& old, const std::vector<NodeR
 std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, const std::vector<NodeRef>& params,
                                                  const RewriteFn& fn = {}, bool into_regions = true);
 
-// g's outputs computed on `args` in t (g inlined: parameter i is args[i]).
-std::vector<NodeRef> inline_graph(NodeTable& t, const Graph& g, const std::vector<NodeRef>& args);
+// g's outputs computed on `args` in t (g inlined: parameter i is args[i]);
+// g's effects, inlined too, are appended to `effects` (which must be given
+// when g has effects: the graph receiving the nodes keeps them).
+std::vector<NodeRef> inline_graph(NodeTable& t, const Graph& g, const std::vector<NodeRef>& args,
+                                  std::vector<NodeRef>* effects = nullptr);
 
 // g with parameters of `avals` (in a fresh table), g's parameter i becoming
 // parameter pos[i] (others unused); its outputs `outputs` of g's (all when

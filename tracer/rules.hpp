@@ -51,6 +51,8 @@ class LocalBuilder {
   virtual NodeRef offset(const std::vector<int>& axes, std::int64_t scale) = 0;
   // x, holding an array of global shape G laid out as `from`, laid out as `to`.
   virtual NodeRef reshard(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) = 0;
+  // Whether the node is in a shard_map body (some mesh axes are manual).
+  virtual bool in_shard_map() const = 0;
 };
 
 // What a batching rule knows of the vmap it is part of: the batch size, and
@@ -59,6 +61,9 @@ class LocalBuilder {
 struct BatchInfo {
   std::int64_t size = 1;
   std::string spmd_axis;
+  // Where a rule puts effect nodes (debug_callback) its result does not
+  // reach: the batched graph keeps them (batch_graph sets it).
+  std::vector<NodeRef>* effects = nullptr;
 };
 
 struct OpRules {

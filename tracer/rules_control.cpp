@@ -182,6 +182,7 @@ void Rule<Op::cond>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
     for (size_t k = 0; k < lin.size(); ++k) outs.push_back(no + int(k));
     auto g = std::make_shared<Graph>(*reparameterize(v, avals, pos, outs));
     g->name = "transpose(" + b->name + ")";
+    g->effects.clear();  // the forward pass ran them; the transpose does not again
     tb.push_back(g);
   }
   std::vector<NodeRef> ops;
@@ -437,7 +438,8 @@ void Rule<Op::scan>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
   for (size_t k = 0; k < av.size(); ++k) g->params.push_back(build::parameter(u, int(k), av[k]));
   std::vector<NodeRef> mapped;
   for (int p : pos) mapped.push_back(g->params[size_t(p)]);
-  const std::vector<NodeRef> vo = inline_graph(u, v, mapped);
+  std::vector<NodeRef> forward_effects;  // the forward pass ran them; the transpose does not again
+  const std::vector<NodeRef> vo = inline_graph(u, v, mapped, &forward_effects);
   auto vout = [&](int k) { return vo.at(size_t(m + ny + k)); };
   // Outputs: ct carries (the carries' cts), accumulators + lin consts' cts, then lin xs' cts.
   const int nl = int(lin_c.size());
@@ -488,7 +490,8 @@ NodeRef Rule<Op::cond>::batch(NodeTable& t, const Node& n, const std::vector<Nod
   NodeRef idx = build::binary(t, Op::max, build::binary(t, Op::min, x[0], build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(nb - 1)), x[0]->shape(), {})),
                               build::broadcast_in_dim(t, build::scalar(t, DType::int32, 0), x[0]->shape(), {}));
   std::vector<std::vector<NodeRef>> outs;
-  for (auto& g : bb) outs.push_back(inline_graph(t, *g, ops));
+  // A batched predicate runs every branch (as JAX's select): their effects too.
+  for (auto& g : bb) outs.push_back(inline_graph(t, *g, ops, b.effects));
   std::vector<NodeRef> results = outs[0];
   for (std::int64_t k = 1; k < nb; ++k) {
     NodeRef is_k = build::binary(t, Op::eq, idx, build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(k)), idx->shape(), {}));
@@ -516,7 +519,7 @@ NodeRef Rule<Op::while_>::batch(NodeTable& t, const Node& n, const std::vector<N
   cond->name = "vmap(" + w.cond->name + ")";
   body->name = "vmap(" + w.body->name + ")";
   for (auto& p : cb.params) cond->params.push_back(build::parameter(u, int(cond->params.size()), p->aval));
-  NodeRef pred = inline_graph(u, cb, cond->params).at(0);
+  NodeRef pred = inline_graph(u, cb, cond->params, &cond->effects).at(0);
   NodeRef any = build::reduce(u, Op::reduce_max, build::convert(u, pred, DType::int32), {0});
   cond->outputs = {build::binary(u, Op::gt, any, build::scalar(u, DType::int32, 0))};
   NodeTable v;
@@ -530,8 +533,9 @@ NodeRef Rule<Op::while_>::batch(NodeTable& t, const Node& n, const std::vector<N
   std::vector<NodeRef> cin = cps, bin = bps;
   cin.insert(cin.end(), cs.begin(), cs.end());
   bin.insert(bin.end(), cs.begin(), cs.end());
-  NodeRef p = inline_graph(v, cb, cin).at(0);
-  std::vector<NodeRef> next = inline_graph(v, bb, bin);
+  std::vector<NodeRef> again;  // the condition's effects ran in the condition region already
+  NodeRef p = inline_graph(v, cb, cin, &again).at(0);
+  std::vector<NodeRef> next = inline_graph(v, bb, bin, &body->effects);
   for (size_t k = 0; k < m; ++k) body->outputs.push_back(select_lanes(v, p, next[k], cs[k]));
   attr::While nw;
   nw.cond = cond;

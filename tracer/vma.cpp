@@ -344,6 +344,7 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
       },
       /*into_regions=*/false);
   for (size_t k = 0; k < body.outputs.size(); ++k) g.outputs.push_back(raise(m.at(body.outputs[k].get()), outs.at(k)));
+  for (auto& e : body.effects) g.effects.push_back(m.at(e.get()));
   return g;
 }
 
@@ -370,6 +371,7 @@ Graph with_untyped_psums(const Graph& body) {
       },
       /*into_regions=*/false);
   for (auto& o : body.outputs) g.outputs.push_back(m.at(o.get()));
+  for (auto& e : body.effects) g.effects.push_back(m.at(e.get()));
   return g;
 }
 

@@ -16,6 +16,7 @@
 #include "codegen/jit.hpp"
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/sharding_impl.hpp"
+#include "runtime/device.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/transfer.hpp"
 #include "tracer/build.hpp"
@@ -199,6 +200,7 @@ Graph rewrite_for_mesh(const Graph& g, const CommonMesh& cm, const std::vector<s
     if (i < outs.size() && outs[i]) o = build::sharding_constraint(t, o, *outs[i]);
     r.outputs.push_back(o);
   }
+  for (auto& e : g.effects) r.effects.push_back(m.at(e.get()));
   return r;
 }
 
@@ -652,6 +654,10 @@ void check_memory(const Program& p) {
 
 std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
   TESSEL_CHECK_INTERNAL(p.executable, "running a program that was not compiled");
+  if (const int dev = rt::current_device(); dev >= 0)
+    throw ValueError("running " + p.global.name + " on device " + std::to_string(dev) +
+                     "'s own thread: tessel computations cannot run inside ts::debug::callback (the devices are "
+                     "running the program that called it; the callback receives host arrays to read)");
   rt::trace::Span span(rt::trace::kDispatchTrack, "dispatch");
   if (span.active()) span.name = p.global.name;
   check_memory(p);

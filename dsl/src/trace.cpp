@@ -141,13 +141,34 @@ TracedGraph trace_graph(const std::string& name, const std::vector<Aval>& in,
   r.g.name = name;
   r.g.params = t->params;
   r.g.outputs = std::move(outs);
+  r.g.effects = t->effects;
   r.trace = t;
   return r;
 }
 
 std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, const std::string& name) {
   TESSEL_CHECK_INTERNAL(g.params.size() == args.size(), "call_graph: ", g.params.size(), " params, ", args.size(), " args");
-  return apply(name, args, [&](NodeTable& t, const std::vector<NodeRef>& in) { return inline_graph(t, g, in); });
+  if (auto t = trace_of(args)) {
+    // Inlined into the trace; g's effects become the trace's.
+    std::vector<NodeRef> nodes;
+    for (auto& x : args) nodes.push_back(node_of(*t, x));
+    std::vector<Array> out;
+    for (auto& n : inline_graph(t->table, g, nodes, &t->effects)) out.push_back(make_tracer(t, n));
+    return out;
+  }
+  // One program with g's effects.
+  NodeTable table;
+  Graph e;
+  e.name = name;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArrayImpl& a = impl_of(args[i]);
+    e.params.push_back(build::parameter(table, int(i), Aval{a.dtype, a.shape, a.weak_type}));
+  }
+  e.outputs = inline_graph(table, g, e.params, &e.effects);
+  LowerOptions opt;
+  opt.name = name;
+  opt.is_op = true;
+  return execute(e, args, opt);
 }
 
 Array apply1(const std::string& name, const std::vector<Array>& inputs, const BuildOne& build) {

@@ -21,6 +21,7 @@ struct TraceState {
   std::vector<NodeRef> params;   // explicit inputs first, then captured arrays
   std::vector<Array> captured;   // concrete arrays the traced code closed over
   std::unordered_map<const void*, NodeRef> captured_node;
+  std::vector<NodeRef> effects;  // debug_callback nodes made in this trace (Graph::effects)
   bool active = true;
 };
 

@@ -137,6 +137,11 @@ std::vector<Case> cases() {
                  ts::Array f = ts::fft::irfft(ts::fft::fft(z, std::nullopt, 0), 4, 1);
                  return ts::real(w) + ts::imag(w) * 2.0f + ts::abs(z) + f;
                }});
+  c.push_back({"debug callback", [](ts::Array x, ts::Array y) {
+                 // Unrolled per example (tests/dsl/debug_print_test.cpp checks what it sees).
+                 ts::debug::callback([](const ts::Array&, const ts::Array&) {}, x, y);
+                 return x * 2.0f + y;
+               }});
   c.push_back({"linalg", [](ts::Array x, ts::Array y) {
                  namespace la = ts::linalg;
                  ts::Array a = x.index({ts::all, ts::slice(0, 3)}) + ts::eye(3) * 4.0f;
