@@ -3,6 +3,8 @@
 #include "codegen/host.hpp"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -86,9 +88,55 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-// This build of tessel: a hash of the library file holding this code (the
-// same kernel key may compile to different code in another build).
+// The GNU build-id of the loaded image holding this code, read from its
+// notes in memory (what runs, not what is on disk now), or empty.
+std::string loaded_build_id() {
+  struct Search {
+    std::uintptr_t addr;
+    std::string id;
+  } search{reinterpret_cast<std::uintptr_t>(&loaded_build_id), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        auto& s = *static_cast<Search*>(data);
+        bool mine = false;
+        for (int i = 0; i < info->dlpi_phnum && !mine; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          const std::uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          mine = ph.p_type == PT_LOAD && s.addr >= lo && s.addr < lo + ph.p_memsz;
+        }
+        if (!mine) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const char* name = p + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((nh->n_namesz + 3) & ~3u);
+            if (desc + nh->n_descsz > end) break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+              static const char* digits = "0123456789abcdef";
+              for (std::uint32_t k = 0; k < nh->n_descsz; ++k) {
+                const auto b = static_cast<unsigned char>(desc[k]);
+                s.id += digits[b >> 4];
+                s.id += digits[b & 15];
+              }
+              return 1;
+            }
+            p = desc + ((nh->n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.id;
+}
+
+// This build of tessel (the same kernel key may compile to different code
+// in another build): the loaded image's build-id, else a hash of its file.
 std::string build_identity() {
+  if (std::string id = loaded_build_id(); !id.empty()) return "build-id " + id;
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&build_identity), &info) || !info.dli_fname) return {};
   std::ifstream f(info.dli_fname, std::ios::binary);
@@ -210,6 +258,10 @@ Jit::Jit() : impl_(std::make_unique<Impl>()) {
   if (avx512_disabled()) jtmb.addFeatures({"-avx512f"});
   // Contract a * b + c into FMAs, as XLA:CPU does (JAX's bits depend on it).
   jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  // The code model LLJIT gives JITLink (x86-64 ELF): tessel makes the object
+  // files itself, with this target machine.
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  jtmb.setCodeModel(llvm::CodeModel::Small);
   impl_->tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
   impl_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "creating the JIT");
   // Kernels may call libm (float64 transcendentals, pow, atan2).
@@ -273,9 +325,8 @@ std::unique_ptr<llvm::MemoryBuffer> compile_to_object(llvm::TargetMachine& tm, l
 }  // namespace
 
 ModuleRef Jit::Impl::link(std::unique_ptr<llvm::MemoryBuffer> object, const std::vector<std::string>& symbols) {
-  auto made = jit->createJITDylib("tessel_module_" + std::to_string(dylibs++));
-  if (!made) throw InternalError("creating a JITDylib: " + to_string(made.takeError()));
-  llvm::orc::JITDylib& jd = *made;
+  // Bare: its symbols resolve through the main JITDylib (the process's, libm).
+  llvm::orc::JITDylib& jd = jit->getExecutionSession().createBareJITDylib("tessel_module_" + std::to_string(dylibs++));
   jd.addToLinkOrder(jit->getMainJITDylib());
   // Owned before the link: a failed one removes the dylib again.
   auto out = std::make_shared<CompiledModule>();
@@ -326,9 +377,14 @@ ModuleRef Jit::cached(const std::string& key, const std::function<ModuleSource()
     bool rejected = false;
     if (auto e = load_entry(path, host_id, key, rejected)) {
       std::lock_guard<std::mutex> lk(impl_->mutex);
-      m = impl_->link(llvm::MemoryBuffer::getMemBufferCopy(e->object, "tessel-disk-cache"), e->symbols);
-      ++t_stats.disk_hits;
-      how = "kernel from disk cache";
+      try {
+        m = impl_->link(llvm::MemoryBuffer::getMemBufferCopy(e->object, "tessel-disk-cache"), e->symbols);
+        ++t_stats.disk_hits;
+        how = "kernel from disk cache";
+      } catch (const InternalError&) {
+        rejected = true;  // an entry that does not link: compiled again, and rewritten below
+        m = nullptr;
+      }
     }
     t_stats.disk_rejected += rejected;
   }

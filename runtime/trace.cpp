@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/device.hpp"
+#include "runtime/mpi.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::rt::trace {
@@ -48,8 +49,16 @@ struct Recorder {
     }
   }
   ~Recorder() {
-    if (env_path.empty() || !detail::g_on.load()) return;
-    const std::string path = env_path;  // stop() clears it
+    if (env_path.empty() || !detail::g_on.load()) {
+      detail::g_on.store(false);  // a trace never stopped: later events (exit handlers) record nothing
+      return;
+    }
+    std::string path = env_path;  // stop() clears it
+    // Several processes: one file each.
+    if (mpi::initialized() && Runtime::started()) {
+      const Runtime& rt = Runtime::get();
+      path += ".p" + std::to_string(rt.process_of(rt.first_device_id()));
+    }
     try {
       std::size_t n = stop(path);
       std::fprintf(stderr, "tessel: wrote %zu trace events to %s\n", n, path.c_str());

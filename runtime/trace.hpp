@@ -42,7 +42,12 @@ class Span {
   // Set before the scope ends (only read when active()).
   std::string name, args;
   ~Span() {
-    if (t0_ >= 0) complete(track_, name, category_, t0_, now_us(), args);
+    if (t0_ < 0) return;
+    try {
+      complete(track_, name, category_, t0_, now_us(), args);
+    } catch (...) {
+      // An event that cannot be recorded (no memory) is dropped, never thrown from here.
+    }
   }
 
  private:

@@ -122,6 +122,7 @@ GraphRef jvp_region(const Graph& g, const std::vector<bool>& wrt, const std::vec
   auto r = reparameterize(j, avals, pos, out_idx);
   auto named = std::make_shared<Graph>(*r);
   named->name = name;
+  named->effects.clear();  // the primal region op (kept beside this one) runs them
   return named;
 }
 
@@ -261,6 +262,11 @@ NodeRef Rule<Op::while_>::jvp(NodeTable& t, const Node& n, const std::vector<Nod
   for (int j = 0; j < m; ++j) cav.push_back(strong(x[size_t(cc + bc + j)]->aval)), cpos.push_back(cc + j);
   for (int j : float_carries) cav.push_back(strong(x[size_t(cc + bc + j)]->aval));
   jw.cond = reparameterize(*w.cond, cav, cpos);
+  {
+    auto quiet = std::make_shared<Graph>(*jw.cond);
+    quiet->effects.clear();  // the primal loop runs the condition's effects
+    jw.cond = quiet;
+  }
   auto r = build::results(t, build::while_loop(t, std::move(jw), ops));
   std::vector<NodeRef> tangents;
   size_t f = 0;
@@ -334,6 +340,7 @@ NodeRef Rule<Op::scan>::jvp(NodeTable& t, const Node& n, const std::vector<NodeR
   {
     auto g = std::make_shared<Graph>(body);
     g->name = "residuals(" + body.name + ")";
+    g->effects.clear();  // the primal scan (kept beside this one) runs them
     for (int j = 0; j < m; ++j) g->outputs.push_back(body.params[size_t(c + j)]);
     rs.body = g;
   }

@@ -72,6 +72,7 @@ NodeRef Rule<Op::debug_callback>::batch(NodeTable& t, const Node& n, const std::
   // One call per batch element, each on that element's slices, each kept
   // among the batched graph's effects, each after the one before.
   TESSEL_CHECK_INTERNAL(b.effects, "batching debug_callback outside batch_graph");
+  if (b.size == 0) return build::broadcast_in_dim(t, build::scalar(t, DType::bool_, 0), {0}, {});  // no element: no call
   NodeRef token;
   for (std::int64_t i = 0; i < b.size; ++i) {
     std::vector<NodeRef> args;

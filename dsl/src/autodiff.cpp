@@ -31,7 +31,7 @@ std::vector<Array> run_traced(const Traced& t, const std::vector<Array>& inputs)
 }
 
 std::vector<Array> run_vjp(const Traced& t, const std::vector<Array>& inputs, const std::vector<bool>& wrt,
-                           std::vector<Array> cts) {
+                           std::vector<Array> cts, bool forward_effects) {
   check_differentiable(inputs, wrt);
   const Graph& g = graph_of(t);
   if (cts.empty()) {
@@ -52,6 +52,7 @@ std::vector<Array> run_vjp(const Traced& t, const std::vector<Array>& inputs, co
       throw ShapeError("vjp: the cotangent of output " + std::to_string(k) + " has shape " + shape_str(cts[k].shape()) +
                        ", the output " + g.outputs[k]->aval.str());
   Graph v = vjp_graph(typed_for_vjp(g, inputs), wrt);
+  if (!forward_effects) v.effects.clear();
   std::vector<Array> args = inputs;
   args.insert(args.end(), cts.begin(), cts.end());
   return call_graph(v, args, "vjp");

@@ -177,10 +177,11 @@ std::vector<Array> cond_call(const char* what, const Array& index, const std::ve
       pos.push_back(int(operands.size() + cap_at[b] + j - operands.size()));
     regions.push_back(reparameterize(traced[b].g, avals, pos));  // keeps the name
   }
-  return tessel::detail::apply(what, all, [&](NodeTable& t, const std::vector<NodeRef>& ns) {
-    std::vector<NodeRef> ops(ns.begin() + 1, ns.end());
-    return build::results(t, build::cond(t, ns[0], regions, ops));
-  });
+  return tessel::detail::apply_region(what, all, tessel::detail::any_effects(regions),
+                                     [&](NodeTable& t, const std::vector<NodeRef>& ns) {
+                                       std::vector<NodeRef> ops(ns.begin() + 1, ns.end());
+                                       return build::cond(t, ns[0], regions, ops);
+                                     });
 }
 
 std::vector<Array> while_call(const char* what, const Fn& cond_fn, const Fn& body_fn, const std::vector<Array>& init_in,
@@ -206,9 +207,8 @@ std::vector<Array> while_call(const char* what, const Fn& cond_fn, const Fn& bod
     std::vector<Array> all = c.trace->captured;
     all.insert(all.end(), b.trace->captured.begin(), b.trace->captured.end());
     all.insert(all.end(), init.begin(), init.end());
-    return tessel::detail::apply(what, all, [&](NodeTable& t, const std::vector<NodeRef>& ns) {
-      return build::results(t, build::while_loop(t, w, ns));
-    });
+    return tessel::detail::apply_region(what, all, tessel::detail::any_effects({w.cond, w.body}),
+                                       [&](NodeTable& t, const std::vector<NodeRef>& ns) { return build::while_loop(t, w, ns); });
   }
 }
 
@@ -251,9 +251,8 @@ std::vector<Array> scan_call(const Fn& f, const std::vector<Array>& init_in, con
     std::vector<Array> all = b.trace->captured;
     all.insert(all.end(), init.begin(), init.end());
     all.insert(all.end(), xs.begin(), xs.end());
-    return tessel::detail::apply("scan", all, [&](NodeTable& t, const std::vector<NodeRef>& ns) {
-      return build::results(t, build::scan(t, s, ns));
-    });
+    return tessel::detail::apply_region("scan", all, tessel::detail::any_effects({s.body}),
+                                       [&](NodeTable& t, const std::vector<NodeRef>& ns) { return build::scan(t, s, ns); });
   }
 }
 

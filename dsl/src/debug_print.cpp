@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -166,22 +167,37 @@ attr::EffectFn keeping_errors(attr::EffectFn fn) {
   };
 }
 
-// Adds a debug_callback node for `fn` to the innermost trace of args, or
-// returns false when none of args is traced.
-bool traced_callback(const std::vector<Array>& args, attr::EffectFn fn) {
-  // Staged in the innermost trace of the arguments, or (none traced) of the
-  // code running: inside jit a print of constants fires at run time too.
-  auto t = tessel::detail::trace_of(args);
-  if (!t) t = tessel::detail::current_trace();
+// The id of a print: the same for the same format and argument dtypes (what
+// its function does depends on nothing else), so that retracing a function
+// that prints (an eager grad, each call) finds its compiled program again.
+std::int64_t print_id(const std::string& fmt, const std::vector<DType>& dtypes) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::vector<DType>>, std::int64_t> ids;
+  std::lock_guard<std::mutex> lk(mu);
+  auto [it, fresh] = ids.try_emplace({fmt, dtypes}, 0);
+  if (fresh) it->second = g_next_id++;
+  return it->second;
+}
+
+// Adds a debug_callback node for `fn` (named `id`; 0: a fresh one, as a
+// callback's function cannot be compared) to the innermost trace running,
+// or returns false when no trace is.
+bool traced_callback(const std::vector<Array>& args, attr::EffectFn fn, std::int64_t id = 0) {
+  // Staged in the innermost trace of the code running (never hoisted to an
+  // outer trace of its arguments: inside a loop body it fires each
+  // iteration); inside jit a print of constants fires at run time too.
+  auto t = tessel::detail::current_trace();
   if (!t) return false;
   std::vector<NodeRef> nodes;
   for (auto& a : args) nodes.push_back(tessel::detail::node_of(*t, a));
   attr::DebugCallback how;
-  how.id = g_next_id++;
-  // After the trace's previous effect: a device runs them in trace order.
-  if (!t->effects.empty()) nodes.push_back(t->effects.back()), how.ordered = true;
+  how.id = id ? id : g_next_id++;
+  // After the trace's previous print or callback: a device runs them in trace order.
+  if (t->last_token) nodes.push_back(t->last_token), how.ordered = true;
   how.fn = std::make_shared<const attr::EffectFn>(keeping_errors(std::move(fn)));
-  t->effects.push_back(build::debug_callback(t->table, nodes, std::move(how)));
+  NodeRef node = build::debug_callback(t->table, nodes, std::move(how));
+  t->effects.push_back(node);
+  t->last_token = node;
   return true;
 }
 
@@ -216,7 +232,7 @@ void print_values(const std::string& fmt, const std::vector<Array>& args) {
     std::lock_guard<std::mutex> lk(out_mutex());
     std::cout << line << std::flush;
   };
-  if (traced_callback(args, fn)) return;
+  if (traced_callback(args, fn, print_id(fmt, traced))) return;
   std::vector<std::vector<unsigned char>> storage;
   fn(host_args(args, storage));
 }
@@ -243,6 +259,9 @@ void callback_values(std::function<void(const std::vector<Array>&)> f, const std
 namespace tessel {
 
 void effects_barrier() {
+  if (const int dev = rt::current_device(); dev >= 0)
+    throw ValueError("effects_barrier on device " + std::to_string(dev) +
+                     "'s own thread (inside ts::debug::callback) would wait for itself");
   if (rt::Runtime::started()) rt::Runtime::get().synchronize();
   std::exception_ptr e;
   {

@@ -61,7 +61,12 @@ std::string Trace::stop() {
 TraceAnnotation::TraceAnnotation(std::string name) : name_(std::move(name)), t0_(rt::trace::on() ? rt::trace::now_us() : -1) {}
 
 TraceAnnotation::~TraceAnnotation() {
-  if (t0_ >= 0) rt::trace::complete(rt::trace::kDispatchTrack, name_, "annotation", t0_, rt::trace::now_us());
+  if (t0_ < 0) return;
+  try {
+    rt::trace::complete(rt::trace::kDispatchTrack, name_, "annotation", t0_, rt::trace::now_us());
+  } catch (...) {
+    // Dropped (no memory), never thrown from a destructor.
+  }
 }
 
 }  // namespace tessel::profiler

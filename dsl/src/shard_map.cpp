@@ -291,14 +291,14 @@ std::vector<Array> shard_map_call(const std::string& name, const Mesh& mesh, con
   sm.out_specs = out_ax;
   sm.manual = manual;
   sm.check_vma = check_vma;
-  return apply(name, all_args, [&](NodeTable& tab, const std::vector<NodeRef>& in) {
+  return apply_region(name, all_args, any_effects({sm.body}), [&](NodeTable& tab, const std::vector<NodeRef>& in) {
     // The operands, as the in_specs lay them out (what propagation sees),
     // when no axis stays automatic; otherwise propagation leaves their
     // automatic axes open and the partitioner joins the two.
     std::vector<NodeRef> ops = in;
     if (all_manual)
       for (size_t k = 0; k < in.size(); ++k) ops[k] = build::sharding_constraint(tab, in[k], sm.in_specs[k]);
-    return build::results(tab, build::shard_map(tab, sm, ops));
+    return build::shard_map(tab, sm, ops);
   });
 }
 

@@ -148,8 +148,10 @@ TracedGraph trace_graph(const std::string& name, const std::vector<Aval>& in,
 
 std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, const std::string& name) {
   TESSEL_CHECK_INTERNAL(g.params.size() == args.size(), "call_graph: ", g.params.size(), " params, ", args.size(), " args");
-  if (auto t = trace_of(args)) {
-    // Inlined into the trace; g's effects become the trace's.
+  std::shared_ptr<TraceState> t = g.effects.empty() ? nullptr : current_trace();
+  if (!t) t = trace_of(args);
+  if (t) {
+    // Inlined into the trace (with effects, the code's innermost); g's effects become the trace's.
     std::vector<NodeRef> nodes;
     for (auto& x : args) nodes.push_back(node_of(*t, x));
     std::vector<Array> out;
@@ -169,6 +171,30 @@ std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, co
   opt.name = name;
   opt.is_op = true;
   return execute(e, args, opt);
+}
+
+std::vector<Array> apply_region(const std::string& name, const std::vector<Array>& inputs, bool effects,
+                                const BuildOne& make) {
+  std::shared_ptr<TraceState> t = effects ? current_trace() : nullptr;
+  if (!t) t = trace_of(inputs);
+  if (t) {
+    std::vector<NodeRef> nodes;
+    for (auto& x : inputs) nodes.push_back(node_of(*t, x));
+    NodeRef n = make(t->table, nodes);
+    if (effects) t->effects.push_back(n);
+    std::vector<Array> out;
+    for (auto& r : build::results(t->table, n)) out.push_back(make_tracer(t, r));
+    return out;
+  }
+  return apply(name, inputs, [&](NodeTable& table, const std::vector<NodeRef>& in) {
+    return build::results(table, make(table, in));  // its results are the program's outputs: it runs
+  });
+}
+
+bool any_effects(const std::vector<GraphRef>& graphs) {
+  for (auto& g : graphs)
+    if (g && !g->effects.empty()) return true;
+  return false;
 }
 
 Array apply1(const std::string& name, const std::vector<Array>& inputs, const BuildOne& build) {

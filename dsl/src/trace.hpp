@@ -21,7 +21,8 @@ struct TraceState {
   std::vector<NodeRef> params;   // explicit inputs first, then captured arrays
   std::vector<Array> captured;   // concrete arrays the traced code closed over
   std::unordered_map<const void*, NodeRef> captured_node;
-  std::vector<NodeRef> effects;  // debug_callback nodes made in this trace (Graph::effects)
+  std::vector<NodeRef> effects;  // nodes kept for their effects (Graph::effects): debug_callbacks, regions holding some
+  NodeRef last_token;            // the latest debug_callback's token: the next one comes after it
   bool active = true;
 };
 
@@ -58,6 +59,15 @@ using BuildOne = std::function<NodeRef(NodeTable&, const std::vector<NodeRef>&)>
 // Runs `build` over the inputs' nodes: traced, or eagerly as a one-op program.
 std::vector<Array> apply(const std::string& name, const std::vector<Array>& inputs, const BuildMany& build);
 Array apply1(const std::string& name, const std::vector<Array>& inputs, const BuildOne& build);
+// A region op (cond, while, scan, shard_map) built by `make` over the
+// inputs' nodes, its results returned. When `effects` (its regions hold
+// some), it is staged in the code's innermost trace (not hoisted to the
+// inputs') and kept among that trace's effects, so it runs though nothing
+// reads its results.
+std::vector<Array> apply_region(const std::string& name, const std::vector<Array>& inputs, bool effects,
+                                const BuildOne& make);
+// Whether any of the graphs holds effects.
+bool any_effects(const std::vector<GraphRef>& graphs);
 // g run on args: inlined into the innermost trace when any argument is a
 // tracer, else as one compiled program through the pipeline.
 std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, const std::string& name);

@@ -18,9 +18,11 @@ namespace tessel {
 namespace detail {
 // Runs the traced function's vjp graph on inputs (arguments + captured) with
 // output cotangents `cts` (empty: one scalar output, cotangent 1); returns
-// the outputs, then the cotangents of the inputs marked in wrt.
+// the outputs, then the cotangents of the inputs marked in wrt. Without
+// forward_effects the forward pass's prints and callbacks do not run (vjp's
+// function: the forward pass ran them when vjp was called).
 std::vector<Array> run_vjp(const Traced& t, const std::vector<Array>& inputs, const std::vector<bool>& wrt,
-                           std::vector<Array> cts);
+                           std::vector<Array> cts, bool forward_effects = true);
 // Runs the jvp graph: outputs, then output tangents.
 std::vector<Array> run_jvp(const Traced& t, const std::vector<Array>& inputs, const std::vector<bool>& wrt,
                            const std::vector<Array>& tangents);
@@ -131,7 +133,7 @@ auto vjp(const F& f, const Args&... primals) {
   for (std::size_t k = 0; k < arrays.size(); ++k) wrt[k] = true;
   std::tuple<Args...> saved{primals...};
   std::function<std::tuple<Args...>(const R&)> fn = [t, inputs, wrt, saved](const R& ct) {
-    std::vector<Array> outs = detail::run_vjp(*t, inputs, wrt, tree::flatten(ct));
+    std::vector<Array> outs = detail::run_vjp(*t, inputs, wrt, tree::flatten(ct), /*forward_effects=*/false);
     std::vector<Array> cts(outs.begin() + std::ptrdiff_t(t->outputs), outs.end());
     std::size_t next = 0;
     return std::apply([&](const auto&... p) { return std::tuple<Args...>{detail::substitute(p, cts, next)...}; }, saved);

@@ -10,6 +10,8 @@
 
 #include <tessel/tessel.hpp>
 
+#include "dsl/src/pipeline.hpp"
+
 namespace ts = tessel;
 using ts::Array;
 using ts::P;
@@ -219,4 +221,71 @@ TEST_CASE("debug::callback hands the values to a C++ function at run time") {
     return x;
   })(ts::ones({1}));
   CHECK_THROWS_AS(ts::effects_barrier(), Mine);
+}
+
+TEST_CASE("debug::print runs where it is written: not hoisted out of branches and loops, not repeated by derivatives") {
+  // A print of an outer value inside a branch fires only when that branch runs.
+  auto f = ts::jit([](const Array& x) {
+    Array outer = x * 10.0f;
+    return ts::lax::cond(ts::sum(x) > 0.0f, [&](const Array& v) {
+      ts::debug::print("taken {}", outer);
+      return v;
+    }, [](const Array& v) { return -v; }, x);
+  });
+  // A loop whose result nobody reads still prints each iteration.
+  auto g = ts::jit([](const Array& x) {
+    ts::lax::fori_loop(0, 2, [](const Array& i, const Array& v) {
+      ts::debug::print("ignored {}", i);
+      return v;
+    }, x);
+    return x + 1.0f;
+  });
+  // Under grad, a loop body prints once per iteration (the derivative's own passes do not print again).
+  auto loss = [](const Array& w) {
+    Array s = ts::lax::fori_loop(0, 2, [](const Array& i, const Array& v) {
+      ts::debug::print("step {} {}", i, v);
+      return v * 2.0f;
+    }, w);
+    return ts::sum(s * s);
+  };
+  std::vector<std::string> l;
+  std::vector<float> gw, vj;
+  {
+    CaptureCout c;
+    f(-ts::ones({2})).block_until_ready();  // the other branch: no print
+    f(ts::ones({2})).block_until_ready();
+    g(ts::ones({1})).block_until_ready();
+    gw = ts::jit(ts::grad(loss))(ts::ones({2})).to_vector<float>();
+    // vjp's function does not re-run the forward pass's prints.
+    auto [out, back] = ts::vjp([](const Array& w) {
+      ts::debug::print("forward {}", w);
+      return w * 3.0f;
+    }, ts::ones({2}));
+    vj = std::get<0>(back(ts::ones({2}))).to_vector<float>();
+    out.block_until_ready();
+    l = c.lines();
+  }
+  CHECK(gw == std::vector<float>{32, 32});  // d/dw sum((4w)^2) = 32 w
+  CHECK(vj == std::vector<float>{3, 3});
+  CHECK(l == std::vector<std::string>{"taken [10. 10.]", "ignored 0", "ignored 1", "step 0 [1. 1.]", "step 1 [2. 2.]",
+                                      "forward [1. 1.]"});
+}
+
+TEST_CASE("a function that prints compiles once: retracing it (eager grad) finds its program") {
+  auto loss = [](const Array& w) {
+    ts::debug::print("w {}", w);
+    return ts::sum(w * w);
+  };
+  std::vector<std::string> l;
+  std::size_t compiles = 0;
+  {
+    CaptureCout c;
+    ts::grad(loss)(ts::ones({3})).block_until_ready();
+    const std::size_t before = ts::detail::compile_count();
+    ts::grad(loss)(ts::ones({3}) * 2.0f).block_until_ready();
+    compiles = ts::detail::compile_count() - before;
+    l = c.lines();
+  }
+  CHECK(compiles <= 1);  // the multiply by 2 (an eager op), not the gradient again
+  CHECK(l == std::vector<std::string>{"w [1. 1. 1.]", "w [2. 2. 2.]"});
 }
