@@ -182,12 +182,7 @@ class Expander {
       // like the operands and results they meet).
       std::vector<GraphRef> rs;
       for (auto& r : n.regions()) rs.push_back(expand(*r));
-      Node copy;
-      copy.op = n.op;
-      copy.in = n.in;
-      copy.aval = n.aval;
-      copy.attrs = n.attrs.with_regions(rs);
-      return build::with_operands(t_, copy, ops);
+      return with_regions(t_, n, rs, ops);
     }
     bool touches = is_cx(n.aval);
     for (auto& x : n.in) touches = touches || is_cx(x->aval);

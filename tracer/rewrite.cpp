@@ -55,6 +55,15 @@ std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, c
   return m;
 }
 
+NodeRef with_regions(NodeTable& t, const Node& n, const std::vector<GraphRef>& regions, const std::vector<NodeRef>& ops) {
+  Node copy;
+  copy.op = n.op;
+  copy.in = n.in;
+  copy.aval = n.aval;
+  copy.attrs = n.attrs.with_regions(regions);
+  return build::with_operands(t, copy, ops);
+}
+
 std::vector<NodeRef> inline_graph(NodeTable& t, const Graph& g, const std::vector<NodeRef>& args,
                                   std::vector<NodeRef>* effects) {
   auto m = rewrite(g, t, args);
@@ -110,12 +119,7 @@ Graph inline_calls(const Graph& g) {
     if (regions.empty()) return build::with_operands(t, n, ops);
     std::vector<GraphRef> rebuilt;
     for (auto& r : regions) rebuilt.push_back(std::make_shared<Graph>(inline_calls(*r)));
-    Node copy;
-    copy.op = n.op;
-    copy.in = n.in;
-    copy.aval = n.aval;
-    copy.attrs = n.attrs.with_regions(rebuilt);
-    return build::with_operands(t, copy, ops);
+    return with_regions(t, n, rebuilt, ops);
   };
   auto m = rewrite(g, t, params, fn, /*into_regions=*/false);
   Graph out;

@@ -27,6 +27,9 @@ using RewriteFn = std::function<NodeRef(const Node& old, const std::vector<NodeR
 std::unordered_map<const Node*, NodeRef> rewrite(const Graph& g, NodeTable& t, const std::vector<NodeRef>& params,
                                                  const RewriteFn& fn = {}, bool into_regions = true);
 
+// n's op and attributes, `regions` in place of its own, on operands `ops`.
+NodeRef with_regions(NodeTable& t, const Node& n, const std::vector<GraphRef>& regions, const std::vector<NodeRef>& ops);
+
 // g's outputs computed on `args` in t (g inlined: parameter i is args[i]);
 // g's effects, inlined too, are appended to `effects` (which must be given
 // when g has effects: the graph receiving the nodes keeps them).

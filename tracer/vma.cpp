@@ -305,10 +305,7 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
             carries = size_t(n.attr<attr::Scan>().carries);
           }
           for (size_t k = 0; k < carries; ++k) in[first_carry + k] = raise(in[first_carry + k], ct.results[k]);
-          auto copy = std::make_shared<Node>();
-          copy->op = n.op;
-          copy->attrs = n.attrs.with_regions(typed);
-          NodeRef y = build::with_operands(t, *copy, in);
+          NodeRef y = with_regions(t, n, typed, in);
           v[y.get()] = ct.results;
           return y;
         }
@@ -360,10 +357,7 @@ Graph with_untyped_psums(const Graph& body) {
           // Psums in loops and branches follow the rule too.
           std::vector<GraphRef> regions;
           for (auto& r : x.regions()) regions.push_back(std::make_shared<Graph>(with_untyped_psums(*r)));
-          auto copy = std::make_shared<Node>();
-          copy->op = x.op;
-          copy->attrs = x.attrs.with_regions(regions);
-          return build::with_operands(u, *copy, in);
+          return with_regions(u, x, regions, in);
         }
         if (x.op != Op::all_reduce || x.attr<attr::AllReduce>().reduce_op != Op::add) return build::with_operands(u, x, in);
         const auto& a = x.attr<attr::AllReduce>();

@@ -101,6 +101,28 @@ std::shared_ptr<TraceState> trace_of(const std::vector<Array>& xs) {
   return found;
 }
 
+namespace {
+
+// Runs what `build` makes of the inputs (and the effects it hands back) at
+// once, as one program through the pipeline (cached): eager mode.
+using BuildEager = std::function<std::vector<NodeRef>(NodeTable&, const std::vector<NodeRef>&, std::vector<NodeRef>&)>;
+std::vector<Array> run_eager(const std::string& name, const std::vector<Array>& inputs, const BuildEager& build) {
+  NodeTable table;
+  Graph g;
+  g.name = name;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ArrayImpl& a = impl_of(inputs[i]);
+    g.params.push_back(build::parameter(table, int(i), Aval{a.dtype, a.shape, a.weak_type}));
+  }
+  g.outputs = build(table, g.params, g.effects);
+  LowerOptions opt;
+  opt.name = name;
+  opt.is_op = true;
+  return execute(g, inputs, opt);
+}
+
+}  // namespace
+
 std::vector<Array> apply(const std::string& name, const std::vector<Array>& inputs, const BuildMany& build) {
   if (auto t = trace_of(inputs)) {
     std::vector<NodeRef> nodes;
@@ -109,19 +131,9 @@ std::vector<Array> apply(const std::string& name, const std::vector<Array>& inpu
     for (auto& n : build(t->table, nodes)) out.push_back(make_tracer(t, n));
     return out;
   }
-  // Eager: the op as a one-op program through the pipeline (cached).
-  NodeTable table;
-  Graph g;
-  g.name = name;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const ArrayImpl& a = impl_of(inputs[i]);
-    g.params.push_back(build::parameter(table, int(i), Aval{a.dtype, a.shape, a.weak_type}));
-  }
-  g.outputs = build(table, g.params);
-  LowerOptions opt;
-  opt.name = name;
-  opt.is_op = true;
-  return execute(g, inputs, opt);
+  return run_eager(name, inputs, [&](NodeTable& table, const std::vector<NodeRef>& params, std::vector<NodeRef>&) {
+    return build(table, params);
+  });
 }
 
 TracedGraph trace_graph(const std::string& name, const std::vector<Aval>& in,
@@ -158,19 +170,9 @@ std::vector<Array> call_graph(const Graph& g, const std::vector<Array>& args, co
     for (auto& n : inline_graph(t->table, g, nodes, &t->effects)) out.push_back(make_tracer(t, n));
     return out;
   }
-  // One program with g's effects.
-  NodeTable table;
-  Graph e;
-  e.name = name;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const ArrayImpl& a = impl_of(args[i]);
-    e.params.push_back(build::parameter(table, int(i), Aval{a.dtype, a.shape, a.weak_type}));
-  }
-  e.outputs = inline_graph(table, g, e.params, &e.effects);
-  LowerOptions opt;
-  opt.name = name;
-  opt.is_op = true;
-  return execute(e, args, opt);
+  return run_eager(name, args, [&](NodeTable& table, const std::vector<NodeRef>& params, std::vector<NodeRef>& effects) {
+    return inline_graph(table, g, params, &effects);  // one program with g's effects
+  });
 }
 
 std::vector<Array> apply_region(const std::string& name, const std::vector<Array>& inputs, bool effects,
