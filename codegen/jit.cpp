@@ -77,7 +77,8 @@ T unwrap(llvm::Expected<T> v, const char* what) {
 
 // FNV-1a, 64 bits: file names and checksums of disk entries (an entry is
 // used only when its key's bytes match exactly; the checksum finds damage).
-std::uint64_t fnv1a(const char* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
+constexpr std::uint64_t kFnvBasis = 1469598103934665603ull;
+std::uint64_t fnv1a(const char* p, std::size_t n, std::uint64_t h = kFnvBasis) {
   for (std::size_t i = 0; i < n; ++i) h = (h ^ std::uint8_t(p[i])) * 1099511628211ull;
   return h;
 }
@@ -141,7 +142,7 @@ std::string build_identity() {
   if (!dladdr(reinterpret_cast<void*>(&build_identity), &info) || !info.dli_fname) return {};
   std::ifstream f(info.dli_fname, std::ios::binary);
   if (!f) return {};
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = kFnvBasis;
   std::vector<char> buf(1 << 20);
   std::size_t total = 0;
   while (f) {
@@ -390,12 +391,17 @@ ModuleRef Jit::cached(const std::string& key, const std::function<ModuleSource()
   }
   if (!m) {
     ModuleSource src = make();
-    std::lock_guard<std::mutex> lk(impl_->mutex);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto object = compile_to_object(*impl_->tm, *src.module);
-    t_stats.llvm_seconds += seconds_since(t0);
-    ++t_stats.llvm_compiles;
+    std::unique_ptr<llvm::MemoryBuffer> object;
+    {
+      std::lock_guard<std::mutex> lk(impl_->mutex);  // the target machine is the JIT's
+      const auto t0 = std::chrono::steady_clock::now();
+      object = compile_to_object(*impl_->tm, *src.module);
+      t_stats.llvm_seconds += seconds_since(t0);
+      ++t_stats.llvm_compiles;
+    }
+    // The disk written outside the lock: other threads' compiles do not wait for it.
     if (!dir.empty() && store_entry(dir, path, host_id, key, src.symbols, *object)) ++t_stats.disk_stores;
+    std::lock_guard<std::mutex> lk(impl_->mutex);
     m = impl_->link(std::move(object), src.symbols);
     how = "llvm kernel";
   }

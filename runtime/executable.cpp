@@ -3,7 +3,6 @@
 #include <unistd.h>
 #include <algorithm>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -49,15 +48,11 @@ void run_thunks(const Executable& e, ExecContext& ctx, Owned& owned, bool profil
     // the thunk's own run.
     const bool traced = trace::on();
     if (profiled || traced) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const double us0 = traced ? trace::now_us() : 0, c0 = profiled ? profile::thread_cpu_seconds() : 0;
+      const double us0 = trace::now_us(), c0 = profiled ? profile::thread_cpu_seconds() : 0;
       thunk.run(ctx);
-      if (traced)
-        trace::complete(trace::device_track(ctx.device), thunk.describe(), thunk.category(), us0, trace::now_us(),
-                        thunk.trace_args());
-      if (profiled)
-        profile::record(thunk.describe(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                        profile::thread_cpu_seconds() - c0);
+      const double us1 = trace::now_us();
+      if (traced) trace::complete(trace::device_track(ctx.device), thunk.describe(), thunk.category(), us0, us1, thunk.trace_args());
+      if (profiled) profile::record(thunk.describe(), (us1 - us0) * 1e-6, profile::thread_cpu_seconds() - c0);
     } else {
       thunk.run(ctx);
     }

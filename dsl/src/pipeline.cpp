@@ -1,7 +1,6 @@
 #include "dsl/src/pipeline.hpp"
 
 #include <atomic>
-#include <chrono>
 #include <iostream>
 #include <filesystem>
 #include <fstream>
@@ -334,8 +333,7 @@ void verified(const Graph& g, const char* after_pass) {
 class PassLog {
  public:
   explicit PassLog(std::string program)
-      : program_(std::move(program)), dump_dir_(config().dump_dir), t_(std::chrono::steady_clock::now()),
-        trace_t_(rt::trace::on() ? rt::trace::now_us() : 0) {}
+      : program_(std::move(program)), dump_dir_(config().dump_dir), t_us_(rt::trace::now_us()) {}
   // A pass that made graph g (text: how to print it; to_text(g) by default).
   const Graph& after(const char* pass, const Graph& g, const std::string* text = nullptr) {
     timed(pass);
@@ -368,19 +366,14 @@ class PassLog {
 
  private:
   void timed(const char* pass) {
-    const auto now = std::chrono::steady_clock::now();
-    times_.emplace_back(pass, std::chrono::duration<double>(now - t_).count());
-    t_ = now;
-    if (rt::trace::on()) {
-      const double us = rt::trace::now_us();
-      rt::trace::complete(rt::trace::kCompileTrack, std::string(pass) + " " + program_, "compile", trace_t_, us);
-      trace_t_ = us;
-    }
+    const double us = rt::trace::now_us();
+    times_.emplace_back(pass, (us - t_us_) * 1e-6);
+    if (rt::trace::on()) rt::trace::complete(rt::trace::kCompileTrack, std::string(pass) + " " + program_, "compile", t_us_, us);
+    t_us_ = us;
   }
   std::string program_;
   std::string dump_dir_;
-  std::chrono::steady_clock::time_point t_;
-  double trace_t_;
+  double t_us_;  // the previous pass's end (the trace clock)
   std::vector<std::pair<std::string, double>> times_;
   std::vector<std::pair<std::string, std::string>> texts_;
 };
