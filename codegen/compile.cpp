@@ -129,28 +129,33 @@ void combine_typed(DType t, Op op, void* acc, const void* v, std::int64_t n) {
   });
 }
 
-// dst[0, count) = the reduction over peers of peer[offset, offset + count),
-// a cache-sized tile at a time: each tile of dst stays in cache while every
-// peer is added, so memory sees one pass over each input instead of n - 1
-// read-modify-write passes over dst. Tiles spread over the device's threads.
-void reduce_peers(DType t, Op op, char* dst, const std::vector<const void*>& peers, std::int64_t offset,
-                  std::int64_t count) {
+// dst[0, count) = first[0, count) folded with each of rest[0, count) in
+// order, a cache-sized tile at a time: each tile of dst stays in cache while
+// every input is added, so memory sees one pass over each input instead of
+// n - 1 read-modify-write passes over dst. Tiles spread over the device's
+// threads. `first` may be dst.
+void fold_tiles(DType t, Op op, char* dst, const char* first, const std::vector<const void*>& rest,
+                std::int64_t count) {
   const std::size_t es = dtype_size(t);
   const std::int64_t tile = std::int64_t(32 * 1024 / es);
   rt::parallel_for(0, (count + tile - 1) / tile, 1, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t k = b; k < e; ++k) {
       const std::int64_t lo = k * tile, len = std::min(tile, count - lo);
       char* d = dst + lo * es;
-      std::memcpy(d, static_cast<const char*>(peers[0]) + (offset + lo) * es, std::size_t(len) * es);
-      for (std::size_t p = 1; p < peers.size(); ++p)
-        combine_typed(t, op, d, static_cast<const char*>(peers[p]) + (offset + lo) * es, len);
+      if (first != dst) std::memcpy(d, first + lo * es, std::size_t(len) * es);
+      for (const void* r : rest) combine_typed(t, op, d, static_cast<const char*>(r) + lo * es, len);
     }
   });
 }
 
-// All-reduces up to this size skip the scatter/gather split: the second
-// exchange costs more than summing the whole (small) buffer on every member.
-constexpr std::size_t kSmallAllReduceBytes = 64 << 10;
+// dst[0, count) = the reduction over peers of peer[offset, offset + count).
+void reduce_peers(DType t, Op op, char* dst, const std::vector<const void*>& peers, std::int64_t offset,
+                  std::int64_t count) {
+  const std::size_t es = dtype_size(t);
+  std::vector<const void*> rest;
+  for (std::size_t p = 1; p < peers.size(); ++p) rest.push_back(static_cast<const char*>(peers[p]) + offset * es);
+  fold_tiles(t, op, dst, static_cast<const char*>(peers[0]) + offset * es, rest, count);
+}
 
 // Every collective reads peers' buffers in place (shared memory): publish,
 // read, release.
@@ -179,7 +184,7 @@ class CollectiveThunk final : public rt::Thunk {
       std::vector<std::int64_t> all;
       const auto& a = p_.as<attr::CollectivePermute>();
       for (std::int64_t i = 0; i < a.mesh->size(); ++i) all.push_back(i);
-      auto peers = exchange(ctx, all, mine, std::size_t(numel(in_shape_)) * es);
+      auto peers = ctx.comm->exchange(ctx.position, all, mine, std::size_t(numel(in_shape_)) * es);
       std::int64_t source = -1;
       for (auto [s, t] : a.pairs)
         if (t == ctx.position) source = s;
@@ -189,7 +194,7 @@ class CollectiveThunk final : public rt::Thunk {
         if (source >= 0) std::memcpy(out, peers[source], bytes);
         else std::memset(out, 0, bytes);
       }
-      release(ctx, all);
+      ctx.comm->release(ctx.position, all);
       return;
     }
     const std::vector<std::int64_t>* group = nullptr;
@@ -198,7 +203,18 @@ class CollectiveThunk final : public rt::Thunk {
       for (std::size_t k = 0; k < g.size(); ++k)
         if (g[k] == ctx.position) group = &g, rank = k;
     TESSEL_CHECK_INTERNAL(group, "position ", ctx.position, " is in no group");
-    auto peers = exchange(ctx, *group, mine, std::size_t(numel(in_shape_)) * es);
+    if (op_ == Op::all_reduce) {
+      // The communicator's own algorithm (shared memory in one process, a
+      // chain between processes), with this dtype's fold.
+      const Op reduce = p_.as<attr::AllReduce>().reduce_op;
+      const DType t = dtype_;
+      auto fold = [t, reduce](void* dst, const void* first, const std::vector<const void*>& rest, std::int64_t n) {
+        fold_tiles(t, reduce, static_cast<char*>(dst), static_cast<const char*>(first), rest, n);
+      };
+      ctx.comm->all_reduce(ctx.position, *group, mine, out, numel(in_shape_), es, fold);
+      return;
+    }
+    auto peers = ctx.comm->exchange(ctx.position, *group, mine, std::size_t(numel(in_shape_)) * es);
     const std::int64_t n = std::int64_t(group->size());
     // The copies and sums hold a compute slot (runtime/device.hpp); the waits
     // for peers do not.
@@ -209,32 +225,6 @@ class CollectiveThunk final : public rt::Thunk {
         for (std::int64_t o = 0; o < outer; ++o)
           for (std::int64_t k = 0; k < n; ++k)
             std::memcpy(out + ((o * n + k) * len) * es, static_cast<const char*>(peers[k]) + o * len * es, len * es);
-        break;
-      }
-      case Op::all_reduce: {
-        // Reduce-scatter then all-gather over a flat view: each member sums
-        // one 1/n chunk from every peer, then copies the others' chunks.
-        const std::int64_t count = numel(in_shape_);
-        if (std::size_t(count) * es <= kSmallAllReduceBytes) {
-          // Small: every member sums all peers itself (the same order, so
-          // the same bits everywhere): one exchange instead of two.
-          reduce_peers(dtype_, p_.as<attr::AllReduce>().reduce_op, out, peers, 0, count);
-          break;
-        }
-        const std::int64_t lo = count * std::int64_t(rank) / n, hi = count * std::int64_t(rank + 1) / n;
-        reduce_peers(dtype_, p_.as<attr::AllReduce>().reduce_op, out + lo * es, peers, lo, hi - lo);
-        // Everyone's chunk is done once everyone has released the inputs.
-        slot.reset();
-        release(ctx, *group);
-        auto outs = exchange(ctx, *group, out, std::size_t(count) * es);
-        slot.emplace();
-        rt::parallel_for(0, n, 1, [&](std::int64_t kb, std::int64_t ke) {
-          for (std::int64_t k = kb; k < ke; ++k) {
-            if (k == std::int64_t(rank)) continue;
-            const std::int64_t a = count * k / n, b = count * (k + 1) / n;
-            std::memcpy(out + a * es, static_cast<const char*>(outs[k]) + a * es, std::size_t(b - a) * es);
-          }
-        });
         break;
       }
       case Op::reduce_scatter: {
@@ -281,7 +271,7 @@ class CollectiveThunk final : public rt::Thunk {
       default: throw InternalError("not a collective");
     }
     slot.reset();
-    release(ctx, *group);
+    ctx.comm->release(ctx.position, *group);
   }
 
   std::string describe() const override { return text_; }
@@ -295,18 +285,6 @@ class CollectiveThunk final : public rt::Thunk {
   }
 
  private:
-  // The rendezvous with the group's peers, each a trace event of its own.
-  static std::vector<const void*> exchange(rt::ExecContext& ctx, const std::vector<std::int64_t>& group,
-                                           const void* mine, std::size_t bytes) {
-    rt::trace::Span wait(rt::trace::device_track(ctx.device), "wait");
-    if (wait.active()) wait.name = "wait for peers (exchange)";
-    return ctx.comm->exchange(ctx.position, group, mine, bytes);
-  }
-  static void release(rt::ExecContext& ctx, const std::vector<std::int64_t>& group) {
-    rt::trace::Span wait(rt::trace::device_track(ctx.device), "wait");
-    if (wait.active()) wait.name = "wait for peers (release)";
-    ctx.comm->release(ctx.position, group);
-  }
   // (rows before dim d, elements from dim d on) of a shape.
   static std::pair<std::int64_t, std::int64_t> blocks(const Shape& s, std::int64_t d) {
     std::int64_t outer = 1, len = 1;

@@ -10,9 +10,81 @@
 #include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
 #include "runtime/mpi.hpp"
+#include "runtime/trace.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::rt {
+
+std::vector<const void*> Communicator::exchange(int position, const std::vector<std::int64_t>& group,
+                                                const void* mine, std::size_t bytes) {
+  trace::Span wait(trace::device_track(current_device()), "wait");
+  if (wait.active()) wait.name = "wait for peers (exchange)";
+  return do_exchange(position, group, mine, bytes);
+}
+
+void Communicator::release(int position, const std::vector<std::int64_t>& group) {
+  trace::Span wait(trace::device_track(current_device()), "wait");
+  if (wait.active()) wait.name = "wait for peers (release)";
+  do_release(position, group);
+}
+
+namespace {
+
+// All-reduces up to this size skip the scatter/gather split: the second
+// exchange costs more than summing the whole (small) buffer on every member.
+constexpr std::size_t kSmallAllReduceBytes = 64 << 10;
+
+std::vector<const void*> offset_all(const std::vector<const void*>& ptrs, std::size_t from, std::size_t bytes) {
+  std::vector<const void*> out;
+  for (std::size_t k = from; k < ptrs.size(); ++k) out.push_back(static_cast<const char*>(ptrs[k]) + bytes);
+  return out;
+}
+
+}  // namespace
+
+void Communicator::all_reduce(int position, const std::vector<std::int64_t>& group, const void* mine, void* out,
+                              std::int64_t count, std::size_t es, const Fold& fold) {
+  const std::size_t bytes = std::size_t(count) * es;
+  auto peers = exchange(position, group, mine, bytes);
+  const std::int64_t n = std::int64_t(group.size());
+  std::int64_t rank = 0;
+  while (group[std::size_t(rank)] != position) ++rank;
+  char* dst = static_cast<char*>(out);
+  if (bytes <= kSmallAllReduceBytes) {
+    // Small: every member folds all peers itself (the same order, so the
+    // same bits everywhere): one exchange instead of two.
+    {
+      ComputeSlot slot;
+      fold(dst, peers[0], offset_all(peers, 1, 0), count);
+    }
+    release(position, group);
+    return;
+  }
+  // Reduce-scatter then all-gather over a flat view: each member folds one
+  // 1/n chunk from every peer, then copies the others' chunks. The copies
+  // and folds hold a compute slot; the waits for peers do not.
+  const std::int64_t lo = count * rank / n, hi = count * (rank + 1) / n;
+  {
+    ComputeSlot slot;
+    fold(dst + lo * std::int64_t(es), static_cast<const char*>(peers[0]) + lo * std::int64_t(es),
+         offset_all(peers, 1, std::size_t(lo) * es), hi - lo);
+  }
+  // Everyone's chunk is done once everyone has released the inputs.
+  release(position, group);
+  auto outs = exchange(position, group, out, bytes);
+  {
+    ComputeSlot slot;
+    parallel_for(0, n, 1, [&](std::int64_t kb, std::int64_t ke) {
+      for (std::int64_t k = kb; k < ke; ++k) {
+        if (k == rank) continue;
+        const std::int64_t a = count * k / n, b = count * (k + 1) / n;
+        std::memcpy(dst + a * std::int64_t(es), static_cast<const char*>(outs[std::size_t(k)]) + a * std::int64_t(es),
+                    std::size_t(b - a) * es);
+      }
+    });
+  }
+  release(position, group);
+}
 
 namespace {
 
@@ -60,8 +132,8 @@ class SharedMemoryCommunicator final : public Meetings<LocalMeeting> {
 
   // Each meeting has its own condition variable, woken once, by the member
   // completing it (not every waiter of every group at every arrival).
-  std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
-                                    std::size_t) override {
+  std::vector<const void*> do_exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
+                                       std::size_t) override {
     std::unique_lock<std::mutex> lk(m_);
     Key key = key_of(pos, group);
     LocalMeeting& m = meetings_[key];
@@ -74,7 +146,7 @@ class SharedMemoryCommunicator final : public Meetings<LocalMeeting> {
     return m.ptrs;
   }
 
-  void release(int pos, const std::vector<std::int64_t>& group) override {
+  void do_release(int pos, const std::vector<std::int64_t>& group) override {
     std::unique_lock<std::mutex> lk(m_);
     Key key = key_of(pos, group);
     LocalMeeting& m = meetings_[key];
@@ -95,6 +167,10 @@ struct SpanningMeeting : LocalMeeting {
   std::size_t local = 0, bytes = 0;  // members in this process; bytes per member
   bool moved = false;
   std::vector<void*> staging;  // the remote members' buffers (device pool blocks of `bytes`)
+  // An all-reduce's result (a staging block), ready in its first `ready`
+  // chunks of `per` elements.
+  const void* result = nullptr;
+  std::int64_t per = 1, ready = 0;
 };
 
 class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
@@ -114,8 +190,8 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       for (void* b : m.staging) mpi::keep_forever(b);
   }
 
-  std::vector<const void*> exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
-                                    std::size_t bytes) override {
+  std::vector<const void*> do_exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
+                                       std::size_t bytes) override {
     std::unique_lock<std::mutex> lk(m_);
     Key key = key_of(pos, group);
     SpanningMeeting& m = meetings_[key];
@@ -148,7 +224,7 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
     return m.ptrs;
   }
 
-  void release(int pos, const std::vector<std::int64_t>& group) override {
+  void do_release(int pos, const std::vector<std::int64_t>& group) override {
     std::unique_lock<std::mutex> lk(m_);
     Key key = key_of(pos, group);
     SpanningMeeting& m = meetings_[key];
@@ -162,6 +238,70 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
     ++round_[std::size_t(pos)];
   }
 
+  void all_reduce(int pos, const std::vector<std::int64_t>& group, const void* mine, void* out, std::int64_t count,
+                  std::size_t es, const Fold& fold) override {
+    bool spans = false;
+    for (auto p : group) spans = spans || !local_[std::size_t(p)];
+    if (!spans) return Communicator::all_reduce(pos, group, mine, out, count, es, fold);
+    const std::size_t bytes = std::size_t(count) * es;
+    {
+      trace::Span wait(trace::device_track(current_device()), "wait");
+      if (wait.active()) wait.name = "all-reduce between processes";
+      std::unique_lock<std::mutex> lk(m_);
+      Key key = key_of(pos, group);
+      SpanningMeeting& m = meetings_[key];
+      if (m.ptrs.empty()) {
+        m.ptrs.assign(group.size(), nullptr);
+        for (auto p : group) m.local += local_[std::size_t(p)] ? 1 : 0;
+        m.bytes = bytes;
+      }
+      if (m.bytes != bytes) throw InternalError("members of one collective give different sizes");
+      m.ptrs[index_in(group, pos)] = mine;
+      const char* res = nullptr;
+      std::int64_t copied = 0;  // chunks of the result copied into out
+      // Copies the chunks of the result ready so far (unlocked): the members
+      // fan the result out while the chain still moves later chunks.
+      auto copy_ready = [&] {
+        const std::int64_t ready = m.ready, per = m.per;
+        res = static_cast<const char*>(m.result);
+        if (ready <= copied) return;
+        lk.unlock();
+        {
+          ComputeSlot slot;
+          const std::int64_t lo = copied * per, hi = std::min(count, ready * per);
+          std::memcpy(static_cast<char*>(out) + lo * std::int64_t(es), res + lo * std::int64_t(es),
+                      std::size_t(hi - lo) * es);
+        }
+        copied = ready;
+        lk.lock();
+      };
+      if (++m.arrived == m.local) {
+        lk.unlock();
+        std::exception_ptr failed;
+        try {
+          chain(group, key, m, count, es, fold);
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        lk.lock();
+        if (failed && !error_) error_ = failed;
+        m.moved = true;
+        m.cv.notify_all();
+      } else {
+        // As in do_exchange: the chain reads every local member's buffer,
+        // so wait for its end even after an error.
+        for (;;) {
+          m.cv.wait(lk, [&] { return m.moved || (error_ && m.arrived < m.local) || (!error_ && m.ready > copied); });
+          if (m.moved || error_) break;
+          copy_ready();
+        }
+      }
+      if (error_) std::rethrow_exception(error_);
+      copy_ready();
+    }
+    release(pos, group);
+  }
+
  private:
   // This process's members' buffers to every other process of the group,
   // the others' into staging blocks from the device pool (runs unlocked:
@@ -171,6 +311,7 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
   void move(const std::vector<std::int64_t>& group, const Key& key, SpanningMeeting& m) {
     std::vector<int> peers;
     std::vector<mpi::Block> mine;
+
     for (std::size_t k = 0; k < group.size(); ++k) {
       const int q = process_[std::size_t(group[k])];
       if (q == me_) mine.push_back({const_cast<void*>(m.ptrs[k]), m.bytes});
@@ -190,19 +331,131 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       }
       recv.push_back(std::move(in));
     }
-    // Tags tell apart the meetings under way at once between two processes:
-    // the group (its first position), the round and the launch, folded into
-    // the tags MPI allows (MPI_TAG_UB: 2^23 - 1 under UCX).
+    mpi::exchange(send, recv, fingerprint(key, group, m.bytes), tag(key),
+                  detail::cat("a collective of ", m.bytes, " bytes per device over ", group.size(), " devices"));
+  }
+
+  // Tags tell apart the meetings under way at once between two processes:
+  // the group (its first position), the round and the launch, folded into
+  // the tags MPI allows (MPI_TAG_UB: 2^23 - 1 under UCX).
+  int tag(const Key& key) const {
     const int bits = mpi::tag_bits();  // >= 15
     const std::uint64_t round_bits = std::uint64_t(std::min(12, bits - 8));
     const std::uint64_t launch_bits = std::uint64_t(bits) - 8 - round_bits;
-    const int tag = int(std::uint64_t(key.leader % 256) | ((key.round % (1ull << round_bits)) << 8) |
-                        ((launch_ % (1ull << launch_bits)) << (8 + round_bits)));
-    const std::uint64_t fingerprint = (std::uint64_t(m.bytes) * 1000003u) ^ (std::uint64_t(group.size()) << 48) ^
-                                      (std::uint64_t(key.leader) << 40) ^ (key.round << 20) ^ launch_ ^
-                                      (program_ * 0x9E3779B97F4A7C15ull);
-    mpi::exchange(send, recv, fingerprint, tag,
-                  detail::cat("a collective of ", m.bytes, " bytes per device over ", group.size(), " devices"));
+    return int(std::uint64_t(key.leader % 256) | ((key.round % (1ull << round_bits)) << 8) |
+               ((launch_ % (1ull << launch_bits)) << (8 + round_bits)));
+  }
+  // What the processes of one meeting agree on exactly: the program, the
+  // launch, the round, the group and the bytes.
+  std::uint64_t fingerprint(const Key& key, const std::vector<std::int64_t>& group, std::size_t bytes) const {
+    return (std::uint64_t(bytes) * 1000003u) ^ (std::uint64_t(group.size()) << 48) ^
+           (std::uint64_t(key.leader) << 40) ^ (key.round << 20) ^ launch_ ^ (program_ * 0x9E3779B97F4A7C15ull);
+  }
+
+  // The all-reduce's chain between processes (run by the last local member
+  // to arrive, unlocked). The fold visits the members in group order; runs
+  // of consecutive members in one process are its segments. The process of
+  // segment 0 folds its members, sends the partial to segment 1's process,
+  // which folds its members into it and passes it on; the last segment's
+  // process holds the result and sends it to every other process. So each
+  // process moves one buffer per segment, not its members' buffers, and the
+  // bits are the one-process fold's. The buffer streams in chunks: while
+  // one chunk travels, the next is folded.
+  void chain(const std::vector<std::int64_t>& group, const Key& key, SpanningMeeting& m, std::int64_t count,
+             std::size_t es, const Fold& fold) {
+    struct Segment {
+      int process;
+      std::size_t begin, end;  // members [begin, end) of the group
+    };
+    std::vector<Segment> segs;
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      const int q = process_[std::size_t(group[k])];
+      if (segs.empty() || segs.back().process != q) segs.push_back({q, k, k + 1});
+      else segs.back().end = k + 1;
+    }
+    const std::size_t J = segs.size();
+    const int last = segs.back().process;
+    std::vector<int> finals;  // every process of the group but the last segment's
+    for (auto& g : segs)
+      if (g.process != last && std::find(finals.begin(), finals.end(), g.process) == finals.end())
+        finals.push_back(g.process);
+    auto stage = [&] {
+      void* b = device_alloc(std::max<std::size_t>(m.bytes, 1));
+      m.staging.push_back(b);
+      return static_cast<char*>(b);
+    };
+    std::vector<char*> acc(J, nullptr);  // my segments' partial folds (staging: MPI reads or writes them)
+    for (std::size_t j = 0; j < J; ++j)
+      if (segs[j].process == me_) acc[j] = stage();
+    char* result = last == me_ ? acc[J - 1] : stage();
+
+    // Chunks of about 1/8 of the buffer, 256 KiB to 4 MiB.
+    const std::int64_t per = std::clamp<std::int64_t>(count / 8, std::int64_t((256 << 10) / es),
+                                                      std::int64_t((4 << 20) / es));
+    const std::int64_t chunks = std::max<std::int64_t>(1, (count + per - 1) / per);
+    m.per = per;  // read by the members only once a chunk is published
+    auto range = [&](std::int64_t c) { return std::pair{c * per, std::min(count, (c + 1) * per)}; };
+
+    std::vector<int> peers;  // every other process of the group
+    for (auto& g : segs)
+      if (g.process != me_ && std::find(peers.begin(), peers.end(), g.process) == peers.end())
+        peers.push_back(g.process);
+    mpi::Pipe pipe(peers, fingerprint(key, group, m.bytes) ^ 0xC4A1Bull, tag(key),
+                   detail::cat("an all-reduce of ", m.bytes, " bytes per device over ", group.size(), " devices"));
+    // Every receive, posted first, in the order its sender sends: chunk by
+    // chunk, segment by segment (sender segment j's partial goes to segment
+    // j + 1's process; the last segment's result to every other process).
+    std::vector<std::size_t> partial_in(std::size_t(chunks) * J, SIZE_MAX);
+    std::vector<std::size_t> final_in(std::size_t(chunks), SIZE_MAX);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const auto [lo, hi] = range(c);
+      const std::size_t off = std::size_t(lo) * es, len = std::size_t(hi - lo) * es;
+      for (std::size_t j = 0; j < J; ++j) {
+        if (j + 1 < J && segs[j + 1].process == me_)
+          partial_in[std::size_t(c) * J + j + 1] = pipe.recv(segs[j].process, acc[j + 1] + off, len);
+        if (j + 1 == J && last != me_) final_in[std::size_t(c)] = pipe.recv(last, result + off, len);
+      }
+    }
+    // Chunks [0, c] of the result are in place: the members may copy them.
+    auto publish = [&](std::int64_t c) {
+      std::lock_guard<std::mutex> lk(m_);
+      m.result = result;
+      m.ready = c + 1;
+      m.cv.notify_all();
+    };
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const auto [lo, hi] = range(c);
+      const std::size_t off = std::size_t(lo) * es, len = std::size_t(hi - lo) * es;
+      for (std::size_t j = 0; j < J; ++j) {
+        if (segs[j].process != me_) continue;
+        std::vector<const void*> members;
+        for (std::size_t k = segs[j].begin; k < segs[j].end; ++k)
+          members.push_back(static_cast<const char*>(m.ptrs[k]) + off);
+        char* dst = acc[j] + off;
+        if (j == 0) {
+          const void* first = members.front();
+          members.erase(members.begin());
+          ComputeSlot slot;
+          fold(dst, first, members, hi - lo);
+        } else {
+          pipe.wait(partial_in[std::size_t(c) * J + j]);
+          ComputeSlot slot;
+          fold(dst, dst, members, hi - lo);
+        }
+        if (j + 1 < J) {
+          pipe.send(segs[j + 1].process, dst, len);
+        } else {
+          for (int q : finals) pipe.send(q, dst, len);
+          publish(c);
+        }
+      }
+    }
+    if (last != me_)
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        pipe.wait(final_in[std::size_t(c)]);
+        publish(c);
+      }
+    pipe.wait_all();
   }
 
   std::vector<int> process_;

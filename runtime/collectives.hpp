@@ -6,7 +6,10 @@
 // the last of them sends their buffers to every other process of the group
 // and receives theirs (one message per process pair), so a collective reads
 // every member's buffer in the same order as in one process: the same
-// bits, whichever processes the devices live in.
+// bits, whichever processes the devices live in. An all-reduce between
+// processes moves less: its fold passes from process to process along the
+// group (a chain, streamed in chunks), one buffer per process instead of
+// one per member, in the same order and so with the same bits.
 //
 // Protocol: every device runs the same program, so the k-th collective of
 // each device is the same collective. A device publishes its send buffer with
@@ -17,23 +20,43 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <vector>
 
 namespace tessel::rt {
+
+// A left fold of equal runs of `count` elements in a collective's dtype and
+// reduction: dst[i] = (...((first[i] op rest[0][i]) op rest[1][i]) ...) op
+// rest[m-1][i]. `first` may be dst. Runs on the calling device's threads.
+using Fold = std::function<void(void* dst, const void* first, const std::vector<const void*>& rest,
+                                std::int64_t count)>;
 
 class Communicator {
  public:
   virtual ~Communicator() = default;
   // The send buffers of every member of `group` (flat positions, in order),
   // once all have called exchange for this round; every member's buffer
-  // holds `bytes` bytes.
-  virtual std::vector<const void*> exchange(int position, const std::vector<std::int64_t>& group, const void* mine,
-                                            std::size_t bytes) = 0;
+  // holds `bytes` bytes. The wait is a trace event on the device's track.
+  std::vector<const void*> exchange(int position, const std::vector<std::int64_t>& group, const void* mine,
+                                    std::size_t bytes);
   // Waits until every member of `group` has finished reading this round.
-  virtual void release(int position, const std::vector<std::int64_t>& group) = 0;
+  void release(int position, const std::vector<std::int64_t>& group);
+
+  // out[0, count) = the left fold over the group's members, in group order,
+  // of their `mine` (count elements of element_bytes each): every member gets
+  // the same bits, wherever the members live. `fold` applies the reduction.
+  // In one process: reduce-scatter then all-gather through shared memory.
+  virtual void all_reduce(int position, const std::vector<std::int64_t>& group, const void* mine, void* out,
+                          std::int64_t count, std::size_t element_bytes, const Fold& fold);
+
   // Wakes every waiting member with this error (a device failed).
   virtual void abort(std::exception_ptr error) = 0;
+
+ protected:
+  virtual std::vector<const void*> do_exchange(int position, const std::vector<std::int64_t>& group,
+                                               const void* mine, std::size_t bytes) = 0;
+  virtual void do_release(int position, const std::vector<std::int64_t>& group) = 0;
 };
 
 // The communicator of one launch over these devices (position i is

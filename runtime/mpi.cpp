@@ -7,6 +7,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -272,6 +275,133 @@ void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>
       });
   if (!mismatch.empty()) throw DistributedError(mismatch);
   keep.ok = true;
+}
+
+// A pipe's header carries this in place of a byte count ("TESSELCP").
+constexpr std::uint64_t kPipeMagic = 0x54455353454c4350ull;
+
+struct Pipe::Impl {
+  std::uint64_t fingerprint;
+  int tag;
+  std::string what;
+  struct Message {
+    MPI_Request request = MPI_REQUEST_NULL;
+    int peer = -1;
+    std::size_t bytes = 0;
+    bool receive = false, done = false;
+    std::size_t header = SIZE_MAX;  // a receive: the index of its peer's header
+    Header* storage = nullptr;      // a header: where it lies
+  };
+  std::vector<Message> messages;
+  // The headers sent and received, one per peer (a deque: stable addresses).
+  std::deque<Header> headers;
+  std::map<int, std::size_t> sent_header, received_header;  // peer -> message index
+  std::set<std::size_t> checked;                             // headers already matched
+
+  std::size_t post(int peer, void* data, std::size_t bytes, bool receive, std::size_t header) {
+    if (bytes > std::size_t(INT32_MAX)) throw NotImplementedError(cat(what, ": a message of more than 2 GiB"));
+    Message m;
+    m.peer = peer;
+    m.bytes = bytes;
+    m.receive = receive;
+    m.header = header;
+    if (receive) check(MPI_Irecv(data, int(bytes), MPI_BYTE, peer, tag, g_devices, &m.request), what);
+    else check(MPI_Isend(data, int(bytes), MPI_BYTE, peer, tag, g_devices, &m.request), what);
+    messages.push_back(m);
+    return messages.size() - 1;
+  }
+
+  void wait_one(std::size_t k) {
+    Message& m = messages[k];
+    if (m.done) return;
+    int count = -1;
+    poll(
+        [&] {
+          int flag = 0;
+          MPI_Status st;
+          const int rc = MPI_Test(&m.request, &flag, &st);
+          if (rc != MPI_SUCCESS && m.receive) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, msg, &len);
+            throw DistributedError(cat(what, ": process ", m.peer, " sent process ", g_rank,
+                                       " a message this collective does not expect (", std::string(msg, std::size_t(len)),
+                                       "): the processes must run the same programs on the same shapes"));
+          }
+          check(rc, what);
+          if (flag && m.receive) MPI_Get_count(&st, MPI_BYTE, &count);
+          return flag != 0;
+        },
+        [&] {
+          return cat(what, ": process ", g_rank, " waited ", g_timeout.load(), " s for process ", m.peer,
+                     " (failed, exited, or runs a different program)");
+        });
+    m.done = true;
+    if (m.receive && std::size_t(count) != m.bytes)
+      throw DistributedError(cat(what, ": process ", m.peer, " sent ", count, " bytes where process ", g_rank,
+                                 " expected ", m.bytes, ": the processes must run the same programs on the same shapes"));
+  }
+};
+
+Pipe::Pipe(const std::vector<int>& peers, std::uint64_t fingerprint, int tag, std::string what)
+    : impl_(std::make_unique<Impl>()) {
+  require();
+  Impl& p = *impl_;
+  p.fingerprint = fingerprint;
+  p.tag = tag;
+  p.what = std::move(what);
+  // Headers both ways with every peer first: a process that reached another
+  // collective is found by whichever message its peers wait for.
+  for (int q : peers) {
+    p.headers.push_back(Header{fingerprint, kPipeMagic});
+    p.sent_header[q] = p.post(q, &p.headers.back(), sizeof(Header), false, SIZE_MAX);
+    p.headers.push_back(Header{});
+    p.received_header[q] = p.post(q, &p.headers.back(), sizeof(Header), true, SIZE_MAX);
+    p.messages.back().storage = &p.headers.back();
+  }
+}
+
+Pipe::~Pipe() {
+  for (auto& m : impl_->messages)
+    if (!m.done) {
+      // A message still under way may read or write the headers.
+      keep_forever(impl_.release());
+      return;
+    }
+}
+
+std::size_t Pipe::send(int peer, const void* data, std::size_t bytes) {
+  Impl& p = *impl_;
+  if (!p.sent_header.count(peer)) throw InternalError(cat(p.what, ": a message to process ", peer, ", not a peer of the pipe"));
+  return p.post(peer, const_cast<void*>(data), bytes, false, SIZE_MAX);
+}
+
+std::size_t Pipe::recv(int peer, void* data, std::size_t bytes) {
+  Impl& p = *impl_;
+  if (!p.received_header.count(peer))
+    throw InternalError(cat(p.what, ": a message from process ", peer, ", not a peer of the pipe"));
+  return p.post(peer, data, bytes, true, p.received_header[peer]);
+}
+
+void Pipe::wait(std::size_t index) {
+  Impl& p = *impl_;
+  // A receive waits for its peer's header first; a header is checked when it comes.
+  const std::size_t h = p.messages.at(index).storage ? index : p.messages[index].header;
+  if (h != SIZE_MAX && !p.checked.count(h)) {
+    p.wait_one(h);
+    const Header got = *p.messages[h].storage;
+    if (got.fingerprint != p.fingerprint || got.bytes != kPipeMagic)
+      throw DistributedError(cat(p.what, ": process ", p.messages[h].peer,
+                                 " reached this collective with another program (fingerprint ", got.fingerprint,
+                                 ", process ", g_rank, " expected ", p.fingerprint,
+                                 "): the processes must run the same programs on the same shapes"));
+    p.checked.insert(h);
+  }
+  p.wait_one(index);
+}
+
+void Pipe::wait_all() {
+  for (std::size_t k = 0; k < impl_->messages.size(); ++k) wait(k);
 }
 
 void keep_forever(void* p) {

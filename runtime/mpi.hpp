@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,35 @@ struct PeerBlocks {
 };
 void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>& recv, std::uint64_t fingerprint,
               int tag, const std::string& what);
+
+// The messages of one collective that streams its data in pieces (the
+// all-reduce's chain between processes): sends and receives are posted as
+// they become known and waited for one by one, each wait bounded by the
+// timeout. Messages between two processes match in the order they are
+// posted (one tag: MPI keeps the order), so both sides must post in the
+// same order. The pipe opens with a header (the fingerprint) each way
+// between this process and each of `peers`; a receive from a peer
+// completes only once that peer's header matched (else DistributedError:
+// another program or shapes). A
+// pipe destroyed with messages pending (after an error) keeps its own
+// memory forever; the caller keeps the buffers it passed.
+class Pipe {
+ public:
+  Pipe(const std::vector<int>& peers, std::uint64_t fingerprint, int tag, std::string what);
+  ~Pipe();
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  // Posts a message; returns its index for wait().
+  std::size_t send(int peer, const void* data, std::size_t bytes);
+  std::size_t recv(int peer, void* data, std::size_t bytes);
+  // Returns once message `index` is done (a receive: its bytes are in place).
+  void wait(std::size_t index);
+  void wait_all();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Keeps memory MPI may still read or write after a failed exchange: never
 // freed, and reachable (so leak checkers see it as kept, not lost).

@@ -54,11 +54,9 @@ struct Recorder {
       return;
     }
     std::string path = env_path;  // stop() clears it
-    // Several processes: one file each.
-    if (mpi::initialized() && Runtime::started()) {
-      const Runtime& rt = Runtime::get();
-      path += ".p" + std::to_string(rt.process_of(rt.first_device_id()));
-    }
+    // Several processes: one file each (MPI may be finalized by now; its
+    // rank and size stay known).
+    if (mpi::size() > 1) path += ".p" + std::to_string(mpi::rank());
     try {
       std::size_t n = stop(path);
       std::fprintf(stderr, "tessel: wrote %zu trace events to %s\n", n, path.c_str());

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 
@@ -64,14 +65,27 @@ TEST_CASE("2 processes x 4 devices and 4 x 2 equal 1 process x 8 devices bit for
     }
   }
   setenv("TESSEL_DISTRIBUTED_TIMEOUT", "120", 1);
+  const auto trace = std::filesystem::temp_directory_path() / ("tessel_mpi_trace_" + std::to_string(getpid()));
   for (int np : {2, 4}) {
     CAPTURE(np);
-    auto [rc, out] = mpirun(np, "compare " + file.string());
+    // 2 processes also write TESSEL_TRACE: one file per process.
+    auto [rc, out] = mpirun(np, "compare " + file.string(), np == 2 ? "TESSEL_TRACE=" + trace.string() : "");
     CAPTURE(out);
     CHECK(rc == 0);
     CHECK(count(out, "OK compare") == np);
     CHECK(count(out, "FAIL") == 0);
   }
+  for (const char* p : {".p0", ".p1"}) {
+    const auto f = trace.string() + p;
+    CHECK_MESSAGE(std::filesystem::exists(f), f);
+    if (std::filesystem::exists(f)) {
+      std::ifstream in(f);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      CHECK(text.find("all-reduce between processes") != std::string::npos);
+      std::filesystem::remove(f);
+    }
+  }
+  CHECK(!std::filesystem::exists(trace));
   std::filesystem::remove(file);
 }
 

@@ -82,6 +82,38 @@ inline std::vector<Scenario> scenarios() {
         mesh(), {P("x", "y")}, {P("x", "y")});
     return f(x);
   }});
+  out.push_back({"psum of 2 MiB per device (chunks in flight), processes interleaved along the axis", [=] {
+    // Devices alternate processes along "x": the fold crosses processes at
+    // every member (a chain of 8 segments with 2 processes).
+    const auto d = ts::devices();
+    std::vector<ts::Device> order;
+    for (std::size_t k = 0; k < 4; ++k) order.push_back(d[k]), order.push_back(d[k + 4]);
+    ts::Mesh m(order, "x");
+    const std::int64_t per = 1 << 19;
+    Array x = ts::make_array_from_callback({8 * per}, ts::NamedSharding(m, P("x")), [&](const ts::Index& idx) {
+      return host_data(std::uint32_t(100 + idx[0].start / per), {per}) * float(1 + idx[0].start / per);
+    });
+    auto f = ts::shard_map([](const Array& b) { return ts::psum(b, "x"); }, m, {P("x")}, {P()});
+    return f(x).index({ts::slice(0, 1 << 19, 4099)});
+  }});
+  out.push_back({"psum, pmax, pmin in float64 and int32; signed zeros and NaN", [=] {
+    auto m = mesh();
+    Array x = ts::device_put(host_data(12, {8, 40000}), ts::NamedSharding(m, P({"x", "y"}, ts::None)));
+    Array z = ts::device_put(ts::array(std::vector<float>{0.0f, -0.0f, -0.0f, 0.0f, NAN, 1.0f, -0.0f, 0.0f}, {8, 1}),
+                             ts::NamedSharding(m, P({"x", "y"}, ts::None)));
+    auto f = ts::shard_map(
+        [](const Array& b, const Array& s) {
+          Array d = b.astype(ts::float64) * 1e3;
+          Array i = (b * 1e6f).astype(ts::int32);
+          Array sd = ts::psum(d, {"x", "y"}).astype(ts::float32);
+          Array si = ts::psum(i, {"x", "y"}).astype(ts::float32);
+          Array mx = ts::pmax(b, "x"), mn = ts::pmin(d, "y").astype(ts::float32);
+          Array zs = ts::concatenate({ts::pmax(s, {"x", "y"}), ts::pmin(s, {"y", "x"}), ts::psum(s, "x")}, 1);
+          return ts::concatenate({(sd + si + mx + mn).reshape({-1}), zs.reshape({-1})}, 0);
+        },
+        m, {P({"x", "y"}, ts::None), P({"x", "y"}, ts::None)}, {P({"x", "y"})});
+    return f(x, z);
+  }});
   out.push_back({"random normal, sharded", [=] {
     auto f = ts::jit([](const Array& k) { return ts::random::normal(k, {64, 32}); },
                      {.out_shardings = {ts::NamedSharding(mesh(), P("x", "y"))}});
