@@ -191,8 +191,9 @@ void broadcast(void* data, std::size_t bytes, int root, const std::string& what)
 }
 
 void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>& recv, std::uint64_t fingerprint,
-              int tag, const std::string& what) {
+              int tag, const std::string& what, bool host) {
   require();
+  const MPI_Comm comm = host ? g_host : g_devices;
   auto header_of = [&](const std::vector<Block>& blocks) {
     std::uint64_t total = 0;
     for (auto& b : blocks) {
@@ -219,10 +220,10 @@ void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>
   for (auto& s : send) {
     headers->push_back(header_of(s.blocks));
     reqs.emplace_back();
-    check(MPI_Isend(&headers->back(), int(sizeof(Header)), MPI_BYTE, s.peer, tag, g_devices, &reqs.back()), what);
+    check(MPI_Isend(&headers->back(), int(sizeof(Header)), MPI_BYTE, s.peer, tag, comm, &reqs.back()), what);
     for (auto& b : s.blocks) {
       reqs.emplace_back();
-      check(MPI_Isend(b.data, int(b.bytes), MPI_BYTE, s.peer, tag, g_devices, &reqs.back()), what);
+      check(MPI_Isend(b.data, int(b.bytes), MPI_BYTE, s.peer, tag, comm, &reqs.back()), what);
     }
   }
   // Receives: each peer's header probed and checked first, then its blocks posted.
@@ -236,7 +237,7 @@ void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>
           int flag = 0;
           MPI_Message msg;
           MPI_Status st;
-          check(MPI_Improbe(recv[k].peer, tag, g_devices, &flag, &msg, &st), what);
+          check(MPI_Improbe(recv[k].peer, tag, comm, &flag, &msg, &st), what);
           if (!flag) continue;
           int count = 0;
           MPI_Get_count(&st, MPI_BYTE, &count);
@@ -256,7 +257,7 @@ void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>
           }
           for (auto& b : recv[k].blocks) {
             reqs.emplace_back();
-            check(MPI_Irecv(b.data, int(b.bytes), MPI_BYTE, recv[k].peer, tag, g_devices, &reqs.back()), what);
+            check(MPI_Irecv(b.data, int(b.bytes), MPI_BYTE, recv[k].peer, tag, comm, &reqs.back()), what);
           }
         }
         if (pending) return false;

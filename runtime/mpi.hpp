@@ -50,8 +50,10 @@ struct PeerBlocks {
   int peer;
   std::vector<Block> blocks;
 };
+// `host`: sent on the host threads' channel (transfers outside programs),
+// apart from the devices' messages.
 void exchange(const std::vector<PeerBlocks>& send, const std::vector<PeerBlocks>& recv, std::uint64_t fingerprint,
-              int tag, const std::string& what);
+              int tag, const std::string& what, bool host = false);
 
 // The messages of one collective that streams its data in pieces (the
 // all-reduce's chain between processes): sends and receives are posted as

@@ -1,9 +1,12 @@
 #include "runtime/transfer.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include "runtime/device.hpp"
+#include "runtime/mpi.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::rt {
@@ -51,22 +54,34 @@ TransferPlan plan_transfer(const Shape& global, std::size_t elem_size, const Axi
   std::map<std::vector<std::int64_t>, std::vector<std::int64_t>> replicas;
   for (std::int64_t p = 0; p < std::int64_t(src_ids.size()); ++p) replicas[src.tile_index(p)].push_back(p);
 
-  // Several processes: only this process's destinations are built here,
-  // from replicas this process holds.
+  // Several processes. A source whose devices lie in one process (host
+  // data each process put on its own device, or an array of one process's
+  // devices) is this process's to read: each builds its own destinations
+  // from its own replicas. A source spanning processes is the same global
+  // array everywhere: the plan covers every destination (each process
+  // computes the same plan), reading the replica in the destination's own
+  // process where there is one; pieces between processes move over MPI
+  // (run_transfer).
   const Runtime& rt = Runtime::get();
-  for (auto& [tile, holders] : replicas) {
-    std::vector<std::int64_t> local;
-    for (auto p : holders)
-      if (rt.is_local(src_ids[std::size_t(p)])) local.push_back(p);
-    if (!local.empty()) holders = local;
-  }
   TransferPlan plan;
+  for (auto id : src_ids)
+    if (rt.process_of(id) != rt.process_of(src_ids.front())) plan.between_processes = true;
   plan.alias.assign(dst_ids.size(), -1);
   plan.pieces.resize(dst_ids.size());
   for (std::int64_t q = 0; q < std::int64_t(dst_ids.size()); ++q) {
-    if (!rt.is_local(dst_ids[std::size_t(q)])) continue;
+    const bool local = rt.is_local(dst_ids[std::size_t(q)]);
+    if (!local && !plan.between_processes) continue;
+    const int home = rt.process_of(dst_ids[std::size_t(q)]);
     Box want = dst.shard_box(global, q);
-    for (auto& [tile, holders] : replicas) {
+    for (auto [tile, holders] : replicas) {
+      // The replicas in the destination's process, if any; without
+      // processes, the local ones.
+      std::vector<std::int64_t> near;
+      for (auto p : holders)
+        if (plan.between_processes ? rt.process_of(src_ids[std::size_t(p)]) == home
+                                   : rt.is_local(src_ids[std::size_t(p)]))
+          near.push_back(p);
+      if (!near.empty()) holders = near;
       Box have = src.shard_box(global, holders[0]);
       Box part = intersect(want, have);
       if (part.empty() && !(want.empty() && have == want)) continue;
@@ -74,12 +89,14 @@ TransferPlan plan_transfer(const Shape& global, std::size_t elem_size, const Axi
       std::int64_t pick = holders[std::size_t(q) % holders.size()];
       for (auto p : holders)
         if (src_ids[p] == dst_ids[q]) pick = p;
-      if (!rt.is_local(src_ids[std::size_t(pick)]))
-        throw NotImplementedError(detail::cat(
+      if (!plan.between_processes && !rt.is_local(src_ids[std::size_t(pick)]))
+        throw DistributedError(detail::cat(
             "moving an array between processes outside a compiled program: device ", dst_ids[std::size_t(q)],
             " (process ", rt.process_of(dst_ids[std::size_t(q)]), ") needs data that only device ",
             src_ids[std::size_t(pick)], " (process ", rt.process_of(src_ids[std::size_t(pick)]),
-            ") holds; reshard inside jit (in_shardings / out_shardings), where collectives move it"));
+            ") holds, and the array lives on one process's devices (each process may hold its own such array, so "
+            "there is no one source to send); make it a global array first (device_put on a sharding spanning "
+            "the processes, make_array_from_callback) or reshard inside jit"));
       if (src_ids[pick] == dst_ids[q] && have == want && src_tile == dst_tile) {
         plan.alias[q] = pick;
         plan.pieces[q].clear();
@@ -87,11 +104,82 @@ TransferPlan plan_transfer(const Shape& global, std::size_t elem_size, const Axi
       }
       if (part.empty()) continue;
       plan.pieces[q].push_back({pick, part});
-      if (src_ids[pick] != dst_ids[q]) plan.bytes_moved += std::size_t(numel(part.extent())) * elem_size;
+      if (local && src_ids[pick] != dst_ids[q]) plan.bytes_moved += std::size_t(numel(part.extent())) * elem_size;
     }
   }
   return plan;
 }
+
+namespace {
+
+// The pieces of a plan between processes, moved now on the host thread:
+// this process's sources pack theirs and send them, its destinations
+// receive theirs (per destination position and piece; null where the piece
+// is read locally). Both sides list the pieces in the plan's order
+// (destination, then piece), which every process computes alike, so the
+// messages between two processes match.
+std::vector<std::vector<std::shared_ptr<std::vector<char>>>> exchange_pieces(
+    const TransferPlan& plan, const Shape& global, std::size_t elem_size, const AxisSharding& src,
+    const std::vector<BufferRef>& src_bufs, const AxisSharding& dst) {
+  static std::atomic<std::uint64_t> transfers{0};
+  const Runtime& rt = Runtime::get();
+  const auto& src_ids = src.mesh->device_ids();
+  const auto& dst_ids = dst.mesh->device_ids();
+  const int me = rt.process_of(rt.first_device_id());
+  const Shape src_tile = src.tile_shape(global);
+  std::vector<std::vector<std::shared_ptr<std::vector<char>>>> received(dst_ids.size());
+  std::map<int, mpi::PeerBlocks> sends, recvs;
+  std::vector<std::shared_ptr<std::vector<char>>> packed;
+  bool any = false;
+  // The transfer's identity: shape, element size, both placements.
+  std::uint64_t fp = 1469598103934665603ull;
+  auto mix = [&](std::uint64_t v) { fp = (fp ^ v) * 1099511628211ull; };
+  mix(elem_size);
+  for (auto d : global) mix(std::uint64_t(d));
+  for (auto id : src_ids) mix(std::uint64_t(id) + 1000);
+  for (auto id : dst_ids) mix(std::uint64_t(id) + 2000);
+  for (std::size_t q = 0; q < dst_ids.size(); ++q) {
+    received[q].resize(plan.pieces[q].size());
+    const int dp = rt.process_of(dst_ids[q]);
+    for (std::size_t k = 0; k < plan.pieces[q].size(); ++k) {
+      const Piece& piece = plan.pieces[q][k];
+      const int sp = rt.process_of(src_ids[std::size_t(piece.src_pos)]);
+      const std::size_t bytes = std::size_t(numel(piece.region.extent())) * elem_size;
+      if (sp == dp || bytes == 0) continue;
+      any = true;
+      mix(std::uint64_t(q) * 31 + k);
+      if (sp == me) {
+        const BufferRef& b = src_bufs[std::size_t(piece.src_pos)];
+        b->ready().wait();
+        auto buf = std::make_shared<std::vector<char>>(bytes);
+        copy_region(b->data(), src_tile, src.shard_box(global, piece.src_pos).start, buf->data(),
+                    piece.region.extent(), piece.region.start, piece.region, elem_size);
+        packed.push_back(buf);
+        sends[dp].peer = dp;
+        sends[dp].blocks.push_back({buf->data(), bytes});
+      }
+      if (dp == me) {
+        auto buf = std::make_shared<std::vector<char>>(bytes);
+        received[q][k] = buf;
+        recvs[sp].peer = sp;
+        recvs[sp].blocks.push_back({buf->data(), bytes});
+      }
+    }
+  }
+  if (!any) return {};
+  // Every process counts the transfers between processes alike (each runs
+  // the same device_puts), so the count tells this one's messages apart.
+  const std::uint64_t n = transfers++;
+  std::vector<mpi::PeerBlocks> s, r;
+  for (auto& [q, b] : sends) s.push_back(b);
+  for (auto& [q, b] : recvs) r.push_back(b);
+  if (s.empty() && r.empty()) return {};
+  mpi::exchange(s, r, fp ^ (n << 40), int(n % (1u << 14)),
+                detail::cat("moving an array of shape ", shape_str(global), " between processes"), /*host=*/true);
+  return received;
+}
+
+}  // namespace
 
 std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& global, std::size_t elem_size,
                                     const AxisSharding& src, const std::vector<BufferRef>& src_bufs,
@@ -113,23 +201,42 @@ std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& globa
     launch_ids.push_back(dst_ids[q]);
     launch_pos.push_back(std::int64_t(q));
   }
+  std::vector<std::vector<std::shared_ptr<std::vector<char>>>> received;
+  if (plan.between_processes) received = exchange_pieces(plan, global, elem_size, src, src_bufs, dst);
   if (launch_ids.empty()) return out;
   Runtime::get().launch(launch_ids, [&](int i) -> std::function<void()> {
     std::int64_t q = launch_pos[i];
     BufferRef target = out[q];
-    std::vector<std::pair<BufferRef, Piece>> reads;
-    for (auto& piece : plan.pieces[q]) reads.emplace_back(src_bufs[piece.src_pos], piece);
-    std::vector<std::vector<std::int64_t>> src_origins;
-    for (auto& piece : plan.pieces[q]) src_origins.push_back(src.shard_box(global, piece.src_pos).start);
+    // Each piece from a local source buffer (its tile at its origin), or
+    // from the packed copy another process sent (the region alone).
+    struct Read {
+      BufferRef buf;
+      std::shared_ptr<std::vector<char>> packed;
+      Shape tile;
+      std::vector<std::int64_t> origin;
+      Box region;
+    };
+    std::vector<Read> reads;
+    for (std::size_t k = 0; k < plan.pieces[q].size(); ++k) {
+      const Piece& piece = plan.pieces[q][k];
+      if (!received.empty() && received[std::size_t(q)][k])
+        reads.push_back({nullptr, received[std::size_t(q)][k], piece.region.extent(), piece.region.start, piece.region});
+      else
+        reads.push_back({src_bufs[piece.src_pos], nullptr, src_tile, src.shard_box(global, piece.src_pos).start,
+                         piece.region});
+    }
     std::vector<std::int64_t> dst_origin = dst.shard_box(global, q).start;
     bool padded = numel(dst.shard_box(global, q).extent()) != numel(dst_tile);
     return [=] {
       try {
         if (padded) std::memset(target->data(), 0, target->bytes());
-        for (std::size_t k = 0; k < reads.size(); ++k) {
-          reads[k].first->ready().wait();
-          copy_region(reads[k].first->data(), src_tile, src_origins[k], target->data(), dst_tile, dst_origin,
-                      reads[k].second.region, elem_size);
+        for (const Read& r : reads) {
+          const void* from = r.packed ? static_cast<const void*>(r.packed->data()) : nullptr;
+          if (!from) {
+            r.buf->ready().wait();
+            from = r.buf->data();
+          }
+          copy_region(from, r.tile, r.origin, target->data(), dst_tile, dst_origin, r.region, elem_size);
         }
         target->ready().set();
       } catch (...) {

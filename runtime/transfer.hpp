@@ -29,14 +29,19 @@ struct TransferPlan {
   // shared as is (-1 if none), else the pieces to copy.
   std::vector<std::int64_t> alias;
   std::vector<std::vector<Piece>> pieces;
-  std::size_t bytes_moved = 0;  // bytes copied between different devices
+  std::size_t bytes_moved = 0;  // bytes copied between different devices (into this process's)
+  // A source spanning processes: every destination is planned, and pieces
+  // between processes move over MPI.
+  bool between_processes = false;
 };
 
 TransferPlan plan_transfer(const Shape& global, std::size_t elem_size, const AxisSharding& src,
                            const AxisSharding& dst);
 
 // Runs a plan: each destination device builds its buffer in its own queue
-// after the source buffers it reads are ready. Returns at once.
+// after the source buffers it reads are ready. Returns at once, except when
+// pieces move between processes: those are packed, sent and received first,
+// on the calling (host) thread, which every process runs alike.
 std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& global, std::size_t elem_size,
                                     const AxisSharding& src, const std::vector<BufferRef>& src_bufs,
                                     const AxisSharding& dst);

@@ -7,6 +7,7 @@
 //   worker mismatch       the processes reach a collective with different
 //                         shapes: both raise DistributedError
 // Prints "OK <mode>" on success (exit 0), "FAIL ..." otherwise (exit 1).
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -64,6 +65,16 @@ void compare(const std::string& path) {
     ts::Mesh all(ts::devices(), "b");
     Array z = ts::device_put(ts::ones({16}), ts::NamedSharding(all, P("b")));
     expect(ts::jit([](const Array& a) { return ts::sum(a); })(z).item<float>() == 16.0f, "then one across processes");
+    // An array of process 0's devices moved onto every process's: no one
+    // source (each process may hold its own such array), so the processes
+    // that need its data say so.
+    try {
+      (void)ts::device_put(ts::device_put(ts::ones({16}), ts::NamedSharding(m0, P("a"))), ts::NamedSharding(all, P("b")));
+      expect(ts::process_index() == 0, "process 0 builds its devices' parts from its own array");
+    } catch (const ts::DistributedError& e) {
+      expect(ts::process_index() != 0 && std::string(e.what()).find("one process's devices") != std::string::npos,
+             std::string("the other processes raise: ") + e.what());
+    }
   }
   // Addressability.
   ts::Mesh mesh(ts::devices(), {4, 2}, {"x", "y"});
@@ -96,6 +107,29 @@ void compare(const std::string& path) {
   expect(ts::process_allgather(ts::jit([](const Array& a) { return a * 2.0f; })(m)).to_vector<float>() ==
              (ts::arange(0, 64, 1, ts::float32) * 2.0f).to_vector<float>(),
          "jit on a process-local-data array");
+  // Resharding a global array outside jit (device_put): pieces move
+  // between processes.
+  // Uneven (10 x 6 over 4 x 2), to a transposed spec, replicated, a mesh in
+  // another device order, int32.
+  {
+    const Array want = ts::arange(0, 60, 1, ts::int32).reshape({10, 6});
+    Array src = ts::device_put(want, ts::NamedSharding(mesh, P("x", "y")));
+    auto devs = ts::devices();
+    std::reverse(devs.begin(), devs.end());
+    ts::Mesh rev(devs, {2, 4}, {"a", "b"});
+    for (const auto& to : {ts::NamedSharding(mesh, P("y", "x")), ts::NamedSharding(mesh, P()),
+                           ts::NamedSharding(mesh, P(ts::None, "x")), ts::NamedSharding(rev, P("b", "a"))}) {
+      Array moved = ts::device_put(src, to);
+      expect(moved.sharding() == ts::Sharding(to), "device_put keeps the sharding asked for");
+      expect(ts::process_allgather(moved).to_vector<std::int32_t>() == want.to_vector<std::int32_t>(),
+             "device_put between processes: " + ts::Sharding(to).str());
+    }
+    // And back: a program on the moved array.
+    Array back = ts::device_put(ts::device_put(src, ts::NamedSharding(rev, P("a"))), ts::NamedSharding(mesh, P("x")));
+    expect(ts::process_allgather(ts::jit([](const Array& a) { return a * 2; })(back)).to_vector<std::int32_t>() ==
+               (want * 2).to_vector<std::int32_t>(),
+           "a program on an array moved between processes");
+  }
   // The notebook's process_allgather cells.
   Array mine = ts::array(std::vector<float>{float(2 * ts::process_index()), float(2 * ts::process_index() + 1)});
   expect(ts::process_allgather(mine, true).to_vector<float>() == ts::arange(0, 2 * np, 1, ts::float32).to_vector<float>(),
