@@ -6,6 +6,9 @@
 
 #include <tessel/tessel.hpp>
 
+#include "tests/common/random_program.hpp"
+
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -113,6 +116,43 @@ inline std::vector<Scenario> scenarios() {
         },
         m, {P({"x", "y"}, ts::None), P({"x", "y"}, ts::None)}, {P({"x", "y"})});
     return f(x, z);
+  }});
+  out.push_back({"random programs under jit: random shardings, meshes in shuffled device order", [=] {
+    namespace rp = tessel::random_program;
+    std::mt19937 rng(77);  // the same draws in every process
+    const std::vector<std::pair<ts::Shape, std::vector<std::string>>> meshes = {
+        {{8}, {"x"}}, {{4, 2}, {"x", "y"}}, {{2, 2, 2}, {"x", "y", "z"}}, {{2, 4}, {"a", "b"}}};
+    std::vector<float> all;
+    for (int t = 0; t < 6; ++t) {
+      const auto& [shape, names] = meshes[std::size_t(t) % meshes.size()];
+      auto devs = ts::devices();
+      std::shuffle(devs.begin(), devs.end(), rng);
+      ts::Mesh m(devs, shape, names);
+      rp::Program prog = rp::generate(rng, 20 + rp::pick(rng, 10), names);
+      std::vector<Array> inputs;
+      std::uniform_real_distribution<float> u(-2, 2);
+      for (auto& s : prog.inputs) {
+        std::vector<float> v(std::size_t(ts::numel(s)));
+        for (auto& e : v) e = u(rng);
+        Array a = ts::array(v, s);
+        std::vector<ts::PartitionSpec::Entry> e(s.size(), ts::PartitionSpec::Entry(ts::None));
+        for (auto& name : names) {
+          const int d = rp::pick(rng, int(s.size()) + 1);
+          if (d == int(s.size())) continue;
+          auto axes = e[std::size_t(d)].axes();
+          axes.push_back(name);
+          e[std::size_t(d)] = ts::PartitionSpec::Entry::tuple(axes);
+        }
+        const bool uncommitted = rp::pick(rng, 4) == 0;
+        inputs.push_back(uncommitted ? a : ts::device_put(a, ts::NamedSharding(m, ts::PartitionSpec::from_entries(e))));
+      }
+      auto outs = ts::jit([&](const std::vector<Array>& xs) { return rp::replay(prog, xs, m); })(inputs);
+      for (auto& o : outs) {
+        auto v = (o.is_fully_addressable() ? o : ts::process_allgather(o)).to_vector<float>();
+        all.insert(all.end(), v.begin(), v.end());
+      }
+    }
+    return ts::array(all);
   }});
   out.push_back({"random normal, sharded", [=] {
     auto f = ts::jit([](const Array& k) { return ts::random::normal(k, {64, 32}); },
