@@ -78,14 +78,22 @@ struct RowSplit {
   }
   NodeRef gather(const NodeRef& x) { return build::all_gather(t, x, mesh, axes, 0); }
   NodeRef psum(const NodeRef& x) { return build::all_reduce(t, x, mesh, axes, Op::add); }
-  // Global rows `src` (int32 [k]) of the row-split x, on every device.
-  NodeRef fetch_rows(const NodeRef& x, const NodeRef& src) {
+  // Global rows `src` (int32 [k]) of the row-split matrix whose columns are
+  // the blocks xs side by side, on every device: [k, columns of all xs].
+  // Each block gives its rows itself (joining the blocks first would copy
+  // the device's whole rows for a few of them); one all-reduce moves them.
+  NodeRef fetch_rows(const std::vector<NodeRef>& xs, const NodeRef& src) {
     const std::int64_t k = src->shape()[0];
     NodeRef loc = bin(t, Op::sub, src, splat(t, off, k));
     NodeRef own = bin(t, Op::and_, bin(t, Op::ge, loc, full(t, DType::int32, 0, {k})),
                       bin(t, Op::lt, loc, full(t, DType::int32, double(r), {k})));
-    NodeRef got = take_rows(t, x, clamp(t, loc, 0, r - 1));
-    return psum(select_rows(t, own, got, zeros_of(t, got)));
+    NodeRef at = clamp(t, loc, 0, r - 1);
+    std::vector<NodeRef> got;
+    for (const NodeRef& x : xs) {
+      NodeRef g = take_rows(t, x, at);
+      got.push_back(select_rows(t, own, g, zeros_of(t, g)));
+    }
+    return psum(concat_cols(t, got));
   }
 };
 
@@ -132,8 +140,7 @@ NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, con
     std::vector<NodeRef> outside;
     for (size_t j = 0; j < X.b.size(); ++j)
       if (j != k) outside.push_back(X.b[j]);
-    NodeRef T = outside.empty() ? nullptr
-                                : rs.fetch_rows(outside.size() == 1 ? outside[0] : build::concatenate(t, outside, 1), src);  // [2w, n - w']
+    NodeRef T = outside.empty() ? nullptr : rs.fetch_rows(outside, src);  // [2w, n - w']
     // 3. Each local row's source.
     NodeRef rel = bin(t, Op::sub, rs.g, splat(t, i32(t, c0), r));
     NodeRef is_active = bin(t, Op::and_, bin(t, Op::ge, rel, full(t, DType::int32, 0, {r})),
