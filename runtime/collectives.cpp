@@ -202,7 +202,12 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
     }
     if (m.bytes != bytes) throw InternalError("members of one collective give different sizes");
     m.ptrs[index_in(group, pos)] = mine;
-    if (++m.arrived == m.local) {
+    if (++m.arrived == m.local && error_) {
+      // A member that arrived before the error may have left (its buffer
+      // gone): move nothing; the other processes time out.
+      m.moved = true;
+      m.cv.notify_all();
+    } else if (m.arrived == m.local) {
       lk.unlock();
       std::exception_ptr failed;
       try {
@@ -275,7 +280,11 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
         copied = ready;
         lk.lock();
       };
-      if (++m.arrived == m.local) {
+      if (++m.arrived == m.local && error_) {
+        // As in do_exchange: a member may have left; the chain reads nothing.
+        m.moved = true;
+        m.cv.notify_all();
+      } else if (m.arrived == m.local) {
         lk.unlock();
         std::exception_ptr failed;
         try {
@@ -300,6 +309,14 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       copy_ready();
     }
     release(pos, group);
+    // Every member of every group must count the same rounds per collective
+    // (a later collective over other groups meets by round): the
+    // shared-memory all-reduce, which this launch's groups inside one
+    // process take, uses two above kSmallAllReduceBytes; the chain one.
+    if (bytes > kSmallAllReduceBytes) {
+      std::lock_guard<std::mutex> lk(m_);
+      ++round_[std::size_t(pos)];
+    }
   }
 
  private:

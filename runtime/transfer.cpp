@@ -127,9 +127,15 @@ std::vector<std::vector<std::shared_ptr<std::vector<char>>>> exchange_pieces(
   const auto& dst_ids = dst.mesh->device_ids();
   const int me = rt.process_of(rt.first_device_id());
   const Shape src_tile = src.tile_shape(global);
+  // First the messages (no waiting), so every process agrees on them and on
+  // the count below whatever happens after; then the packing.
+  struct Out {
+    int peer;
+    std::size_t q, k, bytes;
+  };
+  std::vector<Out> outgoing;
   std::vector<std::vector<std::shared_ptr<std::vector<char>>>> received(dst_ids.size());
   std::map<int, mpi::PeerBlocks> sends, recvs;
-  std::vector<std::shared_ptr<std::vector<char>>> packed;
   bool any = false;
   // The transfer's identity: shape, element size, both placements.
   std::uint64_t fp = 1469598103934665603ull;
@@ -148,16 +154,7 @@ std::vector<std::vector<std::shared_ptr<std::vector<char>>>> exchange_pieces(
       if (sp == dp || bytes == 0) continue;
       any = true;
       mix(std::uint64_t(q) * 31 + k);
-      if (sp == me) {
-        const BufferRef& b = src_bufs[std::size_t(piece.src_pos)];
-        b->ready().wait();
-        auto buf = std::make_shared<std::vector<char>>(bytes);
-        copy_region(b->data(), src_tile, src.shard_box(global, piece.src_pos).start, buf->data(),
-                    piece.region.extent(), piece.region.start, piece.region, elem_size);
-        packed.push_back(buf);
-        sends[dp].peer = dp;
-        sends[dp].blocks.push_back({buf->data(), bytes});
-      }
+      if (sp == me) outgoing.push_back({dp, q, k, bytes});
       if (dp == me) {
         auto buf = std::make_shared<std::vector<char>>(bytes);
         received[q][k] = buf;
@@ -168,14 +165,33 @@ std::vector<std::vector<std::shared_ptr<std::vector<char>>>> exchange_pieces(
   }
   if (!any) return {};
   // Every process counts the transfers between processes alike (each runs
-  // the same device_puts), so the count tells this one's messages apart.
+  // the same device_puts, from one host thread), so the count tells this
+  // one's messages apart.
   const std::uint64_t n = transfers++;
+  if (outgoing.empty() && recvs.empty()) return {};
+  std::vector<std::shared_ptr<std::vector<char>>> packed;
+  for (const Out& o : outgoing) {
+    const Piece& piece = plan.pieces[o.q][o.k];
+    const BufferRef& b = src_bufs[std::size_t(piece.src_pos)];
+    b->ready().wait();
+    auto buf = std::make_shared<std::vector<char>>(o.bytes);
+    copy_region(b->data(), src_tile, src.shard_box(global, piece.src_pos).start, buf->data(), piece.region.extent(),
+                piece.region.start, piece.region, elem_size);
+    packed.push_back(buf);
+    sends[o.peer].peer = o.peer;
+    sends[o.peer].blocks.push_back({buf->data(), o.bytes});
+  }
   std::vector<mpi::PeerBlocks> s, r;
   for (auto& [q, b] : sends) s.push_back(b);
   for (auto& [q, b] : recvs) r.push_back(b);
-  if (s.empty() && r.empty()) return {};
-  mpi::exchange(s, r, fp ^ (n << 40), int(n % (1u << 14)),
-                detail::cat("moving an array of shape ", shape_str(global), " between processes"), /*host=*/true);
+  try {
+    mpi::exchange(s, r, fp ^ (n << 40), int(n % (1u << 14)),
+                  detail::cat("moving an array of shape ", shape_str(global), " between processes"), /*host=*/true);
+  } catch (...) {
+    // Messages may still be under way: their buffers are never freed.
+    mpi::keep_forever(new auto(std::make_pair(std::move(packed), std::move(received))));
+    throw;
+  }
   return received;
 }
 

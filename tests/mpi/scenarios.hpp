@@ -99,6 +99,22 @@ inline std::vector<Scenario> scenarios() {
     auto f = ts::shard_map([](const Array& b) { return ts::psum(b, "x"); }, m, {P("x")}, {P()});
     return f(x).index({ts::slice(0, 1 << 19, 4099)});
   }});
+  out.push_back({"psum of 256 KiB over groups inside one process and across, then over the other axis", [=] {
+    // With 2 processes the pairs along "y" are devices (0,4) (1,2) (3,5)
+    // (6,7): two inside a process, two across; the groups along "x" then
+    // mix members of both kinds (they must agree on their rounds).
+    const auto d = ts::devices();
+    ts::Mesh m({d[0], d[4], d[1], d[2], d[3], d[5], d[6], d[7]}, {4, 2}, {"x", "y"});
+    const std::int64_t per = 1 << 16;
+    Array x = ts::device_put(host_data(13, {4 * per, 2}), ts::NamedSharding(m, P("x", "y")));
+    auto f = ts::shard_map(
+        [](const Array& b) {
+          Array s = ts::psum(b, "y");
+          return ts::concatenate({ts::psum(s * 0.5f, "x"), ts::ppermute(s, "x", {{0, 3}, {3, 1}, {1, 2}, {2, 0}})}, 1);
+        },
+        m, {P("x", "y")}, {P("x")});
+    return f(x).index({ts::slice(0, 4 * per, 1021)});
+  }});
   out.push_back({"psum, pmax, pmin in float64 and int32; signed zeros and NaN", [=] {
     auto m = mesh();
     Array x = ts::device_put(host_data(12, {8, 40000}), ts::NamedSharding(m, P({"x", "y"}, ts::None)));
