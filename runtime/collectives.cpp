@@ -193,40 +193,14 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
   std::vector<const void*> do_exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
                                        std::size_t bytes) override {
     std::unique_lock<std::mutex> lk(m_);
-    Key key = key_of(pos, group);
-    SpanningMeeting& m = meetings_[key];
-    if (m.ptrs.empty()) {
-      m.ptrs.assign(group.size(), nullptr);
-      for (auto p : group) m.local += local_[std::size_t(p)] ? 1 : 0;
-      m.bytes = bytes;
-    }
-    if (m.bytes != bytes) throw InternalError("members of one collective give different sizes");
-    m.ptrs[index_in(group, pos)] = mine;
-    if (++m.arrived == m.local && error_) {
-      // A member that arrived before the error may have left (its buffer
-      // gone): move nothing; the other processes time out.
-      m.moved = true;
-      m.cv.notify_all();
-    } else if (m.arrived == m.local) {
-      lk.unlock();
-      std::exception_ptr failed;
-      try {
-        move(group, key, m);
-      } catch (...) {
-        failed = std::current_exception();
-      }
-      lk.lock();
-      if (failed && !error_) error_ = failed;
-      m.moved = true;
-      m.cv.notify_all();
-    } else {
-      // Once every local member has arrived the mover's messages may read
-      // any of their buffers: wait for it even after an abort (its wait is
-      // bounded by the timeout), so no buffer is reused under MPI.
-      m.cv.wait(lk, [&] { return m.moved || (error_ && m.arrived < m.local); });
-    }
+    auto [m, mover] = arrive(lk, pos, group, mine, bytes,
+                             [&](const Key& key, SpanningMeeting& mt) { move(group, key, mt); });
+    // Once every local member has arrived the mover's messages may read
+    // any of their buffers: wait for it even after an abort (its wait is
+    // bounded by the timeout), so no buffer is reused under MPI.
+    if (!mover) m->cv.wait(lk, [&] { return m->moved || (error_ && m->arrived < m->local); });
     if (error_) std::rethrow_exception(error_);
-    return m.ptrs;
+    return m->ptrs;
   }
 
   void do_release(int pos, const std::vector<std::int64_t>& group) override {
@@ -253,15 +227,10 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       trace::Span wait(trace::device_track(current_device()), "wait");
       if (wait.active()) wait.name = "all-reduce between processes";
       std::unique_lock<std::mutex> lk(m_);
-      Key key = key_of(pos, group);
-      SpanningMeeting& m = meetings_[key];
-      if (m.ptrs.empty()) {
-        m.ptrs.assign(group.size(), nullptr);
-        for (auto p : group) m.local += local_[std::size_t(p)] ? 1 : 0;
-        m.bytes = bytes;
-      }
-      if (m.bytes != bytes) throw InternalError("members of one collective give different sizes");
-      m.ptrs[index_in(group, pos)] = mine;
+      auto [mp, mover] = arrive(lk, pos, group, mine, bytes, [&](const Key& key, SpanningMeeting& mt) {
+        chain(group, key, mt, count, es, fold);
+      });
+      SpanningMeeting& m = *mp;
       const char* res = nullptr;
       std::int64_t copied = 0;  // chunks of the result copied into out
       // Copies the chunks of the result ready so far (unlocked): the members
@@ -280,30 +249,12 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
         copied = ready;
         lk.lock();
       };
-      if (++m.arrived == m.local && error_) {
-        // As in do_exchange: a member may have left; the chain reads nothing.
-        m.moved = true;
-        m.cv.notify_all();
-      } else if (m.arrived == m.local) {
-        lk.unlock();
-        std::exception_ptr failed;
-        try {
-          chain(group, key, m, count, es, fold);
-        } catch (...) {
-          failed = std::current_exception();
-        }
-        lk.lock();
-        if (failed && !error_) error_ = failed;
-        m.moved = true;
-        m.cv.notify_all();
-      } else {
-        // As in do_exchange: the chain reads every local member's buffer,
-        // so wait for its end even after an error.
-        for (;;) {
-          m.cv.wait(lk, [&] { return m.moved || (error_ && m.arrived < m.local) || (!error_ && m.ready > copied); });
-          if (m.moved || error_) break;
-          copy_ready();
-        }
+      // As in do_exchange: the chain reads every local member's buffer, so
+      // wait for its end even after an error.
+      while (!mover) {
+        m.cv.wait(lk, [&] { return m.moved || (error_ && m.arrived < m.local) || (!error_ && m.ready > copied); });
+        if (m.moved || error_) break;
+        copy_ready();
       }
       if (error_) std::rethrow_exception(error_);
       copy_ready();
@@ -320,6 +271,42 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
   }
 
  private:
+  // Joins this round's meeting of `group` (lk held). The last local member
+  // to arrive runs `work` unlocked (the moving between processes: every
+  // local member's buffer is published and its owner waits) and marks the
+  // meeting moved; it runs nothing when an error is already known (a member
+  // that arrived before may have left with its buffer; the other processes
+  // then time out). Returns the meeting and whether this member was last.
+  template <class Work>
+  std::pair<SpanningMeeting*, bool> arrive(std::unique_lock<std::mutex>& lk, int pos,
+                                           const std::vector<std::int64_t>& group, const void* mine, std::size_t bytes,
+                                           Work&& work) {
+    const Key key = key_of(pos, group);
+    SpanningMeeting& m = meetings_[key];
+    if (m.ptrs.empty()) {
+      m.ptrs.assign(group.size(), nullptr);
+      for (auto p : group) m.local += local_[std::size_t(p)] ? 1 : 0;
+      m.bytes = bytes;
+    }
+    if (m.bytes != bytes) throw InternalError("members of one collective give different sizes");
+    m.ptrs[index_in(group, pos)] = mine;
+    if (++m.arrived < m.local) return {&m, false};
+    if (!error_) {
+      lk.unlock();
+      std::exception_ptr failed;
+      try {
+        work(key, m);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      lk.lock();
+      if (failed && !error_) error_ = failed;
+    }
+    m.moved = true;
+    m.cv.notify_all();
+    return {&m, true};
+  }
+
   // This process's members' buffers to every other process of the group,
   // the others' into staging blocks from the device pool (runs unlocked:
   // every local member has arrived and only waits). Blocks move in place,
