@@ -436,15 +436,28 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
         for (std::size_t k = segs[j].begin; k < segs[j].end; ++k)
           members.push_back(static_cast<const char*>(m.ptrs[k]) + off);
         char* dst = acc[j] + off;
+        const char* first = dst;
         if (j == 0) {
-          const void* first = members.front();
+          first = static_cast<const char*>(members.front());
           members.erase(members.begin());
-          ComputeSlot slot;
-          fold(dst, first, members, hi - lo);
         } else {
           pipe.wait(partial_in[std::size_t(c) * J + j]);
-          ComputeSlot slot;
-          fold(dst, dst, members, hi - lo);
+        }
+        // In pieces, driving MPI between them: a message larger than the
+        // transport's eager size moves only while its sender (and receiver)
+        // call into MPI, so folding a whole chunk without would stall the
+        // chunks already sent.
+        const std::int64_t piece = std::max<std::int64_t>(1, std::int64_t((32 << 10) / es));
+        for (std::int64_t a = 0; a < hi - lo; a += piece) {
+          const std::int64_t n = std::min(piece, hi - lo - a);
+          const std::size_t at = std::size_t(a) * es;
+          std::vector<const void*> rest;
+          for (const void* p : members) rest.push_back(static_cast<const char*>(p) + at);
+          {
+            ComputeSlot slot;
+            fold(dst + at, first + at, rest, n);
+          }
+          pipe.progress();
         }
         if (j + 1 < J) {
           pipe.send(segs[j + 1].process, dst, len);

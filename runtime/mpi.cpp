@@ -401,6 +401,11 @@ void Pipe::wait(std::size_t index) {
   p.wait_one(index);
 }
 
+void Pipe::progress() {
+  int flag = 0;
+  check(MPI_Iprobe(MPI_ANY_SOURCE, impl_->tag, g_devices, &flag, MPI_STATUS_IGNORE), impl_->what);
+}
+
 void Pipe::wait_all() {
   for (std::size_t k = 0; k < impl_->messages.size(); ++k) wait(k);
 }

@@ -78,6 +78,8 @@ class Pipe {
   // Returns once message `index` is done (a receive: its bytes are in place).
   void wait(std::size_t index);
   void wait_all();
+  // Lets MPI move the messages under way (without waiting for any).
+  void progress();
 
  private:
   struct Impl;
