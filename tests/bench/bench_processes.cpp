@@ -11,7 +11,7 @@
 // partial sum out, the others' in), at the copy bandwidth measured here.
 //
 //   ./tessel bench processes          (2 processes x 4 devices, under mpirun)
-//   mpirun -np 2 build/tests/bench/bench_processes [max MiB per device, default 64]
+//   mpirun -np 2 build/tests/bench/bench_processes [max MiB per device, default 256]
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
 
@@ -24,7 +24,7 @@ using ts::P;
 
 int main(int argc, char** argv) {
   ts::distributed::initialize();
-  const double max_mib = argc > 1 ? std::atof(argv[1]) : 64;
+  const double max_mib = argc > 1 ? std::atof(argv[1]) : 256;
   const int n = ts::device_count(), procs = ts::process_count(), me = ts::process_index();
   ts::Mesh mesh(ts::devices(), "x");
   if (me == 0)
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
                 "%-20s %10s %12s %8s %14s %7s %16s %7s\n",
                 n, procs, bench::cores(), "case", "floor (ms)", "tessel (ms)", "x floor", "MPI_Allreduce", "x MPI",
                 "hierarchical MPI", "x hier");
-  for (double kib = 1; kib <= max_mib * 1024; kib *= 16) {
+  for (double kib = 1; kib <= max_mib * 1024; kib *= 4) {
     const std::int64_t per = std::int64_t(kib * 1024 / 4);
     ts::Array x = ts::make_array_from_callback({per * n}, ts::NamedSharding(mesh, P("x")), [&](const ts::Index& idx) {
       return ts::ones({idx[0].stop - idx[0].start});
