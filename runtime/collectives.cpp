@@ -432,17 +432,13 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       const std::size_t off = std::size_t(lo) * es, len = std::size_t(hi - lo) * es;
       for (std::size_t j = 0; j < J; ++j) {
         if (segs[j].process != me_) continue;
-        std::vector<const void*> members;
-        for (std::size_t k = segs[j].begin; k < segs[j].end; ++k)
-          members.push_back(static_cast<const char*>(m.ptrs[k]) + off);
+        // This segment's members, in group order: segment 0's fold starts
+        // from its first member, a later one's from the partial received.
+        const std::vector<const void*> seg(m.ptrs.begin() + std::ptrdiff_t(segs[j].begin),
+                                           m.ptrs.begin() + std::ptrdiff_t(segs[j].end));
+        const std::size_t from = j == 0 ? 1 : 0;
         char* dst = acc[j] + off;
-        const char* first = dst;
-        if (j == 0) {
-          first = static_cast<const char*>(members.front());
-          members.erase(members.begin());
-        } else {
-          pipe.wait(partial_in[std::size_t(c) * J + j]);
-        }
+        if (j > 0) pipe.wait(partial_in[std::size_t(c) * J + j]);
         // In pieces, driving MPI between them: a message larger than the
         // transport's eager size moves only while its sender (and receiver)
         // call into MPI, so folding a whole chunk without would stall the
@@ -451,11 +447,10 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
         for (std::int64_t a = 0; a < hi - lo; a += piece) {
           const std::int64_t n = std::min(piece, hi - lo - a);
           const std::size_t at = std::size_t(a) * es;
-          std::vector<const void*> rest;
-          for (const void* p : members) rest.push_back(static_cast<const char*>(p) + at);
+          const char* first = j == 0 ? static_cast<const char*>(seg[0]) + off + at : dst + at;
           {
             ComputeSlot slot;
-            fold(dst + at, first + at, rest, n);
+            fold(dst + at, first, offset_all(seg, from, off + at), n);
           }
           pipe.progress();
         }

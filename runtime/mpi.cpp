@@ -39,12 +39,16 @@ double env_timeout() {
   return s;
 }
 
-void check(int rc, const std::string& what) {
-  if (rc == MPI_SUCCESS) return;
+std::string error_string(int rc) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  throw DistributedError(cat(what, ": MPI error on process ", g_rank, ": ", std::string(msg, std::size_t(len))));
+  return std::string(msg, std::size_t(len));
+}
+
+void check(int rc, const std::string& what) {
+  if (rc == MPI_SUCCESS) return;
+  throw DistributedError(cat(what, ": MPI error on process ", g_rank, ": ", error_string(rc)));
 }
 
 // Polls `done` until it says true; DistributedError at the deadline. Each
@@ -321,14 +325,10 @@ struct Pipe::Impl {
           int flag = 0;
           MPI_Status st;
           const int rc = MPI_Test(&m.request, &flag, &st);
-          if (rc != MPI_SUCCESS && m.receive) {
-            char msg[MPI_MAX_ERROR_STRING];
-            int len = 0;
-            MPI_Error_string(rc, msg, &len);
+          if (rc != MPI_SUCCESS && m.receive)
             throw DistributedError(cat(what, ": process ", m.peer, " sent process ", g_rank,
-                                       " a message this collective does not expect (", std::string(msg, std::size_t(len)),
+                                       " a message this collective does not expect (", error_string(rc),
                                        "): the processes must run the same programs on the same shapes"));
-          }
           check(rc, what);
           if (flag && m.receive) MPI_Get_count(&st, MPI_BYTE, &count);
           return flag != 0;
