@@ -457,8 +457,9 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   std::ostringstream text;
   std::size_t code_bytes = 0;
   for (auto& step : plan.steps) {
-    const std::vector<int> writes = writes_of(step);
+    std::vector<int> writes = writes_of(step);
     const int out = writes[0];
+    int scratch = -1;
     std::vector<int> reads;
     for (auto& r : step.reads) reads.push_back(slot_of(r));
     std::unique_ptr<rt::Thunk> thunk;
@@ -507,7 +508,16 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         exe->uses_collectives = true;
         break;
       case StepKind::Constant: thunk = std::make_unique<ConstantThunk>(step.node->attr<attr::Constant>().value, out); break;
-      case StepKind::Library: thunk = library_thunk(*step.node, reads, writes); break;
+      case StepKind::Library:
+        if (std::size_t ws = library_workspace(*step.node)) {
+          // A workspace slot, live for this step only (memory_analysis counts it).
+          scratch = int(exe->slots.size());
+          exe->slots.push_back({ws, false});
+          writes.push_back(scratch);
+        }
+        if (collective_axes(*step.node).mesh) exe->uses_collectives = true;  // a routine that meets its peers
+        thunk = library_thunk(*step.node, reads, writes);
+        break;
       case StepKind::Control: break;  // above
       case StepKind::AxisIndex:
         thunk = std::make_unique<AxisIndexThunk>(step.node->attr<attr::AxisIndex>().mesh,
@@ -516,6 +526,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     }
     exe->alloc_before.push_back(writes);
     exe->free_after.push_back({});
+    if (scratch >= 0) exe->free_after.back().push_back(scratch);
     exe->thunks.push_back(std::move(thunk));
   }
   for (auto& o : g.outputs) exe->output_slots.push_back(slot_of(o));

@@ -362,6 +362,11 @@ class Expander {
         p.packed_complex = true;
         return t_.make(n.op, ops, packed_aval(n.aval), p);
       }
+      case Op::distributed_lu: {
+        attr::DistributedLu p = n.attr<attr::DistributedLu>();
+        p.packed_complex = true;
+        return t_.make(n.op, ops, packed_aval(n.aval), p);
+      }
       case Op::sharding_constraint:
       case Op::pvary: return ops[0];  // identities
       case Op::all_reduce: {

@@ -6,7 +6,10 @@
 #include <limits>
 #include <sstream>
 
+#include "runtime/collectives.hpp"
+#include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
+#include "tracer/sharding.hpp"
 
 // LAPACK's and BLAS's Fortran interface (LP64: 32-bit integers), with the
 // hidden lengths of character arguments gfortran appends.
@@ -18,6 +21,10 @@ void strsm_(const char*, const char*, const char*, const char*, const int*, cons
             const int*, float*, const int*, std::size_t, std::size_t, std::size_t, std::size_t);
 void dtrsm_(const char*, const char*, const char*, const char*, const int*, const int*, const double*, const double*,
             const int*, double*, const int*, std::size_t, std::size_t, std::size_t, std::size_t);
+void sgemm_(const char*, const char*, const int*, const int*, const int*, const float*, const float*, const int*,
+            const float*, const int*, const float*, float*, const int*, std::size_t, std::size_t);
+void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*, const double*, const int*,
+            const double*, const int*, const double*, double*, const int*, std::size_t, std::size_t);
 void sgetrf_(const int*, const int*, float*, const int*, int*, int*);
 void dgetrf_(const int*, const int*, double*, const int*, int*, int*);
 void sgeqrf_(const int*, const int*, float*, const int*, float*, float*, const int*, int*);
@@ -41,6 +48,10 @@ void ctrsm_(const char*, const char*, const char*, const char*, const int*, cons
             const int*, cf*, const int*, std::size_t, std::size_t, std::size_t, std::size_t);
 void ztrsm_(const char*, const char*, const char*, const char*, const int*, const int*, const cd*, const cd*,
             const int*, cd*, const int*, std::size_t, std::size_t, std::size_t, std::size_t);
+void cgemm_(const char*, const char*, const int*, const int*, const int*, const cf*, const cf*, const int*, const cf*,
+            const int*, const cf*, cf*, const int*, std::size_t, std::size_t);
+void zgemm_(const char*, const char*, const int*, const int*, const int*, const cd*, const cd*, const int*, const cd*,
+            const int*, const cd*, cd*, const int*, std::size_t, std::size_t);
 void cgetrf_(const int*, const int*, cf*, const int*, int*, int*);
 void zgetrf_(const int*, const int*, cd*, const int*, int*, int*);
 void cgeqrf_(const int*, const int*, cf*, const int*, cf*, cf*, const int*, int*);
@@ -77,6 +88,15 @@ struct Lapack {
     else if constexpr (std::is_same_v<T, double>) dtrsm_(&side, &uplo, &ta, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
     else if constexpr (std::is_same_v<T, cf>) ctrsm_(&side, &uplo, &ta, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
     else ztrsm_(&side, &uplo, &ta, &diag, &m, &n, &one, a, &lda, b, &ldb, 1, 1, 1, 1);
+  }
+  // c = c - op(a) op(b) (column-major).
+  template <class T>
+  static void gemm_sub(char ta, char tb, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+    const T minus = -1, one = 1;
+    if constexpr (std::is_same_v<T, float>) sgemm_(&ta, &tb, &m, &n, &k, &minus, a, &lda, b, &ldb, &one, c, &ldc, 1, 1);
+    else if constexpr (std::is_same_v<T, double>) dgemm_(&ta, &tb, &m, &n, &k, &minus, a, &lda, b, &ldb, &one, c, &ldc, 1, 1);
+    else if constexpr (std::is_same_v<T, cf>) cgemm_(&ta, &tb, &m, &n, &k, &minus, a, &lda, b, &ldb, &one, c, &ldc, 1, 1);
+    else zgemm_(&ta, &tb, &m, &n, &k, &minus, a, &lda, b, &ldb, &one, c, &ldc, 1, 1);
   }
   static void getrf(int m, int n, float* a, int lda, int* ipiv, int& info) { sgetrf_(&m, &n, a, &lda, ipiv, &info); }
   static void getrf(int m, int n, double* a, int lda, int* ipiv, int& info) { dgetrf_(&m, &n, a, &lda, ipiv, &info); }
@@ -426,7 +446,196 @@ class LapackThunk final : public rt::Thunk {
   std::string text_;
 };
 
+
+// distributed_lu: one device's rows of a matrix split by rows over a group
+// of devices, factorised in place in its output by ScaLAPACK's blocked
+// right-looking algorithm. Each panel step meets the group twice:
+//   1. the panel (the active rows' nb columns) is read from every member and
+//      factorised on every device (getrf, the same pivots everywhere: partial
+//      pivoting over the whole column, as the one-device lu's);
+//   2. the pivot rows (the new top rows) and, for each member, the old top
+//      rows its rows below receive are read from their owners;
+// then each device updates its own rows: the top rows take the pivot rows,
+// their U12 = L11^-1 A12 part solved from them (every device solves it,
+// trsm), moved rows take their rows, and the rows below the panel subtract
+// L21 U12 (gemm). A member reads its peers' rows in place when the group
+// shares memory; across processes each publishes only the rows its peers
+// need. Workspace (the slot after the results): the panel, the pivot rows
+// and the received rows.
+class DistributedLuThunk final : public rt::Thunk {
+ public:
+  DistributedLuThunk(const Node& n, int in, std::vector<int> writes)
+      : p_(n.attr<attr::DistributedLu>()), in_(in), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
+    const Shape& s = n.in[0]->shape();
+    r_ = s[0];
+    n_ = s[1];
+    m_ = p_.rows;
+    lapack_int(std::max({m_, n_, r_}), n);
+    groups_ = collective_groups(*p_.mesh, p_.axes);
+    std::ostringstream os;
+    os << "distributed-lu " << n.in[0]->aval.str() << " of " << m_ << " rows over " << groups_.at(0).size()
+       << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
+    text_ = os.str();
+  }
+  // The workspace: the panel [m, nb], the pivot rows [nb, n], the rows a
+  // device receives (at most nb of them, one per top row) [min(nb, r), n].
+  static std::size_t workspace_bytes(const Node& n) {
+    const auto& p = n.attr<attr::DistributedLu>();
+    const Shape& s = n.in[0]->shape();
+    const std::int64_t r = s[0], cols = s[1], nb = p.panel;
+    const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
+    return es * std::size_t(p.rows * nb + nb * cols + std::min(nb, r) * cols);
+  }
+  bool waits_on_peers() const override { return true; }
+  void run(rt::ExecContext& ctx) const override {
+    if (p_.packed_complex) {
+      if (dtype_ == DType::float32) run_typed<cf>(ctx);
+      else run_typed<cd>(ctx);
+    } else if (dtype_ == DType::float32) {
+      run_typed<float>(ctx);
+    } else {
+      run_typed<double>(ctx);
+    }
+  }
+  std::string describe() const override { return text_; }
+  const char* category() const override { return "library"; }
+
+ private:
+  template <class T>
+  void run_typed(rt::ExecContext& ctx) const {
+    const std::vector<std::int64_t>* group = nullptr;
+    std::int64_t q = 0;
+    for (auto& g : groups_)
+      for (size_t k = 0; k < g.size(); ++k)
+        if (g[k] == ctx.position) group = &g, q = std::int64_t(k);
+    TESSEL_CHECK_INTERNAL(group && ctx.comm, "distributed-lu: position ", ctx.position, " is in no group");
+    const std::int64_t m = m_, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n), off = q * r;
+    T* A = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
+    auto* piv = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[1])]);
+    auto* perm = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[2])]);
+    T* panel = static_cast<T*>(ctx.slots[size_t(writes_[3])]);
+    T* U = panel + m * nb;
+    T* Tm = U + nb * n;
+    {
+      rt::ComputeSlot slot;
+      const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
+      std::copy(x, x + r * n, A);
+      for (std::int64_t i = 0; i < m; ++i) perm[i] = std::int32_t(i);
+    }
+    const bool shared = ctx.comm->shares_memory(*group);
+    std::vector<T> send;  // across processes: the rows (or panel columns) this device publishes
+    std::vector<int> ipiv(static_cast<std::size_t>(nb));
+    std::vector<std::int64_t> pperm, slot_of;
+    std::vector<std::int32_t> tail;
+    for (std::int64_t c0 = 0; c0 < kmax; c0 += nb) {
+      const std::int64_t w = std::min(nb, kmax - c0), c1 = c0 + w, active = m - c0;
+      // 1. The panel, column-major [active, w], from every member's rows.
+      std::vector<const void*> peers;
+      if (shared) {
+        peers = ctx.comm->exchange(ctx.position, *group, A, std::size_t(r * n) * sizeof(T));
+      } else {
+        send.resize(std::size_t(r * w));
+        for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c1, send.data() + i * w);
+        peers = ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
+      }
+      int info = 0;
+      {
+        rt::ComputeSlot slot;
+        for (std::int64_t g = c0; g < m; ++g) {
+          const T* row = static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * (shared ? n : w) + (shared ? c0 : 0);
+          for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
+        }
+      }
+      ctx.comm->release(ctx.position, *group);
+      {
+        rt::ComputeSlot slot;
+        Lapack::getrf(int(active), int(w), panel, int(active), ipiv.data(), info);  // info > 0: singular, the factors stand
+      }
+      // Where each active row's content comes from (relative to c0).
+      pperm.resize(std::size_t(active));
+      for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
+      for (std::int64_t i = 0; i < w; ++i) std::swap(pperm[size_t(i)], pperm[size_t(ipiv[size_t(i)] - 1)]);
+      // 2. The rows that move: the pivot rows (to the top) and the old top
+      // rows (to where the pivot rows were), as global rows in one list:
+      // [c0 + pperm[0..w), c0 + 0..w).
+      auto listed = [&](std::int64_t l) { return c0 + (l < w ? pperm[size_t(l)] : l - w); };
+      if (shared) {
+        peers = ctx.comm->exchange(ctx.position, *group, A, std::size_t(r * n) * sizeof(T));
+      } else {
+        send.resize(std::size_t(2 * w * n));
+        std::int64_t k = 0;
+        for (std::int64_t l = 0; l < 2 * w; ++l)
+          if (listed(l) / r == q) std::copy(A + (listed(l) - off) * n, A + (listed(l) - off + 1) * n, send.data() + (k++) * n);
+        peers = ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
+      }
+      // Row l of the list where its owner published it.
+      std::vector<std::int64_t> index(std::size_t(2 * w));
+      {
+        std::vector<std::int64_t> seen(group->size(), 0);
+        for (std::int64_t l = 0; l < 2 * w; ++l) index[size_t(l)] = seen[size_t(listed(l) / r)]++;
+      }
+      auto row_of = [&](std::int64_t l) {
+        const std::int64_t g = listed(l);
+        return static_cast<const T*>(peers[size_t(g / r)]) + (shared ? (g % r) : index[size_t(l)]) * n;
+      };
+      slot_of.assign(std::size_t(r), -1);
+      {
+        rt::ComputeSlot slot;
+        for (std::int64_t l = 0; l < w; ++l) std::copy(row_of(l), row_of(l) + n, U + l * n);
+        std::int64_t k = 0;
+        for (std::int64_t i = 0; i < r; ++i) {
+          const std::int64_t rel = off + i - c0;
+          if (off + i < m && rel >= w && rel < active && pperm[size_t(rel)] != rel) {
+            slot_of[size_t(i)] = k;
+            std::copy(row_of(w + pperm[size_t(rel)]), row_of(w + pperm[size_t(rel)]) + n, Tm + (k++) * n);
+          }
+        }
+      }
+      ctx.comm->release(ctx.position, *group);
+      // 3. This device's rows.
+      rt::ComputeSlot slot;
+      if (n > c1)  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
+        Lapack::trsm<T>('R', 'L', 'T', 'U', int(n - c1), int(w), panel, int(active), U + c1, int(n));
+      std::int64_t below0 = -1, below1 = -1;  // local rows below the panel
+      for (std::int64_t i = 0; i < r; ++i) {
+        const std::int64_t rel = off + i - c0;
+        if (off + i >= m || rel < 0 || rel >= active) continue;
+        T* row = A + i * n;
+        const T* from = rel < w ? U + rel * n : slot_of[size_t(i)] >= 0 ? Tm + slot_of[size_t(i)] * n : nullptr;
+        if (from) {
+          std::copy(from, from + c0, row);
+          std::copy(from + c1, from + n, row + c1);
+        }
+        for (std::int64_t j = 0; j < w; ++j) row[c0 + j] = panel[j * active + rel];
+        if (rel >= w) {
+          if (below0 < 0) below0 = i;
+          below1 = i + 1;
+        }
+      }
+      if (below0 >= 0 && n > c1)  // A22 -= L21 U12: (A22^T -= U12^T L21^T), column-major
+        Lapack::gemm_sub<T>('N', 'T', int(n - c1), int(below1 - below0), int(w), U + c1, int(n),
+                            panel + (off + below0 - c0), int(active), A + below0 * n + c1, int(n));
+      for (std::int64_t i = 0; i < w; ++i) piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
+      tail.assign(perm + c0, perm + m);
+      for (std::int64_t i = 0; i < active; ++i) perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
+    }
+  }
+
+  attr::DistributedLu p_;
+  int in_;
+  std::vector<int> writes_;
+  DType dtype_;
+  std::int64_t m_ = 0, n_ = 0, r_ = 0;
+  std::vector<std::vector<std::int64_t>> groups_;
+  std::string text_;
+};
+
 }  // namespace
+
+std::unique_ptr<rt::Thunk> distributed_lu_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
+  return std::make_unique<DistributedLuThunk>(n, reads.at(0), writes);
+}
+std::size_t distributed_lu_workspace(const Node& n) { return DistributedLuThunk::workspace_bytes(n); }
 
 std::unique_ptr<rt::Thunk> lapack_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   return std::make_unique<LapackThunk>(n, reads, writes);

@@ -16,6 +16,12 @@ namespace tessel::codegen {
 
 std::unique_ptr<rt::Thunk> lapack_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
 
+// distributed_lu (tracer/rules_linalg.cpp): reads its matrix rows, writes
+// its three results and then a workspace of distributed_lu_workspace bytes.
+std::unique_ptr<rt::Thunk> distributed_lu_routine(const Node& n, const std::vector<int>& reads,
+                                                  const std::vector<int>& writes);
+std::size_t distributed_lu_workspace(const Node& n);
+
 // Whether the linked BLAS runs serially (OpenBLAS's openblas_get_parallel() == 0).
 bool blas_is_serial();
 

@@ -105,6 +105,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     r[std::size_t(Op::sort)] = &sort_routine;
     r[std::size_t(Op::scatter)] = &scatter_routine;
     for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
+    r[std::size_t(Op::distributed_lu)] = &distributed_lu_routine;
     r[std::size_t(Op::fft)] = &fft_routine;
     r[std::size_t(Op::debug_callback)] = &debug_callback_routine;
     return r;
@@ -115,6 +116,8 @@ const std::array<LibraryRoutine, kNumOps>& table() {
 }  // namespace
 
 LibraryRoutine library_routine(Op op) { return table()[std::size_t(op)]; }
+
+std::size_t library_workspace(const Node& n) { return n.op == Op::distributed_lu ? distributed_lu_workspace(n) : 0; }
 
 std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   LibraryRoutine r = library_routine(n.op);

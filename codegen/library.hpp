@@ -21,6 +21,9 @@ using LibraryRoutine = std::unique_ptr<rt::Thunk> (*)(const Node& n, const std::
 
 // The routine of a Library-family op; null when it has none.
 LibraryRoutine library_routine(Op op);
+// Bytes of workspace the routine of `n` needs beside its results (0: none):
+// compile() gives it a slot live for that step only, after `writes`.
+std::size_t library_workspace(const Node& n);
 // The thunk for `n` (InternalError naming the op when it has no routine).
 std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
 

@@ -129,6 +129,7 @@ struct LocalMeeting {
 class SharedMemoryCommunicator final : public Meetings<LocalMeeting> {
  public:
   explicit SharedMemoryCommunicator(std::size_t n) : Meetings(n) {}
+  bool shares_memory(const std::vector<std::int64_t>&) const override { return true; }
 
   // Each meeting has its own condition variable, woken once, by the member
   // completing it (not every waiter of every group at every arrival).
@@ -183,6 +184,9 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       local_.push_back(rt.is_local(id));
     }
     me_ = mpi::rank();
+  }
+  bool shares_memory(const std::vector<std::int64_t>& group) const override {
+    return std::all_of(group.begin(), group.end(), [&](std::int64_t p) { return local_[size_t(p)]; });
   }
   // Meetings left after a failure keep their staging blocks: MPI may still write them.
   ~ProcessSpanningCommunicator() override {

@@ -50,6 +50,12 @@ class Communicator {
   virtual void all_reduce(int position, const std::vector<std::int64_t>& group, const void* mine, void* out,
                           std::int64_t count, std::size_t element_bytes, const Fold& fold);
 
+  // Whether exchange() hands out the members' own buffers (every member of
+  // `group` in this process), so that a member may publish its whole data
+  // and its peers read the parts they need in place; otherwise remote
+  // members' buffers are copied whole: publish only what peers need.
+  virtual bool shares_memory(const std::vector<std::int64_t>& group) const = 0;
+
   // Wakes every waiting member with this error (a device failed).
   virtual void abort(std::exception_ptr error) = 0;
 

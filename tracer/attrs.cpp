@@ -126,6 +126,11 @@ void AllGather::print(std::ostream& os) const {
   replica_groups(os, mesh, axes);
   os << ", dimensions={" << dimension << '}';
 }
+void DistributedLu::print(std::ostream& os) const {
+  replica_groups(os, mesh, axes);
+  os << ", rows=" << rows << ", panel=" << panel;
+  if (packed_complex) os << ", packed_complex";
+}
 void AllReduce::print(std::ostream& os) const {
   replica_groups(os, mesh, axes);
   os << ", to_apply=" << op_name(reduce_op);

@@ -59,6 +59,10 @@ NodeRef sharding_constraint(NodeTable& t, const NodeRef& x, const AxisSharding& 
 
 // Collectives over `axes` of `mesh` (per-device shapes).
 NodeRef all_gather(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim);
+// This device's rows [ceil(rows / tiles), n] of a matrix split by rows over
+// axes: a tuple of its rows of lu's factors, the pivots and the permutation.
+NodeRef distributed_lu(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t rows,
+                       std::int64_t panel);
 NodeRef all_reduce(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, Op reduce_op);
 NodeRef reduce_scatter(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim,
                        Op reduce_op);

@@ -1,14 +1,15 @@
 // Distributed factorisations: the partition rules of lu, cholesky and
 // triangular_solve for one matrix whose rows are split over devices
 // (a 2-D split is first turned into a row split over both axes by one
-// all-to-all, and back after). Each is a blocked right-looking algorithm
-// written as per-device code with collectives, ScaLAPACK's pattern: a panel
-// step moves the panel (an all-gather of nb columns of the active rows), the
-// pivot rows and the block row they displace (an all-reduce of 2 nb rows);
-// no device ever holds the whole matrix. The panel itself is factorised
-// redundantly on every device (LAPACK's getrf / potrf on n x nb), so its
+// all-to-all, and back after). Each is a blocked right-looking algorithm,
+// ScaLAPACK's pattern: a panel step moves the panel (nb columns of the
+// active rows), and for lu the pivot rows and the rows they displace; no
+// device ever holds the whole matrix. The panel itself is factorised
+// redundantly on every device (LAPACK's getrf / potrf on n x nb), so lu's
 // pivots are partial pivoting's over the whole column, the same as the
-// single-device lu's, with no collective per column.
+// single-device lu's, with no collective per column. Cholesky and
+// triangular_solve are written here as per-device code with collectives; lu
+// is one op, distributed_lu, that codegen runs in place (below).
 #include <algorithm>
 #include <limits>
 
@@ -48,10 +49,6 @@ NodeRef rows(NodeTable& t, const NodeRef& x, std::int64_t r0, std::int64_t r1) {
   return build::slice(t, x, {r0, 0}, {r1, x->shape()[1]});
 }
 NodeRef zeros_of(NodeTable& t, const NodeRef& x) { return full(t, x->dtype(), 0, x->shape()); }
-NodeRef concat_cols(NodeTable& t, std::vector<NodeRef> parts) {
-  parts.erase(std::remove_if(parts.begin(), parts.end(), [](const NodeRef& p) { return p->shape()[1] == 0; }), parts.end());
-  return parts.size() == 1 ? parts[0] : build::concatenate(t, parts, 1);
-}
 
 // The panel width: about 16 panels (a panel step costs two collectives and
 // an op per column block, the redundant panel factorisation n nb^2 flops
@@ -78,23 +75,6 @@ struct RowSplit {
   }
   NodeRef gather(const NodeRef& x) { return build::all_gather(t, x, mesh, axes, 0); }
   NodeRef psum(const NodeRef& x) { return build::all_reduce(t, x, mesh, axes, Op::add); }
-  // Global rows `src` (int32 [k]) of the row-split matrix whose columns are
-  // the blocks xs side by side, on every device: [k, columns of all xs].
-  // Each block gives its rows itself (joining the blocks first would copy
-  // the device's whole rows for a few of them); one all-reduce moves them.
-  NodeRef fetch_rows(const std::vector<NodeRef>& xs, const NodeRef& src) {
-    const std::int64_t k = src->shape()[0];
-    NodeRef loc = bin(t, Op::sub, src, splat(t, off, k));
-    NodeRef own = bin(t, Op::and_, bin(t, Op::ge, loc, full(t, DType::int32, 0, {k})),
-                      bin(t, Op::lt, loc, full(t, DType::int32, double(r), {k})));
-    NodeRef at = clamp(t, loc, 0, r - 1);
-    std::vector<NodeRef> got;
-    for (const NodeRef& x : xs) {
-      NodeRef g = take_rows(t, x, at);
-      got.push_back(select_rows(t, own, g, zeros_of(t, g)));
-    }
-    return psum(concat_cols(t, got));
-  }
 };
 
 }  // namespace
@@ -116,77 +96,15 @@ struct Blocks {
   NodeRef join(NodeTable& t) const { return b.size() == 1 ? b[0] : build::concatenate(t, b, 1); }
 };
 
+// LU runs as one library routine per device (codegen/lapack.cpp)
+// that meets its group twice per panel step, in place on the device's rows:
+// beside its rows in and out, a device holds the panel, the pivot rows and
+// the rows it receives, never a second copy of its rows (the same algorithm
+// written as ops here held each column block's old and new versions and the
+// joined result: 4.5 shards at 512 x 512 on 8 devices).
 NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, const std::vector<int>& axes) {
-  NodeTable& t = b.table();
-  RowSplit rs(b, axes, G[0]);
-  const std::int64_t m = G[0], n = G[1], kmax = std::min(m, n), r = rs.r;
-  const std::int64_t nb = panel_width(kmax, r);
-  Blocks X(t, x_in, n, nb);
-  NodeRef perm = vec_i32(t, m);
-  std::vector<NodeRef> pivots;
-  for (size_t k = 0; k < X.b.size() && X.start[k] < kmax; ++k) {
-    const std::int64_t c0 = X.start[k], c1 = std::min(c0 + X.width(k), kmax), w = c1 - c0, active = m - c0;
-    // 1. The active panel on every device, factorised there (the same pivots everywhere).
-    NodeRef panel = rows(t, rs.gather(cols(t, X.b[k], 0, w)), c0, m);  // [m - c0, w]
-    NodeRef f = build::linalg(t, Op::lu, {panel});
-    NodeRef plu = build::get_tuple_element(t, f, 0), ppiv = build::get_tuple_element(t, f, 1),
-            pperm = build::get_tuple_element(t, f, 2);
-    // 2. The rows that move, outside the panel: the pivot rows (to the top
-    // block) and the top block (to where they were), one all-reduce.
-    NodeRef top = vec_i32(t, w);
-    NodeRef src = build::concatenate(
-        t, {bin(t, Op::add, build::slice(t, pperm, {0}, {w}), splat(t, i32(t, c0), w)), bin(t, Op::add, top, splat(t, i32(t, c0), w))},
-        0);
-    std::vector<NodeRef> outside;
-    for (size_t j = 0; j < X.b.size(); ++j)
-      if (j != k) outside.push_back(X.b[j]);
-    NodeRef T = outside.empty() ? nullptr : rs.fetch_rows(outside, src);  // [2w, n - w']
-    // 3. Each local row's source.
-    NodeRef rel = bin(t, Op::sub, rs.g, splat(t, i32(t, c0), r));
-    NodeRef is_active = bin(t, Op::and_, bin(t, Op::ge, rel, full(t, DType::int32, 0, {r})),
-                            bin(t, Op::lt, rel, full(t, DType::int32, double(active), {r})));
-    NodeRef relc = clamp(t, rel, 0, active - 1);
-    NodeRef from = take_rows(t, pperm, relc);  // where each active row's content comes from (relative)
-    NodeRef in_top = bin(t, Op::and_, is_active, bin(t, Op::lt, rel, full(t, DType::int32, double(w), {r})));
-    NodeRef below = bin(t, Op::and_, is_active, bin(t, Op::ge, rel, full(t, DType::int32, double(w), {r})));
-    NodeRef moved = bin(t, Op::and_, below, bin(t, Op::ne, from, relc));
-    NodeRef pick = build::select(t, in_top, relc,
-                                 build::select(t, moved, bin(t, Op::add, from, full(t, DType::int32, double(w), {r})),
-                                               full(t, DType::int32, 0, {r})));
-    NodeRef swap = bin(t, Op::or_, in_top, moved);
-    NodeRef prow = take_rows(t, plu, relc);  // [r, w]
-    NodeRef Lloc = select_rows(t, below, prow, zeros_of(t, prow));
-    NodeRef L11 = build::slice(t, plu, {0, 0}, {w, w});
-    attr::Linalg unit_lower;
-    unit_lower.unit_diagonal = true;
-    // 4. Every other block: its rows swapped; the trailing ones updated with
-    // U12 = L11^-1 A12 (computed everywhere from the pivot rows).
-    std::int64_t tc = 0;  // column of block j in T
-    for (size_t j = 0; j < X.b.size(); ++j) {
-      if (j == k) continue;
-      const std::int64_t wj = X.width(j);
-      NodeRef Tj = cols(t, T, tc, tc + wj);
-      tc += wj;
-      NodeRef swapped = select_rows(t, swap, take_rows(t, Tj, pick), X.b[j]);
-      if (j < k) {
-        X.b[j] = swapped;
-        continue;
-      }
-      NodeRef U12 = triangular_solve(t, L11, rows(t, Tj, 0, w), unit_lower);  // [w, wj]
-      NodeRef updated = bin(t, Op::sub, swapped, mm(t, Lloc, U12));
-      X.b[j] = select_rows(t, in_top, take_rows(t, U12, clamp(t, rel, 0, w - 1)), updated);
-    }
-    // The panel block: the factored panel on the active rows.
-    NodeRef pcols = select_rows(t, is_active, prow, cols(t, X.b[k], 0, w));
-    X.b[k] = w == X.width(k) ? pcols : concat_cols(t, {pcols, cols(t, X.b[k], w, X.width(k))});
-    // 5. Global pivots and permutation (replicated).
-    pivots.push_back(bin(t, Op::add, ppiv, splat(t, i32(t, c0), w)));
-    NodeRef tail = take_rows(t, build::slice(t, perm, {c0}, {m}), pperm);
-    perm = c0 == 0 ? tail : build::concatenate(t, {build::slice(t, perm, {0}, {c0}), tail}, 0);
-  }
-  NodeRef piv = pivots.empty() ? build::iota(t, DType::int32, {0}, 0)
-                               : pivots.size() == 1 ? pivots[0] : build::concatenate(t, pivots, 0);
-  return build::tuple(t, {X.join(t), piv, perm});
+  const std::int64_t r = ceil_div(G[0], b.tiles(axes));
+  return build::distributed_lu(b.table(), x_in, b.device_mesh(), axes, G[0], panel_width(std::min(G[0], G[1]), r));
 }
 
 NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& G, const std::vector<int>& axes) {

@@ -115,6 +115,7 @@ enum class OpCost : std::uint8_t {
   X(cholesky, "cholesky", Library, Never, Linalg)                               \
   X(triangular_solve, "triangular-solve", Library, Never, Linalg)               \
   X(lu, "lu", Library, Never, Linalg)                                           \
+  X(distributed_lu, "distributed-lu", Library, Never, DistributedLu)            \
   X(qr, "qr", Library, Never, Linalg)                                           \
   X(eigh, "eigh", Library, Never, Linalg)                                       \
   X(svd, "svd", Library, Never, Linalg)                                         \

@@ -730,6 +730,46 @@ void Rule<Op::lu>::transpose(NodeTable&, const Node& n, const NodeRef&, const st
   rule_util::not_linear(n);
 }
 
+// ------------------------------------------------------------------ distributed_lu
+// One device's part of the LU of a matrix whose rows are split over a mesh's
+// axes (made only by lu's partition rule): its rows [r, n] in, its rows of
+// the factors, the pivots and the permutation (the same on every device)
+// out. The SPMD interpreter evaluates it over a group at once (the whole
+// matrix's lu, split again); codegen runs it as ScaLAPACK's blocked
+// right-looking algorithm (codegen/lu_distributed.cpp).
+
+Aval Rule<Op::distributed_lu>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::distributed_lu, in, 1);
+  expect_matrix(Op::distributed_lu, in[0], false);
+  const Shape& s = in[0].shape;
+  if (s.size() != 2 || !p.mesh || p.axes.empty() || p.panel < 1 || p.rows < 0)
+    throw InternalError(cat("distributed_lu of ", in[0].str(), " with rows=", p.rows, " panel=", p.panel));
+  std::int64_t tiles = 1;
+  for (int a : p.axes) tiles *= p.mesh->axes()[size_t(a)].size;
+  if (s[0] != ceil_div(p.rows, tiles))
+    throw InternalError(cat("distributed_lu: ", in[0].str(), " is not one of ", tiles, " row tiles of ", p.rows, " rows"));
+  Aval a = in[0];
+  a.weak_type = false;
+  return Aval::make_tuple({a, Aval{DType::int32, {std::min(p.rows, s[1])}, false}, Aval{DType::int32, {p.rows}, false}});
+}
+void Rule<Op::distributed_lu>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
+  throw InternalError("distributed-lu is evaluated by the SPMD interpreter, across all devices at once");
+}
+FactorRule Rule<Op::distributed_lu>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+NodeRef Rule<Op::distributed_lu>::jvp(NodeTable&, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>&,
+                                      const NodeRef&) {
+  throw InternalError(cat(op_name(n.op), " exists only after partitioning; differentiate lu"));
+}
+void Rule<Op::distributed_lu>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                         std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+NodeRef Rule<Op::distributed_lu>::batch(NodeTable&, const Node& n, const std::vector<NodeRef>&, const std::vector<bool>&,
+                                        const BatchInfo&) {
+  throw InternalError(cat(op_name(n.op), " exists only after partitioning; batch lu"));
+}
+TESSEL_LOCAL_SAME_OP(distributed_lu)
+
 // ------------------------------------------------------------------ qr
 
 Aval Rule<Op::qr>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
