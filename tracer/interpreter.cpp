@@ -292,28 +292,6 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
     }
     std::vector<HostArray> out(static_cast<size_t>(P));
     auto arg = [&](std::int64_t pos, size_t k) -> const HostArray& { return v.at(b->in[k].get())[size_t(pos)].at(0); };
-    if (b->op == Op::distributed_lu) {
-      // The whole matrix's lu (its group's rows, padding dropped), each
-      // member's rows of it (padding zero) and the pivots and permutation.
-      const auto& a = b->attr<attr::DistributedLu>();
-      for (auto& group : collective_groups(mesh, a.axes)) {
-        std::vector<HostArray> parts;
-        for (auto pos : group) parts.push_back(arg(pos, 0));
-        HostArray all = concat(parts, 0);
-        const std::int64_t n = all.shape[1], r = parts[0].shape[0];
-        HostArray whole = slice_box(all, Box{{0, 0}, {a.rows, n}});
-        Aval la = aval_of(whole);
-        Aval res = Aval::make_tuple({la, Aval{DType::int32, {std::min(a.rows, n)}, false}, Aval{DType::int32, {a.rows}, false}});
-        std::vector<HostArray> f = unpack_tuple(eval_op(Op::lu, attr::Linalg{}, res, {&whole}), res);
-        HostArray padded = all;
-        std::fill(padded.bytes.begin(), padded.bytes.end(), 0);
-        if (!f[0].bytes.empty()) std::memcpy(padded.bytes.data(), f[0].bytes.data(), f[0].bytes.size());
-        for (size_t k = 0; k < group.size(); ++k)
-          pv[size_t(group[k])] = {slice_box(padded, Box{{std::int64_t(k) * r, 0}, {std::int64_t(k + 1) * r, n}}), f[1], f[2]};
-      }
-      v[b.get()] = std::move(pv);
-      continue;
-    }
     auto each_group = [&](const std::vector<int>& axes, auto&& fn) {
       for (auto& group : collective_groups(mesh, axes)) fn(group);
     };

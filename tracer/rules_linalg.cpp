@@ -734,9 +734,9 @@ void Rule<Op::lu>::transpose(NodeTable&, const Node& n, const NodeRef&, const st
 // One device's part of the LU of a matrix whose rows are split over a mesh's
 // axes (made only by lu's partition rule): its rows [r, n] in, its rows of
 // the factors, the pivots and the permutation (the same on every device)
-// out. The SPMD interpreter evaluates it over a group at once (the whole
-// matrix's lu, split again); codegen runs it as ScaLAPACK's blocked
-// right-looking algorithm (codegen/lu_distributed.cpp).
+// out. Codegen runs it as ScaLAPACK's blocked right-looking algorithm
+// (codegen/lapack.cpp). The interpreter never sees it: it runs traced
+// programs, where this is lu (the reference the tests compare with).
 
 Aval Rule<Op::distributed_lu>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::distributed_lu, in, 1);
@@ -753,7 +753,7 @@ Aval Rule<Op::distributed_lu>::infer(const std::vector<Aval>& in, const A& p, co
   return Aval::make_tuple({a, Aval{DType::int32, {std::min(p.rows, s[1])}, false}, Aval{DType::int32, {p.rows}, false}});
 }
 void Rule<Op::distributed_lu>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
-  throw InternalError("distributed-lu is evaluated by the SPMD interpreter, across all devices at once");
+  throw InternalError("distributed-lu exists only in partitioned programs; the interpreter evaluates lu");
 }
 FactorRule Rule<Op::distributed_lu>::factors(const Node& n) { return rule_util::replicated_factors(n); }
 NodeRef Rule<Op::distributed_lu>::jvp(NodeTable&, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>&,
