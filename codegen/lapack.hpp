@@ -15,6 +15,9 @@
 namespace tessel::codegen {
 
 std::unique_ptr<rt::Thunk> lapack_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
+// Bytes of workspace lapack_routine's thunk reads after its results (one
+// matrix's column-major copy, for lu, qr, eigh and svd; else 0).
+std::size_t lapack_workspace(const Node& n);
 
 // distributed_lu (tracer/rules_linalg.cpp): reads its matrix rows, writes
 // its three results and then a workspace of distributed_lu_workspace bytes.

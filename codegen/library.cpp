@@ -117,7 +117,11 @@ const std::array<LibraryRoutine, kNumOps>& table() {
 
 LibraryRoutine library_routine(Op op) { return table()[std::size_t(op)]; }
 
-std::size_t library_workspace(const Node& n) { return n.op == Op::distributed_lu ? distributed_lu_workspace(n) : 0; }
+std::size_t library_workspace(const Node& n) {
+  if (n.op == Op::distributed_lu) return distributed_lu_workspace(n);
+  if (library_routine(n.op) == &lapack_routine) return lapack_workspace(n);
+  return 0;
+}
 
 std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   LibraryRoutine r = library_routine(n.op);
