@@ -459,19 +459,19 @@ class LapackThunk final : public rt::Thunk {
 
 // distributed_lu: one device's rows of a matrix split by rows over a group
 // of devices, factorised in place in its output by ScaLAPACK's blocked
-// right-looking algorithm. Each panel step meets the group twice:
+// right-looking algorithm. Each panel step meets the group three times:
 //   1. the panel (the active rows' nb columns) is read from every member and
 //      factorised on every device (getrf, the same pivots everywhere: partial
 //      pivoting over the whole column, as the one-device lu's);
-//   2. the pivot rows (the new top rows) and, for each member, the old top
-//      rows its rows below receive are read from their owners;
+//   2. the pivot rows (the new top rows) are read from their owners;
+//   3. each member copies the old top rows its moved rows below receive
+//      straight into those rows;
 // then each device updates its own rows: the top rows take the pivot rows,
 // their U12 = L11^-1 A12 part solved from them (every device solves it,
-// trsm), moved rows take their rows, and the rows below the panel subtract
-// L21 U12 (gemm). A member reads its peers' rows in place when the group
-// shares memory; across processes each publishes only the rows its peers
-// need. Workspace (the slot after the results): the panel, the pivot rows
-// and the received rows.
+// trsm), and the rows below the panel subtract L21 U12 (gemm). A member
+// reads its peers' rows in place when the group shares memory; across
+// processes each publishes only the rows its peers need. Workspace (the
+// slot after the results): the panel and the pivot rows.
 class DistributedLuThunk final : public rt::Thunk {
  public:
   DistributedLuThunk(const Node& n, int in, std::vector<int> writes)
@@ -487,14 +487,13 @@ class DistributedLuThunk final : public rt::Thunk {
        << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
     text_ = os.str();
   }
-  // The workspace: the panel [m, nb], the pivot rows [nb, n], the rows a
-  // device receives (at most nb of them, one per top row) [min(nb, r), n].
+  // The workspace: the panel [m, nb] and the pivot rows [nb, n].
   static std::size_t workspace_bytes(const Node& n) {
     const auto& p = n.attr<attr::DistributedLu>();
     const Shape& s = n.in[0]->shape();
-    const std::int64_t r = s[0], cols = s[1], nb = p.panel;
+    const std::int64_t cols = s[1], nb = p.panel;
     const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
-    return es * std::size_t(p.rows * nb + nb * cols + std::min(nb, r) * cols);
+    return es * std::size_t(p.rows * nb + nb * cols);
   }
   bool waits_on_peers() const override { return true; }
   void run(rt::ExecContext& ctx) const override {
@@ -525,7 +524,6 @@ class DistributedLuThunk final : public rt::Thunk {
     auto* perm = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[2])]);
     T* panel = static_cast<T*>(ctx.slots[size_t(writes_[3])]);
     T* U = panel + m * nb;
-    T* Tm = U + nb * n;
     {
       rt::ComputeSlot slot;
       const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
@@ -535,7 +533,7 @@ class DistributedLuThunk final : public rt::Thunk {
     const bool shared = ctx.comm->shares_memory(*group);
     std::vector<T> send;  // across processes: the rows (or panel columns) this device publishes
     std::vector<int> ipiv(static_cast<std::size_t>(nb));
-    std::vector<std::int64_t> pperm, slot_of;
+    std::vector<std::int64_t> pperm;
     std::vector<std::int32_t> tail;
     for (std::int64_t c0 = 0; c0 < kmax; c0 += nb) {
       const std::int64_t w = std::min(nb, kmax - c0), c1 = c0 + w, active = m - c0;
@@ -565,39 +563,44 @@ class DistributedLuThunk final : public rt::Thunk {
       pperm.resize(std::size_t(active));
       for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
       for (std::int64_t i = 0; i < w; ++i) std::swap(pperm[size_t(i)], pperm[size_t(ipiv[size_t(i)] - 1)]);
-      // 2. The rows that move: the pivot rows (to the top) and the old top
-      // rows (to where the pivot rows were), as global rows in one list:
-      // [c0 + pperm[0..w), c0 + 0..w).
-      auto listed = [&](std::int64_t l) { return c0 + (l < w ? pperm[size_t(l)] : l - w); };
-      if (shared) {
-        peers = ctx.comm->exchange(ctx.position, *group, A, std::size_t(r * n) * sizeof(T));
-      } else {
-        send.resize(std::size_t(2 * w * n));
+      // 2. The rows that move, in two meetings: first the pivot rows
+      // (global rows c0 + pperm[0..w), the new top rows) into U on every
+      // device; then, their contents safe in every U, each device copies
+      // the old top rows (c0 + 0..w) its moved rows below receive straight
+      // into those rows, before the top rows' owners overwrite them.
+      // `rows(l)`: the l-th row of a meeting's list; a member publishes its
+      // whole rows (shared memory) or the listed rows it owns, in list order.
+      auto meet = [&](auto&& listed) {
+        if (shared) return ctx.comm->exchange(ctx.position, *group, A, std::size_t(r * n) * sizeof(T));
+        send.resize(std::size_t(w * n));
         std::int64_t k = 0;
-        for (std::int64_t l = 0; l < 2 * w; ++l)
+        for (std::int64_t l = 0; l < w; ++l)
           if (listed(l) / r == q) std::copy(A + (listed(l) - off) * n, A + (listed(l) - off + 1) * n, send.data() + (k++) * n);
-        peers = ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
-      }
-      // Row l of the list where its owner published it.
-      std::vector<std::int64_t> index(std::size_t(2 * w));
-      {
-        std::vector<std::int64_t> seen(group->size(), 0);
-        for (std::int64_t l = 0; l < 2 * w; ++l) index[size_t(l)] = seen[size_t(listed(l) / r)]++;
-      }
-      auto row_of = [&](std::int64_t l) {
-        const std::int64_t g = listed(l);
-        return static_cast<const T*>(peers[size_t(g / r)]) + (shared ? (g % r) : index[size_t(l)]) * n;
+        return ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
       };
-      slot_of.assign(std::size_t(r), -1);
+      auto row_in = [&](const std::vector<const void*>& at, auto&& listed, std::int64_t l) {
+        const std::int64_t g = listed(l);
+        std::int64_t k = 0;  // where its owner published it
+        if (!shared)
+          for (std::int64_t e = 0; e < l; ++e) k += listed(e) / r == g / r;
+        return static_cast<const T*>(at[size_t(g / r)]) + (shared ? g % r : k) * n;
+      };
+      auto pivot_row = [&](std::int64_t l) { return c0 + pperm[size_t(l)]; };
+      auto old_top = [&](std::int64_t l) { return c0 + l; };
+      peers = meet(pivot_row);
       {
         rt::ComputeSlot slot;
-        for (std::int64_t l = 0; l < w; ++l) std::copy(row_of(l), row_of(l) + n, U + l * n);
-        std::int64_t k = 0;
+        for (std::int64_t l = 0; l < w; ++l) std::copy(row_in(peers, pivot_row, l), row_in(peers, pivot_row, l) + n, U + l * n);
+      }
+      ctx.comm->release(ctx.position, *group);
+      peers = meet(old_top);
+      {
+        rt::ComputeSlot slot;
         for (std::int64_t i = 0; i < r; ++i) {
           const std::int64_t rel = off + i - c0;
           if (off + i < m && rel >= w && rel < active && pperm[size_t(rel)] != rel) {
-            slot_of[size_t(i)] = k;
-            std::copy(row_of(w + pperm[size_t(rel)]), row_of(w + pperm[size_t(rel)]) + n, Tm + (k++) * n);
+            const T* from = row_in(peers, old_top, pperm[size_t(rel)]);
+            std::copy(from, from + n, A + i * n);
           }
         }
       }
@@ -611,10 +614,9 @@ class DistributedLuThunk final : public rt::Thunk {
         const std::int64_t rel = off + i - c0;
         if (off + i >= m || rel < 0 || rel >= active) continue;
         T* row = A + i * n;
-        const T* from = rel < w ? U + rel * n : slot_of[size_t(i)] >= 0 ? Tm + slot_of[size_t(i)] * n : nullptr;
-        if (from) {
-          std::copy(from, from + c0, row);
-          std::copy(from + c1, from + n, row + c1);
+        if (rel < w) {  // a top row: the pivot row, U12 in its trailing part
+          std::copy(U + rel * n, U + rel * n + c0, row);
+          std::copy(U + rel * n + c1, U + (rel + 1) * n, row + c1);
         }
         for (std::int64_t j = 0; j < w; ++j) row[c0 + j] = panel[j * active + rel];
         if (rel >= w) {
