@@ -215,6 +215,19 @@ void conjugate(T* p, std::int64_t n) {
   if constexpr (is_cx<T>)
     for (std::int64_t i = 0; i < n; ++i) p[i] = std::conj(p[i]);
 }
+// f(T{}) for the element type LAPACK sees: float or double, or their
+// complex for packed complex arrays (codegen/complex.cpp).
+template <class F>
+void with_element(DType d, bool packed_complex, F&& f) {
+  if (packed_complex) {
+    if (d == DType::float32) f(cf{});
+    else f(cd{});
+  } else if (d == DType::float32) {
+    f(float{});
+  } else {
+    f(double{});
+  }
+}
 // The ops LAPACK runs on a column-major copy of each matrix.
 bool needs_col(Op op) { return op == Op::lu || op == Op::qr || op == Op::eigh || op == Op::svd; }
 int lapack_int(std::int64_t v, const Node& n) {
@@ -245,14 +258,7 @@ class LapackThunk final : public rt::Thunk {
     text_ = os.str();
   }
   void run(rt::ExecContext& ctx) const override {
-    if (p_.packed_complex) {
-      if (dtype_ == DType::float32) run_typed<cf>(ctx);
-      else run_typed<cd>(ctx);
-    } else if (dtype_ == DType::float32) {
-      run_typed<float>(ctx);
-    } else {
-      run_typed<double>(ctx);
-    }
+    with_element(dtype_, p_.packed_complex, [&](auto tag) { run_typed<decltype(tag)>(ctx); });
   }
   std::string describe() const override { return text_; }
   const char* category() const override { return "library"; }
@@ -497,14 +503,7 @@ class DistributedLuThunk final : public rt::Thunk {
   }
   bool waits_on_peers() const override { return true; }
   void run(rt::ExecContext& ctx) const override {
-    if (p_.packed_complex) {
-      if (dtype_ == DType::float32) run_typed<cf>(ctx);
-      else run_typed<cd>(ctx);
-    } else if (dtype_ == DType::float32) {
-      run_typed<float>(ctx);
-    } else {
-      run_typed<double>(ctx);
-    }
+    with_element(dtype_, p_.packed_complex, [&](auto tag) { run_typed<decltype(tag)>(ctx); });
   }
   std::string describe() const override { return text_; }
   const char* category() const override { return "library"; }
