@@ -121,6 +121,17 @@ TEST_CASE("shard_map: every collective against the reference interpreter, 1..8 d
       // all_to_all: tiled and untiled.
       CHECK_SM(sm([&](ts::Array b) { return ts::all_to_all(b, ax, 1, 0, {.tiled = true}); }, rows, rows), {sq});
       CHECK_SM(sm([&](ts::Array b) { return ts::all_to_all(ts::reshape(b, {k, -1}), ax, 0, 1); }, rows, rows), {sq});
+      if (t == ts::DType::float32 || t == ts::DType::int64) {
+        // 4-D blocks, every split and concat dim (the runtime copies the runs contiguous in both layouts).
+        ts::Array cube = random_array(rng, {n * k, 2 * k, 3, k}, t);
+        for (int split : {0, 1, 3})
+          for (int concat = 0; concat < 4; ++concat) {
+            CAPTURE(split);
+            CAPTURE(concat);
+            CHECK_SM(sm([&](ts::Array b) { return ts::all_to_all(b, ax, split, concat, {.tiled = true}); }, rows, rows),
+                     {cube});
+          }
+      }
       // axis_index, axis_size, pbroadcast.
       CHECK_SM(sm([&](ts::Array b) { return b * ts::axis_index(ax).astype(t) + double(ts::axis_size(all)); }, rows, rows),
             {a});
