@@ -4,6 +4,7 @@
 #include <complex>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #include "runtime/collectives.hpp"
@@ -71,6 +72,11 @@ void zgesdd_(const char*, const int*, const int*, cd*, const int*, double*, cd*,
 namespace tessel::codegen {
 
 bool blas_is_serial() { return openblas_get_parallel() == 0; }
+
+std::mutex& blas_lock() {
+  static std::mutex m;
+  return m;
+}
 
 namespace {
 
@@ -258,6 +264,7 @@ class LapackThunk final : public rt::Thunk {
     text_ = os.str();
   }
   void run(rt::ExecContext& ctx) const override {
+    const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
     with_element(dtype_, p_.packed_complex, [&](auto tag) { run_typed<decltype(tag)>(ctx); });
   }
   std::string describe() const override { return text_; }
@@ -556,6 +563,7 @@ class DistributedLuThunk final : public rt::Thunk {
       ctx.comm->release(ctx.position, *group);
       {
         rt::ComputeSlot slot;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
         Lapack::getrf(int(active), int(w), panel, int(active), ipiv.data(), info);  // info > 0: singular, the factors stand
       }
       // Where each active row's content comes from (relative to c0).
@@ -606,6 +614,7 @@ class DistributedLuThunk final : public rt::Thunk {
       ctx.comm->release(ctx.position, *group);
       // 3. This device's rows.
       rt::ComputeSlot slot;
+      std::unique_lock<std::mutex> one_at_a_time(blas_lock());
       if (n > c1)  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
         Lapack::trsm<T>('R', 'L', 'T', 'U', int(n - c1), int(w), panel, int(active), U + c1, int(n));
       std::int64_t below0 = -1, below1 = -1;  // local rows below the panel
@@ -626,6 +635,7 @@ class DistributedLuThunk final : public rt::Thunk {
       if (below0 >= 0 && n > c1)  // A22 -= L21 U12: (A22^T -= U12^T L21^T), column-major
         Lapack::gemm_sub<T>('N', 'T', int(n - c1), int(below1 - below0), int(w), U + c1, int(n),
                             panel + (off + below0 - c0), int(active), A + below0 * n + c1, int(n));
+      one_at_a_time.unlock();
       for (std::int64_t i = 0; i < w; ++i) piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
       tail.assign(perm + c0, perm + m);
       for (std::int64_t i = 0; i < active; ++i) perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
