@@ -7,6 +7,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "codegen/gemm.hpp"
 #include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
@@ -474,17 +475,20 @@ class LapackThunk final : public rt::Thunk {
 // of devices, factorised in place in its output by ScaLAPACK's blocked
 // right-looking algorithm. Each panel step meets the group three times:
 //   1. the panel (the active rows' nb columns) is read from every member and
-//      factorised on every device (getrf, the same pivots everywhere: partial
-//      pivoting over the whole column, as the one-device lu's);
-//   2. the pivot rows (the new top rows) are read from their owners;
+//      factorised (getrf: partial pivoting over the whole column, as the
+//      one-device lu's);
+//   2. the pivot rows (the new top rows) are read from their owners into U,
+//      and U12 = L11^-1 A12 solved from them (trsm);
 //   3. each member copies the old top rows its moved rows below receive
 //      straight into those rows;
-// then each device updates its own rows: the top rows take the pivot rows,
-// their U12 = L11^-1 A12 part solved from them (every device solves it,
-// trsm), and the rows below the panel subtract L21 U12 (gemm). A member
-// reads its peers' rows in place when the group shares memory; across
-// processes each publishes only the rows its peers need. Workspace (the
-// slot after the results): the panel and the pivot rows.
+// then each device updates its own rows: the top rows take the pivot rows
+// and U12, the rows below the panel subtract L21 U12 (tessel's GEMM). In
+// shared memory members read their peers' rows in place, and the group's
+// first member factorises the panel and solves U12 for all (the library's
+// calls take turns, blas_lock); across processes each member publishes only
+// the rows its peers need and factorises the panel itself (the same bits).
+// Workspace (the slot after the results): the panel, the pivot rows and a
+// block of the update's product.
 class DistributedLuThunk final : public rt::Thunk {
  public:
   DistributedLuThunk(const Node& n, int in, std::vector<int> writes)
@@ -500,13 +504,14 @@ class DistributedLuThunk final : public rt::Thunk {
        << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
     text_ = os.str();
   }
-  // The workspace: the panel [m, nb] and the pivot rows [nb, n].
+  // The workspace: the panel [m, nb], the pivot rows [nb, n] and a block
+  // of the trailing update's product [r, nb].
   static std::size_t workspace_bytes(const Node& n) {
     const auto& p = n.attr<attr::DistributedLu>();
     const Shape& s = n.in[0]->shape();
-    const std::int64_t cols = s[1], nb = p.panel;
+    const std::int64_t r = s[0], cols = s[1], nb = p.panel;
     const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
-    return es * std::size_t(p.rows * nb + nb * cols);
+    return es * std::size_t(p.rows * nb + nb * cols + r * nb);
   }
   bool waits_on_peers() const override { return true; }
   void run(rt::ExecContext& ctx) const override {
@@ -541,44 +546,52 @@ class DistributedLuThunk final : public rt::Thunk {
     std::vector<int> ipiv(static_cast<std::size_t>(nb));
     std::vector<std::int64_t> pperm;
     std::vector<std::int32_t> tail;
+    // In shared memory a member publishes where its rows, panel, pivot rows
+    // and pivots are, and the group's first member (the leader) factorises
+    // the panel and solves U12 for everyone, who copy them: the library's
+    // calls take turns (blas_lock), so doing them once, not once per
+    // device, is what keeps the devices busy.
+    struct Published {
+      const T* A;
+      const T* panel;
+      const T* U;
+      const int* ipiv;
+    } mine{A, panel, U, ipiv.data()};
+    auto of = [](const void* p) { return static_cast<const Published*>(p); };
+    const bool leader = q == 0, factors = leader || !shared;  // whether this device runs getrf and trsm
     for (std::int64_t c0 = 0; c0 < kmax; c0 += nb) {
       const std::int64_t w = std::min(nb, kmax - c0), c1 = c0 + w, active = m - c0;
-      // 1. The panel, column-major [active, w], from every member's rows.
+      // 1. The panel, column-major [active, w], from every member's rows
+      // (in shared memory only the leader needs it).
       std::vector<const void*> peers;
       if (shared) {
-        peers = ctx.comm->exchange(ctx.position, *group, A, std::size_t(r * n) * sizeof(T));
+        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
       } else {
         send.resize(std::size_t(r * w));
         for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c1, send.data() + i * w);
         peers = ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
       }
-      int info = 0;
-      {
+      if (factors) {
         rt::ComputeSlot slot;
         for (std::int64_t g = c0; g < m; ++g) {
-          const T* row = static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * (shared ? n : w) + (shared ? c0 : 0);
+          const T* row = shared ? of(peers[size_t(g / r)])->A + (g % r) * n + c0
+                                : static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
           for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
         }
       }
       ctx.comm->release(ctx.position, *group);
-      {
+      if (factors) {
         rt::ComputeSlot slot;
         const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        int info = 0;
         Lapack::getrf(int(active), int(w), panel, int(active), ipiv.data(), info);  // info > 0: singular, the factors stand
       }
-      // Where each active row's content comes from (relative to c0).
-      pperm.resize(std::size_t(active));
-      for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
-      for (std::int64_t i = 0; i < w; ++i) std::swap(pperm[size_t(i)], pperm[size_t(ipiv[size_t(i)] - 1)]);
-      // 2. The rows that move, in two meetings: first the pivot rows
-      // (global rows c0 + pperm[0..w), the new top rows) into U on every
-      // device; then, their contents safe in every U, each device copies
-      // the old top rows (c0 + 0..w) its moved rows below receive straight
-      // into those rows, before the top rows' owners overwrite them.
-      // `rows(l)`: the l-th row of a meeting's list; a member publishes its
-      // whole rows (shared memory) or the listed rows it owns, in list order.
-      auto meet = [&](auto&& listed) {
-        if (shared) return ctx.comm->exchange(ctx.position, *group, A, std::size_t(r * n) * sizeof(T));
+      // 2. The factored panel and its pivots from the leader, and the pivot
+      // rows (global rows c0 + pperm[0..w), the new top rows) into U.
+      auto pivot_row = [&](std::int64_t l) { return c0 + pperm[size_t(l)]; };
+      auto old_top = [&](std::int64_t l) { return c0 + l; };
+      // Across processes a member publishes the listed rows it owns, in list order.
+      auto publish = [&](auto&& listed) {
         send.resize(std::size_t(w * n));
         std::int64_t k = 0;
         for (std::int64_t l = 0; l < w; ++l)
@@ -587,22 +600,47 @@ class DistributedLuThunk final : public rt::Thunk {
       };
       auto row_in = [&](const std::vector<const void*>& at, auto&& listed, std::int64_t l) {
         const std::int64_t g = listed(l);
+        if (shared) return of(at[size_t(g / r)])->A + (g % r) * n;
         std::int64_t k = 0;  // where its owner published it
-        if (!shared)
-          for (std::int64_t e = 0; e < l; ++e) k += listed(e) / r == g / r;
-        return static_cast<const T*>(at[size_t(g / r)]) + (shared ? g % r : k) * n;
+        for (std::int64_t e = 0; e < l; ++e) k += listed(e) / r == g / r;
+        return static_cast<const T*>(at[size_t(g / r)]) + k * n;
       };
-      auto pivot_row = [&](std::int64_t l) { return c0 + pperm[size_t(l)]; };
-      auto old_top = [&](std::int64_t l) { return c0 + l; };
-      peers = meet(pivot_row);
-      {
+      auto pivots = [&] {
+        pperm.resize(std::size_t(active));
+        for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
+        for (std::int64_t i = 0; i < w; ++i) std::swap(pperm[size_t(i)], pperm[size_t(ipiv[size_t(i)] - 1)]);
+      };
+      if (shared) {
+        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
+        rt::ComputeSlot slot;
+        if (!leader) {
+          const Published* l = of(peers[0]);
+          std::copy(l->ipiv, l->ipiv + w, ipiv.data());
+          std::copy(l->panel, l->panel + active * w, panel);
+        }
+        pivots();
+        for (std::int64_t l = 0; l < w; ++l) std::copy(row_in(peers, pivot_row, l), row_in(peers, pivot_row, l) + n, U + l * n);
+      } else {
+        pivots();
+        peers = publish(pivot_row);
         rt::ComputeSlot slot;
         for (std::int64_t l = 0; l < w; ++l) std::copy(row_in(peers, pivot_row, l), row_in(peers, pivot_row, l) + n, U + l * n);
       }
       ctx.comm->release(ctx.position, *group);
-      peers = meet(old_top);
+      if (factors && n > c1) {  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
+        rt::ComputeSlot slot;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::trsm<T>('R', 'L', 'T', 'U', int(n - c1), int(w), panel, int(active), U + c1, int(n));
+      }
+      // 3. U12 from the leader; each member copies the old top rows (c0 +
+      // 0..w) its moved rows below receive straight into those rows (their
+      // own contents are safe in every U by now), before the top rows'
+      // owners overwrite them.
+      peers = shared ? ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine) : publish(old_top);
       {
         rt::ComputeSlot slot;
+        if (shared && !leader && n > c1)
+          for (std::int64_t l = 0; l < w; ++l) std::copy(of(peers[0])->U + l * n + c1, of(peers[0])->U + (l + 1) * n, U + l * n + c1);
         for (std::int64_t i = 0; i < r; ++i) {
           const std::int64_t rel = off + i - c0;
           if (off + i < m && rel >= w && rel < active && pperm[size_t(rel)] != rel) {
@@ -612,11 +650,8 @@ class DistributedLuThunk final : public rt::Thunk {
         }
       }
       ctx.comm->release(ctx.position, *group);
-      // 3. This device's rows.
+      // 4. This device's rows.
       rt::ComputeSlot slot;
-      std::unique_lock<std::mutex> one_at_a_time(blas_lock());
-      if (n > c1)  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
-        Lapack::trsm<T>('R', 'L', 'T', 'U', int(n - c1), int(w), panel, int(active), U + c1, int(n));
       std::int64_t below0 = -1, below1 = -1;  // local rows below the panel
       for (std::int64_t i = 0; i < r; ++i) {
         const std::int64_t rel = off + i - c0;
@@ -632,13 +667,43 @@ class DistributedLuThunk final : public rt::Thunk {
           below1 = i + 1;
         }
       }
-      if (below0 >= 0 && n > c1)  // A22 -= L21 U12: (A22^T -= U12^T L21^T), column-major
-        Lapack::gemm_sub<T>('N', 'T', int(n - c1), int(below1 - below0), int(w), U + c1, int(n),
-                            panel + (off + below0 - c0), int(active), A + below0 * n + c1, int(n));
-      one_at_a_time.unlock();
+      if (below0 >= 0 && n > c1) update(A + below0 * n + c1, n, panel + (off + below0 - c0), active, U + c1, below1 - below0, n - c1, w, U + nb * n);
       for (std::int64_t i = 0; i < w; ++i) piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
       tail.assign(perm + c0, perm + m);
       for (std::int64_t i = 0; i < active; ++i) perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
+    }
+  }
+
+  // C [rows, cols] -= L [rows, k] (column-major, ld ldl) x U12 [k, cols],
+  // C and U12 both of row stride ldc: float and double by tessel's own GEMM
+  // on this device's thread, in column chunks of at most nb (scratch
+  // [rows, nb]), with no lock; complex by the library's gemm, taking its turn.
+  template <class T>
+  void update(T* C, std::int64_t ldc, const T* L, std::int64_t ldl, const T* U12, std::int64_t rows, std::int64_t cols,
+              std::int64_t k, T* scratch) const {
+    if constexpr (is_cx<T>) {
+      const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+      // A22^T -= U12^T L21^T, column-major
+      Lapack::gemm_sub<T>('N', 'T', int(cols), int(rows), int(k), U12, int(ldc), L, int(ldl), C, int(ldc));
+    } else {
+      const gemm::ParallelFor here = [](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
+        task(0, n);
+      };
+      const std::int64_t cb = p_.panel;
+      for (std::int64_t j0 = 0; j0 < cols; j0 += cb) {
+        const std::int64_t wj = std::min(cb, cols - j0);
+        gemm::Operands<T> op;
+        op.m = rows, op.n = wj, op.k = k;
+        op.a = L, op.a_rs = 1, op.a_cs = ldl;
+        op.b = U12 + j0, op.b_rs = ldc, op.b_cs = 1;
+        op.c = scratch;
+        gemm::matmul(op, 1, here);
+        for (std::int64_t i = 0; i < rows; ++i) {
+          T* c = C + i * ldc + j0;
+          const T* t = scratch + i * wj;
+          for (std::int64_t j = 0; j < wj; ++j) c[j] -= t[j];
+        }
+      }
     }
   }
 
