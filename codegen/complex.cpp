@@ -362,8 +362,9 @@ class Expander {
         p.packed_complex = true;
         return t_.make(n.op, ops, packed_aval(n.aval), p);
       }
-      case Op::distributed_lu: {
-        attr::DistributedLu p = n.attr<attr::DistributedLu>();
+      case Op::distributed_lu:
+      case Op::distributed_cholesky: {
+        attr::RowBlocked p = n.attr<attr::RowBlocked>();
         p.packed_complex = true;
         return t_.make(n.op, ops, packed_aval(n.aval), p);
       }

@@ -492,7 +492,7 @@ class LapackThunk final : public rt::Thunk {
 class DistributedLuThunk final : public rt::Thunk {
  public:
   DistributedLuThunk(const Node& n, int in, std::vector<int> writes)
-      : p_(n.attr<attr::DistributedLu>()), in_(in), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
+      : p_(n.attr<attr::RowBlocked>()), in_(in), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
     const Shape& s = n.in[0]->shape();
     r_ = s[0];
     n_ = s[1];
@@ -507,7 +507,7 @@ class DistributedLuThunk final : public rt::Thunk {
   // The workspace: the panel [m, nb], the pivot rows [nb, n] and a block
   // of the trailing update's product [r, nb].
   static std::size_t workspace_bytes(const Node& n) {
-    const auto& p = n.attr<attr::DistributedLu>();
+    const auto& p = n.attr<attr::RowBlocked>();
     const Shape& s = n.in[0]->shape();
     const std::int64_t r = s[0], cols = s[1], nb = p.panel;
     const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
@@ -707,7 +707,7 @@ class DistributedLuThunk final : public rt::Thunk {
     }
   }
 
-  attr::DistributedLu p_;
+  attr::RowBlocked p_;
   int in_;
   std::vector<int> writes_;
   DType dtype_;
@@ -716,12 +716,177 @@ class DistributedLuThunk final : public rt::Thunk {
   std::string text_;
 };
 
+
+// distributed_cholesky: one device's rows of a Hermitian positive definite
+// matrix split by rows, factorised in place into its rows of L by the
+// blocked right-looking algorithm. Each panel step gathers the panel (the
+// rows from c0 down, nb columns), factorises it (potrf of L11, then
+// L21 = A21 L11^-H by trsm) and each device subtracts L21 L21^H from its
+// rows' trailing columns (tessel's GEMM; complex: the library's, locked).
+// In shared memory the group's first member gathers and factorises the panel
+// and the others copy it (one meeting each way per step); across processes
+// every member gathers the panel's columns and factorises it itself. A
+// panel that is not positive definite makes every element NaN, as LAPACK's
+// single-matrix path. Workspace: the panel and a block of the update's product.
+class DistributedCholeskyThunk final : public rt::Thunk {
+ public:
+  DistributedCholeskyThunk(const Node& n, int in, std::vector<int> writes)
+      : p_(n.attr<attr::RowBlocked>()), in_(in), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
+    const Shape& s = n.in[0]->shape();
+    r_ = s[0];
+    n_ = s[1];
+    lapack_int(std::max(n_, r_), n);
+    groups_ = collective_groups(*p_.mesh, p_.axes);
+    std::ostringstream os;
+    os << "distributed-cholesky " << n.in[0]->aval.str() << " of " << n_ << " rows over " << groups_.at(0).size()
+       << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
+    text_ = os.str();
+  }
+  static std::size_t workspace_bytes(const Node& n) {
+    const auto& p = n.attr<attr::RowBlocked>();
+    const Shape& s = n.in[0]->shape();
+    const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
+    return es * std::size_t(s[1] * p.panel + s[0] * p.panel);
+  }
+  bool waits_on_peers() const override { return true; }
+  void run(rt::ExecContext& ctx) const override {
+    with_element(dtype_, p_.packed_complex, [&](auto tag) { run_typed<decltype(tag)>(ctx); });
+  }
+  std::string describe() const override { return text_; }
+  const char* category() const override { return "library"; }
+
+ private:
+  template <class T>
+  void run_typed(rt::ExecContext& ctx) const {
+    const std::vector<std::int64_t>* group = nullptr;
+    std::int64_t q = 0;
+    for (auto& g : groups_)
+      for (size_t k = 0; k < g.size(); ++k)
+        if (g[k] == ctx.position) group = &g, q = std::int64_t(k);
+    TESSEL_CHECK_INTERNAL(group && ctx.comm, "distributed-cholesky: position ", ctx.position, " is in no group");
+    const std::int64_t n = n_, r = r_, nb = p_.panel, off = q * r, mine_rows = std::max<std::int64_t>(0, std::min(r, n - off));
+    T* A = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
+    T* panel = static_cast<T*>(ctx.slots[size_t(writes_[1])]);
+    T* scratch = panel + n * nb;
+    {
+      rt::ComputeSlot slot;
+      const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
+      std::copy(x, x + r * n, A);
+    }
+    const bool shared = ctx.comm->shares_memory(*group), leader = q == 0, factors = leader || !shared;
+    struct Published {
+      const T* A;
+      const T* panel;
+      const int* info;
+    };
+    int info = 0;
+    const Published mine{A, panel, &info};
+    auto of = [](const void* p) { return static_cast<const Published*>(p); };
+    std::vector<T> send;
+    for (std::int64_t c0 = 0; c0 < n; c0 += nb) {
+      const std::int64_t w = std::min(nb, n - c0), c1 = c0 + w, active = n - c0;
+      // 1. The panel, column-major [active, w]: its rows from every member.
+      std::vector<const void*> peers;
+      if (shared) {
+        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
+      } else {
+        send.resize(std::size_t(r * w));
+        for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c1, send.data() + i * w);
+        peers = ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
+      }
+      if (factors) {
+        rt::ComputeSlot slot;
+        for (std::int64_t g = c0; g < n; ++g) {
+          const T* row = shared ? of(peers[size_t(g / r)])->A + (g % r) * n + c0
+                                : static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
+          for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
+        }
+      }
+      ctx.comm->release(ctx.position, *group);
+      if (factors) {
+        rt::ComputeSlot slot;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::potrf('L', int(w), panel, int(active), info);
+        if (info == 0 && active > w)  // L21 L11^H = A21
+          Lapack::trsm<T>('R', 'L', 'C', 'N', int(active - w), int(w), panel, int(active), panel + w, int(active));
+      }
+      // 2. In shared memory, the leader's factored panel.
+      if (shared) {
+        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
+        if (!leader) {
+          rt::ComputeSlot slot;
+          info = *of(peers[0])->info;
+          if (info == 0) std::copy(of(peers[0])->panel, of(peers[0])->panel + active * w, panel);
+        }
+        ctx.comm->release(ctx.position, *group);
+      }
+      rt::ComputeSlot slot;
+      if (info != 0) {  // not positive definite: NaN everywhere (every device stops at this step)
+        fill_nan(A, mine_rows * n);
+        return;
+      }
+      // 3. This device's rows: L's panel columns, then the trailing update.
+      std::int64_t below0 = -1;
+      for (std::int64_t i = 0; i < mine_rows; ++i) {
+        const std::int64_t rel = off + i - c0;
+        if (rel < 0) continue;
+        for (std::int64_t j = 0; j < w; ++j) A[i * n + c0 + j] = panel[j * active + rel];
+        if (rel >= w && below0 < 0) below0 = i;
+      }
+      if (below0 < 0 || c1 == n) continue;
+      const std::int64_t rows = mine_rows - below0, rel0 = off + below0 - c0, cols = n - c1;
+      T* C = A + below0 * n + c1;
+      if constexpr (is_cx<T>) {
+        // C -= L_mine L21^H. Column-major C^T -= conj(L21) L_mine^T; with the
+        // panel (this device's copy) conjugated, that is P21 P_mine^H.
+        conjugate(panel, active * w);
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::gemm_sub<T>('N', 'C', int(cols), int(rows), int(w), panel + w, int(active), panel + rel0, int(active), C,
+                            int(n));
+      } else {
+        const gemm::ParallelFor here = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
+          task(0, len);
+        };
+        for (std::int64_t j0 = 0; j0 < cols; j0 += nb) {
+          const std::int64_t wj = std::min(nb, cols - j0);
+          gemm::Operands<T> op;
+          op.m = rows, op.n = wj, op.k = w;
+          op.a = panel + rel0, op.a_rs = 1, op.a_cs = active;           // L_mine [rows, w]
+          op.b = panel + w + j0, op.b_rs = active, op.b_cs = 1;         // L21^T [w, wj]
+          op.c = scratch;
+          gemm::matmul(op, 1, here);
+          for (std::int64_t i = 0; i < rows; ++i) {
+            T* c = C + i * n + j0;
+            const T* t = scratch + i * wj;
+            for (std::int64_t j = 0; j < wj; ++j) c[j] -= t[j];
+          }
+        }
+      }
+    }
+    // Zeros above the diagonal.
+    rt::ComputeSlot slot;
+    for (std::int64_t i = 0; i < mine_rows; ++i) std::fill(A + i * n + (off + i) + 1, A + (i + 1) * n, T(0));
+  }
+
+  attr::RowBlocked p_;
+  int in_;
+  std::vector<int> writes_;
+  DType dtype_;
+  std::int64_t n_ = 0, r_ = 0;
+  std::vector<std::vector<std::int64_t>> groups_;
+  std::string text_;
+};
 }  // namespace
 
 std::unique_ptr<rt::Thunk> distributed_lu_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   return std::make_unique<DistributedLuThunk>(n, reads.at(0), writes);
 }
 std::size_t distributed_lu_workspace(const Node& n) { return DistributedLuThunk::workspace_bytes(n); }
+std::unique_ptr<rt::Thunk> distributed_cholesky_routine(const Node& n, const std::vector<int>& reads,
+                                                        const std::vector<int>& writes) {
+  return std::make_unique<DistributedCholeskyThunk>(n, reads.at(0), writes);
+}
+std::size_t distributed_cholesky_workspace(const Node& n) { return DistributedCholeskyThunk::workspace_bytes(n); }
 
 std::size_t lapack_workspace(const Node& n) {
   if (!needs_col(n.op)) return 0;

@@ -25,6 +25,11 @@ std::size_t lapack_workspace(const Node& n);
 std::unique_ptr<rt::Thunk> distributed_lu_routine(const Node& n, const std::vector<int>& reads,
                                                   const std::vector<int>& writes);
 std::size_t distributed_lu_workspace(const Node& n);
+// distributed_cholesky: reads its matrix rows, writes its rows of L and then
+// a workspace of distributed_cholesky_workspace bytes.
+std::unique_ptr<rt::Thunk> distributed_cholesky_routine(const Node& n, const std::vector<int>& reads,
+                                                        const std::vector<int>& writes);
+std::size_t distributed_cholesky_workspace(const Node& n);
 
 // Held around every call into OpenBLAS. Debian's serial build (0.3.21,
 // SINGLE_THREADED, without USE_LOCKING) shares its work buffers between

@@ -106,6 +106,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     r[std::size_t(Op::scatter)] = &scatter_routine;
     for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
     r[std::size_t(Op::distributed_lu)] = &distributed_lu_routine;
+    r[std::size_t(Op::distributed_cholesky)] = &distributed_cholesky_routine;
     r[std::size_t(Op::fft)] = &fft_routine;
     r[std::size_t(Op::debug_callback)] = &debug_callback_routine;
     return r;
@@ -119,6 +120,7 @@ LibraryRoutine library_routine(Op op) { return table()[std::size_t(op)]; }
 
 std::size_t library_workspace(const Node& n) {
   if (n.op == Op::distributed_lu) return distributed_lu_workspace(n);
+  if (n.op == Op::distributed_cholesky) return distributed_cholesky_workspace(n);
   if (library_routine(n.op) == &lapack_routine) return lapack_workspace(n);
   return 0;
 }

@@ -126,7 +126,7 @@ void AllGather::print(std::ostream& os) const {
   replica_groups(os, mesh, axes);
   os << ", dimensions={" << dimension << '}';
 }
-void DistributedLu::print(std::ostream& os) const {
+void RowBlocked::print(std::ostream& os) const {
   replica_groups(os, mesh, axes);
   os << ", rows=" << rows << ", panel=" << panel;
   if (packed_complex) os << ", packed_complex";

@@ -282,10 +282,11 @@ struct AllGather {
   auto fields() const { return std::tie(mesh, axes, dimension); }
   void print(std::ostream& os) const;
 };
-// distributed_lu: this device's rows of one matrix whose `rows` rows are
-// split evenly (the last tile padded) over `axes`, factorised by a blocked
-// right-looking LU with panels of `panel` columns (tracer/linalg_distributed.cpp).
-struct DistributedLu {
+// distributed_lu, distributed_cholesky: this device's rows of one matrix
+// whose `rows` rows are split evenly (the last tile padded) over `axes`,
+// factorised by a blocked right-looking algorithm with panels of `panel`
+// columns (tracer/linalg_distributed.cpp, codegen/lapack.cpp).
+struct RowBlocked {
   MeshRef mesh;
   std::vector<int> axes;
   std::int64_t rows = 0, panel = 0;
@@ -389,7 +390,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::DistributedLu>;
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked>;
 
 class Attrs {
  public:

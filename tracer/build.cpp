@@ -177,9 +177,14 @@ NodeRef all_gather(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int
   return make(t, Op::all_gather, {x}, attr::AllGather{std::move(mesh), std::move(axes), dim});
 }
 
+NodeRef distributed_cholesky(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t rows,
+                             std::int64_t panel) {
+  return make(t, Op::distributed_cholesky, {x}, attr::RowBlocked{std::move(mesh), std::move(axes), rows, panel, false});
+}
+
 NodeRef distributed_lu(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t rows,
                        std::int64_t panel) {
-  return make(t, Op::distributed_lu, {x}, attr::DistributedLu{std::move(mesh), std::move(axes), rows, panel, false});
+  return make(t, Op::distributed_lu, {x}, attr::RowBlocked{std::move(mesh), std::move(axes), rows, panel, false});
 }
 
 NodeRef all_reduce(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, Op reduce_op) {

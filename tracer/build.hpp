@@ -63,6 +63,9 @@ NodeRef all_gather(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int
 // axes: a tuple of its rows of lu's factors, the pivots and the permutation.
 NodeRef distributed_lu(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t rows,
                        std::int64_t panel);
+// This device's rows of the Cholesky factor L of a rows x rows matrix split by rows over axes.
+NodeRef distributed_cholesky(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t rows,
+                             std::int64_t panel);
 NodeRef all_reduce(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, Op reduce_op);
 NodeRef reduce_scatter(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim,
                        Op reduce_op);

@@ -7,9 +7,9 @@
 // device ever holds the whole matrix. The panel itself is factorised
 // redundantly on every device (LAPACK's getrf / potrf on n x nb), so lu's
 // pivots are partial pivoting's over the whole column, the same as the
-// single-device lu's, with no collective per column. Cholesky and
-// triangular_solve are written here as per-device code with collectives; lu
-// is one op, distributed_lu, that codegen runs in place (below).
+// single-device lu's, with no collective per column. lu and cholesky are one
+// op each (distributed_lu, distributed_cholesky) that codegen runs in place;
+// triangular_solve is written here as per-device code with collectives.
 #include <algorithm>
 #include <limits>
 
@@ -30,14 +30,6 @@ NodeRef vec_i32(NodeTable& t, std::int64_t n) { return build::iota(t, DType::int
 // v (an int32 scalar) as a vector of length n.
 NodeRef splat(NodeTable& t, const NodeRef& v, std::int64_t n) { return build::broadcast_in_dim(t, v, {n}, {}); }
 NodeRef bin(NodeTable& t, Op op, const NodeRef& a, const NodeRef& b) { return build::binary(t, op, a, b); }
-NodeRef clamp(NodeTable& t, const NodeRef& v, std::int64_t lo, std::int64_t hi) {
-  const std::int64_t n = v->shape()[0];
-  return bin(t, Op::min, bin(t, Op::max, v, full(t, DType::int32, double(lo), {n})), full(t, DType::int32, double(hi), {n}));
-}
-// Rows idx (int32 [k], in range) of x [rows, cols]: [k, cols].
-NodeRef take_rows(NodeTable& t, const NodeRef& x, const NodeRef& idx) {
-  return build::gather(t, x, idx, attr::Indexed{0, false, attr::IndexMode::clip, Op::add});
-}
 // Per row: mask [rows] ? a : b, for [rows, cols] a and b.
 NodeRef select_rows(NodeTable& t, const NodeRef& mask, const NodeRef& a, const NodeRef& b) {
   return build::select(t, build::broadcast_in_dim(t, mask, a->shape(), {0}), a, b);
@@ -79,22 +71,6 @@ struct RowSplit {
 
 }  // namespace
 
-// The matrix is held as a list of column blocks (the panels), each updated
-// on its own: a panel step replaces one block at a time, so beside the
-// device's rows of the matrix it holds only one block's old and new
-// versions, the panel and the moved rows (never a second copy of its rows).
-struct Blocks {
-  std::vector<NodeRef> b;
-  std::vector<std::int64_t> start;  // each block's first column
-  Blocks(NodeTable& t, const NodeRef& x, std::int64_t n, std::int64_t nb) {
-    for (std::int64_t c = 0; c < n; c += nb) {
-      start.push_back(c);
-      b.push_back(cols(t, x, c, std::min(c + nb, n)));
-    }
-  }
-  std::int64_t width(size_t j) const { return b[j]->shape()[1]; }
-  NodeRef join(NodeTable& t) const { return b.size() == 1 ? b[0] : build::concatenate(t, b, 1); }
-};
 
 // LU runs as one library routine per device (codegen/lapack.cpp)
 // that meets its group twice per panel step, in place on the device's rows:
@@ -107,46 +83,10 @@ NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, con
   return build::distributed_lu(b.table(), x_in, b.device_mesh(), axes, G[0], panel_width(std::min(G[0], G[1]), r));
 }
 
+// Cholesky likewise: one routine per device (codegen/lapack.cpp), in place.
 NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& G, const std::vector<int>& axes) {
-  NodeTable& t = b.table();
-  RowSplit rs(b, axes, G[0]);
-  const std::int64_t n = G[0], r = rs.r, nb = panel_width(n, r);
-  Blocks X(t, x_in, n, nb);
-  for (size_t k = 0; k < X.b.size(); ++k) {
-    const std::int64_t c0 = X.start[k], w = X.width(k), c1 = c0 + w;
-    NodeRef panel = rows(t, rs.gather(X.b[k]), c0, n);  // [n - c0, w]: the panel's lower part
-    NodeRef L11 = build::linalg(t, Op::cholesky, {build::slice(t, panel, {0, 0}, {w, w})});
-    NodeRef Lp = L11, L21;
-    if (c1 < n) {
-      attr::Linalg right;  // A21 L11^-H
-      right.left_side = false;
-      right.transpose_a = true;
-      right.conjugate_a = is_complex(x_in->dtype());
-      L21 = triangular_solve(t, L11, build::slice(t, panel, {w, 0}, {n - c0, w}), right);
-      Lp = build::concatenate(t, {L11, L21}, 0);
-    }
-    NodeRef rel = bin(t, Op::sub, rs.g, splat(t, i32(t, c0), r));
-    NodeRef is_active = bin(t, Op::and_, bin(t, Op::ge, rel, full(t, DType::int32, 0, {r})),
-                            bin(t, Op::lt, rel, full(t, DType::int32, double(n - c0), {r})));
-    NodeRef prow = take_rows(t, Lp, clamp(t, rel, 0, n - c0 - 1));
-    X.b[k] = select_rows(t, is_active, prow, zeros_of(t, prow));
-    if (c1 == n) continue;
-    NodeRef below = bin(t, Op::and_, is_active, bin(t, Op::ge, rel, full(t, DType::int32, double(w), {r})));
-    NodeRef Lloc = select_rows(t, below, prow, zeros_of(t, prow));
-    for (size_t j = k + 1; j < X.b.size(); ++j) {
-      const std::int64_t s0 = X.start[j] - c1;
-      NodeRef Lj = build::slice(t, L21, {s0, 0}, {s0 + X.width(j), w});  // the block's rows of L21
-      X.b[j] = bin(t, Op::sub, X.b[j], mm(t, Lloc, mH(t, Lj)));
-    }
-  }
-  NodeRef L = X.join(t);
-  // Zeros above the diagonal; NaN everywhere when some panel was not positive definite (as LAPACK's path).
-  NodeRef row = build::broadcast_in_dim(t, rs.g, L->shape(), {0}), col = build::iota(t, DType::int32, L->shape(), 1);
-  L = build::select(t, bin(t, Op::le, col, row), L, zeros_of(t, L));
-  NodeRef bad = build::reduce(t, Op::reduce_max, build::convert(t, bin(t, Op::ne, L, L), DType::int32), {0, 1});
-  bad = build::all_reduce(t, bad, rs.mesh, axes, Op::max);
-  NodeRef any_bad = build::broadcast_in_dim(t, bin(t, Op::gt, bad, i32(t, 0)), L->shape(), {});
-  return build::select(t, any_bad, full(t, L->dtype(), std::numeric_limits<double>::quiet_NaN(), L->shape()), L);
+  const std::int64_t r = ceil_div(G[0], b.tiles(axes));
+  return build::distributed_cholesky(b.table(), x_in, b.device_mesh(), axes, G[0], panel_width(G[0], r));
 }
 
 NodeRef distributed_triangular_solve(LocalBuilder& b, const NodeRef& a_in, const Shape& G, const std::vector<int>& axes,

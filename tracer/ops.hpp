@@ -113,9 +113,10 @@ enum class OpCost : std::uint8_t {
   X(sort, "sort", Library, Never, Dimension)                                    \
   X(scatter, "scatter", Library, Never, Indexed)                                \
   X(cholesky, "cholesky", Library, Never, Linalg)                               \
+  X(distributed_cholesky, "distributed-cholesky", Library, Never, RowBlocked)   \
   X(triangular_solve, "triangular-solve", Library, Never, Linalg)               \
   X(lu, "lu", Library, Never, Linalg)                                           \
-  X(distributed_lu, "distributed-lu", Library, Never, DistributedLu)            \
+  X(distributed_lu, "distributed-lu", Library, Never, RowBlocked)            \
   X(qr, "qr", Library, Never, Linalg)                                           \
   X(eigh, "eigh", Library, Never, Linalg)                                       \
   X(svd, "svd", Library, Never, Linalg)                                         \

@@ -770,6 +770,43 @@ NodeRef Rule<Op::distributed_lu>::batch(NodeTable&, const Node& n, const std::ve
 }
 TESSEL_LOCAL_SAME_OP(distributed_lu)
 
+// ------------------------------------------------------------------ distributed_cholesky
+// One device's rows of the Cholesky factor of a matrix whose rows are split
+// over a mesh's axes (made only by cholesky's partition rule): its rows
+// [r, n] in, its rows of L out (codegen/lapack.cpp). As distributed_lu, the
+// interpreter never sees it.
+
+Aval Rule<Op::distributed_cholesky>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::distributed_cholesky, in, 1);
+  expect_matrix(Op::distributed_cholesky, in[0], false);
+  const Shape& s = in[0].shape;
+  std::int64_t tiles = 1;
+  if (p.mesh)
+    for (int a : p.axes) tiles *= p.mesh->axes()[size_t(a)].size;
+  if (s.size() != 2 || !p.mesh || p.axes.empty() || p.panel < 1 || s[1] != p.rows || s[0] != ceil_div(p.rows, tiles))
+    throw InternalError(cat("distributed_cholesky of ", in[0].str(), " with rows=", p.rows, " panel=", p.panel));
+  Aval a = in[0];
+  a.weak_type = false;
+  return a;
+}
+void Rule<Op::distributed_cholesky>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
+  throw InternalError("distributed-cholesky exists only in partitioned programs; the interpreter evaluates cholesky");
+}
+FactorRule Rule<Op::distributed_cholesky>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+NodeRef Rule<Op::distributed_cholesky>::jvp(NodeTable&, const Node& n, const std::vector<NodeRef>&,
+                                            const std::vector<NodeRef>&, const NodeRef&) {
+  throw InternalError(cat(op_name(n.op), " exists only after partitioning; differentiate cholesky"));
+}
+void Rule<Op::distributed_cholesky>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                               std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+NodeRef Rule<Op::distributed_cholesky>::batch(NodeTable&, const Node& n, const std::vector<NodeRef>&,
+                                              const std::vector<bool>&, const BatchInfo&) {
+  throw InternalError(cat(op_name(n.op), " exists only after partitioning; batch cholesky"));
+}
+TESSEL_LOCAL_SAME_OP(distributed_cholesky)
+
 // ------------------------------------------------------------------ qr
 
 Aval Rule<Op::qr>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {

@@ -183,6 +183,14 @@ inline std::vector<Scenario> scenarios() {
     Array a = ts::device_put(host_data(6, {43, 37}), ts::NamedSharding(ts::Mesh(ts::devices(), "r"), P("r", ts::None)));
     return ts::jit([](const Array& m) { return ts::linalg::lu(m).lu; })(a);
   }});
+  out.push_back({"distributed cholesky and solve of a row-split matrix, uneven (panels across processes)", [=] {
+    Array m = host_data(11, {43, 43});
+    Array s = ts::matmul(m, m.T()) + ts::eye(43) * 43.0f;
+    Array sd = ts::device_put(s, ts::NamedSharding(ts::Mesh(ts::devices(), "r"), P("r", ts::None)));
+    Array L = ts::jit([](const Array& a) { return ts::linalg::cholesky(a, false, false); })(sd);
+    Array x = ts::jit([](const Array& a, const Array& b) { return ts::linalg::solve(a, b); })(sd, host_data(12, {43}));
+    return ts::concatenate({L.reshape({-1}), x}, 0);
+  }});
   out.push_back({"MLP step, data-parallel x model-parallel (4x2)", [=] {
     auto m = mesh();
     Array w1 = ts::device_put(host_data(7, {16, 32}) * 0.3f, ts::NamedSharding(m, P(ts::None, "y")));
