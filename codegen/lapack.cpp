@@ -471,6 +471,107 @@ class LapackThunk final : public rt::Thunk {
 };
 
 
+// The two distributed factorisations' shared steps.
+//
+// Step 1 of a panel step: the panel, column-major [end - c0, w] (rows c0 up
+// to `end` of columns c0 .. c0 + w), into `panel` on the devices that
+// factorise it. In shared memory each member publishes `published` (whose
+// rows `peer_rows` finds) and the panel is read from its peers' rows in
+// place; across processes each publishes its rows' panel columns.
+template <class T, class PeerRows>
+void gather_panel(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, bool shared, const void* published,
+                  std::size_t published_bytes, PeerRows peer_rows, const T* A, std::int64_t r, std::int64_t n,
+                  std::int64_t c0, std::int64_t w, std::int64_t end, bool factors, std::vector<T>& send, T* panel) {
+  std::vector<const void*> peers;
+  if (shared) {
+    peers = ctx.comm->exchange(ctx.position, group, published, published_bytes);
+  } else {
+    send.resize(std::size_t(r * w));
+    for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c0 + w, send.data() + i * w);
+    peers = ctx.comm->exchange(ctx.position, group, send.data(), send.size() * sizeof(T));
+  }
+  if (factors) {
+    rt::ComputeSlot slot;
+    const std::int64_t active = end - c0;
+    for (std::int64_t g = c0; g < end; ++g) {
+      const T* row = shared ? peer_rows(peers[size_t(g / r)]) + (g % r) * n + c0
+                            : static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
+      for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
+    }
+  }
+  ctx.comm->release(ctx.position, group);
+}
+
+// C [rows, cols] (row stride ldc) -= a [rows, k] b [k, cols] (element strides
+// as gemm::Operands'), float or double: tessel's GEMM on this thread (no
+// library, no lock), in column blocks of `block` through scratch [rows, block].
+template <class T>
+void subtract_product(T* C, std::int64_t ldc, std::int64_t rows, std::int64_t cols, std::int64_t k, const T* a,
+                      std::int64_t a_rs, std::int64_t a_cs, const T* b, std::int64_t b_rs, std::int64_t b_cs,
+                      std::int64_t block, T* scratch) {
+  const gemm::ParallelFor here = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
+    task(0, len);
+  };
+  for (std::int64_t j0 = 0; j0 < cols; j0 += block) {
+    const std::int64_t wj = std::min(block, cols - j0);
+    gemm::Operands<T> op;
+    op.m = rows, op.n = wj, op.k = k;
+    op.a = a, op.a_rs = a_rs, op.a_cs = a_cs;
+    op.b = b + j0 * b_cs, op.b_rs = b_rs, op.b_cs = b_cs;
+    op.c = scratch;
+    gemm::matmul(op, 1, here);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      T* c = C + i * ldc + j0;
+      const T* t = scratch + i * wj;
+      for (std::int64_t j = 0; j < wj; ++j) c[j] -= t[j];
+    }
+  }
+}
+
+// What the two distributed factorisations share: their attributes, their
+// element type, this device's group, and the thunk's face.
+template <class Derived>
+class RowBlockedThunk : public rt::Thunk {
+ public:
+  RowBlockedThunk(const Node& n, int in, std::vector<int> writes)
+      : p_(n.attr<attr::RowBlocked>()), in_(in), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
+    const Shape& s = n.in[0]->shape();
+    r_ = s[0];
+    n_ = s[1];
+    lapack_int(std::max({p_.rows, n_, r_}), n);
+    groups_ = collective_groups(*p_.mesh, p_.axes);
+    std::ostringstream os;
+    os << op_name(n.op) << ' ' << n.in[0]->aval.str() << " of " << p_.rows << " rows over " << groups_.at(0).size()
+       << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
+    text_ = os.str();
+  }
+  bool waits_on_peers() const override { return true; }
+  void run(rt::ExecContext& ctx) const override {
+    with_element(dtype_, p_.packed_complex,
+                 [&](auto tag) { static_cast<const Derived*>(this)->template run_typed<decltype(tag)>(ctx); });
+  }
+  std::string describe() const override { return text_; }
+  const char* category() const override { return "library"; }
+
+ protected:
+  // This device's group (its row tiles, in order) and its tile in it.
+  std::pair<const std::vector<std::int64_t>*, std::int64_t> my_group(const rt::ExecContext& ctx) const {
+    TESSEL_CHECK_INTERNAL(ctx.comm, text_, ": a launch without a communicator");
+    for (auto& g : groups_)
+      for (size_t k = 0; k < g.size(); ++k)
+        if (g[k] == ctx.position) return {&g, std::int64_t(k)};
+    TESSEL_CHECK_INTERNAL(false, text_, ": position ", ctx.position, " is in no group");
+    return {nullptr, 0};
+  }
+  attr::RowBlocked p_;
+  int in_;
+  std::vector<int> writes_;
+  DType dtype_;
+  std::int64_t n_ = 0, r_ = 0;
+  std::vector<std::vector<std::int64_t>> groups_;
+  std::string text_;
+};
+
 // distributed_lu: one device's rows of a matrix split by rows over a group
 // of devices, factorised in place in its output by ScaLAPACK's blocked
 // right-looking algorithm. Each panel step meets the group three times:
@@ -489,21 +590,9 @@ class LapackThunk final : public rt::Thunk {
 // the rows its peers need and factorises the panel itself (the same bits).
 // Workspace (the slot after the results): the panel, the pivot rows and a
 // block of the update's product.
-class DistributedLuThunk final : public rt::Thunk {
+class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
  public:
-  DistributedLuThunk(const Node& n, int in, std::vector<int> writes)
-      : p_(n.attr<attr::RowBlocked>()), in_(in), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
-    const Shape& s = n.in[0]->shape();
-    r_ = s[0];
-    n_ = s[1];
-    m_ = p_.rows;
-    lapack_int(std::max({m_, n_, r_}), n);
-    groups_ = collective_groups(*p_.mesh, p_.axes);
-    std::ostringstream os;
-    os << "distributed-lu " << n.in[0]->aval.str() << " of " << m_ << " rows over " << groups_.at(0).size()
-       << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
-    text_ = os.str();
-  }
+  DistributedLuThunk(const Node& n, int in, std::vector<int> writes) : RowBlockedThunk(n, in, std::move(writes)) {}
   // The workspace: the panel [m, nb], the pivot rows [nb, n] and a block
   // of the trailing update's product [r, nb].
   static std::size_t workspace_bytes(const Node& n) {
@@ -513,23 +602,10 @@ class DistributedLuThunk final : public rt::Thunk {
     const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
     return es * std::size_t(p.rows * nb + nb * cols + r * nb);
   }
-  bool waits_on_peers() const override { return true; }
-  void run(rt::ExecContext& ctx) const override {
-    with_element(dtype_, p_.packed_complex, [&](auto tag) { run_typed<decltype(tag)>(ctx); });
-  }
-  std::string describe() const override { return text_; }
-  const char* category() const override { return "library"; }
-
- private:
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
-    const std::vector<std::int64_t>* group = nullptr;
-    std::int64_t q = 0;
-    for (auto& g : groups_)
-      for (size_t k = 0; k < g.size(); ++k)
-        if (g[k] == ctx.position) group = &g, q = std::int64_t(k);
-    TESSEL_CHECK_INTERNAL(group && ctx.comm, "distributed-lu: position ", ctx.position, " is in no group");
-    const std::int64_t m = m_, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n), off = q * r;
+    const auto [group, q] = my_group(ctx);
+    const std::int64_t m = p_.rows, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n), off = q * r;
     T* A = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
     auto* piv = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[1])]);
     auto* perm = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[2])]);
@@ -563,23 +639,9 @@ class DistributedLuThunk final : public rt::Thunk {
       const std::int64_t w = std::min(nb, kmax - c0), c1 = c0 + w, active = m - c0;
       // 1. The panel, column-major [active, w], from every member's rows
       // (in shared memory only the leader needs it).
+      gather_panel<T>(ctx, *group, shared, &mine, sizeof mine, [&](const void* p) { return of(p)->A; }, A, r, n, c0, w, m,
+                      factors, send, panel);
       std::vector<const void*> peers;
-      if (shared) {
-        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
-      } else {
-        send.resize(std::size_t(r * w));
-        for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c1, send.data() + i * w);
-        peers = ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
-      }
-      if (factors) {
-        rt::ComputeSlot slot;
-        for (std::int64_t g = c0; g < m; ++g) {
-          const T* row = shared ? of(peers[size_t(g / r)])->A + (g % r) * n + c0
-                                : static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
-          for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
-        }
-      }
-      ctx.comm->release(ctx.position, *group);
       if (factors) {
         rt::ComputeSlot slot;
         const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
@@ -686,34 +748,10 @@ class DistributedLuThunk final : public rt::Thunk {
       // A22^T -= U12^T L21^T, column-major
       Lapack::gemm_sub<T>('N', 'T', int(cols), int(rows), int(k), U12, int(ldc), L, int(ldl), C, int(ldc));
     } else {
-      const gemm::ParallelFor here = [](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
-        task(0, n);
-      };
-      const std::int64_t cb = p_.panel;
-      for (std::int64_t j0 = 0; j0 < cols; j0 += cb) {
-        const std::int64_t wj = std::min(cb, cols - j0);
-        gemm::Operands<T> op;
-        op.m = rows, op.n = wj, op.k = k;
-        op.a = L, op.a_rs = 1, op.a_cs = ldl;
-        op.b = U12 + j0, op.b_rs = ldc, op.b_cs = 1;
-        op.c = scratch;
-        gemm::matmul(op, 1, here);
-        for (std::int64_t i = 0; i < rows; ++i) {
-          T* c = C + i * ldc + j0;
-          const T* t = scratch + i * wj;
-          for (std::int64_t j = 0; j < wj; ++j) c[j] -= t[j];
-        }
-      }
+      subtract_product(C, ldc, rows, cols, k, L, 1, ldl, U12, ldc, 1, p_.panel, scratch);
     }
   }
 
-  attr::RowBlocked p_;
-  int in_;
-  std::vector<int> writes_;
-  DType dtype_;
-  std::int64_t m_ = 0, n_ = 0, r_ = 0;
-  std::vector<std::vector<std::int64_t>> groups_;
-  std::string text_;
 };
 
 
@@ -728,42 +766,18 @@ class DistributedLuThunk final : public rt::Thunk {
 // every member gathers the panel's columns and factorises it itself. A
 // panel that is not positive definite makes every element NaN, as LAPACK's
 // single-matrix path. Workspace: the panel and a block of the update's product.
-class DistributedCholeskyThunk final : public rt::Thunk {
+class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholeskyThunk> {
  public:
-  DistributedCholeskyThunk(const Node& n, int in, std::vector<int> writes)
-      : p_(n.attr<attr::RowBlocked>()), in_(in), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
-    const Shape& s = n.in[0]->shape();
-    r_ = s[0];
-    n_ = s[1];
-    lapack_int(std::max(n_, r_), n);
-    groups_ = collective_groups(*p_.mesh, p_.axes);
-    std::ostringstream os;
-    os << "distributed-cholesky " << n.in[0]->aval.str() << " of " << n_ << " rows over " << groups_.at(0).size()
-       << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
-    text_ = os.str();
-  }
+  DistributedCholeskyThunk(const Node& n, int in, std::vector<int> writes) : RowBlockedThunk(n, in, std::move(writes)) {}
   static std::size_t workspace_bytes(const Node& n) {
     const auto& p = n.attr<attr::RowBlocked>();
     const Shape& s = n.in[0]->shape();
     const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
     return es * std::size_t(s[1] * p.panel + s[0] * p.panel);
   }
-  bool waits_on_peers() const override { return true; }
-  void run(rt::ExecContext& ctx) const override {
-    with_element(dtype_, p_.packed_complex, [&](auto tag) { run_typed<decltype(tag)>(ctx); });
-  }
-  std::string describe() const override { return text_; }
-  const char* category() const override { return "library"; }
-
- private:
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
-    const std::vector<std::int64_t>* group = nullptr;
-    std::int64_t q = 0;
-    for (auto& g : groups_)
-      for (size_t k = 0; k < g.size(); ++k)
-        if (g[k] == ctx.position) group = &g, q = std::int64_t(k);
-    TESSEL_CHECK_INTERNAL(group && ctx.comm, "distributed-cholesky: position ", ctx.position, " is in no group");
+    const auto [group, q] = my_group(ctx);
     const std::int64_t n = n_, r = r_, nb = p_.panel, off = q * r, mine_rows = std::max<std::int64_t>(0, std::min(r, n - off));
     T* A = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
     T* panel = static_cast<T*>(ctx.slots[size_t(writes_[1])]);
@@ -786,23 +800,9 @@ class DistributedCholeskyThunk final : public rt::Thunk {
     for (std::int64_t c0 = 0; c0 < n; c0 += nb) {
       const std::int64_t w = std::min(nb, n - c0), c1 = c0 + w, active = n - c0;
       // 1. The panel, column-major [active, w]: its rows from every member.
+      gather_panel<T>(ctx, *group, shared, &mine, sizeof mine, [&](const void* p) { return of(p)->A; }, A, r, n, c0, w, n,
+                      factors, send, panel);
       std::vector<const void*> peers;
-      if (shared) {
-        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
-      } else {
-        send.resize(std::size_t(r * w));
-        for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c1, send.data() + i * w);
-        peers = ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
-      }
-      if (factors) {
-        rt::ComputeSlot slot;
-        for (std::int64_t g = c0; g < n; ++g) {
-          const T* row = shared ? of(peers[size_t(g / r)])->A + (g % r) * n + c0
-                                : static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
-          for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
-        }
-      }
-      ctx.comm->release(ctx.position, *group);
       if (factors) {
         rt::ComputeSlot slot;
         const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
@@ -844,23 +844,7 @@ class DistributedCholeskyThunk final : public rt::Thunk {
         Lapack::gemm_sub<T>('N', 'C', int(cols), int(rows), int(w), panel + w, int(active), panel + rel0, int(active), C,
                             int(n));
       } else {
-        const gemm::ParallelFor here = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
-          task(0, len);
-        };
-        for (std::int64_t j0 = 0; j0 < cols; j0 += nb) {
-          const std::int64_t wj = std::min(nb, cols - j0);
-          gemm::Operands<T> op;
-          op.m = rows, op.n = wj, op.k = w;
-          op.a = panel + rel0, op.a_rs = 1, op.a_cs = active;           // L_mine [rows, w]
-          op.b = panel + w + j0, op.b_rs = active, op.b_cs = 1;         // L21^T [w, wj]
-          op.c = scratch;
-          gemm::matmul(op, 1, here);
-          for (std::int64_t i = 0; i < rows; ++i) {
-            T* c = C + i * n + j0;
-            const T* t = scratch + i * wj;
-            for (std::int64_t j = 0; j < wj; ++j) c[j] -= t[j];
-          }
-        }
+        subtract_product(C, n, rows, cols, w, panel + rel0, 1, active, panel + w, active, 1, nb, scratch);  // L_mine L21^T
       }
     }
     // Zeros above the diagonal.
@@ -868,13 +852,6 @@ class DistributedCholeskyThunk final : public rt::Thunk {
     for (std::int64_t i = 0; i < mine_rows; ++i) std::fill(A + i * n + (off + i) + 1, A + (i + 1) * n, T(0));
   }
 
-  attr::RowBlocked p_;
-  int in_;
-  std::vector<int> writes_;
-  DType dtype_;
-  std::int64_t n_ = 0, r_ = 0;
-  std::vector<std::vector<std::int64_t>> groups_;
-  std::string text_;
 };
 }  // namespace
 
