@@ -363,7 +363,8 @@ class Expander {
         return t_.make(n.op, ops, packed_aval(n.aval), p);
       }
       case Op::distributed_lu:
-      case Op::distributed_cholesky: {
+      case Op::distributed_cholesky:
+      case Op::distributed_triangular_solve: {
         attr::RowBlocked p = n.attr<attr::RowBlocked>();
         p.packed_complex = true;
         return t_.make(n.op, ops, packed_aval(n.aval), p);

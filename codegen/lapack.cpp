@@ -244,6 +244,13 @@ int lapack_int(std::int64_t v, const Node& n) {
   return int(std::max<std::int64_t>(v, 0));
 }
 
+// f() while holding the library (blas_lock).
+template <class F>
+void locked(F&& f) {
+  const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+  f();
+}
+
 class LapackThunk final : public rt::Thunk {
  public:
   LapackThunk(const Node& n, std::vector<int> reads, std::vector<int> writes)
@@ -264,8 +271,9 @@ class LapackThunk final : public rt::Thunk {
        << " matrix" << (batch_ == 1 ? ")" : "es)");
     text_ = os.str();
   }
+  // The library's calls take turns (blas_lock); the copies and transposes
+  // around them run on every device at once.
   void run(rt::ExecContext& ctx) const override {
-    const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
     with_element(dtype_, p_.packed_complex, [&](auto tag) { run_typed<decltype(tag)>(ctx); });
   }
   std::string describe() const override { return text_; }
@@ -300,7 +308,7 @@ class LapackThunk final : public rt::Thunk {
           T* o = static_cast<T*>(out(0)) + b * n * n;
           if (n == 0) break;
           std::copy(ab, ab + n * n, o);
-          Lapack::potrf('U', n_, o, n_, info);
+          locked([&] { Lapack::potrf('U', n_, o, n_, info); });
           if (info != 0) {
             fill_nan(o, n * n);
             break;
@@ -331,12 +339,12 @@ class LapackThunk final : public rt::Thunk {
             std::vector<T> bcol(static_cast<std::size_t>(br_) * static_cast<std::size_t>(bc_));
             to_col(bb, br_, bc_, bcol.data());
             if (wrap) conjugate(bcol.data(), br_ * bc_);
-            Lapack::trsm<T>('L', uplo, op, diag, br_, bc_, ab, std::max(n_, 1), bcol.data(), std::max(br_, 1));
+            locked([&] { Lapack::trsm<T>('L', uplo, op, diag, br_, bc_, ab, std::max(n_, 1), bcol.data(), std::max(br_, 1)); });
             from_col(bcol.data(), br_, bc_, o);
           } else {
             std::copy(bb, bb + br_ * bc_, o);
             if (wrap) conjugate(o, br_ * bc_);
-            Lapack::trsm<T>('L', uplo, op, diag, bc_, br_, ab, std::max(n_, 1), o, std::max(bc_, 1));
+            locked([&] { Lapack::trsm<T>('L', uplo, op, diag, bc_, br_, ab, std::max(n_, 1), o, std::max(bc_, 1)); });
           }
           if (wrap) conjugate(o, br_ * bc_);
           break;
@@ -349,7 +357,7 @@ class LapackThunk final : public rt::Thunk {
           if (m == 0 || n == 0) break;
           std::vector<int> ipiv(static_cast<std::size_t>(k));
           to_col(ab, m, n, col.data());
-          Lapack::getrf(m_, n_, col.data(), m_, ipiv.data(), info);  // info > 0: singular, the factors stand
+          locked([&] { Lapack::getrf(m_, n_, col.data(), m_, ipiv.data(), info); });  // info > 0: singular, the factors stand
           from_col(col.data(), m, n, o);
           for (std::int64_t i = 0; i < k; ++i) {
             piv[i] = ipiv[size_t(i)] - 1;
@@ -367,18 +375,18 @@ class LapackThunk final : public rt::Thunk {
           to_col(ab, m, n, col.data());
           T wq;
           if (n > 0) {
-            Lapack::geqrf(m_, n_, col.data(), m_, tau.data(), &wq, -1, info);
+            locked([&] { Lapack::geqrf(m_, n_, col.data(), m_, tau.data(), &wq, -1, info); });
             std::vector<T> work(work_size(wq));
-            Lapack::geqrf(m_, n_, col.data(), m_, tau.data(), work.data(), int(work.size()), info);
+            locked([&] { Lapack::geqrf(m_, n_, col.data(), m_, tau.data(), work.data(), int(work.size()), info); });
           }
           for (std::int64_t i = 0; i < rr; ++i)
             for (std::int64_t j = i; j < n; ++j) r[i * n + j] = col[size_t(j * m + i)];
           if (qc == 0) break;
           std::vector<T> qcol(std::size_t(m * qc), T(0));
           std::copy(col.begin(), col.begin() + m * k, qcol.begin());  // the reflectors' columns
-          Lapack::orgqr(m_, int(qc), int(k), qcol.data(), m_, tau.data(), &wq, -1, info);
+          locked([&] { Lapack::orgqr(m_, int(qc), int(k), qcol.data(), m_, tau.data(), &wq, -1, info); });
           std::vector<T> work(work_size(wq));
-          Lapack::orgqr(m_, int(qc), int(k), qcol.data(), m_, tau.data(), work.data(), int(work.size()), info);
+          locked([&] { Lapack::orgqr(m_, int(qc), int(k), qcol.data(), m_, tau.data(), work.data(), int(work.size()), info); });
           from_col(qcol.data(), m, qc, q);
           break;
         }
@@ -392,18 +400,18 @@ class LapackThunk final : public rt::Thunk {
           const char uplo = p_.lower ? 'L' : 'U';
           if constexpr (is_cx<T>) {
             Re rwq;
-            Lapack::heevd('V', uplo, n_, col.data(), n_, w, &wq, -1, &rwq, -1, &iwq, -1, info);
+            locked([&] { Lapack::heevd('V', uplo, n_, col.data(), n_, w, &wq, -1, &rwq, -1, &iwq, -1, info); });
             std::vector<T> work(work_size(wq));
             std::vector<Re> rwork(work_size(rwq));
             std::vector<int> iwork(std::size_t(std::max(iwq, 1)));
-            Lapack::heevd('V', uplo, n_, col.data(), n_, w, work.data(), int(work.size()), rwork.data(), int(rwork.size()),
-                          iwork.data(), int(iwork.size()), info);
+            locked([&] { Lapack::heevd('V', uplo, n_, col.data(), n_, w, work.data(), int(work.size()), rwork.data(), int(rwork.size()),
+                          iwork.data(), int(iwork.size()), info); });
           } else {
-            Lapack::syevd('V', uplo, n_, col.data(), n_, w, &wq, -1, &iwq, -1, info);
+            locked([&] { Lapack::syevd('V', uplo, n_, col.data(), n_, w, &wq, -1, &iwq, -1, info); });
             std::vector<T> work(work_size(wq));
             std::vector<int> iwork(std::size_t(std::max(iwq, 1)));
-            Lapack::syevd('V', uplo, n_, col.data(), n_, w, work.data(), int(work.size()), iwork.data(),
-                          int(iwork.size()), info);
+            locked([&] { Lapack::syevd('V', uplo, n_, col.data(), n_, w, work.data(), int(work.size()), iwork.data(),
+                          int(iwork.size()), info); });
           }
           if (info != 0) {
             fill_nan(v, n * n);
@@ -434,16 +442,16 @@ class LapackThunk final : public rt::Thunk {
             // ?gesdd's real workspace: LAPACK 3.7's bound for either job.
             const std::size_t mn = std::size_t(k), mx = std::size_t(std::max(m, n));
             std::vector<Re> rwork(std::max({7 * mn, 5 * mn * mn + 5 * mn, 2 * mx * mn + 2 * mn * mn + mn, std::size_t(1)}));
-            Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, &wq, -1, rwork.data(),
-                          iwork.data(), info);
+            locked([&] { Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, &wq, -1, rwork.data(),
+                          iwork.data(), info); });
             std::vector<T> work(work_size(wq));
-            Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, work.data(),
-                          int(work.size()), rwork.data(), iwork.data(), info);
+            locked([&] { Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, work.data(),
+                          int(work.size()), rwork.data(), iwork.data(), info); });
           } else {
-            Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, &wq, -1, iwork.data(), info);
+            locked([&] { Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, &wq, -1, iwork.data(), info); });
             std::vector<T> work(work_size(wq));
-            Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, work.data(),
-                          int(work.size()), iwork.data(), info);
+            locked([&] { Lapack::gesdd(job, m_, n_, col.data(), m_, s, ucol.data(), ldu, vcol.data(), ldvt, work.data(),
+                          int(work.size()), iwork.data(), info); });
           }
           if (info != 0) {
             fill_nan(s, k);
@@ -546,6 +554,10 @@ class RowBlockedThunk : public rt::Thunk {
     text_ = os.str();
   }
   bool waits_on_peers() const override { return true; }
+  // Bytes of one element as the library sees it (a packed complex: two).
+  static std::size_t element_bytes(const Node& n) {
+    return dtype_size(n.in[0]->dtype()) * (n.attr<attr::RowBlocked>().packed_complex ? 2 : 1);
+  }
   void run(rt::ExecContext& ctx) const override {
     with_element(dtype_, p_.packed_complex,
                  [&](auto tag) { static_cast<const Derived*>(this)->template run_typed<decltype(tag)>(ctx); });
@@ -599,8 +611,7 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
     const auto& p = n.attr<attr::RowBlocked>();
     const Shape& s = n.in[0]->shape();
     const std::int64_t r = s[0], cols = s[1], nb = p.panel;
-    const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
-    return es * std::size_t(p.rows * nb + nb * cols + r * nb);
+    return element_bytes(n) * std::size_t(p.rows * nb + nb * cols + r * nb);
   }
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
@@ -660,12 +671,17 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
           if (listed(l) / r == q) std::copy(A + (listed(l) - off) * n, A + (listed(l) - off + 1) * n, send.data() + (k++) * n);
         return ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
       };
-      auto row_in = [&](const std::vector<const void*>& at, auto&& listed, std::int64_t l) {
+      // Across processes: where each listed row sits among its owner's published rows.
+      auto places = [&](auto&& listed) {
+        std::vector<std::int64_t> at(static_cast<std::size_t>(w)), count(group->size(), 0);
+        for (std::int64_t l = 0; l < w; ++l) at[size_t(l)] = count[size_t(listed(l) / r)]++;
+        return at;
+      };
+      auto row_in = [&](const std::vector<const void*>& at, auto&& listed, const std::vector<std::int64_t>& place,
+                        std::int64_t l) {
         const std::int64_t g = listed(l);
         if (shared) return of(at[size_t(g / r)])->A + (g % r) * n;
-        std::int64_t k = 0;  // where its owner published it
-        for (std::int64_t e = 0; e < l; ++e) k += listed(e) / r == g / r;
-        return static_cast<const T*>(at[size_t(g / r)]) + k * n;
+        return static_cast<const T*>(at[size_t(g / r)]) + place[size_t(l)] * n;
       };
       auto pivots = [&] {
         pperm.resize(std::size_t(active));
@@ -681,12 +697,17 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
           std::copy(l->panel, l->panel + active * w, panel);
         }
         pivots();
-        for (std::int64_t l = 0; l < w; ++l) std::copy(row_in(peers, pivot_row, l), row_in(peers, pivot_row, l) + n, U + l * n);
       } else {
         pivots();
         peers = publish(pivot_row);
+      }
+      {
         rt::ComputeSlot slot;
-        for (std::int64_t l = 0; l < w; ++l) std::copy(row_in(peers, pivot_row, l), row_in(peers, pivot_row, l) + n, U + l * n);
+        const auto place = places(pivot_row);
+        for (std::int64_t l = 0; l < w; ++l) {
+          const T* from = row_in(peers, pivot_row, place, l);
+          std::copy(from, from + n, U + l * n);
+        }
       }
       ctx.comm->release(ctx.position, *group);
       if (factors && n > c1) {  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
@@ -703,10 +724,11 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
         rt::ComputeSlot slot;
         if (shared && !leader && n > c1)
           for (std::int64_t l = 0; l < w; ++l) std::copy(of(peers[0])->U + l * n + c1, of(peers[0])->U + (l + 1) * n, U + l * n + c1);
+        const auto place = places(old_top);
         for (std::int64_t i = 0; i < r; ++i) {
           const std::int64_t rel = off + i - c0;
           if (off + i < m && rel >= w && rel < active && pperm[size_t(rel)] != rel) {
-            const T* from = row_in(peers, old_top, pperm[size_t(rel)]);
+            const T* from = row_in(peers, old_top, place, pperm[size_t(rel)]);
             std::copy(from, from + n, A + i * n);
           }
         }
@@ -772,8 +794,7 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
   static std::size_t workspace_bytes(const Node& n) {
     const auto& p = n.attr<attr::RowBlocked>();
     const Shape& s = n.in[0]->shape();
-    const std::size_t es = dtype_size(n.in[0]->dtype()) * (p.packed_complex ? 2 : 1);
-    return es * std::size_t(s[1] * p.panel + s[0] * p.panel);
+    return element_bytes(n) * std::size_t(s[1] * p.panel + s[0] * p.panel);
   }
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
@@ -853,8 +874,142 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
   }
 
 };
+
+// distributed_triangular_solve: x solving op(a) x = b from the left, for a
+// triangular a split by rows over a group (member q holds rows q r .. q r +
+// r), b and x whole on every member, in blocks of r rows: block j is the
+// one whose rows of a member j holds. In the order the triangle sets
+// (forward when op(a) is lower, else backward), for each block j:
+//   op(a) = a: j's owner solves its residual rows with its diagonal block
+//     (trsm); every member copies x_j and, if its own block is still to
+//     come, subtracts a_qj x_j from its residual rows (one meeting);
+//   op(a) = a^T: every member already solved puts its part of block j's
+//     residual, -a_qj^T x_q, in its rows j of x; the owner adds them to b_j
+//     in group order and solves; every member copies x_j (two meetings).
+// conj(a) is solved as a on conj(b), x conjugated after. In shared memory
+// members read each other's x in place; across processes they publish the
+// block. No member holds more of a than its rows. Workspace: a block of a
+// product (tessel's GEMM; complex: the library's, taking its turn).
+class DistributedTriangularSolveThunk final : public RowBlockedThunk<DistributedTriangularSolveThunk> {
+ public:
+  DistributedTriangularSolveThunk(const Node& n, const std::vector<int>& reads, std::vector<int> writes)
+      : RowBlockedThunk(n, reads.at(0), std::move(writes)), b_in_(reads.at(1)), k_(n.in[1]->shape()[1]) {
+    lapack_int(k_, n);
+    std::ostringstream os;
+    os << op_name(n.op) << ' ' << n.in[0]->aval.str() << " of " << p_.rows << " rows over " << groups_.at(0).size()
+       << " devices, " << k_ << " right-hand sides, blocks of " << r_ << " rows"
+       << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
+    text_ = os.str();
+  }
+  // The product's column chunk, and the workspace: one chunk of a block's product [r, chunk].
+  static std::int64_t chunk(std::int64_t k) { return std::clamp<std::int64_t>(k, 1, 128); }
+  static std::size_t workspace_bytes(const Node& n) {
+    return element_bytes(n) * std::size_t(n.in[0]->shape()[0] * chunk(n.in[1]->shape()[1]));
+  }
+  template <class T>
+  void run_typed(rt::ExecContext& ctx) const {
+    const auto [group, q] = my_group(ctx);
+    const std::int64_t n = n_, r = r_, k = k_, P = std::int64_t(group->size());
+    const T* A = static_cast<const T*>(ctx.slots[size_t(in_)]);
+    const T* B = static_cast<const T*>(ctx.slots[size_t(b_in_)]);
+    T* X = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
+    T* scratch = writes_.size() > 1 ? static_cast<T*>(ctx.slots[size_t(writes_[1])]) : nullptr;
+    auto width = [&](std::int64_t j) { return std::clamp<std::int64_t>(n - j * r, 0, r); };
+    const std::int64_t mine = width(q), off = q * r;
+    {  // x starts as this member's rows of b (conjugated for conj(a)), zeros elsewhere
+      rt::ComputeSlot slot;
+      std::fill(X, X + n * k, T(0));
+      std::copy(B + off * k, B + (off + mine) * k, X + off * k);
+      if (p_.conjugate_a) conjugate(X + off * k, mine * k);
+    }
+    const bool forward = p_.lower != p_.transpose_a, shared = ctx.comm->shares_memory(*group);
+    auto step_of = [&](std::int64_t j) { return forward ? j : P - 1 - j; };
+    std::vector<T> send;  // across processes: the block this member publishes
+    auto publish = [&](const T* block, std::int64_t w) {
+      if (shared) return ctx.comm->exchange(ctx.position, *group, X, std::size_t(n * k) * sizeof(T));
+      if (block) send.assign(block, block + w * k);
+      else send.assign(std::size_t(w * k), T(0));
+      return ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
+    };
+    // Member p's block j of x as published.
+    auto block_of = [&](const std::vector<const void*>& peers, std::int64_t p, std::int64_t j) {
+      return static_cast<const T*>(peers[size_t(p)]) + (shared ? j * r * k : 0);
+    };
+    for (std::int64_t s = 0; s < P && k > 0; ++s) {
+      const std::int64_t j = forward ? s : P - 1 - s, w = width(j);
+      if (w == 0) continue;
+      const bool owner = q == j, solved = step_of(q) < s;
+      T* Xj = X + j * r * k;
+      const T* a_qj = A + j * r;  // this member's rows of a's block column j (row stride n)
+      if (p_.transpose_a) {
+        // This member's part of block j's residual, -a_qj^T x_q, into its rows j of x.
+        const bool part = !owner && solved && mine > 0;
+        if (part) {
+          rt::ComputeSlot slot;
+          std::fill(Xj, Xj + w * k, T(0));
+          if constexpr (is_cx<T>) {  // column-major: Xj^T -= x_q^T a_qj
+            const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+            Lapack::gemm_sub<T>('N', 'T', int(k), int(w), int(mine), X + off * k, int(k), a_qj, int(n), Xj, int(k));
+          } else {
+            subtract_product(Xj, k, w, k, mine, a_qj, 1, n, X + off * k, k, 1, chunk(k), scratch);
+          }
+        }
+        auto peers = publish(part ? Xj : nullptr, w);
+        if (owner) {
+          rt::ComputeSlot slot;
+          for (std::int64_t p = 0; p < P; ++p) {
+            if (p == q || step_of(p) >= s || width(p) == 0) continue;
+            const T* from = block_of(peers, p, j);
+            for (std::int64_t i = 0; i < w * k; ++i) Xj[i] += from[i];
+          }
+        }
+        ctx.comm->release(ctx.position, *group);
+      }
+      if (owner) {  // column-major: x^T op(a_jj)^T = b^T, a_jj read as its transpose
+        rt::ComputeSlot slot;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::trsm<T>('R', p_.lower ? 'U' : 'L', p_.transpose_a ? 'T' : 'N', p_.unit_diagonal ? 'U' : 'N', int(k), int(w),
+                        a_qj, int(n), Xj, int(k));
+      }
+      {
+        auto peers = publish(owner ? Xj : nullptr, w);
+        if (!owner) {
+          rt::ComputeSlot slot;
+          const T* from = block_of(peers, j, j);
+          std::copy(from, from + w * k, Xj);
+        }
+        ctx.comm->release(ctx.position, *group);
+      }
+      if (!p_.transpose_a && !solved && !owner && mine > 0) {  // this member's residual rows -= a_qj x_j
+        rt::ComputeSlot slot;
+        T* C = X + off * k;
+        if constexpr (is_cx<T>) {  // column-major: C^T -= x_j^T a_qj^T
+          const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+          Lapack::gemm_sub<T>('N', 'N', int(k), int(mine), int(w), Xj, int(k), a_qj, int(n), C, int(k));
+        } else {
+          subtract_product(C, k, mine, k, w, a_qj, n, 1, Xj, k, 1, chunk(k), scratch);
+        }
+      }
+    }
+    if (p_.conjugate_a) {
+      rt::ComputeSlot slot;
+      conjugate(X, n * k);
+    }
+  }
+
+ private:
+  int b_in_;
+  std::int64_t k_;
+};
 }  // namespace
 
+std::unique_ptr<rt::Thunk> distributed_triangular_solve_routine(const Node& n, const std::vector<int>& reads,
+                                                                const std::vector<int>& writes) {
+  return std::make_unique<DistributedTriangularSolveThunk>(n, reads, writes);
+}
+std::size_t distributed_triangular_solve_workspace(const Node& n) {
+  return DistributedTriangularSolveThunk::workspace_bytes(n);
+}
 std::unique_ptr<rt::Thunk> distributed_lu_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   return std::make_unique<DistributedLuThunk>(n, reads.at(0), writes);
 }

@@ -30,6 +30,11 @@ std::size_t distributed_lu_workspace(const Node& n);
 std::unique_ptr<rt::Thunk> distributed_cholesky_routine(const Node& n, const std::vector<int>& reads,
                                                         const std::vector<int>& writes);
 std::size_t distributed_cholesky_workspace(const Node& n);
+// distributed_triangular_solve: reads its rows of a and b, writes x and then
+// a workspace of distributed_triangular_solve_workspace bytes.
+std::unique_ptr<rt::Thunk> distributed_triangular_solve_routine(const Node& n, const std::vector<int>& reads,
+                                                                const std::vector<int>& writes);
+std::size_t distributed_triangular_solve_workspace(const Node& n);
 
 // Held around every call into OpenBLAS. Debian's serial build (0.3.21,
 // SINGLE_THREADED, without USE_LOCKING) shares its work buffers between

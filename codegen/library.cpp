@@ -107,6 +107,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
     r[std::size_t(Op::distributed_lu)] = &distributed_lu_routine;
     r[std::size_t(Op::distributed_cholesky)] = &distributed_cholesky_routine;
+    r[std::size_t(Op::distributed_triangular_solve)] = &distributed_triangular_solve_routine;
     r[std::size_t(Op::fft)] = &fft_routine;
     r[std::size_t(Op::debug_callback)] = &debug_callback_routine;
     return r;
@@ -121,6 +122,7 @@ LibraryRoutine library_routine(Op op) { return table()[std::size_t(op)]; }
 std::size_t library_workspace(const Node& n) {
   if (n.op == Op::distributed_lu) return distributed_lu_workspace(n);
   if (n.op == Op::distributed_cholesky) return distributed_cholesky_workspace(n);
+  if (n.op == Op::distributed_triangular_solve) return distributed_triangular_solve_workspace(n);
   if (library_routine(n.op) == &lapack_routine) return lapack_workspace(n);
   return 0;
 }

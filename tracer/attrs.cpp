@@ -130,6 +130,10 @@ void RowBlocked::print(std::ostream& os) const {
   replica_groups(os, mesh, axes);
   os << ", rows=" << rows << ", panel=" << panel;
   if (packed_complex) os << ", packed_complex";
+  if (!lower) os << ", upper";
+  if (transpose_a) os << ", transpose_a";
+  if (conjugate_a) os << ", conjugate_a";
+  if (unit_diagonal) os << ", unit_diagonal";
 }
 void AllReduce::print(std::ostream& os) const {
   replica_groups(os, mesh, axes);

@@ -282,16 +282,22 @@ struct AllGather {
   auto fields() const { return std::tie(mesh, axes, dimension); }
   void print(std::ostream& os) const;
 };
-// distributed_lu, distributed_cholesky: this device's rows of one matrix
+// distributed_lu, distributed_cholesky, distributed_triangular_solve: this device's rows of one matrix
 // whose `rows` rows are split evenly (the last tile padded) over `axes`,
 // factorised by a blocked right-looking algorithm with panels of `panel`
 // columns (tracer/linalg_distributed.cpp, codegen/lapack.cpp).
+// distributed_triangular_solve: solves op(a) x = b from the left for the
+// triangle (lower) of a matrix split so, blocks of `panel` (its row tile)
+// rows, with triangular_solve's flags.
 struct RowBlocked {
   MeshRef mesh;
   std::vector<int> axes;
   std::int64_t rows = 0, panel = 0;
   bool packed_complex = false;  // set only by codegen's complex expansion, as Linalg's
-  auto fields() const { return std::tie(mesh, axes, rows, panel, packed_complex); }
+  bool lower = true, transpose_a = false, conjugate_a = false, unit_diagonal = false;  // the solve's
+  auto fields() const {
+    return std::tie(mesh, axes, rows, panel, packed_complex, lower, transpose_a, conjugate_a, unit_diagonal);
+  }
   void print(std::ostream& os) const;
 };
 struct AllReduce {

@@ -1,5 +1,6 @@
 #include "tracer/build.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "tessel/core/errors.hpp"
@@ -185,6 +186,16 @@ NodeRef distributed_cholesky(NodeTable& t, const NodeRef& x, MeshRef mesh, std::
 NodeRef distributed_lu(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t rows,
                        std::int64_t panel) {
   return make(t, Op::distributed_lu, {x}, attr::RowBlocked{std::move(mesh), std::move(axes), rows, panel, false});
+}
+
+NodeRef distributed_triangular_solve(NodeTable& t, const NodeRef& a, const NodeRef& b, MeshRef mesh,
+                                     std::vector<int> axes, std::int64_t rows, const attr::Linalg& how) {
+  attr::RowBlocked p{std::move(mesh), std::move(axes), rows, std::max<std::int64_t>(a->shape()[0], 1), false};
+  p.lower = how.lower;
+  p.transpose_a = how.transpose_a;
+  p.conjugate_a = how.conjugate_a;
+  p.unit_diagonal = how.unit_diagonal;
+  return make(t, Op::distributed_triangular_solve, {a, b}, std::move(p));
 }
 
 NodeRef all_reduce(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, Op reduce_op) {

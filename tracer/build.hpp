@@ -66,6 +66,11 @@ NodeRef distributed_lu(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector
 // This device's rows of the Cholesky factor L of a rows x rows matrix split by rows over axes.
 NodeRef distributed_cholesky(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t rows,
                              std::int64_t panel);
+// x [rows, k] (the same on every device) solving op(a) x = b from the left,
+// for this device's rows [ceil(rows / tiles), rows] of a triangular a split
+// by rows over axes: how.lower, transpose_a, conjugate_a, unit_diagonal.
+NodeRef distributed_triangular_solve(NodeTable& t, const NodeRef& a, const NodeRef& b, MeshRef mesh,
+                                     std::vector<int> axes, std::int64_t rows, const attr::Linalg& how);
 NodeRef all_reduce(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, Op reduce_op);
 NodeRef reduce_scatter(NodeTable& t, const NodeRef& x, MeshRef mesh, std::vector<int> axes, std::int64_t dim,
                        Op reduce_op);

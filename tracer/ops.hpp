@@ -115,6 +115,7 @@ enum class OpCost : std::uint8_t {
   X(cholesky, "cholesky", Library, Never, Linalg)                               \
   X(distributed_cholesky, "distributed-cholesky", Library, Never, RowBlocked)   \
   X(triangular_solve, "triangular-solve", Library, Never, Linalg)               \
+  X(distributed_triangular_solve, "distributed-triangular-solve", Library, Never, RowBlocked) \
   X(lu, "lu", Library, Never, Linalg)                                           \
   X(distributed_lu, "distributed-lu", Library, Never, RowBlocked)            \
   X(qr, "qr", Library, Never, Linalg)                                           \

@@ -182,7 +182,8 @@ CollectiveAxes collective_axes(const Node& n) {
     case Op::axis_index: return of(n.attr<attr::AxisIndex>());
     case Op::collective_permute: return {&n.attr<attr::CollectivePermute>().mesh, nullptr};
     case Op::distributed_lu:
-    case Op::distributed_cholesky: return of(n.attr<attr::RowBlocked>());  // library routines that meet their group
+    case Op::distributed_cholesky:
+    case Op::distributed_triangular_solve: return of(n.attr<attr::RowBlocked>());  // library routines that meet their group
     default: return {};
   }
 }

@@ -738,14 +738,21 @@ void Rule<Op::lu>::transpose(NodeTable&, const Node& n, const NodeRef&, const st
 // (codegen/lapack.cpp). The interpreter never sees it: it runs traced
 // programs, where this is lu (the reference the tests compare with).
 
+// The row tiles a RowBlocked matrix is split into (1 without a mesh).
+static std::int64_t row_tiles(const attr::RowBlocked& p) {
+  std::int64_t tiles = 1;
+  if (p.mesh)
+    for (int a : p.axes) tiles *= p.mesh->axes()[size_t(a)].size;
+  return tiles;
+}
+
 Aval Rule<Op::distributed_lu>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   expect_arity(Op::distributed_lu, in, 1);
   expect_matrix(Op::distributed_lu, in[0], false);
   const Shape& s = in[0].shape;
   if (s.size() != 2 || !p.mesh || p.axes.empty() || p.panel < 1 || p.rows < 0)
     throw InternalError(cat("distributed_lu of ", in[0].str(), " with rows=", p.rows, " panel=", p.panel));
-  std::int64_t tiles = 1;
-  for (int a : p.axes) tiles *= p.mesh->axes()[size_t(a)].size;
+  const std::int64_t tiles = row_tiles(p);
   if (s[0] != ceil_div(p.rows, tiles))
     throw InternalError(cat("distributed_lu: ", in[0].str(), " is not one of ", tiles, " row tiles of ", p.rows, " rows"));
   Aval a = in[0];
@@ -780,10 +787,7 @@ Aval Rule<Op::distributed_cholesky>::infer(const std::vector<Aval>& in, const A&
   expect_arity(Op::distributed_cholesky, in, 1);
   expect_matrix(Op::distributed_cholesky, in[0], false);
   const Shape& s = in[0].shape;
-  std::int64_t tiles = 1;
-  if (p.mesh)
-    for (int a : p.axes) tiles *= p.mesh->axes()[size_t(a)].size;
-  if (s.size() != 2 || !p.mesh || p.axes.empty() || p.panel < 1 || s[1] != p.rows || s[0] != ceil_div(p.rows, tiles))
+  if (s.size() != 2 || !p.mesh || p.axes.empty() || p.panel < 1 || s[1] != p.rows || s[0] != ceil_div(p.rows, row_tiles(p)))
     throw InternalError(cat("distributed_cholesky of ", in[0].str(), " with rows=", p.rows, " panel=", p.panel));
   Aval a = in[0];
   a.weak_type = false;
@@ -806,6 +810,46 @@ NodeRef Rule<Op::distributed_cholesky>::batch(NodeTable&, const Node& n, const s
   throw InternalError(cat(op_name(n.op), " exists only after partitioning; batch cholesky"));
 }
 TESSEL_LOCAL_SAME_OP(distributed_cholesky)
+
+// ------------------------------------------------------------------ distributed_triangular_solve
+// x solving op(a) x = b from the left, for a triangular matrix a whose rows
+// are split over a mesh's axes (made only by triangular_solve's partition
+// rule): this device's rows [r, n] of a and all of b [n, k] in, all of x
+// out, the same on every device (codegen/lapack.cpp). As distributed_lu,
+// the interpreter never sees it.
+
+Aval Rule<Op::distributed_triangular_solve>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::distributed_triangular_solve, in, 2);
+  expect_matrix(Op::distributed_triangular_solve, in[0], false);
+  expect_matrix(Op::distributed_triangular_solve, in[1], false);
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  const std::int64_t tiles = row_tiles(p);
+  if (a.size() != 2 || b.size() != 2 || !p.mesh || p.axes.empty() || a[1] != p.rows || a[0] != ceil_div(p.rows, tiles) ||
+      b[0] != p.rows || p.panel != std::max<std::int64_t>(a[0], 1) || in[0].dtype != in[1].dtype)
+    throw InternalError(cat("distributed_triangular_solve of ", avals_str(in), " with rows=", p.rows, " over ", tiles,
+                            " tiles"));
+  Aval o = in[1];
+  o.weak_type = false;
+  return o;
+}
+void Rule<Op::distributed_triangular_solve>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
+  throw InternalError("distributed-triangular-solve exists only in partitioned programs; the interpreter evaluates "
+                      "triangular_solve");
+}
+FactorRule Rule<Op::distributed_triangular_solve>::factors(const Node& n) { return rule_util::replicated_factors(n); }
+NodeRef Rule<Op::distributed_triangular_solve>::jvp(NodeTable&, const Node& n, const std::vector<NodeRef>&,
+                                                    const std::vector<NodeRef>&, const NodeRef&) {
+  throw InternalError(cat(op_name(n.op), " exists only after partitioning; differentiate triangular_solve"));
+}
+void Rule<Op::distributed_triangular_solve>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                                       std::vector<NodeRef>&) {
+  throw InternalError(cat(op_name(n.op), " exists only after partitioning; transpose triangular_solve"));
+}
+NodeRef Rule<Op::distributed_triangular_solve>::batch(NodeTable&, const Node& n, const std::vector<NodeRef>&,
+                                                      const std::vector<bool>&, const BatchInfo&) {
+  throw InternalError(cat(op_name(n.op), " exists only after partitioning; batch triangular_solve"));
+}
+TESSEL_LOCAL_SAME_OP(distributed_triangular_solve)
 
 // ------------------------------------------------------------------ qr
 

@@ -243,15 +243,22 @@ CostAnalysis cost_of(const Graph& local) {
 std::vector<CommStat> communication_of(const Graph& local) {
   std::vector<CommStat> out;
   for (auto& n : local.topo_order()) {
-    if (n->op == Op::distributed_lu || n->op == Op::distributed_cholesky) {
-      // Per panel step: the panel's active rows (nb columns), and for lu 2 nb rows, as a device reads them.
+    if (n->op == Op::distributed_lu || n->op == Op::distributed_cholesky || n->op == Op::distributed_triangular_solve) {
       const auto& a = n->attr<attr::RowBlocked>();
-      const bool lu = n->op == Op::distributed_lu;
-      const double es = double(dtype_size(n->dtype())) * (a.packed_complex ? 2 : 1), cols = double(n->in[0]->shape()[1]);
+      const double es = double(dtype_size(n->dtype())) * (a.packed_complex ? 2 : 1);
       double moved = 0;
-      for (std::int64_t c0 = 0; c0 < std::min(a.rows, n->in[0]->shape()[1]); c0 += a.panel) {
-        const double w = double(std::min(a.panel, std::min(a.rows, n->in[0]->shape()[1]) - c0));
-        moved += (double(a.rows - c0) * w + (lu ? 2 * w * cols : 0)) * es;
+      if (n->op == Op::distributed_triangular_solve) {
+        // Per block: x's block as a device reads it, and for op(a) = a^T the owner's partial sums.
+        const double k = double(n->shape()[1]);
+        moved = double(a.rows) * k * es * (a.transpose_a ? 2 : 1);
+      } else {
+        // Per panel step: the panel's active rows (nb columns), and for lu 2 nb rows, as a device reads them.
+        const bool lu = n->op == Op::distributed_lu;
+        const std::int64_t cols = n->in[0]->shape()[1], kmax = std::min(a.rows, cols);
+        for (std::int64_t c0 = 0; c0 < kmax; c0 += a.panel) {
+          const double w = double(std::min(a.panel, kmax - c0));
+          moved += (double(a.rows - c0) * w + (lu ? 2 * w * double(cols) : 0)) * es;
+        }
       }
       out.push_back({op_name(n->op), moved});
       continue;

@@ -197,11 +197,11 @@ TEST_CASE("vmap equals the function on each example, stacked, for every primitiv
       for (auto& n : g.topo_order()) seen.insert(ts::op_name(n->op));
     });
   }
-  // Every primitive but the structural ones, and distributed-lu and
-  // distributed-cholesky (made only by partitioning, after every
+  // Every primitive but the structural ones, and distributed-lu,
+  // distributed-cholesky and distributed-triangular-solve (made only by partitioning, after every
   // transformation), appears in some case.
   const std::set<std::string> structural = {"parameter", "tuple", "get-tuple-element", "call", "distributed-lu",
-                                            "distributed-cholesky"};
+                                            "distributed-cholesky", "distributed-triangular-solve"};
   for (int k = 0; k < ts::kNumOps; ++k) {
     const std::string name = ts::op_name(ts::Op(k));
     CAPTURE(name);

@@ -189,7 +189,11 @@ inline std::vector<Scenario> scenarios() {
     Array sd = ts::device_put(s, ts::NamedSharding(ts::Mesh(ts::devices(), "r"), P("r", ts::None)));
     Array L = ts::jit([](const Array& a) { return ts::linalg::cholesky(a, false, false); })(sd);
     Array x = ts::jit([](const Array& a, const Array& b) { return ts::linalg::solve(a, b); })(sd, host_data(12, {43}));
-    return ts::concatenate({L.reshape({-1}), x}, 0);
+    // L^T y = c, L split by rows: each block's residual summed from every process's part.
+    Array y = ts::jit([](const Array& l, const Array& c) {
+      return ts::linalg::triangular_solve(l, c, {.left_side = true, .lower = true, .transpose_a = true});
+    })(L, host_data(13, {43, 2}));
+    return ts::concatenate({L.reshape({-1}), x, y.reshape({-1})}, 0);
   }});
   out.push_back({"MLP step, data-parallel x model-parallel (4x2)", [=] {
     auto m = mesh();
