@@ -7,8 +7,8 @@
 // (t16 - t1) / 15. Floor: the bytes each device must
 // read from its peers (the shared-memory algorithm's traffic, as
 // Compiled::communication() counts it), times the devices, at the machine's
-// copy bandwidth measured in the same run. No peer library runs in-process
-// collectives on CPU devices; the floor is a plain multi-threaded copy.
+// best bandwidth measured in the same run (bench::memory_floor). No peer
+// library runs in-process collectives on CPU devices.
 //
 //   ./tessel bench collectives [max MiB per device, default 256]
 #include <tessel/tessel.hpp>
@@ -19,25 +19,9 @@ namespace ts = tessel;
 using ts::P;
 
 namespace {
-// The floor for copying `bytes`: memcpy (which may stream past the cache)
-// split over every core, or on one thread when that is faster (small sizes,
-// where starting threads costs more than the copy).
-double copy_floor(std::size_t bytes) {
-  bytes = std::max<std::size_t>(bytes, 64);
-  std::vector<char> a(bytes, 1), b(bytes, 0);
-  const double one = bench::seconds([&] { std::memcpy(b.data(), a.data(), bytes); }, 21, 3);
-  const double all = bench::seconds([&] {
-    std::vector<std::thread> ts;
-    const int c = bench::cores();
-    for (int k = 0; k < c; ++k)
-      ts.emplace_back([&, k] {
-        const std::size_t lo = bytes * std::size_t(k) / std::size_t(c), hi = bytes * std::size_t(k + 1) / std::size_t(c);
-        std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
-      });
-    for (auto& t : ts) t.join();
-  }, 5, 1);
-  return std::min(one, all);
-}
+// The floor for copying `bytes`: reading and writing them at the best
+// bandwidth measured at that size (bench::memory_floor).
+double copy_floor(std::size_t bytes) { return bench::memory_floor(bytes, bytes).seconds; }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,5 +76,5 @@ int main(int argc, char** argv) {
       }
     }
   }
-  return 0;
+  return bench::status();
 }

@@ -2,7 +2,7 @@
 // 8 devices split P('x', 'y') over 4 x 2 (pencils: all-to-alls move the
 // split), against FFTW called directly (the same FFTW_ESTIMATE planning) on
 // every core with its own threads, and on one thread. The floor is the larger
-// of one read and one write of the volume at the copy bandwidth of every core
+// of one read and one write of the volume at the best bandwidth (bench::memory_floor)
 // and 5 N log2 N flops at the peak FMA rate, both measured here. The
 // all-to-all share: the same number of all-to-alls of the same blocks, timed
 // alone in a shard_map.
@@ -43,6 +43,7 @@ int count(const std::string& text, const std::string& what) {
 }
 
 void row(const std::string& name, double floor, double ours, double peer) {
+  bench::check(name, floor, ours);
   std::printf("%-52s %10.1f %11.1f %8.2f %11.1f %8.2f\n", name.c_str(), floor * 1e3, ours * 1e3, ours / floor, peer * 1e3,
               ours / peer);
   std::fflush(stdout);
@@ -55,7 +56,8 @@ int main(int argc, char** argv) {
   const int reps = 3;
   fftwf_init_threads();
   const double N = double(n) * n * n, bytes = N * 8;
-  const double floor = std::max(bench::copy_seconds(std::size_t(bytes)), 5 * N * std::log2(N) / bench::peak_flops());
+  const double floor = std::max(bench::memory_floor(std::size_t(bytes), std::size_t(bytes)).seconds,
+                                5 * N * std::log2(N) / bench::peak_flops());
   const double peer_all = fftw_seconds(n, bench::cores(), reps), peer_one = fftw_seconds(n, 1, reps);
   std::printf("\nfftn of %d^3 complex64 (%.0f MiB); FFTW directly: %.1f ms on %d threads, %.1f ms on 1\n", n, bytes / (1 << 20),
               peer_all * 1e3, bench::cores(), peer_one * 1e3);
@@ -85,4 +87,5 @@ int main(int argc, char** argv) {
     std::printf("  its %d all-to-alls alone: %.1f ms, %.0f%% of its time\n", a2a, comm * 1e3, 100 * comm / ours);
   }
   fftwf_cleanup_threads();
+  return bench::status();
 }

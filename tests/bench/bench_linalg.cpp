@@ -1,7 +1,7 @@
 // solve(A, b) for one n x n matrix (n = 4096; `small`: 1024), float32 and
 // float64: on 1 device, and on 8 devices with A split by rows (P('x', None))
-// and 2-D (P('x', 'y') on 4 x 2): the distributed LU of
-// tracer/linalg_distributed.cpp. The peer is LAPACK's gesv called directly
+// and 2-D (P('x', 'y') on 4 x 2): the distributed LU and triangular solves
+// (distributed-lu, distributed-triangular-solve: codegen/lapack.cpp). The peer is LAPACK's gesv called directly
 // (the same serial OpenBLAS, one core), the floor the solve's flops
 // (2/3 n^3 + 2 n^2) at the peak FMA rate of every core, measured here (float32 FMAs;
 // float64 at half the lanes).
@@ -42,6 +42,7 @@ double lapack_seconds(const std::vector<T>& a_row, const std::vector<T>& b, int 
 }
 
 void row(const std::string& name, double floor, double ours, double peer) {
+  bench::check(name, floor, ours);
   std::printf("%-46s %11.1f %11.1f %8.2f %11.1f %8.2f\n", name.c_str(), floor * 1e3, ours * 1e3, ours / floor, peer * 1e3,
               ours / peer);
   std::fflush(stdout);
@@ -81,4 +82,5 @@ int main(int argc, char** argv) {
       row(std::string(ts::dtype_name(t)) + ", " + c.name, floor, ours, peer);
     }
   }
+  return bench::status();
 }

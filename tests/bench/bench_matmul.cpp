@@ -51,5 +51,5 @@ int main(int argc, char** argv) {
   double eight = bench::seconds([&] { mm(a8, b8).block_until_ready(); }, reps);
   bench::row("tessel, " + std::to_string(ts::device_count()) + " devices, rows x replicated", floor_s, eight, torch_s);
   std::printf("  tessel %d devices / oneDNN direct: %.2f\n", ts::device_count(), eight / dnnl_s);
-  return 0;
+  return bench::status();
 }

@@ -84,5 +84,5 @@ int main(int argc, char** argv) {
     double dm = bench::seconds([&] { step(pm, bm); }, reps, kWarmup);
     bench::row("tessel, " + std::to_string(n / 2) + "x2 data x model", floor_s, dm, torch_s);
   }
-  return 0;
+  return bench::status();
 }

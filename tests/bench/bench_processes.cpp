@@ -8,7 +8,8 @@
 //    the result into every device's buffer (the same work as tessel's, but
 //    not the one-process bits: its order is (d0+..+d3)+(d4+..+d7)).
 // Floor: the bytes each process must send and receive at least (its
-// partial sum out, the others' in), at the copy bandwidth measured here.
+// partial sum out, the others' in), at the best bandwidth measured here
+// (bench::memory_floor).
 //
 //   ./tessel bench processes          (2 processes x 4 devices, under mpirun)
 //   mpirun -np 2 build/tests/bench/bench_processes [max MiB per device, default 256]
@@ -32,7 +33,22 @@ int main(int argc, char** argv) {
                 "%-20s %10s %12s %8s %14s %7s %16s %7s\n",
                 n, procs, bench::cores(), "case", "floor (ms)", "tessel (ms)", "x floor", "MPI_Allreduce", "x MPI",
                 "hierarchical MPI", "x hier");
-  for (double kib = 1; kib <= max_mib * 1024; kib *= 4) {
+  // The floors, measured by the first process alone (the others wait
+  // without spinning, so that they do not slow it).
+  std::vector<double> floors;
+  if (me == 0)
+    for (double kib = 1; kib <= max_mib * 1024; kib *= 4) {
+      const std::size_t bytes = std::size_t(kib * 1024 / 4) * 4;
+      floors.push_back(bench::memory_floor(bytes, bytes).seconds);
+    }
+  {
+    MPI_Request done;
+    MPI_Ibarrier(MPI_COMM_WORLD, &done);
+    for (int flag = 0; MPI_Test(&done, &flag, MPI_STATUS_IGNORE), !flag;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  int size_index = 0;
+  for (double kib = 1; kib <= max_mib * 1024; kib *= 4, ++size_index) {
     const std::int64_t per = std::int64_t(kib * 1024 / 4);
     ts::Array x = ts::make_array_from_callback({per * n}, ts::NamedSharding(mesh, P("x")), [&](const ts::Index& idx) {
       return ts::ones({idx[0].stop - idx[0].start});
@@ -70,15 +86,16 @@ int main(int argc, char** argv) {
       return v[v.size() / 2];
     };
     const double ours = median(t_ours), peer = median(t_mpi), hier = median(t_hier);
-    const double floor = bench::copy_seconds(std::size_t(2 * per * 4));
     if (me == 0) {
+      const double floor = floors[std::size_t(size_index)];
       char name[64];
       std::snprintf(name, sizeof name, "psum %g KiB", kib);
+      bench::check(name, floor, ours);
       std::printf("%-20s %10.3f %12.3f %8.2f %14.3f %7.2f %16.3f %7.2f\n", name, floor * 1e3, ours * 1e3,
                   ours / floor, peer * 1e3, ours / peer, hier * 1e3, ours / hier);
       std::fflush(stdout);
     }
     ts::sync_global_devices("next size");
   }
-  return 0;
+  return bench::status();
 }

@@ -1,6 +1,7 @@
 // Benchmark helpers: medians of repeated runs, the machine's floors (memory
-// bandwidth, peak FLOP rate) measured or read in the same run, and PyTorch's
-// time for the same work, run by /usr/bin/python3 in the same run.
+// bandwidth, peak FLOP rate) measured in the same run as true lower bounds
+// (a time below its floor fails the run), and PyTorch's time for the same
+// work, run by /usr/bin/python3 in the same run.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <immintrin.h>
+#include <sys/mman.h>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -35,24 +37,119 @@ inline double seconds(const std::function<void()>& f, int reps = 5, int warmup =
 
 inline int cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-// Time to read `bytes` and write `bytes` with plain (write-allocating) stores on
-// every core: the memory floor of an elementwise kernel of that size.
-inline double copy_seconds(std::size_t bytes) {
-  const std::size_t n = bytes / sizeof(float);
-  std::unique_ptr<float[]> a(new float[n]), b(new float[n]);
-  for (std::size_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 0;
-  return seconds([&] {
-    std::vector<std::thread> ts;
-    const int c = cores();
-    for (int k = 0; k < c; ++k)
-      ts.emplace_back([&, k] {
-        std::size_t lo = n * k / c, hi = n * (k + 1) / c;
-        float* __restrict out = b.get();
-        const float* __restrict in = a.get();
-        for (std::size_t i = lo; i < hi; ++i) out[i] = in[i] * 1.0001f;
-      });
-    for (auto& t : ts) t.join();
-  }, 5, 1);
+namespace detail {
+// Best (least) seconds of f over reps runs: the floors take the fastest run,
+// the measured work the median.
+inline double best_seconds(const std::function<void()>& f, int reps, int warmup = 1) {
+  for (int i = 0; i < warmup; ++i) f();
+  double best = 1e300;
+  for (int i = 0; i < reps; ++i) {
+    auto a = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+  }
+  return best;
+}
+// body(lo, hi) over [0, n) split evenly over `threads` threads (the caller's
+// thread when one).
+inline void split(std::size_t n, int threads, const std::function<void(std::size_t, std::size_t)>& body) {
+  if (threads == 1) return body(0, n);
+  std::vector<std::thread> ts;
+  for (int k = 0; k < threads; ++k)
+    ts.emplace_back([&, k] { body(n * std::size_t(k) / std::size_t(threads), n * std::size_t(k + 1) / std::size_t(threads)); });
+  for (auto& t : ts) t.join();
+}
+// Streaming stores that bypass the cache (no read for ownership), a whole
+// cache line per store where the CPU has AVX-512 (full lines combine best),
+// else 8 floats; n a multiple of 32 floats, out 64-byte aligned.
+__attribute__((target("avx512f"))) inline void nt_copy512(const float* in, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) _mm512_stream_ps(out + i, _mm512_loadu_ps(in + i));
+  _mm_sfence();
+}
+__attribute__((target("avx"))) inline void nt_copy256(const float* in, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 8) _mm256_stream_ps(out + i, _mm256_loadu_ps(in + i));
+  _mm_sfence();
+}
+inline void nt_copy(const float* in, float* out, std::size_t n) {
+  if (__builtin_cpu_supports("avx512f")) nt_copy512(in, out, n);
+  else nt_copy256(in, out, n);
+}
+// A sum with 8 independent accumulators of 16 (or 8) floats: reads, no stores.
+__attribute__((target("avx512f"))) inline float read_sum512(const float* in, std::size_t n) {
+  __m512 acc[8];
+  for (auto& x : acc) x = _mm512_setzero_ps();
+  for (std::size_t i = 0; i + 128 <= n; i += 128)
+    for (int k = 0; k < 8; ++k) acc[k] = _mm512_add_ps(acc[k], _mm512_loadu_ps(in + i + 16 * k));
+  for (int k = 1; k < 8; ++k) acc[0] = _mm512_add_ps(acc[0], acc[k]);
+  return _mm512_reduce_add_ps(acc[0]);
+}
+__attribute__((target("avx"))) inline float read_sum256(const float* in, std::size_t n) {
+  __m256 acc[8];
+  for (auto& x : acc) x = _mm256_setzero_ps();
+  for (std::size_t i = 0; i + 64 <= n; i += 64)
+    for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_loadu_ps(in + i + 8 * k));
+  for (int k = 1; k < 8; ++k) acc[0] = _mm256_add_ps(acc[0], acc[k]);
+  float out[8];
+  _mm256_storeu_ps(out, acc[0]);
+  return out[0];
+}
+inline float read_sum(const float* in, std::size_t n) {
+  return __builtin_cpu_supports("avx512f") ? read_sum512(in, n) : read_sum256(in, n);
+}
+}  // namespace detail
+
+// The memory floor: the least time in which this machine moves `read` bytes
+// in and `written` bytes out, measured in this run at that working set as
+// the fastest of three patterns that each move read + written bytes, on one
+// thread and on every core: a plain copy (memcpy), a copy with non-temporal
+// (streaming) stores, and a read-only sum. No kernel that must read and
+// write those bytes can beat it; `how` names the pattern that set it. The
+// arrays are on huge pages, as tessel's buffers are.
+struct Floor {
+  double seconds = 0;
+  std::string how;
+};
+inline Floor memory_floor(std::size_t read, std::size_t written) {
+  const std::size_t total = std::max<std::size_t>(read + written, 256);
+  const std::size_t half = (total / 2 + 511) / 512 * 512;  // bytes per array: 128 floats at a time
+  const std::size_t n = half / 4;
+  // On huge pages where the kernel gives them (as tessel's buffers, runtime/buffer.cpp): no TLB walks.
+  auto alloc = [](std::size_t bytes) {
+    const std::size_t huge = std::size_t(2) << 20, size = (bytes + huge - 1) / huge * huge;
+    void* p = std::aligned_alloc(huge, size);
+    if (!p) throw std::bad_alloc();
+    madvise(p, size, MADV_HUGEPAGE);
+    return std::unique_ptr<float[], void (*)(void*)>(static_cast<float*>(p), std::free);
+  };
+  auto a = alloc(half), b = alloc(half), c = alloc(2 * half);
+  detail::split(n, cores(), [&](std::size_t lo, std::size_t hi) {  // first touch on the threads that use them
+    for (std::size_t i = lo; i < hi; ++i) a[i] = float(i), b[i] = 0, c[2 * i] = c[2 * i + 1] = 1;
+  });
+  const int reps = total < (std::size_t(1) << 24) ? 51 : 15;  // the fastest of many: the machine is shared
+  Floor best{1e300, ""};
+  volatile float sink = 0;
+  for (int threads : {1, cores()}) {
+    const std::string on = threads == 1 ? ", 1 thread" : ", " + std::to_string(threads) + " threads";
+    auto consider = [&](const char* what, const std::function<void(std::size_t, std::size_t)>& body, std::size_t count) {
+      const double t = detail::best_seconds([&] { detail::split(count, threads, body); }, reps);
+      if (t < best.seconds) best = {t, what + on};
+    };
+    consider("copy", [&](std::size_t lo, std::size_t hi) { std::memcpy(b.get() + lo, a.get() + lo, (hi - lo) * 4); }, n);
+    consider("non-temporal copy", [&](std::size_t lo, std::size_t hi) {
+      detail::nt_copy(a.get() + lo * 32, b.get() + lo * 32, (hi - lo) * 32);
+    }, n / 32);
+    consider("read-only sum", [&](std::size_t lo, std::size_t hi) {
+      sink = sink + detail::read_sum(c.get() + lo * 128, (hi - lo) * 128);
+    }, 2 * n / 128);
+  }
+  return best;
+}
+
+// The floor as a string: "256 MiB at 41.2 GB/s (non-temporal copy, 2 threads)".
+inline std::string describe(const Floor& f, double bytes) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.4g MiB at %.1f GB/s (%s)", bytes / (1 << 20), bytes / f.seconds / 1e9, f.how.c_str());
+  return buf;
 }
 
 namespace detail {
@@ -140,7 +237,28 @@ inline void header(const std::string& title) {
               "torch (ms)", "x torch");
 }
 
+// Every measured time must be at least its floor: a ratio below 1.0 means
+// the floor is not a lower bound (a wrong model of the work, or the machine
+// faster than measured), and fails the run (status()).
+inline int& below_floor() {
+  static int n = 0;
+  return n;
+}
+inline void check(const std::string& name, double floor_s, double ours_s) {
+  if (ours_s < floor_s) {
+    ++below_floor();
+    std::printf("BELOW THE FLOOR: %s takes %.4g ms, its floor %.4g ms (%.2fx)\n", name.c_str(), ours_s * 1e3,
+                floor_s * 1e3, ours_s / floor_s);
+  }
+}
+// main's return: 1 when a time was below its floor.
+inline int status() {
+  if (below_floor()) std::printf("\n%d time(s) below their floor: the floors are not lower bounds\n", below_floor());
+  return below_floor() ? 1 : 0;
+}
+
 inline void row(const std::string& name, double floor_s, double ours_s, double torch_s) {
+  check(name, floor_s, ours_s);
   std::printf("%-44s %12.2f %12.2f %8.2f ", name.c_str(), floor_s * 1e3, ours_s * 1e3, ours_s / floor_s);
   if (torch_s > 0) std::printf("%12.2f %9.2f\n", torch_s * 1e3, ours_s / torch_s);
   else std::printf("%12s %9s\n", "n/a", "n/a");
