@@ -81,7 +81,9 @@ __attribute__((target("avx512f"))) inline float read_sum512(const float* in, std
   for (std::size_t i = 0; i + 128 <= n; i += 128)
     for (int k = 0; k < 8; ++k) acc[k] = _mm512_add_ps(acc[k], _mm512_loadu_ps(in + i + 16 * k));
   for (int k = 1; k < 8; ++k) acc[0] = _mm512_add_ps(acc[0], acc[k]);
-  return _mm512_reduce_add_ps(acc[0]);
+  float out[16];
+  _mm512_storeu_ps(out, acc[0]);
+  return out[0];
 }
 __attribute__((target("avx"))) inline float read_sum256(const float* in, std::size_t n) {
   __m256 acc[8];
