@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
@@ -91,13 +92,48 @@ namespace {
 // What both communicators share: the meetings of the current rounds, keyed
 // by (the member's round, the group's first position), and the error that
 // wakes every waiter.
+struct LocalMeeting {
+  std::vector<const void*> ptrs;
+  std::size_t arrived = 0, released = 0, left = 0;
+  std::condition_variable cv;
+};
+void wake(LocalMeeting& m) { m.cv.notify_all(); }
+
+// One process's meeting: arrivals count under the lock; a member that must
+// wait yields its core a few times, then sleeps on the count itself
+// (std::atomic::wait, a futex) with no lock held, so the members woken by the
+// last arrival do not queue for the mutex again. With a condition variable
+// (notify_all, then every waiter retaking the lock) an exchange and release
+// of 8 devices on 2 cores took ~160 us; this ~20-35 us (a /tmp probe of the
+// two patterns, 2000 rounds).
+struct SharedMeeting {
+  static constexpr std::uint32_t kAborted = 1u << 30;  // added to both counts by abort: every wait ends
+  std::vector<const void*> ptrs;
+  std::atomic<std::uint32_t> arrived{0}, released{0};
+  std::size_t left = 0;
+};
+void wake(SharedMeeting& m) {
+  m.arrived.fetch_add(SharedMeeting::kAborted);
+  m.arrived.notify_all();
+  m.released.fetch_add(SharedMeeting::kAborted);
+  m.released.notify_all();
+}
+// Until count reaches want (or an abort adds kAborted).
+void await(const std::atomic<std::uint32_t>& count, std::uint32_t want) {
+  for (int i = 0; i < 64; ++i) {
+    if (count.load(std::memory_order_acquire) >= want) return;
+    std::this_thread::yield();
+  }
+  for (std::uint32_t v; (v = count.load(std::memory_order_acquire)) < want;) count.wait(v, std::memory_order_acquire);
+}
+
 template <class Meeting>
 class Meetings : public Communicator {
  public:
   void abort(std::exception_ptr error) override {
     std::lock_guard<std::mutex> lk(m_);
     if (!error_) error_ = error;
-    for (auto& [k, m] : meetings_) m.cv.notify_all();
+    for (auto& [k, m] : meetings_) wake(m);
   }
 
  protected:
@@ -120,42 +156,54 @@ class Meetings : public Communicator {
   std::exception_ptr error_;
 };
 
-struct LocalMeeting {
-  std::vector<const void*> ptrs;
-  std::size_t arrived = 0, released = 0, left = 0;
-  std::condition_variable cv;
-};
-
-class SharedMemoryCommunicator final : public Meetings<LocalMeeting> {
+class SharedMemoryCommunicator final : public Meetings<SharedMeeting> {
  public:
   explicit SharedMemoryCommunicator(std::size_t n) : Meetings(n) {}
   bool shares_memory(const std::vector<std::int64_t>&) const override { return true; }
 
-  // Each meeting has its own condition variable, woken once, by the member
-  // completing it (not every waiter of every group at every arrival).
+  // The meeting is found (or made) under the lock; the wait is outside it.
+  // A meeting lives until its last member leaves its release.
   std::vector<const void*> do_exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
                                        std::size_t) override {
-    std::unique_lock<std::mutex> lk(m_);
-    Key key = key_of(pos, group);
-    LocalMeeting& m = meetings_[key];
-    if (m.ptrs.empty()) m.ptrs.assign(group.size(), nullptr);
-    std::size_t me = index_in(group, pos);
-    m.ptrs[me] = mine;
-    if (++m.arrived == group.size()) m.cv.notify_all();
-    else m.cv.wait(lk, [&] { return error_ || m.arrived == group.size(); });
-    if (error_) std::rethrow_exception(error_);
-    return m.ptrs;
+    const auto size = std::uint32_t(group.size());
+    SharedMeeting* m = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (error_) std::rethrow_exception(error_);
+      m = &meetings_[key_of(pos, group)];
+      if (m->ptrs.empty()) m->ptrs.assign(group.size(), nullptr);
+      m->ptrs[index_in(group, pos)] = mine;
+      if (m->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == size) {
+        m->arrived.notify_all();
+        return m->ptrs;
+      }
+    }
+    await(m->arrived, size);
+    if (m->arrived.load() >= SharedMeeting::kAborted) rethrow();
+    return m->ptrs;
   }
 
   void do_release(int pos, const std::vector<std::int64_t>& group) override {
-    std::unique_lock<std::mutex> lk(m_);
-    Key key = key_of(pos, group);
-    LocalMeeting& m = meetings_[key];
-    if (++m.released == group.size()) m.cv.notify_all();
-    else m.cv.wait(lk, [&] { return error_ || m.released == group.size(); });
+    const auto size = std::uint32_t(group.size());
+    const Key key = key_of(pos, group);
+    SharedMeeting* m = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      if (error_) std::rethrow_exception(error_);
+      m = &meetings_[key];
+      if (m->released.fetch_add(1, std::memory_order_acq_rel) + 1 == size) m->released.notify_all();
+    }
+    await(m->released, size);
+    std::lock_guard<std::mutex> lk(m_);
     if (error_) std::rethrow_exception(error_);
-    if (++m.left == group.size()) meetings_.erase(key);
+    if (++m->left == group.size()) meetings_.erase(key);
     ++round_[pos];
+  }
+
+ private:
+  void rethrow() {
+    std::lock_guard<std::mutex> lk(m_);
+    std::rethrow_exception(error_);
   }
 };
 
