@@ -738,6 +738,29 @@ void Rule<Op::lu>::transpose(NodeTable&, const Node& n, const NodeRef&, const st
 // (codegen/lapack.cpp). The interpreter never sees it: it runs traced
 // programs, where this is lu (the reference the tests compare with).
 
+// The rules of an op that exists only in partitioned programs (made by
+// SOURCE's partition rule, run by codegen): the interpreter, autodiff and
+// vmap see SOURCE instead, and no later partitioning splits it again.
+#define TESSEL_ONLY_AFTER_PARTITIONING(OP, SOURCE)                                                                    \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {                \
+    throw InternalError(cat(op_name(Op::OP), " exists only in partitioned programs; the interpreter evaluates " \
+                            SOURCE));                                                                                \
+  }                                                                                                                 \
+  FactorRule Rule<Op::OP>::factors(const Node& n) { return rule_util::replicated_factors(n); }                      \
+  NodeRef Rule<Op::OP>::jvp(NodeTable&, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>&,   \
+                            const NodeRef&) {                                                                       \
+    throw InternalError(cat(op_name(n.op), " exists only after partitioning; differentiate " SOURCE));              \
+  }                                                                                                                 \
+  void Rule<Op::OP>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,                 \
+                               std::vector<NodeRef>&) {                                                             \
+    throw InternalError(cat(op_name(n.op), " exists only after partitioning; transpose " SOURCE));                  \
+  }                                                                                                                 \
+  NodeRef Rule<Op::OP>::batch(NodeTable&, const Node& n, const std::vector<NodeRef>&, const std::vector<bool>&,    \
+                              const BatchInfo&) {                                                                   \
+    throw InternalError(cat(op_name(n.op), " exists only after partitioning; batch " SOURCE));                      \
+  }                                                                                                                 \
+  TESSEL_LOCAL_SAME_OP(OP)
+
 // The row tiles a RowBlocked matrix is split into (1 without a mesh).
 static std::int64_t row_tiles(const attr::RowBlocked& p) {
   std::int64_t tiles = 1;
@@ -759,23 +782,7 @@ Aval Rule<Op::distributed_lu>::infer(const std::vector<Aval>& in, const A& p, co
   a.weak_type = false;
   return Aval::make_tuple({a, Aval{DType::int32, {std::min(p.rows, s[1])}, false}, Aval{DType::int32, {p.rows}, false}});
 }
-void Rule<Op::distributed_lu>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
-  throw InternalError("distributed-lu exists only in partitioned programs; the interpreter evaluates lu");
-}
-FactorRule Rule<Op::distributed_lu>::factors(const Node& n) { return rule_util::replicated_factors(n); }
-NodeRef Rule<Op::distributed_lu>::jvp(NodeTable&, const Node& n, const std::vector<NodeRef>&, const std::vector<NodeRef>&,
-                                      const NodeRef&) {
-  throw InternalError(cat(op_name(n.op), " exists only after partitioning; differentiate lu"));
-}
-void Rule<Op::distributed_lu>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
-                                         std::vector<NodeRef>&) {
-  rule_util::not_linear(n);
-}
-NodeRef Rule<Op::distributed_lu>::batch(NodeTable&, const Node& n, const std::vector<NodeRef>&, const std::vector<bool>&,
-                                        const BatchInfo&) {
-  throw InternalError(cat(op_name(n.op), " exists only after partitioning; batch lu"));
-}
-TESSEL_LOCAL_SAME_OP(distributed_lu)
+TESSEL_ONLY_AFTER_PARTITIONING(distributed_lu, "lu")
 
 // ------------------------------------------------------------------ distributed_cholesky
 // One device's rows of the Cholesky factor of a matrix whose rows are split
@@ -793,23 +800,7 @@ Aval Rule<Op::distributed_cholesky>::infer(const std::vector<Aval>& in, const A&
   a.weak_type = false;
   return a;
 }
-void Rule<Op::distributed_cholesky>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
-  throw InternalError("distributed-cholesky exists only in partitioned programs; the interpreter evaluates cholesky");
-}
-FactorRule Rule<Op::distributed_cholesky>::factors(const Node& n) { return rule_util::replicated_factors(n); }
-NodeRef Rule<Op::distributed_cholesky>::jvp(NodeTable&, const Node& n, const std::vector<NodeRef>&,
-                                            const std::vector<NodeRef>&, const NodeRef&) {
-  throw InternalError(cat(op_name(n.op), " exists only after partitioning; differentiate cholesky"));
-}
-void Rule<Op::distributed_cholesky>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
-                                               std::vector<NodeRef>&) {
-  rule_util::not_linear(n);
-}
-NodeRef Rule<Op::distributed_cholesky>::batch(NodeTable&, const Node& n, const std::vector<NodeRef>&,
-                                              const std::vector<bool>&, const BatchInfo&) {
-  throw InternalError(cat(op_name(n.op), " exists only after partitioning; batch cholesky"));
-}
-TESSEL_LOCAL_SAME_OP(distributed_cholesky)
+TESSEL_ONLY_AFTER_PARTITIONING(distributed_cholesky, "cholesky")
 
 // ------------------------------------------------------------------ distributed_triangular_solve
 // x solving op(a) x = b from the left, for a triangular matrix a whose rows
@@ -832,24 +823,7 @@ Aval Rule<Op::distributed_triangular_solve>::infer(const std::vector<Aval>& in, 
   o.weak_type = false;
   return o;
 }
-void Rule<Op::distributed_triangular_solve>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
-  throw InternalError("distributed-triangular-solve exists only in partitioned programs; the interpreter evaluates "
-                      "triangular_solve");
-}
-FactorRule Rule<Op::distributed_triangular_solve>::factors(const Node& n) { return rule_util::replicated_factors(n); }
-NodeRef Rule<Op::distributed_triangular_solve>::jvp(NodeTable&, const Node& n, const std::vector<NodeRef>&,
-                                                    const std::vector<NodeRef>&, const NodeRef&) {
-  throw InternalError(cat(op_name(n.op), " exists only after partitioning; differentiate triangular_solve"));
-}
-void Rule<Op::distributed_triangular_solve>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
-                                                       std::vector<NodeRef>&) {
-  throw InternalError(cat(op_name(n.op), " exists only after partitioning; transpose triangular_solve"));
-}
-NodeRef Rule<Op::distributed_triangular_solve>::batch(NodeTable&, const Node& n, const std::vector<NodeRef>&,
-                                                      const std::vector<bool>&, const BatchInfo&) {
-  throw InternalError(cat(op_name(n.op), " exists only after partitioning; batch triangular_solve"));
-}
-TESSEL_LOCAL_SAME_OP(distributed_triangular_solve)
+TESSEL_ONLY_AFTER_PARTITIONING(distributed_triangular_solve, "triangular_solve")
 
 // ------------------------------------------------------------------ qr
 
@@ -1160,5 +1134,6 @@ TESSEL_BATCH_LINALG(qr)
 TESSEL_BATCH_LINALG(eigh)
 TESSEL_BATCH_LINALG(svd)
 #undef TESSEL_BATCH_LINALG
+#undef TESSEL_ONLY_AFTER_PARTITIONING
 
 }  // namespace tessel
