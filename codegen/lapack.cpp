@@ -936,7 +936,7 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
       return static_cast<const T*>(peers[size_t(p)]) + (shared ? j * r * k : 0);
     };
     for (std::int64_t s = 0; s < P && k > 0; ++s) {
-      const std::int64_t j = forward ? s : P - 1 - s, w = width(j);
+      const std::int64_t j = step_of(s), w = width(j);  // step_of is its own inverse
       if (w == 0) continue;
       const bool owner = q == j, solved = step_of(q) < s;
       T* Xj = X + j * r * k;

@@ -89,9 +89,7 @@ void Communicator::all_reduce(int position, const std::vector<std::int64_t>& gro
 
 namespace {
 
-// What both communicators share: the meetings of the current rounds, keyed
-// by (the member's round, the group's first position), and the error that
-// wakes every waiter.
+// A meeting of members that wait on a condition variable (the process-spanning one's base).
 struct LocalMeeting {
   std::vector<const void*> ptrs;
   std::size_t arrived = 0, released = 0, left = 0;
@@ -127,6 +125,9 @@ void await(const std::atomic<std::uint32_t>& count, std::uint32_t want) {
   for (std::uint32_t v; (v = count.load(std::memory_order_acquire)) < want;) count.wait(v, std::memory_order_acquire);
 }
 
+// What both communicators share: the meetings of the current rounds, keyed
+// by (the member's round, the group's first position), and the error that
+// wakes every waiter.
 template <class Meeting>
 class Meetings : public Communicator {
  public:
