@@ -182,17 +182,11 @@ class CollectiveThunk final : public rt::Thunk {
     char* out = static_cast<char*>(ctx.slots[out_]);
     if (op_ == Op::collective_permute) {
       std::vector<std::int64_t> all;
-      const auto& a = p_.as<attr::CollectivePermute>();
-      for (std::int64_t i = 0; i < a.mesh->size(); ++i) all.push_back(i);
+      for (std::int64_t i = 0; i < p_.as<attr::CollectivePermute>().mesh->size(); ++i) all.push_back(i);
       auto peers = ctx.comm->exchange(ctx.position, all, mine, std::size_t(numel(in_shape_)) * es);
-      std::int64_t source = -1;
-      for (auto [s, t] : a.pairs)
-        if (t == ctx.position) source = s;
-      const std::size_t bytes = std::size_t(numel(in_shape_)) * es;
       {
         rt::ComputeSlot slot;
-        if (source >= 0) std::memcpy(out, peers[source], bytes);
-        else std::memset(out, 0, bytes);
+        permute(ctx.position, peers, out);
       }
       ctx.comm->release(ctx.position, all);
       return;
@@ -206,19 +200,82 @@ class CollectiveThunk final : public rt::Thunk {
     if (op_ == Op::all_reduce) {
       // The communicator's own algorithm (shared memory in one process, a
       // chain between processes), with this dtype's fold.
-      const Op reduce = p_.as<attr::AllReduce>().reduce_op;
-      const DType t = dtype_;
-      auto fold = [t, reduce](void* dst, const void* first, const std::vector<const void*>& rest, std::int64_t n) {
-        fold_tiles(t, reduce, static_cast<char*>(dst), static_cast<const char*>(first), rest, n);
-      };
-      ctx.comm->all_reduce(ctx.position, *group, mine, out, numel(in_shape_), es, fold);
+      ctx.comm->all_reduce(ctx.position, *group, mine, out, numel(in_shape_), es, fold());
       return;
     }
     auto peers = ctx.comm->exchange(ctx.position, *group, mine, std::size_t(numel(in_shape_)) * es);
-    const std::int64_t n = std::int64_t(group->size());
-    // The copies and sums hold a compute slot (runtime/device.hpp); the waits
-    // for peers do not.
-    std::optional<rt::ComputeSlot> slot(std::in_place);
+    {
+      // The copies and sums hold a compute slot (runtime/device.hpp); the
+      // waits for peers do not.
+      rt::ComputeSlot slot;
+      member(rank, peers, out);
+    }
+    ctx.comm->release(ctx.position, *group);
+  }
+
+  // Every member's operand is computed (a cheap launch run in lockstep):
+  // each member's result straight from the others' operands.
+  void run_all(const std::vector<rt::ExecContext*>& ctxs) const override {
+    rt::ComputeSlot slot;
+    auto operand = [&](std::int64_t position) -> const void* { return ctxs[std::size_t(position)]->slots[in_]; };
+    auto result = [&](std::int64_t position) { return static_cast<char*>(ctxs[std::size_t(position)]->slots[out_]); };
+    if (op_ == Op::collective_permute) {
+      std::vector<const void*> peers;
+      for (std::size_t i = 0; i < ctxs.size(); ++i) peers.push_back(operand(std::int64_t(i)));
+      for (std::size_t i = 0; i < ctxs.size(); ++i) permute(int(i), peers, result(std::int64_t(i)));
+      return;
+    }
+    for (auto& g : groups_) {
+      std::vector<const void*> peers;
+      for (std::int64_t p : g) peers.push_back(operand(p));
+      if (op_ == Op::all_reduce) {
+        // The left fold in group order, as Communicator::all_reduce computes
+        // it: the same bits, once, then copied to every member.
+        const std::vector<const void*> rest(peers.begin() + 1, peers.end());
+        const std::size_t bytes = std::size_t(numel(out_shape_)) * dtype_size(dtype_);
+        if (bytes == 0) continue;
+        fold()(result(g[0]), peers[0], rest, numel(in_shape_));
+        for (std::size_t k = 1; k < g.size(); ++k) std::memcpy(result(g[k]), result(g[0]), bytes);
+        continue;
+      }
+      for (std::size_t k = 0; k < g.size(); ++k) member(k, peers, result(g[k]));
+    }
+  }
+  bool can_run_all() const override { return true; }
+
+  std::string describe() const override { return text_; }
+  const char* category() const override { return "collective"; }
+  // The bytes each device contributes and receives.
+  std::string trace_args() const override {
+    const std::size_t es = dtype_size(dtype_);
+    return "\"bytes_in\": " + std::to_string(std::size_t(numel(in_shape_)) * es) +
+           ", \"bytes_out\": " + std::to_string(std::size_t(numel(out_shape_)) * es) + ", \"group_size\": " +
+           std::to_string(groups_.empty() ? 0 : groups_.front().size());
+  }
+
+ private:
+  // This dtype's reduction as the communicator's fold.
+  rt::Fold fold() const {
+    const Op reduce = p_.as<attr::AllReduce>().reduce_op;
+    const DType t = dtype_;
+    return [t, reduce](void* dst, const void* first, const std::vector<const void*>& rest, std::int64_t n) {
+      fold_tiles(t, reduce, static_cast<char*>(dst), static_cast<const char*>(first), rest, n);
+    };
+  }
+  // A collective permute's result at `position`: its source's operand, or zeros.
+  void permute(int position, const std::vector<const void*>& peers, char* out) const {
+    std::int64_t source = -1;
+    for (auto [s, t] : p_.as<attr::CollectivePermute>().pairs)
+      if (t == position) source = s;
+    const std::size_t bytes = std::size_t(numel(in_shape_)) * dtype_size(dtype_);
+    if (source >= 0) std::memcpy(out, peers[std::size_t(source)], bytes);
+    else std::memset(out, 0, bytes);
+  }
+  // The result of the group member at `rank` (all_gather, reduce_scatter,
+  // all_to_all) from the group's operands.
+  void member(std::size_t rank, const std::vector<const void*>& peers, char* out) const {
+    const std::size_t es = dtype_size(dtype_);
+    const std::int64_t n = std::int64_t(peers.size());
     switch (op_) {
       case Op::all_gather: {
         auto [outer, len] = blocks(in_shape_, p_.as<attr::AllGather>().dimension);  // len: elements of one block
@@ -277,21 +334,8 @@ class CollectiveThunk final : public rt::Thunk {
       }
       default: throw InternalError("not a collective");
     }
-    slot.reset();
-    ctx.comm->release(ctx.position, *group);
   }
 
-  std::string describe() const override { return text_; }
-  const char* category() const override { return "collective"; }
-  // The bytes each device contributes and receives.
-  std::string trace_args() const override {
-    const std::size_t es = dtype_size(dtype_);
-    return "\"bytes_in\": " + std::to_string(std::size_t(numel(in_shape_)) * es) +
-           ", \"bytes_out\": " + std::to_string(std::size_t(numel(out_shape_)) * es) + ", \"group_size\": " +
-           std::to_string(groups_.empty() ? 0 : groups_.front().size());
-  }
-
- private:
   // (rows before dim d, elements from dim d on) of a shape.
   static std::pair<std::int64_t, std::int64_t> blocks(const Shape& s, std::int64_t d) {
     std::int64_t outer = 1, len = 1;

@@ -52,6 +52,24 @@ class Device {
     cv_.notify_all();
   }
 
+  // Claims the idle device for a task the caller runs itself: true when no
+  // task is queued or running; then the driver starts nothing until release().
+  bool claim() {
+    std::lock_guard<std::mutex> lk(m_);
+    if (running_ || claimed_ || !queue_.empty()) return false;
+    claimed_ = true;
+    return true;
+  }
+  void release() {
+    bool queued;
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      claimed_ = false;
+      queued = !queue_.empty();
+    }
+    if (queued) cv_.notify_all();
+  }
+
   // Waits until every task enqueued before the call has finished.
   void drain() {
     std::unique_lock<std::mutex> lk(m_);
@@ -68,10 +86,11 @@ class Device {
         std::function<void()> task;
         {
           std::unique_lock<std::mutex> lk(m_);
-          cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+          cv_.wait(lk, [&] { return stop_ || (!queue_.empty() && !claimed_); });
           if (queue_.empty()) return;
           task = std::move(queue_.front());
           queue_.pop_front();
+          running_ = true;
         }
         busy_->fetch_add(1);
         try {
@@ -88,6 +107,7 @@ class Device {
         {
           std::lock_guard<std::mutex> lk(m_);
           ++finished_;
+          running_ = false;
         }
         done_cv_.notify_all();
       }
@@ -103,6 +123,8 @@ class Device {
   std::deque<std::function<void()>> queue_;
   std::uint64_t enqueued_ = 0, finished_ = 0;
   bool stop_ = false;
+  bool running_ = false;  // the driver runs a task
+  bool claimed_ = false;  // the caller runs a task (Runtime::run_inline)
 };
 
 struct Runtime::Impl {
@@ -218,6 +240,37 @@ void Runtime::launch(const std::vector<int>& device_ids,
   }
   std::lock_guard<std::mutex> lk(impl_->launch_mutex);
   for (size_t i = 0; i < device_ids.size(); ++i) devices_[device_ids[i] - opts_.first_device_id]->enqueue(std::move(tasks[i]));
+}
+
+Runtime::Inline::Inline(Runtime& runtime, const std::vector<int>& device_ids)
+    : runtime_(runtime), ids_(device_ids), saved_device_(tls_device), saved_arena_(tls_arena) {
+  std::vector<Device*> devs;
+  for (int id : device_ids) {
+    if (!runtime.is_local(id)) return;
+    devs.push_back(runtime.devices_[std::size_t(id - runtime.opts_.first_device_id)].get());
+  }
+  // Under the launch lock: every launch after this one queues behind it.
+  std::lock_guard<std::mutex> lk(runtime.impl_->launch_mutex);
+  for (std::size_t i = 0; i < devs.size(); ++i)
+    if (!devs[i]->claim()) {
+      while (i > 0) devs[--i]->release();
+      return;
+    }
+  devices_ = std::move(devs);
+  runtime.impl_->busy_devices.fetch_add(int(devices_.size()));
+}
+
+Runtime::Inline::~Inline() {
+  if (devices_.empty()) return;
+  tls_device = saved_device_;
+  tls_arena = static_cast<tbb::task_arena*>(saved_arena_);
+  runtime_.impl_->busy_devices.fetch_sub(int(devices_.size()));
+  for (Device* d : devices_) d->release();
+}
+
+void Runtime::Inline::act_as(int i) {
+  tls_device = ids_[std::size_t(i)];
+  tls_arena = nullptr;  // parallel_for runs plain loops here
 }
 
 void Runtime::synchronize() {

@@ -50,6 +50,29 @@ class Runtime {
   // Enqueues task_for(i) on device_ids[i] for every i, as one atomic step
   // with respect to other launches. Every id must be this process's.
   void launch(const std::vector<int>& device_ids, const std::function<std::function<void()>(int)>& task_for);
+  // Devices claimed for work the calling thread runs itself: cheap
+  // programs, whose work costs less than waking device threads. Claims
+  // every device of device_ids when all are idle (nothing queued or
+  // running) and holds them until destroyed, so that later launches queue
+  // behind the work; claims none (false) when one is busy or another
+  // process's. The work must not wait on other devices' threads.
+  class Inline {
+   public:
+    Inline(Runtime& runtime, const std::vector<int>& device_ids);
+    ~Inline();
+    Inline(const Inline&) = delete;
+    Inline& operator=(const Inline&) = delete;
+    explicit operator bool() const { return !devices_.empty(); }
+    // The calling thread acts as device_ids[i] (current_device()) from now on.
+    void act_as(int i);
+
+   private:
+    Runtime& runtime_;
+    std::vector<int> ids_;
+    std::vector<Device*> devices_;
+    int saved_device_;
+    void* saved_arena_;
+  };
   // Waits until every task enqueued so far on every device has run.
   void synchronize();
   // Makes exit() wait for the devices before it destroys anything constructed

@@ -29,40 +29,144 @@ struct Owned {
   }
 };
 
+void alloc_before(const Executable& e, std::size_t t, ExecContext& ctx, Owned& owned) {
+  for (int s : e.alloc_before[t]) {
+    if (ctx.slots[s]) continue;
+    owned.blocks[s] = device_alloc(e.slots[s].bytes);
+    if (e.slots[s].zero_init) std::memset(owned.blocks[s], 0, e.slots[s].bytes);
+    ctx.slots[s] = owned.blocks[s];
+  }
+}
+
+void free_after(const Executable& e, std::size_t t, ExecContext& ctx, Owned& owned) {
+  for (int s : e.free_after[t])
+    if (owned.blocks[s]) device_free(owned.blocks[s], e.slots[s].bytes), owned.blocks[s] = nullptr, ctx.slots[s] = nullptr;
+}
+
+// Runs `run`, timed for the profile (launch position 0) and the trace (every device).
+template <class Run>
+void timed(const Thunk& thunk, int device, bool profiled, Run run) {
+  const bool traced = trace::on();
+  if (!profiled && !traced) return run();
+  const double us0 = trace::now_us(), c0 = profiled ? profile::thread_cpu_seconds() : 0;
+  run();
+  const double us1 = trace::now_us();
+  if (traced) trace::complete(trace::device_track(device), thunk.describe(), thunk.category(), us0, us1, thunk.trace_args());
+  if (profiled) profile::record(thunk.describe(), (us1 - us0) * 1e-6, profile::thread_cpu_seconds() - c0);
+}
+
+// A thunk that does not wait on peers, on ctx: computing thunks wait for a
+// compute slot first; the profile counts the thunk's own time only.
+void run_computing(const Thunk& thunk, ExecContext& ctx, bool profiled) {
+  ComputeSlot slot(thunk.width());
+  ctx.machine_wide = slot.machine_wide();
+  timed(thunk, ctx.device, profiled, [&] { thunk.run(ctx); });
+}
+
 // Every thunk of e in order on ctx (parameters and outputs bound already).
 void run_thunks(const Executable& e, ExecContext& ctx, Owned& owned, bool profiled) {
   for (size_t t = 0; t < e.thunks.size(); ++t) {
-    for (int s : e.alloc_before[t]) {
-      if (ctx.slots[s]) continue;
-      owned.blocks[s] = device_alloc(e.slots[s].bytes);
-      if (e.slots[s].zero_init) std::memset(owned.blocks[s], 0, e.slots[s].bytes);
-      ctx.slots[s] = owned.blocks[s];
-    }
+    alloc_before(e, t, ctx, owned);
     const Thunk& thunk = *e.thunks[t];
-    // Computing thunks wait for a compute slot first; the profile
-    // counts the thunk's own time only.
-    std::optional<ComputeSlot> slot;
-    if (!thunk.waits_on_peers()) slot.emplace(thunk.width());
-    ctx.machine_wide = slot && slot->machine_wide();
-    // The profile (launch position 0) and the trace (every device) time
-    // the thunk's own run.
-    const bool traced = trace::on();
-    if (profiled || traced) {
-      const double us0 = trace::now_us(), c0 = profiled ? profile::thread_cpu_seconds() : 0;
-      thunk.run(ctx);
-      const double us1 = trace::now_us();
-      if (traced) trace::complete(trace::device_track(ctx.device), thunk.describe(), thunk.category(), us0, us1, thunk.trace_args());
-      if (profiled) profile::record(thunk.describe(), (us1 - us0) * 1e-6, profile::thread_cpu_seconds() - c0);
+    if (thunk.waits_on_peers()) {
+      ctx.machine_wide = false;
+      timed(thunk, ctx.device, profiled, [&] { thunk.run(ctx); });
     } else {
-      thunk.run(ctx);
+      run_computing(thunk, ctx, profiled);
     }
-    slot.reset();
-    for (int s : e.free_after[t])
-      if (owned.blocks[s]) device_free(owned.blocks[s], e.slots[s].bytes), owned.blocks[s] = nullptr, ctx.slots[s] = nullptr;
+    free_after(e, t, ctx, owned);
+  }
+}
+
+// Binds position i's parameters (waiting for them) and outputs in ctx.
+void bind(const Executable& e, ExecContext& ctx, int dev, int i, const std::vector<BufferRef>& ins,
+          const std::vector<BufferRef>& outs) {
+  ctx.device = dev;
+  ctx.position = i;
+  ctx.slots.assign(e.slots.size(), nullptr);
+  for (size_t k = 0; k < ins.size(); ++k) {
+    ins[k]->ready().wait();
+    ctx.slots[e.param_slots[k]] = ins[k]->data();
+  }
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (!ctx.slots[e.output_slots[k]]) ctx.slots[e.output_slots[k]] = outs[k]->data();
+}
+
+void set_ready(const std::vector<BufferRef>& outs) {
+  for (auto& o : outs)
+    if (!o->ready().is_set()) o->ready().set();
+}
+
+void set_error(const std::vector<BufferRef>& outs, std::exception_ptr error) {
+  for (auto& o : outs)
+    if (!o->ready().is_set()) o->ready().set_error(error);
+}
+
+// Position i of a launch on device dev: binds the buffers, runs every
+// thunk, and sets the outputs' events (with the error, if one was thrown).
+void run_on_device(const Executable& e, int dev, int i, const std::vector<BufferRef>& ins,
+                   const std::vector<BufferRef>& outs, Communicator* comm, bool profiled) {
+  Owned owned(e);
+  try {
+    ExecContext ctx;
+    ctx.comm = comm;
+    bind(e, ctx, dev, i, ins, outs);
+    run_thunks(e, ctx, owned, profiled);
+    set_ready(outs);
+  } catch (...) {
+    if (comm) comm->abort(std::current_exception());
+    set_error(outs, std::current_exception());
+  }
+}
+
+// Every position of a launch on the calling thread, thunk by thunk, on
+// claimed idle devices (a cheap launch): a thunk that waits on peers runs
+// once for all positions (run_all), after every position computed its operands.
+void run_lockstep(const Executable& e, Runtime::Inline& claimed, const std::vector<int>& device_ids,
+                  const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
+                  bool profiled) {
+  const std::size_t n = device_ids.size();
+  std::vector<ExecContext> ctxs(n);
+  std::vector<ExecContext*> all;
+  std::vector<std::unique_ptr<Owned>> owned;
+  try {
+    for (std::size_t i = 0; i < n; ++i) {
+      owned.push_back(std::make_unique<Owned>(e));
+      bind(e, ctxs[i], device_ids[i], int(i), inputs[i], outputs[i]);
+      all.push_back(&ctxs[i]);
+    }
+    for (std::size_t t = 0; t < e.thunks.size(); ++t) {
+      const Thunk& thunk = *e.thunks[t];
+      for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], *owned[i]);
+      if (thunk.waits_on_peers()) {
+        // Once for all: on every device's track in a trace.
+        claimed.act_as(0);
+        const double us0 = trace::on() ? trace::now_us() : 0;
+        timed(thunk, ctxs[0].device, profiled, [&] { thunk.run_all(all); });
+        if (trace::on())
+          for (std::size_t i = 1; i < n; ++i)
+            trace::complete(trace::device_track(ctxs[i].device), thunk.describe(), thunk.category(), us0,
+                            trace::now_us(), thunk.trace_args());
+      } else {
+        for (std::size_t i = 0; i < n; ++i) {
+          claimed.act_as(int(i));
+          run_computing(thunk, ctxs[i], profiled && i == 0);
+        }
+      }
+      for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], *owned[i]);
+    }
+    for (auto& outs : outputs) set_ready(outs);
+  } catch (...) {
+    for (auto& outs : outputs) set_error(outs, std::current_exception());
   }
 }
 
 }  // namespace
+
+void Thunk::run_all(const std::vector<ExecContext*>& ctxs) const {
+  TESSEL_CHECK_INTERNAL(!waits_on_peers(), describe(), " waits on peers but has no run_all");
+  for (ExecContext* c : ctxs) run(*c);
+}
 
 void Executable::run_inline(const ExecContext& parent, const std::vector<void*>& params,
                             const std::vector<void*>& outs) const {
@@ -117,6 +221,22 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
       outputs[i].push_back(by_slot[s]);
     }
   }
+  // Cheap programs on idle devices run here, on the caller's thread: waking
+  // device threads costs more than the work (XLA:CPU runs cheap computations
+  // inline too). Only with every device this process's and every input
+  // computed already, so nothing waits on a device thread.
+  if (cheap && local_ids.size() == n) {
+    bool inputs_ready = true;
+    for (auto& per_device : inputs)
+      for (auto& b : per_device) inputs_ready = inputs_ready && b->ready().is_set();
+    if (inputs_ready) {
+      Runtime::Inline claimed(Runtime::get(), device_ids);
+      if (claimed) {
+        run_lockstep(*this, claimed, device_ids, inputs, outputs, profile::enabled());
+        return outputs;
+      }
+    }
+  }
   std::shared_ptr<const Executable> self = shared_from_this();
   std::shared_ptr<Communicator> comm = uses_collectives ? make_communicator(device_ids, fingerprint) : nullptr;
   Runtime::get().launch(local_ids, [&](int j) -> std::function<void()> {
@@ -124,30 +244,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     std::vector<BufferRef> ins = inputs[i], outs = outputs[i];
     int dev = device_ids[i];
     const bool profiled = j == 0 && profile::enabled();  // this process's first device
-    return [self, ins, outs, dev, i, comm, profiled] {
-      const Executable& e = *self;
-      Owned owned(e);
-      try {
-        ExecContext ctx;
-        ctx.device = dev;
-        ctx.position = i;
-        ctx.comm = comm.get();
-        ctx.slots.assign(e.slots.size(), nullptr);
-        for (size_t k = 0; k < ins.size(); ++k) {
-          ins[k]->ready().wait();
-          ctx.slots[e.param_slots[k]] = ins[k]->data();
-        }
-        for (size_t k = 0; k < outs.size(); ++k)
-          if (!ctx.slots[e.output_slots[k]]) ctx.slots[e.output_slots[k]] = outs[k]->data();
-        run_thunks(e, ctx, owned, profiled);
-        for (auto& o : outs)
-          if (!o->ready().is_set()) o->ready().set();
-      } catch (...) {
-        if (comm) comm->abort(std::current_exception());
-        for (auto& o : outs)
-          if (!o->ready().is_set()) o->ready().set_error(std::current_exception());
-      }
-    };
+    return [self, ins, outs, dev, i, comm, profiled] { run_on_device(*self, dev, i, ins, outs, comm.get(), profiled); };
   });
   return outputs;
 }

@@ -38,6 +38,14 @@ class Thunk {
   // True for thunks that block until other devices arrive (collectives):
   // they take their compute slots themselves, around their copies.
   virtual bool waits_on_peers() const { return false; }
+  // Whether run_all can run the thunk for every position of a launch at
+  // once on one thread (a cheap launch on idle devices, Runtime::Inline):
+  // every thunk that does not wait on peers can, one position after another.
+  virtual bool can_run_all() const { return !waits_on_peers(); }
+  // ctxs[position] for every position of the launch, each having run every
+  // earlier thunk. Thunks that wait on peers override it (collectives: read
+  // every member's operand, no waiting).
+  virtual void run_all(const std::vector<ExecContext*>& ctxs) const;
   // The cores a computing thunk asks for (large dots ask for every core);
   // ExecContext::machine_wide says what it got.
   virtual ComputeSlot::Width width() const { return ComputeSlot::Width::device; }
@@ -58,6 +66,11 @@ class Executable : public std::enable_shared_from_this<Executable> {
   // last reads them: allocated before thunk i runs, freed after it.
   std::vector<std::vector<int>> alloc_before, free_after;
   bool uses_collectives = false;
+  // Small enough that waking devices would cost more than running it: a
+  // launch on idle devices runs every position on the caller's thread,
+  // thunk by thunk (set by whoever knows its cost, for programs whose every
+  // thunk can_run_all).
+  bool cheap = false;
   // The program's identity across processes (a hash of its thunk list): the
   // processes of a launch must run the same one (runtime/collectives.cpp checks).
   std::uint64_t fingerprint = 0;

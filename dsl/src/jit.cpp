@@ -24,6 +24,7 @@ Traced trace(const std::string& name, const std::vector<Array>& examples,
   TracedGraph tg = trace_graph(name, in, [&](const std::vector<Array>& tracers) { return fn(tracers, out.rebuild); });
   out.outputs = tg.g.outputs.size();
   out.captured = tg.trace->captured;
+  out.graph_key = fingerprint(tg.g);
   out.graph = std::make_shared<Graph>(std::move(tg.g));
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
@@ -35,6 +36,7 @@ std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<A
   LowerOptions lo;
   lo.name = opt.name;
   lo.trace_seconds = t.seconds;
+  lo.graph_key = t.graph_key.bytes().empty() ? nullptr : &t.graph_key;  // empty: not made by trace()
   lo.in_shardings.assign(g.params.size(), std::nullopt);
   for (size_t i = 0; i < arg_of_leaf.size(); ++i) {
     int a = arg_of_leaf[i];

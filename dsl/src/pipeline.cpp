@@ -409,6 +409,9 @@ std::string ids_str(const std::vector<int>& ids) {
 }
 
 bool same_placement(const AxisSharding& a, const AxisSharding& b, const Shape& shape) {
+  // The same sharding places every element alike (the common case: an
+  // argument already laid out as the program wants it).
+  if ((a.mesh == b.mesh || *a.mesh == *b.mesh) && a.dims == b.dims && a.unreduced == b.unreduced) return true;
   if (a.mesh->device_ids() != b.mesh->device_ids()) return false;
   if (a.tile_shape(shape) != b.tile_shape(shape)) return false;
   for (std::int64_t p = 0; p < a.mesh->size(); ++p)
@@ -425,7 +428,7 @@ namespace {
 // bits, its name (messages), and how each argument is laid out, committed and
 // sharded as the user sees it (output shardings are expressed in its terms).
 Key program_key(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt) {
-  Key k = fingerprint(g);
+  Key k = opt.graph_key ? *opt.graph_key : fingerprint(g);
   k.str(opt.name).pod(opt.is_op).pod(std::uint64_t(args.size()));
   for (auto& a : args) {
     const ArrayImpl& ai = concrete(a);
@@ -443,6 +446,27 @@ Key program_key(const Graph& g, const std::vector<Array>& args, const LowerOptio
   shardings(opt.in_shardings);
   shardings(opt.out_shardings);
   return k;
+}
+
+// Whether a run costs less than waking its devices (rt::Executable::cheap):
+// straight-line kernels and collectives of a few microseconds on all devices
+// together, every thunk able to run for all devices on one thread.
+bool is_cheap(const Program& p, const rt::Executable& e) {
+  if (!p.global.effects.empty()) return false;
+  for (auto& t : e.thunks) {
+    const std::string c = t->category();
+    if ((c != "kernel" && c != "dot" && c != "constant" && c != "collective") || !t->can_run_all()) return false;
+  }
+  double moved = 0;  // collectives' bytes per device
+  for (auto& c : p.communication) moved += c.bytes_per_device;
+  // Waking the devices costs tens of microseconds, and each collective
+  // another rendezvous of every device thread: about what one thread reads
+  // and writes of 256 KiB. Capped, so that no inline run keeps the caller
+  // for more than a fraction of a millisecond.
+  const double n = double(p.common.mesh->size());
+  const double budget = std::min(256.0 * 1024 * double(1 + p.communication.size()), 4.0 * 1024 * 1024);
+  return n * (p.cost.bytes_accessed + moved) <= budget && n * p.cost.flops <= 1e6 &&
+         n * p.cost.transcendentals <= 1e5;
 }
 
 // What a cached program costs to keep: its texts and its kernels' code.
@@ -613,6 +637,7 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
     auto c = codegen::compile(p->partitioned.local, {threads_per_device()});
     code_bytes = c.code_bytes;
     p->executable = c.executable;
+    p->executable->cheap = is_cheap(*p, *p->executable);
     p->thunks_text = c.thunks_text;
     c.executable->fingerprint = std::hash<std::string>{}(p->local_text);  // not thunks_text: it names this host's ISA
     ++g_compiles;

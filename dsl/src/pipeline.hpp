@@ -27,6 +27,7 @@ struct LowerOptions {
   std::vector<std::optional<Sharding>> in_shardings;   // per parameter (flattened)
   std::vector<std::optional<Sharding>> out_shardings;  // per output (flattened)
   double trace_seconds = 0;                             // how long tracing took (the compile log)
+  const Key* graph_key = nullptr;                       // fingerprint(graph), when the caller keeps it
 };
 
 struct CostAnalysis {

@@ -63,6 +63,7 @@ struct Traced {
   std::function<std::any(const std::vector<Array>&)> rebuild;
   std::size_t outputs = 0;
   double seconds = 0;  // how long tracing took
+  Key graph_key;       // the graph's fingerprint: every call's program key starts with it
 };
 
 // Traces fn over fresh tracers of the given avals (dtype, shape, weak).

@@ -263,8 +263,8 @@ inline int status() {
 
 inline void row(const std::string& name, double floor_s, double ours_s, double torch_s) {
   check(name, floor_s, ours_s);
-  std::printf("%-44s %12.2f %12.2f %8.2f ", name.c_str(), floor_s * 1e3, ours_s * 1e3, ours_s / floor_s);
-  if (torch_s > 0) std::printf("%12.2f %9.2f\n", torch_s * 1e3, ours_s / torch_s);
+  std::printf("%-44s %12.3f %12.3f %8.2f ", name.c_str(), floor_s * 1e3, ours_s * 1e3, ours_s / floor_s);
+  if (torch_s > 0) std::printf("%12.3f %9.2f\n", torch_s * 1e3, ours_s / torch_s);
   else std::printf("%12s %9s\n", "n/a", "n/a");
   std::fflush(stdout);
 }
