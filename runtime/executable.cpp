@@ -195,7 +195,8 @@ void Executable::run_inline(const ExecContext& parent, const std::vector<void*>&
 }
 
 std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& device_ids,
-                                                       const std::vector<std::vector<BufferRef>>& inputs) const {
+                                                       const std::vector<std::vector<BufferRef>>& inputs,
+                                                       bool allow_inline) const {
   const std::size_t n = device_ids.size();
   TESSEL_CHECK_INTERNAL(inputs.size() == n, "inputs for ", inputs.size(), " devices, launch on ", n);
   std::vector<int> param_of_slot(slots.size(), -1);
@@ -225,7 +226,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   // device threads costs more than the work (XLA:CPU runs cheap computations
   // inline too). Only with every device this process's and every input
   // computed already, so nothing waits on a device thread.
-  if (cheap && local_ids.size() == n) {
+  if (cheap && allow_inline && local_ids.size() == n) {
     bool inputs_ready = true;
     for (auto& per_device : inputs)
       for (auto& b : per_device) inputs_ready = inputs_ready && b->ready().is_set();

@@ -77,8 +77,10 @@ class Executable : public std::enable_shared_from_this<Executable> {
 
   // Runs on `device_ids` (position i of the launch is device_ids[i]) with
   // inputs[i][param]; returns outputs[i][k] at once, ready when computed.
+  // A cheap one may run on the calling thread (allow_inline).
   std::vector<std::vector<BufferRef>> launch(const std::vector<int>& device_ids,
-                                             const std::vector<std::vector<BufferRef>>& inputs) const;
+                                             const std::vector<std::vector<BufferRef>>& inputs,
+                                             bool allow_inline = true) const;
 
   // Runs on the calling thread, within a thunk of an enclosing executable
   // running on parent's device (a region of a loop or a branch): params[k]

@@ -35,6 +35,11 @@ struct Config {
   // CPU and tessel's version, so a later process skips LLVM for kernels it
   // has seen. Entries that are corrupt or made for another CPU are ignored.
   std::string compilation_cache_dir;
+  // Cheap programs (a few microseconds of kernels and small collectives) run
+  // on the calling thread when their devices are idle, every device in
+  // lockstep, instead of waking the devices' threads (env
+  // TESSEL_INLINE_CHEAP=0/1). The same results, bit for bit, either way.
+  bool inline_cheap_programs = true;
 };
 
 // The process-wide settings.

@@ -234,52 +234,60 @@ TEST_CASE("shard_map: concurrent programs from several host threads on overlappi
     int kind;
   };
   std::vector<Job> jobs = {{{0, 1, 2, 3}, 0}, {{2, 3, 4, 5}, 1}, {{0, 1, 2, 3, 4, 5, 6, 7}, 2}, {{5, 4, 7, 6}, 0}};
-  std::vector<std::string> failures(jobs.size());
-  std::vector<std::thread> threads;
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    threads.emplace_back([&, j] {
-      try {
-        std::vector<ts::Device> d;
-        for (int i : jobs[j].devs) d.push_back(all[size_t(i)]);
-        const int n = int(d.size());
-        ts::Mesh mesh(d, {n}, {"x"});
-        for (int rep = 0; rep < 25; ++rep) {
-          const float base = float(j * 1000 + rep);
-          ts::Array x = ts::arange(float(n * 4)) + base;
-          std::vector<float> got, want;
-          if (jobs[j].kind == 0) {
-            got = ts::shard_map([](ts::Array b) { return ts::psum(b, "x"); }, mesh, P("x"), P())(x).to_vector<float>();
-            for (int i = 0; i < 4; ++i) {
-              float s = 0;
-              for (int k = 0; k < n; ++k) s += float(k * 4 + i) + base;
-              want.push_back(s);
+  // Small programs: with inline runs allowed, a thread whose devices are idle
+  // runs its program itself in lockstep while the others queue theirs on
+  // the devices' threads (both paths at once); without, every run is queued.
+  for (const bool inline_runs : {true, false}) {
+    CAPTURE(inline_runs);
+    ts::config().inline_cheap_programs = inline_runs;  // before the threads start
+    std::vector<std::string> failures(jobs.size());
+    std::vector<std::thread> threads;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      threads.emplace_back([&, j] {
+        try {
+          std::vector<ts::Device> d;
+          for (int i : jobs[j].devs) d.push_back(all[size_t(i)]);
+          const int n = int(d.size());
+          ts::Mesh mesh(d, {n}, {"x"});
+          for (int rep = 0; rep < 25; ++rep) {
+            const float base = float(j * 1000 + rep);
+            ts::Array x = ts::arange(float(n * 4)) + base;
+            std::vector<float> got, want;
+            if (jobs[j].kind == 0) {
+              got = ts::shard_map([](ts::Array b) { return ts::psum(b, "x"); }, mesh, P("x"), P())(x).to_vector<float>();
+              for (int i = 0; i < 4; ++i) {
+                float s = 0;
+                for (int k = 0; k < n; ++k) s += float(k * 4 + i) + base;
+                want.push_back(s);
+              }
+            } else if (jobs[j].kind == 1) {
+              got = ts::shard_map([](ts::Array b) { return ts::all_gather(b, "x", {.tiled = true}); }, mesh, P("x"), P(),
+                                  {.check_vma = false})(x)
+                        .to_vector<float>();
+              want = x.to_vector<float>();
+            } else {
+              std::vector<std::pair<int, int>> shift;
+              for (int k = 0; k < n; ++k) shift.push_back({k, (k + 1) % n});
+              got = ts::shard_map([&](ts::Array b) { return ts::ppermute(b, "x", shift); }, mesh, P("x"), P("x"))(x)
+                        .to_vector<float>();
+              auto v = x.to_vector<float>();
+              for (int k = 0; k < n; ++k)
+                for (int i = 0; i < 4; ++i) want.push_back(v[size_t(((k + n - 1) % n) * 4 + i)]);
             }
-          } else if (jobs[j].kind == 1) {
-            got = ts::shard_map([](ts::Array b) { return ts::all_gather(b, "x", {.tiled = true}); }, mesh, P("x"), P(),
-                                {.check_vma = false})(x)
-                      .to_vector<float>();
-            want = x.to_vector<float>();
-          } else {
-            std::vector<std::pair<int, int>> shift;
-            for (int k = 0; k < n; ++k) shift.push_back({k, (k + 1) % n});
-            got = ts::shard_map([&](ts::Array b) { return ts::ppermute(b, "x", shift); }, mesh, P("x"), P("x"))(x)
-                      .to_vector<float>();
-            auto v = x.to_vector<float>();
-            for (int k = 0; k < n; ++k)
-              for (int i = 0; i < 4; ++i) want.push_back(v[size_t(((k + n - 1) % n) * 4 + i)]);
+            if (got != want) {
+              failures[j] = "job " + std::to_string(j) + " rep " + std::to_string(rep) + " got a wrong result";
+              return;
+            }
           }
-          if (got != want) {
-            failures[j] = "job " + std::to_string(j) + " rep " + std::to_string(rep) + " got a wrong result";
-            return;
-          }
+        } catch (const std::exception& e) {
+          failures[j] = e.what();
         }
-      } catch (const std::exception& e) {
-        failures[j] = e.what();
-      }
-    });
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (auto& f : failures) CHECK(f == "");
   }
-  for (auto& t : threads) t.join();
-  for (auto& f : failures) CHECK(f == "");
+  ts::config().inline_cheap_programs = true;
 }
 
 TEST_CASE("shard_map: gradients through collectives against finite differences, 1..8 devices") {

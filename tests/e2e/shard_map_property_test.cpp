@@ -157,6 +157,14 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
       ww = ts::host_array(ts::DType::float64, w.shape, d.data());
     }
     CHECK(ts::testing::compare_arrays(gw, ww, 1e-5, 1e-4) == "");
+    {
+      // On the devices' threads (these small programs otherwise run on this
+      // thread in lockstep): the same bits.
+      ts::config().inline_cheap_programs = false;
+      ts::Array threaded = jitted(a, b);
+      ts::config().inline_cheap_programs = true;
+      CHECK(ts::testing::compare_arrays(host_of(threaded), gw, 0, 0) == "");
+    }
     ++run;
     partial_run += partial;
   }
