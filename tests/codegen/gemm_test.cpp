@@ -121,10 +121,17 @@ TEST_CASE(
   for (int isa : kernels())
     for (std::int64_t m : {1, 5, 6, 7, 12, 13, 37})
       for (std::int64_t n : {1, 8, 15, 16, 17, 33, 70})
-        for (std::int64_t k : {1, 3, 191, 193, 255, 257, 383, 385, 769}) {  // KC: 192, 256, 384
+        for (std::int64_t k : {1, 3, 191, 193, 255, 257, 383, 385, 511, 513, 769, 1025}) {  // KC: 192, 256, 384, 512
           check_product<float>(isa, 1, m, n, k, Layout::row_major, Layout::row_major, 1);
           if (k >= 191) check_product<double>(isa, 1, m, n, k, Layout::row_major, Layout::row_major, 1);
         }
+  // Rows around the A blocks (MC: 480, 240 and 120 rows for float32, 240, 120 and 60 for float64).
+  for (int isa : kernels())
+    for (std::int64_t m : {59, 61, 119, 121, 239, 241, 481})
+      for (std::int64_t k : {3, 513}) {
+        check_product<float>(isa, 1, m, 17, k, Layout::row_major, Layout::row_major, 1);
+        check_product<double>(isa, 1, m, 17, k, Layout::row_major, Layout::row_major, 1);
+      }
 }
 
 TEST_CASE("gemm: transposed and strided operands, batches, several threads") {
