@@ -154,6 +154,12 @@ class DotThunk final : public rt::Thunk {
     if (dtype_ == DType::float64)
       return run_gemm(static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(c),
                       ctx.machine_wide);
+    if (dtype_ == DType::int32 || dtype_ == DType::uint32)  // wrapping: the same bits unsigned
+      return run_gemm(static_cast<const std::uint32_t*>(a), static_cast<const std::uint32_t*>(b),
+                      static_cast<std::uint32_t*>(c), ctx.machine_wide);
+    if (dtype_ == DType::int64)
+      return run_gemm(static_cast<const std::uint64_t*>(a), static_cast<const std::uint64_t*>(b),
+                      static_cast<std::uint64_t*>(c), ctx.machine_wide);
     visit_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
       loop_matmul(static_cast<const T*>(a), va_, static_cast<const T*>(b), vb_, static_cast<T*>(c));
@@ -164,7 +170,10 @@ class DotThunk final : public rt::Thunk {
   const char* category() const override { return "dot"; }
 
  private:
-  bool uses_gemm() const { return dtype_ == DType::float32 || dtype_ == DType::float64; }
+  bool uses_gemm() const {
+    return dtype_ == DType::float32 || dtype_ == DType::float64 || dtype_ == DType::int32 || dtype_ == DType::uint32 ||
+           dtype_ == DType::int64;
+  }
 
   template <class T>
   void run_gemm(const T* a, const T* b, T* c, bool wide) const {

@@ -52,5 +52,11 @@ void matmul(const Operands<float>& op, int threads, const ParallelFor& parallel,
 void matmul(const Operands<double>& op, int threads, const ParallelFor& parallel, Isa isa) {
   dispatch(op, threads, parallel, isa);
 }
+void matmul(const Operands<std::uint32_t>& op, int threads, const ParallelFor& parallel, Isa isa) {
+  dispatch(op, threads, parallel, isa);
+}
+void matmul(const Operands<std::uint64_t>& op, int threads, const ParallelFor& parallel, Isa isa) {
+  dispatch(op, threads, parallel, isa);
+}
 
 }  // namespace tessel::codegen::gemm

@@ -42,5 +42,9 @@ const char* isa_name(Isa isa);
 // so that every thread has work.
 void matmul(const Operands<float>& op, int threads, const ParallelFor& parallel, Isa isa = best_isa());
 void matmul(const Operands<double>& op, int threads, const ParallelFor& parallel, Isa isa = best_isa());
+// Integer products wrap around (XLA's): computed in the unsigned type of the
+// same width, whose bits are the signed type's.
+void matmul(const Operands<std::uint32_t>& op, int threads, const ParallelFor& parallel, Isa isa = best_isa());
+void matmul(const Operands<std::uint64_t>& op, int threads, const ParallelFor& parallel, Isa isa = best_isa());
 
 }  // namespace tessel::codegen::gemm

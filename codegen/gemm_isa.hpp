@@ -23,7 +23,9 @@ using ParallelForFn = void (*)(void* ctx, std::int64_t n, TaskFn task, void* tas
 
 #define TESSEL_GEMM_DECLARE(isa)                                                                \
   void matmul_##isa(const Operands<float>& op, int threads, ParallelForFn parallel, void* ctx); \
-  void matmul_##isa(const Operands<double>& op, int threads, ParallelForFn parallel, void* ctx);
+  void matmul_##isa(const Operands<double>& op, int threads, ParallelForFn parallel, void* ctx);        \
+  void matmul_##isa(const Operands<std::uint32_t>& op, int threads, ParallelForFn parallel, void* ctx); \
+  void matmul_##isa(const Operands<std::uint64_t>& op, int threads, ParallelForFn parallel, void* ctx);
 TESSEL_GEMM_DECLARE(sse2)
 TESSEL_GEMM_DECLARE(avx2)
 TESSEL_GEMM_DECLARE(avx512)

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <thread>
@@ -151,5 +152,51 @@ TEST_CASE("gemm: more rows than a packed block, more columns than a panel, K = 0
     check_product<float>(isa, 1, 3, 2100, 20, Layout::row_major, Layout::transposed, 1);
     check_product<double>(isa, 1, 400, 1100, 9, Layout::row_major, Layout::row_major, 3);
     check_product<float>(isa, 2, 7, 9, 0, Layout::row_major, Layout::row_major, 2);
+  }
+}
+
+namespace {
+// An integer product against a plain loop, exactly: wrapping arithmetic in
+// the unsigned type (int32 and int64 dots run as uint32 and uint64).
+template <class U>
+void check_integer_product(Isa isa, std::int64_t m, std::int64_t n, std::int64_t k, bool b_transposed, int threads,
+                           std::mt19937_64& rng) {
+  std::vector<U> a(std::size_t(m * k)), b(std::size_t(k * n)), c(std::size_t(m * n), U(7)), want(std::size_t(m * n));
+  for (auto& x : a) x = U(rng());
+  for (auto& x : b) x = U(rng());
+  gemm::Operands<U> op;
+  op.m = m, op.n = n, op.k = k;
+  op.a = a.data(), op.a_rs = k, op.a_cs = 1;
+  op.b = b.data();
+  if (b_transposed) op.b_rs = 1, op.b_cs = k;  // b holds B^T: element (p, j) at j * k + p
+  else op.b_rs = n, op.b_cs = 1;
+  op.c = c.data();
+  gemm::matmul(op, threads, threads_for(threads), isa);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      U s = 0;
+      for (std::int64_t p = 0; p < k; ++p) s = U(s + a[std::size_t(i * k + p)] * b[std::size_t(p * op.b_rs + j * op.b_cs)]);
+      want[std::size_t(i * n + j)] = s;
+    }
+  CHECK(c == want);
+}
+}  // namespace
+
+TEST_CASE("gemm: int32 and int64 products wrap around exactly, every ISA, edges and threads") {
+  std::mt19937_64 rng(77);
+  for (int kernel : kernels()) {
+    if (kernel == kAvx512TilingOnAvx2) continue;
+    CAPTURE(kernel_name(kernel));
+    for (const std::array<std::int64_t, 3>& s : std::vector<std::array<std::int64_t, 3>>{
+             {1, 1, 1}, {13, 33, 7}, {37, 70, 513}, {241, 17, 3}, {64, 64, 1025}})
+      for (bool bt : {false, true}) {
+        const std::int64_t m = s[0], n = s[1], k = s[2];
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(bt);
+        check_integer_product<std::uint32_t>(Isa(kernel), m, n, k, bt, 3, rng);
+        check_integer_product<std::uint64_t>(Isa(kernel), m, n, k, bt, 1, rng);
+      }
   }
 }
