@@ -124,7 +124,7 @@ class Device {
   std::uint64_t enqueued_ = 0, finished_ = 0;
   bool stop_ = false;
   bool running_ = false;  // the driver runs a task
-  bool claimed_ = false;  // the caller runs a task (Runtime::run_inline)
+  bool claimed_ = false;  // the caller runs the device's work itself (Runtime::Inline)
 };
 
 struct Runtime::Impl {

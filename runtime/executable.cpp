@@ -43,15 +43,20 @@ void free_after(const Executable& e, std::size_t t, ExecContext& ctx, Owned& own
     if (owned.blocks[s]) device_free(owned.blocks[s], e.slots[s].bytes), owned.blocks[s] = nullptr, ctx.slots[s] = nullptr;
 }
 
-// Runs `run`, timed for the profile (launch position 0) and the trace (every device).
+// Runs `run`, timed for the profile (launch position 0) and the trace: one
+// event on the track of each of ctxs[0, n) (one device, or every device of a
+// lockstep run for a thunk run once for all of them).
 template <class Run>
-void timed(const Thunk& thunk, int device, bool profiled, Run run) {
+void timed(const Thunk& thunk, ExecContext* const* ctxs, std::size_t n, bool profiled, Run run) {
   const bool traced = trace::on();
   if (!profiled && !traced) return run();
   const double us0 = trace::now_us(), c0 = profiled ? profile::thread_cpu_seconds() : 0;
   run();
   const double us1 = trace::now_us();
-  if (traced) trace::complete(trace::device_track(device), thunk.describe(), thunk.category(), us0, us1, thunk.trace_args());
+  if (traced)
+    for (std::size_t i = 0; i < n; ++i)
+      trace::complete(trace::device_track(ctxs[i]->device), thunk.describe(), thunk.category(), us0, us1,
+                      thunk.trace_args());
   if (profiled) profile::record(thunk.describe(), (us1 - us0) * 1e-6, profile::thread_cpu_seconds() - c0);
 }
 
@@ -60,7 +65,8 @@ void timed(const Thunk& thunk, int device, bool profiled, Run run) {
 void run_computing(const Thunk& thunk, ExecContext& ctx, bool profiled) {
   ComputeSlot slot(thunk.width());
   ctx.machine_wide = slot.machine_wide();
-  timed(thunk, ctx.device, profiled, [&] { thunk.run(ctx); });
+  ExecContext* const self = &ctx;
+  timed(thunk, &self, 1, profiled, [&] { thunk.run(ctx); });
 }
 
 // Every thunk of e in order on ctx (parameters and outputs bound already).
@@ -70,7 +76,8 @@ void run_thunks(const Executable& e, ExecContext& ctx, Owned& owned, bool profil
     const Thunk& thunk = *e.thunks[t];
     if (thunk.waits_on_peers()) {
       ctx.machine_wide = false;
-      timed(thunk, ctx.device, profiled, [&] { thunk.run(ctx); });
+      ExecContext* const self = &ctx;
+      timed(thunk, &self, 1, profiled, [&] { thunk.run(ctx); });
     } else {
       run_computing(thunk, ctx, profiled);
     }
@@ -141,12 +148,7 @@ void run_lockstep(const Executable& e, Runtime::Inline& claimed, const std::vect
       if (thunk.waits_on_peers()) {
         // Once for all: on every device's track in a trace.
         claimed.act_as(0);
-        const double us0 = trace::on() ? trace::now_us() : 0;
-        timed(thunk, ctxs[0].device, profiled, [&] { thunk.run_all(all); });
-        if (trace::on())
-          for (std::size_t i = 1; i < n; ++i)
-            trace::complete(trace::device_track(ctxs[i].device), thunk.describe(), thunk.category(), us0,
-                            trace::now_us(), thunk.trace_args());
+        timed(thunk, all.data(), n, profiled, [&] { thunk.run_all(all); });
       } else {
         for (std::size_t i = 0; i < n; ++i) {
           claimed.act_as(int(i));
@@ -163,9 +165,8 @@ void run_lockstep(const Executable& e, Runtime::Inline& claimed, const std::vect
 
 }  // namespace
 
-void Thunk::run_all(const std::vector<ExecContext*>& ctxs) const {
-  TESSEL_CHECK_INTERNAL(!waits_on_peers(), describe(), " waits on peers but has no run_all");
-  for (ExecContext* c : ctxs) run(*c);
+void Thunk::run_all(const std::vector<ExecContext*>&) const {
+  throw InternalError(describe() + " has no run_all (only thunks that wait on peers and can_run_all have one)");
 }
 
 void Executable::run_inline(const ExecContext& parent, const std::vector<void*>& params,

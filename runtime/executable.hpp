@@ -38,13 +38,14 @@ class Thunk {
   // True for thunks that block until other devices arrive (collectives):
   // they take their compute slots themselves, around their copies.
   virtual bool waits_on_peers() const { return false; }
-  // Whether run_all can run the thunk for every position of a launch at
-  // once on one thread (a cheap launch on idle devices, Runtime::Inline):
-  // every thunk that does not wait on peers can, one position after another.
+  // Whether the thunk can run for every position of a launch on one thread
+  // (a cheap launch on idle devices, Runtime::Inline): every thunk that does
+  // not wait on peers can, one position after another; one that waits must
+  // run once for all of them (run_all).
   virtual bool can_run_all() const { return !waits_on_peers(); }
-  // ctxs[position] for every position of the launch, each having run every
-  // earlier thunk. Thunks that wait on peers override it (collectives: read
-  // every member's operand, no waiting).
+  // A thunk that waits on peers and can_run_all, once for ctxs[position] of
+  // every position of the launch, each having run every earlier thunk
+  // (collectives: read every member's operand, no waiting).
   virtual void run_all(const std::vector<ExecContext*>& ctxs) const;
   // The cores a computing thunk asks for (large dots ask for every core);
   // ExecContext::machine_wide says what it got.

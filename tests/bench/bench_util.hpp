@@ -74,27 +74,25 @@ inline void nt_copy(const float* in, float* out, std::size_t n) {
   if (__builtin_cpu_supports("avx512f")) nt_copy512(in, out, n);
   else nt_copy256(in, out, n);
 }
-// A sum with 8 independent accumulators of 16 (or 8) floats: reads, no stores.
-__attribute__((target("avx512f"))) inline float read_sum512(const float* in, std::size_t n) {
-  __m512 acc[8];
-  for (auto& x : acc) x = _mm512_setzero_ps();
-  for (std::size_t i = 0; i + 128 <= n; i += 128)
-    for (int k = 0; k < 8; ++k) acc[k] = _mm512_add_ps(acc[k], _mm512_loadu_ps(in + i + 16 * k));
-  for (int k = 1; k < 8; ++k) acc[0] = _mm512_add_ps(acc[0], acc[k]);
-  float out[16];
-  _mm512_storeu_ps(out, acc[0]);
+// A sum with 8 independent accumulators of 16 (or 8) floats: reads, no
+// stores. A macro, as TESSEL_BENCH_FMA_CHAINS below: each ISA's copy needs
+// its own target attribute.
+#define TESSEL_BENCH_READ_SUM(V, W, ZERO, LOAD, ADD, STORE)                          \
+  V acc[8];                                                                        \
+  for (auto& x : acc) x = ZERO();                                                  \
+  for (std::size_t i = 0; i + 8 * W <= n; i += 8 * W)                              \
+    for (int k = 0; k < 8; ++k) acc[k] = ADD(acc[k], LOAD(in + i + W * k));        \
+  for (int k = 1; k < 8; ++k) acc[0] = ADD(acc[0], acc[k]);                        \
+  float out[W];                                                                    \
+  STORE(out, acc[0]);                                                              \
   return out[0];
+__attribute__((target("avx512f"))) inline float read_sum512(const float* in, std::size_t n) {
+  TESSEL_BENCH_READ_SUM(__m512, 16, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_add_ps, _mm512_storeu_ps)
 }
 __attribute__((target("avx"))) inline float read_sum256(const float* in, std::size_t n) {
-  __m256 acc[8];
-  for (auto& x : acc) x = _mm256_setzero_ps();
-  for (std::size_t i = 0; i + 64 <= n; i += 64)
-    for (int k = 0; k < 8; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_loadu_ps(in + i + 8 * k));
-  for (int k = 1; k < 8; ++k) acc[0] = _mm256_add_ps(acc[0], acc[k]);
-  float out[8];
-  _mm256_storeu_ps(out, acc[0]);
-  return out[0];
+  TESSEL_BENCH_READ_SUM(__m256, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_add_ps, _mm256_storeu_ps)
 }
+#undef TESSEL_BENCH_READ_SUM
 inline float read_sum(const float* in, std::size_t n) {
   return __builtin_cpu_supports("avx512f") ? read_sum512(in, n) : read_sum256(in, n);
 }
