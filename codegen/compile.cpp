@@ -169,6 +169,9 @@ class CollectiveThunk final : public rt::Thunk {
     if (op_family(op_) != OpFamily::Collective || !ca.mesh)
       throw InternalError(std::string(op_name(op_)) + " is not a collective");
     if (ca.axes) groups_ = collective_groups(**ca.mesh, *ca.axes);  // collective_permute: pairs, not groups
+    const std::size_t members = ca.axes ? groups_.size() * groups_.front().size()
+                                        : std::size_t(p_.as<attr::CollectivePermute>().mesh->size());
+    stream_ = std::size_t(numel(out_shape_)) * dtype_size(dtype_) * members >= rt::kStreamBytes;
     std::ostringstream os;
     os << op_name(op_) << ' ' << n.in[0]->aval.str() << " -> " << n.aval.str();
     text_ = os.str();
@@ -201,6 +204,10 @@ class CollectiveThunk final : public rt::Thunk {
       // The communicator's own algorithm (shared memory in one process, a
       // chain between processes), with this dtype's fold.
       ctx.comm->all_reduce(ctx.position, *group, mine, out, numel(in_shape_), es, fold());
+      return;
+    }
+    if (op_ == Op::all_gather && ctx.comm->shares_memory(*group)) {
+      gather_one_pass(ctx, *group, rank, mine, out);
       return;
     }
     auto peers = ctx.comm->exchange(ctx.position, *group, mine, std::size_t(numel(in_shape_)) * es);
@@ -262,13 +269,47 @@ class CollectiveThunk final : public rt::Thunk {
       fold_tiles(t, reduce, static_cast<char*>(dst), static_cast<const char*>(first), rest, n);
     };
   }
+  // An all-gather in one pass over the memory (the group in this process):
+  // the members publish their results too, and each member copies its own
+  // operand into every member's result, a piece at a time, so each piece is
+  // read from memory once and from the cache for its other copies. Every
+  // operand byte is read once and every result byte written once (each
+  // member copying every peer's operand into its own result reads every
+  // operand n times: 1.4x the time at 64 MiB over 8 devices here). The
+  // release waits until every result is whole.
+  void gather_one_pass(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, std::size_t rank,
+                       const void* mine, char* out) const {
+    struct Ends {
+      const void* in;
+      char* out;
+    } ends{mine, out};
+    auto published = ctx.comm->exchange(ctx.position, group, &ends, sizeof ends);
+    {
+      rt::ComputeSlot slot;
+      const std::size_t es = dtype_size(dtype_);
+      const std::int64_t n = std::int64_t(group.size());
+      auto [outer, len] = blocks(in_shape_, p_.as<attr::AllGather>().dimension);  // len: elements of one block
+      const std::size_t row = std::size_t(len) * es, piece = std::size_t(32) << 10;
+      const char* in = static_cast<const char*>(mine);
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::size_t at = 0; at < row; at += piece) {
+          const std::size_t m = std::min(piece, row - at);
+          for (std::int64_t k = 0; k < n; ++k)
+            copy_out(static_cast<const Ends*>(published[std::size_t(k)])->out +
+                            std::size_t(o * n + std::int64_t(rank)) * row + at,
+                        in + std::size_t(o) * row + at, m);
+        }
+    }
+    ctx.comm->release(ctx.position, group);
+  }
+
   // A collective permute's result at `position`: its source's operand, or zeros.
   void permute(int position, const std::vector<const void*>& peers, char* out) const {
     std::int64_t source = -1;
     for (auto [s, t] : p_.as<attr::CollectivePermute>().pairs)
       if (t == position) source = s;
     const std::size_t bytes = std::size_t(numel(in_shape_)) * dtype_size(dtype_);
-    if (source >= 0) std::memcpy(out, peers[std::size_t(source)], bytes);
+    if (source >= 0) copy_out(out, peers[std::size_t(source)], bytes);
     else std::memset(out, 0, bytes);
   }
   // The result of the group member at `rank` (all_gather, reduce_scatter,
@@ -319,7 +360,7 @@ class CollectiveThunk final : public rt::Thunk {
         std::int64_t src = 0, dst = 0;  // the row's offset within a chunk, in the input's and the output's strides
         for (std::int64_t f = 0; f < rows; ++f) {
           for (std::int64_t k = 0; k < n; ++k)
-            std::memcpy(out + (dst + k * chunk[size_t(concat)] * ost[size_t(concat)]) * es,
+            copy_out(out + (dst + k * chunk[size_t(concat)] * ost[size_t(concat)]) * es,
                         static_cast<const char*>(peers[k]) + (src0 + src) * es, bytes);
           for (int d = inner - 1; d >= 0; --d) {
             src += ist[size_t(d)];
@@ -336,6 +377,13 @@ class CollectiveThunk final : public rt::Thunk {
     }
   }
 
+  // A copy into a result: with non-temporal stores (rt::stream_copy) when
+  // the results of this collective over all its devices outgrow the caches.
+  void copy_out(void* dst, const void* src, std::size_t bytes) const {
+    if (stream_) rt::stream_copy(dst, src, bytes);
+    else std::memcpy(dst, src, bytes);
+  }
+
   // (rows before dim d, elements from dim d on) of a shape.
   static std::pair<std::int64_t, std::int64_t> blocks(const Shape& s, std::int64_t d) {
     std::int64_t outer = 1, len = 1;
@@ -348,6 +396,7 @@ class CollectiveThunk final : public rt::Thunk {
   Shape in_shape_, out_shape_;
   DType dtype_;
   std::vector<std::vector<std::int64_t>> groups_;
+  bool stream_ = false;  // copy_out streams
   std::string text_;
 };
 

@@ -46,7 +46,8 @@ class Communicator {
   // out[0, count) = the left fold over the group's members, in group order,
   // of their `mine` (count elements of element_bytes each): every member gets
   // the same bits, wherever the members live. `fold` applies the reduction.
-  // In one process: reduce-scatter then all-gather through shared memory.
+  // In one process: each member folds 1/n of the elements from every
+  // operand and writes them into every member's result (one meeting).
   virtual void all_reduce(int position, const std::vector<std::int64_t>& group, const void* mine, void* out,
                           std::int64_t count, std::size_t element_bytes, const Fold& fold);
 
@@ -64,6 +65,14 @@ class Communicator {
                                                const void* mine, std::size_t bytes) = 0;
   virtual void do_release(int position, const std::vector<std::int64_t>& group) = 0;
 };
+
+// A copy whose destination bypasses the cache (non-temporal stores, no read
+// for ownership) where the CPU has them, for results too large to be read
+// from the cache again soon; a plain memcpy elsewhere and for small copies.
+// Collectives move their large results with it (kStreamBytes: the results of
+// one collective over all its devices, above which they outgrow the caches).
+void stream_copy(void* dst, const void* src, std::size_t bytes);
+constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
 
 // The communicator of one launch over these devices (position i is
 // device_ids[i]): shared memory when all are this process's, else staged

@@ -234,9 +234,10 @@ inline double torch_seconds(const std::string& setup, const std::string& stmt, i
   return std::stod(out);
 }
 
-inline void header(const std::string& title) {
+// `peer`: what the last two columns compare with (PyTorch unless named).
+inline void header(const std::string& title, const std::string& peer = "torch") {
   std::printf("\n%s\n%-44s %12s %12s %8s %12s %9s\n", title.c_str(), "case", "floor (ms)", "tessel (ms)", "x floor",
-              "torch (ms)", "x torch");
+              (peer + " (ms)").c_str(), ("x " + peer).c_str());
 }
 
 // Every measured time must be at least its floor: a ratio below 1.0 means

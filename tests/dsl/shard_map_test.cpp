@@ -165,6 +165,46 @@ TEST_CASE("shard_map: collectives' closed forms") {
   CHECK(r.to_vector<float>() == std::vector<float>{1, 0, 3, 2, 5, 4, 7, 6});
 }
 
+TEST_CASE("shard_map: collectives whose results outgrow the caches, against closed forms") {
+  // 4 MiB per device: each collective's results over 8 devices pass
+  // rt::kStreamBytes (32 MiB), so psum and all_gather take their one-pass
+  // paths with streamed stores, all_to_all and ppermute stream too; an odd
+  // element count leaves unaligned pieces and tails.
+  const std::int64_t n = ts::device_count();
+  auto mesh = ts::make_mesh({n}, {"x"});
+  for (std::int64_t per : {std::int64_t(1) << 20, (std::int64_t(1) << 20) + 5}) {
+    INFO("elements per device: ", per);
+    // Small integers: every sum is exact in float32, in any order.
+    std::vector<float> host(std::size_t(per * n));
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = float(i % 1021);
+    ts::Array x = ts::device_put(ts::array(host), ts::NamedSharding(mesh, P("x")));
+    auto run = [&](auto body, ts::PartitionSpec out) {
+      return ts::jit(ts::shard_map(body, mesh, P("x"), out, {.check_vma = false}))(x).template to_vector<float>();
+    };
+    std::vector<float> sum(std::size_t(per), 0.0f);
+    for (std::int64_t d = 0; d < n; ++d)
+      for (std::int64_t i = 0; i < per; ++i) sum[std::size_t(i)] += host[std::size_t(d * per + i)];
+    CHECK(run([](ts::Array b) { return ts::psum(b, "x"); }, P()) == sum);
+    CHECK(run([](ts::Array b) { return ts::all_gather(b, "x", {.tiled = true}); }, P()) == host);
+    std::vector<float> shifted(host.size());
+    for (std::int64_t d = 0; d < n; ++d)
+      std::copy_n(host.begin() + std::ptrdiff_t(((d + n - 1) % n) * per), per, shifted.begin() + std::ptrdiff_t(d * per));
+    std::vector<std::pair<int, int>> shift;
+    for (int i = 0; i < n; ++i) shift.push_back({i, int((i + 1) % n)});
+    CHECK(run([&](ts::Array b) { return ts::ppermute(b, "x", shift); }, P("x")) == shifted);
+    if (per % n == 0) {
+      // Device r's result: chunk r of every device's block, in device order.
+      const std::int64_t c = per / n;
+      std::vector<float> swapped;
+      for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t k = 0; k < n; ++k)
+          swapped.insert(swapped.end(), host.begin() + std::ptrdiff_t(k * per + r * c),
+                         host.begin() + std::ptrdiff_t(k * per + (r + 1) * c));
+      CHECK(run([](ts::Array b) { return ts::all_to_all(b, "x", 0, 0, {.tiled = true}); }, P("x")) == swapped);
+    }
+  }
+}
+
 TEST_CASE("shard_map: JAX's errors") {
   auto mesh = ts::make_mesh({4}, {"x"});
   ts::Array x = ts::arange(10.0f);

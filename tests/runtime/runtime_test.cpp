@@ -9,6 +9,7 @@
 #include <tessel/tessel.hpp>
 
 #include "runtime/buffer.hpp"
+#include "runtime/collectives.hpp"
 #include "runtime/device.hpp"
 
 using namespace tessel;
@@ -68,6 +69,23 @@ TEST_CASE("launches from many host threads with blocking rendezvous do not deadl
   for (auto& t : hosts) t.join();
   r.synchronize();
   CHECK(done.load() > 4 * per_thread);
+}
+
+TEST_CASE("stream_copy copies exactly, at every alignment and size") {
+  std::vector<unsigned char> src(70000), dst(70000);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (std::size_t bytes : {0, 1, 63, 64, 65, 4095, 4096, 4097, 4160, 65536 + 17})
+    for (std::size_t from : {0, 1, 13, 64})
+      for (std::size_t to : {0, 3, 32, 63}) {
+        std::fill(dst.begin(), dst.end(), 0xAB);
+        rt::stream_copy(dst.data() + to, src.data() + from, bytes);
+        INFO("bytes ", bytes, " from +", from, " to +", to);
+        CHECK(std::equal(dst.begin() + std::ptrdiff_t(to), dst.begin() + std::ptrdiff_t(to + bytes),
+                         src.begin() + std::ptrdiff_t(from)));
+        // Nothing around the destination is touched.
+        CHECK(std::all_of(dst.begin(), dst.begin() + std::ptrdiff_t(to), [](unsigned char c) { return c == 0xAB; }));
+        CHECK(std::all_of(dst.begin() + std::ptrdiff_t(to + bytes), dst.end(), [](unsigned char c) { return c == 0xAB; }));
+      }
 }
 
 TEST_CASE("events carry completion and errors") {
