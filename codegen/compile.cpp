@@ -157,6 +157,10 @@ void reduce_peers(DType t, Op op, char* dst, const std::vector<const void*>& pee
   fold_tiles(t, op, dst, static_cast<const char*>(peers[0]) + offset * es, rest, count);
 }
 
+// A lockstep run_all whose results over all members pass this many bytes
+// runs its items on every core.
+constexpr std::size_t kParallelAllBytes = std::size_t(1) << 20;
+
 // Every collective reads peers' buffers in place (shared memory): publish,
 // read, release.
 class CollectiveThunk final : public rt::Thunk {
@@ -220,32 +224,21 @@ class CollectiveThunk final : public rt::Thunk {
     ctx.comm->release(ctx.position, *group);
   }
 
-  // Every member's operand is computed (a cheap launch run in lockstep):
-  // each member's result straight from the others' operands.
+  // Every member's operand is computed (a launch run in lockstep): each
+  // member's result straight from the others' operands, as items that each
+  // write their own part of the results (one per member of every group):
+  // side by side on the machine's cores when the results are large.
   void run_all(const std::vector<rt::ExecContext*>& ctxs) const override {
-    rt::ComputeSlot slot;
-    auto operand = [&](std::int64_t position) -> const void* { return ctxs[std::size_t(position)]->slots[in_]; };
-    auto result = [&](std::int64_t position) { return static_cast<char*>(ctxs[std::size_t(position)]->slots[out_]); };
-    if (op_ == Op::collective_permute) {
-      std::vector<const void*> peers;
-      for (std::size_t i = 0; i < ctxs.size(); ++i) peers.push_back(operand(std::int64_t(i)));
-      for (std::size_t i = 0; i < ctxs.size(); ++i) permute(int(i), peers, result(std::int64_t(i)));
-      return;
-    }
-    for (auto& g : groups_) {
-      std::vector<const void*> peers;
-      for (std::int64_t p : g) peers.push_back(operand(p));
-      if (op_ == Op::all_reduce) {
-        // The left fold in group order, as Communicator::all_reduce computes
-        // it: the same bits, once, then copied to every member.
-        const std::vector<const void*> rest(peers.begin() + 1, peers.end());
-        const std::size_t bytes = std::size_t(numel(out_shape_)) * dtype_size(dtype_);
-        if (bytes == 0) continue;
-        fold()(result(g[0]), peers[0], rest, numel(in_shape_));
-        for (std::size_t k = 1; k < g.size(); ++k) std::memcpy(result(g[k]), result(g[0]), bytes);
-        continue;
-      }
-      for (std::size_t k = 0; k < g.size(); ++k) member(k, peers, result(g[k]));
+    const std::size_t members = op_ == Op::collective_permute ? ctxs.size() : groups_.size() * groups_.front().size();
+    auto items = [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t k = lo; k < hi; ++k) run_item(ctxs, std::size_t(k));
+    };
+    if (std::size_t(numel(out_shape_)) * dtype_size(dtype_) * members >= kParallelAllBytes) {
+      rt::ComputeSlot slot(rt::ComputeSlot::Width::machine);
+      rt::parallel_for_machine(0, std::int64_t(members), 1, items);
+    } else {
+      rt::ComputeSlot slot;
+      items(0, std::int64_t(members));
     }
   }
   bool can_run_all() const override { return true; }
@@ -261,6 +254,51 @@ class CollectiveThunk final : public rt::Thunk {
   }
 
  private:
+  // run_all's item k: for a permute, position k's result; else member
+  // k % size of group k / size: its result (reduce-scatter, all-to-all), its
+  // operand copied into every member's result (all-gather), or its 1/size of
+  // the elements folded and copied into every member's result (all-reduce:
+  // the left fold in group order, as Communicator::all_reduce: the same bits).
+  void run_item(const std::vector<rt::ExecContext*>& ctxs, std::size_t k) const {
+    auto operand = [&](std::int64_t position) -> const void* { return ctxs[std::size_t(position)]->slots[in_]; };
+    auto result = [&](std::int64_t position) { return static_cast<char*>(ctxs[std::size_t(position)]->slots[out_]); };
+    const std::size_t es = dtype_size(dtype_);
+    if (op_ == Op::collective_permute) {
+      std::vector<const void*> peers;
+      for (std::size_t i = 0; i < ctxs.size(); ++i) peers.push_back(operand(std::int64_t(i)));
+      permute(int(k), peers, result(std::int64_t(k)));
+      return;
+    }
+    const auto& g = groups_[k / groups_.front().size()];
+    const std::size_t rank = k % g.size();
+    const std::int64_t n = std::int64_t(g.size());
+    if (op_ == Op::all_reduce) {
+      const std::int64_t count = numel(in_shape_), lo = count * std::int64_t(rank) / n,
+                         hi = count * std::int64_t(rank + 1) / n;
+      if (hi == lo) return;
+      const std::size_t at = std::size_t(lo) * es, bytes = std::size_t(hi - lo) * es;
+      std::vector<const void*> rest;
+      for (std::size_t m = 1; m < g.size(); ++m) rest.push_back(static_cast<const char*>(operand(g[m])) + at);
+      char* mine = result(g[rank]) + at;
+      fold()(mine, static_cast<const char*>(operand(g[0])) + at, rest, hi - lo);
+      for (std::size_t m = 0; m < g.size(); ++m)
+        if (m != rank) copy_out(result(g[m]) + at, mine, bytes);
+      return;
+    }
+    if (op_ == Op::all_gather) {
+      auto [outer, len] = blocks(in_shape_, p_.as<attr::AllGather>().dimension);
+      const std::size_t row = std::size_t(len) * es;
+      const char* in = static_cast<const char*>(operand(g[rank]));
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::size_t m = 0; m < g.size(); ++m)
+          copy_out(result(g[m]) + std::size_t(o * n + std::int64_t(rank)) * row, in + std::size_t(o) * row, row);
+      return;
+    }
+    std::vector<const void*> peers;
+    for (std::int64_t p : g) peers.push_back(operand(p));
+    member(rank, peers, result(g[rank]));
+  }
+
   // This dtype's reduction as the communicator's fold.
   rt::Fold fold() const {
     const Op reduce = p_.as<attr::AllReduce>().reduce_op;

@@ -242,8 +242,7 @@ void Runtime::launch(const std::vector<int>& device_ids,
   for (size_t i = 0; i < device_ids.size(); ++i) devices_[device_ids[i] - opts_.first_device_id]->enqueue(std::move(tasks[i]));
 }
 
-Runtime::Inline::Inline(Runtime& runtime, const std::vector<int>& device_ids)
-    : runtime_(runtime), ids_(device_ids), saved_device_(tls_device), saved_arena_(tls_arena) {
+Runtime::Inline::Inline(Runtime& runtime, const std::vector<int>& device_ids) : runtime_(runtime), ids_(device_ids) {
   std::vector<Device*> devs;
   for (int id : device_ids) {
     if (!runtime.is_local(id)) return;
@@ -262,15 +261,12 @@ Runtime::Inline::Inline(Runtime& runtime, const std::vector<int>& device_ids)
 
 Runtime::Inline::~Inline() {
   if (devices_.empty()) return;
-  tls_device = saved_device_;
-  tls_arena = static_cast<tbb::task_arena*>(saved_arena_);
   runtime_.impl_->busy_devices.fetch_sub(int(devices_.size()));
   for (Device* d : devices_) d->release();
 }
 
-void Runtime::Inline::act_as(int i) {
-  tls_device = ids_[std::size_t(i)];
-  tls_arena = nullptr;  // parallel_for runs plain loops here
+bool Runtime::devices_share_cores() const {
+  return std::int64_t(opts_.device_count) * opts_.threads_per_device > impl_->cores;
 }
 
 void Runtime::synchronize() {
@@ -342,5 +338,15 @@ void parallel_for_machine(std::int64_t begin, std::int64_t end, std::int64_t gra
 }
 
 int current_device() { return tls_device; }
+
+ActAs::ActAs(int device) : saved_device_(tls_device), saved_arena_(tls_arena) {
+  tls_device = device;
+  tls_arena = nullptr;
+}
+
+ActAs::~ActAs() {
+  tls_device = saved_device_;
+  tls_arena = static_cast<tbb::task_arena*>(saved_arena_);
+}
 
 }  // namespace tessel::rt

@@ -47,6 +47,10 @@ class Runtime {
   // The process holding a device (every process holds device_count() of them, in order).
   int process_of(int device_id) const { return device_id / device_count(); }
   int threads_per_device() const { return opts_.threads_per_device; }
+  // Whether the devices' threads outnumber the host's cores (8 devices on 2
+  // cores): then a launch over several devices runs in lockstep
+  // (Executable::launch), not on every device's thread at once.
+  bool devices_share_cores() const;
   // Enqueues task_for(i) on device_ids[i] for every i, as one atomic step
   // with respect to other launches. Every id must be this process's.
   void launch(const std::vector<int>& device_ids, const std::function<std::function<void()>(int)>& task_for);
@@ -63,15 +67,11 @@ class Runtime {
     Inline(const Inline&) = delete;
     Inline& operator=(const Inline&) = delete;
     explicit operator bool() const { return !devices_.empty(); }
-    // The calling thread acts as device_ids[i] (current_device()) from now on.
-    void act_as(int i);
 
    private:
     Runtime& runtime_;
     std::vector<int> ids_;
     std::vector<Device*> devices_;
-    int saved_device_;
-    void* saved_arena_;
   };
   // Waits until every task enqueued so far on every device has run.
   void synchronize();
@@ -145,5 +145,20 @@ void parallel_for_machine(std::int64_t begin, std::int64_t end, std::int64_t gra
 
 // Id of the device whose driver runs the calling thread, or -1 on a host thread.
 int current_device();
+
+// While it lives, the calling thread acts as `device` (current_device()),
+// its parallel_for running plain loops: a worker of a lockstep launch that
+// runs one device's part of a thunk.
+class ActAs {
+ public:
+  explicit ActAs(int device);
+  ~ActAs();
+  ActAs(const ActAs&) = delete;
+  ActAs& operator=(const ActAs&) = delete;
+
+ private:
+  int saved_device_;
+  void* saved_arena_;
+};
 
 }  // namespace tessel::rt

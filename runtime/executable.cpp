@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 
 #include <cstdlib>
 #include <cstring>
@@ -126,12 +127,15 @@ void run_on_device(const Executable& e, int dev, int i, const std::vector<Buffer
   }
 }
 
-// Every position of a launch on the calling thread, thunk by thunk, on
-// claimed idle devices (a cheap launch): a thunk that waits on peers runs
-// once for all positions (run_all), after every position computed its operands.
-void run_lockstep(const Executable& e, Runtime::Inline& claimed, const std::vector<int>& device_ids,
+// Every position of a launch on one thread's command, thunk by thunk: a
+// thunk that waits on peers runs once for all positions (run_all), after
+// every position computed its operands; a computing thunk runs for every
+// position, one after another on this thread (a cheap launch on claimed
+// idle devices), or side by side on the machine's cores (`parallel`: a
+// lockstep launch, whose devices' threads wait for it).
+void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
                   const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
-                  bool profiled) {
+                  bool profiled, bool parallel) {
   const std::size_t n = device_ids.size();
   std::vector<ExecContext> ctxs(n);
   std::vector<ExecContext*> all;
@@ -142,18 +146,23 @@ void run_lockstep(const Executable& e, Runtime::Inline& claimed, const std::vect
       bind(e, ctxs[i], device_ids[i], int(i), inputs[i], outputs[i]);
       all.push_back(&ctxs[i]);
     }
+    auto compute = [&](const Thunk& thunk, std::size_t i) {
+      ActAs as(device_ids[i]);
+      run_computing(thunk, ctxs[i], profiled && i == 0);
+    };
     for (std::size_t t = 0; t < e.thunks.size(); ++t) {
       const Thunk& thunk = *e.thunks[t];
       for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], *owned[i]);
       if (thunk.waits_on_peers()) {
         // Once for all: on every device's track in a trace.
-        claimed.act_as(0);
+        ActAs as(device_ids[0]);
         timed(thunk, all.data(), n, profiled, [&] { thunk.run_all(all); });
+      } else if (parallel) {
+        parallel_for_machine(0, std::int64_t(n), 1, [&](std::int64_t lo, std::int64_t hi) {
+          for (std::int64_t i = lo; i < hi; ++i) compute(thunk, std::size_t(i));
+        });
       } else {
-        for (std::size_t i = 0; i < n; ++i) {
-          claimed.act_as(int(i));
-          run_computing(thunk, ctxs[i], profiled && i == 0);
-        }
+        for (std::size_t i = 0; i < n; ++i) compute(thunk, i);
       }
       for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], *owned[i]);
     }
@@ -197,7 +206,7 @@ void Executable::run_inline(const ExecContext& parent, const std::vector<void*>&
 
 std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& device_ids,
                                                        const std::vector<std::vector<BufferRef>>& inputs,
-                                                       bool allow_inline) const {
+                                                       bool allow_inline, bool allow_lockstep) const {
   const std::size_t n = device_ids.size();
   TESSEL_CHECK_INTERNAL(inputs.size() == n, "inputs for ", inputs.size(), " devices, launch on ", n);
   std::vector<int> param_of_slot(slots.size(), -1);
@@ -234,12 +243,44 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     if (inputs_ready) {
       Runtime::Inline claimed(Runtime::get(), device_ids);
       if (claimed) {
-        run_lockstep(*this, claimed, device_ids, inputs, outputs, profile::enabled());
+        run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false);
         return outputs;
       }
     }
   }
   std::shared_ptr<const Executable> self = shared_from_this();
+  // Devices whose threads outnumber the cores run a launch over several of
+  // them in lockstep: each device's thread takes the launch in its turn (so
+  // launches keep their order on every device) and waits, asleep; the last
+  // to arrive runs every position's part, thunk by thunk, the positions side
+  // by side on the machine's cores, and a collective once for all members
+  // from their operands. No device waits for a peer's thread or for a core
+  // in the middle of a program: with 8 device threads on 2 cores each such
+  // wait was a sleep and a wake-up (sin of 8192^2 over 8 devices: 1.49 of 2
+  // cores busy, 10.3 ms against 8.0 on one device; in lockstep 8.1).
+  bool lockstep = allow_lockstep && n > 1 && local_ids.size() == n && runtime.devices_share_cores();
+  for (auto& t : thunks) lockstep = lockstep && t->can_run_all();
+  if (lockstep) {
+    struct Gang {
+      std::vector<int> device_ids;
+      std::vector<std::vector<BufferRef>> inputs, outputs;
+      std::atomic<std::size_t> arrived{0};
+      Event done;
+    };
+    auto gang = std::make_shared<Gang>();
+    gang->device_ids = device_ids;
+    gang->inputs = inputs;
+    gang->outputs = outputs;
+    const bool profiled = profile::enabled();
+    Runtime::get().launch(local_ids, [&](int) -> std::function<void()> {
+      return [self, gang, profiled] {
+        if (gang->arrived.fetch_add(1) + 1 < gang->device_ids.size()) return gang->done.wait();
+        run_lockstep(*self, gang->device_ids, gang->inputs, gang->outputs, profiled, true);
+        gang->done.set();
+      };
+    });
+    return outputs;
+  }
   std::shared_ptr<Communicator> comm = uses_collectives ? make_communicator(device_ids, fingerprint) : nullptr;
   Runtime::get().launch(local_ids, [&](int j) -> std::function<void()> {
     const int i = int(local_pos[std::size_t(j)]);

@@ -38,8 +38,9 @@ class Thunk {
   // True for thunks that block until other devices arrive (collectives):
   // they take their compute slots themselves, around their copies.
   virtual bool waits_on_peers() const { return false; }
-  // Whether the thunk can run for every position of a launch on one thread
-  // (a cheap launch on idle devices, Runtime::Inline): every thunk that does
+  // Whether the thunk can run for every position of a launch at one thread's
+  // command (a cheap launch on idle devices, Runtime::Inline, or a lockstep
+  // launch, Executable::launch): every thunk that does
   // not wait on peers can, one position after another; one that waits must
   // run once for all of them (run_all).
   virtual bool can_run_all() const { return !waits_on_peers(); }
@@ -78,10 +79,13 @@ class Executable : public std::enable_shared_from_this<Executable> {
 
   // Runs on `device_ids` (position i of the launch is device_ids[i]) with
   // inputs[i][param]; returns outputs[i][k] at once, ready when computed.
-  // A cheap one may run on the calling thread (allow_inline).
+  // A cheap one may run on the calling thread (allow_inline); where the
+  // devices' threads outnumber the cores, one over several devices whose
+  // every thunk can_run_all runs in lockstep on the machine's cores
+  // (allow_lockstep), else each device runs its part on its own thread.
   std::vector<std::vector<BufferRef>> launch(const std::vector<int>& device_ids,
                                              const std::vector<std::vector<BufferRef>>& inputs,
-                                             bool allow_inline = true) const;
+                                             bool allow_inline = true, bool allow_lockstep = true) const;
 
   // Runs on the calling thread, within a thunk of an enclosing executable
   // running on parent's device (a region of a loop or a branch): params[k]

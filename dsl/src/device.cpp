@@ -31,6 +31,7 @@ Config make_config() {
   c.log_compiles = env_int("TESSEL_LOG_COMPILES", 0, 0, 1) != 0;
   if (const char* d = std::getenv("TESSEL_CACHE_DIR")) c.compilation_cache_dir = d;
   c.inline_cheap_programs = env_int("TESSEL_INLINE_CHEAP", 1, 0, 1) != 0;
+  c.lockstep_launches = env_int("TESSEL_LOCKSTEP", 1, 0, 1) != 0;
   return c;
 }
 

@@ -715,7 +715,8 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
     }
     for (size_t pos = 0; pos < n; ++pos) inputs[pos].push_back(bufs[pos]);
   }
-  auto outs = p.executable->launch(mesh->device_ids(), inputs, config().inline_cheap_programs);
+  auto outs =
+      p.executable->launch(mesh->device_ids(), inputs, config().inline_cheap_programs, config().lockstep_launches);
   std::vector<Array> result;
   for (size_t k = 0; k < p.global.outputs.size(); ++k) {
     const Node& o = *p.global.outputs[k];

@@ -40,6 +40,14 @@ struct Config {
   // lockstep, instead of waking the devices' threads (env
   // TESSEL_INLINE_CHEAP=0/1). The same results, bit for bit, either way.
   bool inline_cheap_programs = true;
+  // Where the devices' threads outnumber the cores (8 devices on 2), a
+  // program over several devices runs in lockstep: the devices' threads take
+  // it in turn and the last runs every device's part, thunk by thunk, the
+  // devices side by side on all cores, collectives once for all members; no
+  // device sleeps waiting for a peer or a core mid-program (env
+  // TESSEL_LOCKSTEP=0/1). Programs with control flow or library calls that
+  // meet peers run on the devices' threads. The same bits either way.
+  bool lockstep_launches = true;
 };
 
 // The process-wide settings.

@@ -275,11 +275,15 @@ TEST_CASE("shard_map: concurrent programs from several host threads on overlappi
   };
   std::vector<Job> jobs = {{{0, 1, 2, 3}, 0}, {{2, 3, 4, 5}, 1}, {{0, 1, 2, 3, 4, 5, 6, 7}, 2}, {{5, 4, 7, 6}, 0}};
   // Small programs: with inline runs allowed, a thread whose devices are idle
-  // runs its program itself in lockstep while the others queue theirs on
-  // the devices' threads (both paths at once); without, every run is queued.
-  for (const bool inline_runs : {true, false}) {
+  // runs its program itself in lockstep while the others queue theirs (all
+  // paths at once); without, every run is queued, as a lockstep launch
+  // (where the devices' threads outnumber the cores) or on the devices'
+  // threads.
+  for (const auto& [inline_runs, lockstep] : {std::pair{true, true}, std::pair{false, true}, std::pair{false, false}}) {
     CAPTURE(inline_runs);
+    CAPTURE(lockstep);
     ts::config().inline_cheap_programs = inline_runs;  // before the threads start
+    ts::config().lockstep_launches = lockstep;
     std::vector<std::string> failures(jobs.size());
     std::vector<std::thread> threads;
     for (size_t j = 0; j < jobs.size(); ++j) {
@@ -328,6 +332,7 @@ TEST_CASE("shard_map: concurrent programs from several host threads on overlappi
     for (auto& f : failures) CHECK(f == "");
   }
   ts::config().inline_cheap_programs = true;
+  ts::config().lockstep_launches = true;
 }
 
 TEST_CASE("shard_map: gradients through collectives against finite differences, 1..8 devices") {

@@ -158,11 +158,16 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
     }
     CHECK(ts::testing::compare_arrays(gw, ww, 1e-5, 1e-4) == "");
     {
-      // On the devices' threads (these small programs otherwise run on this
-      // thread in lockstep): the same bits.
+      // These small programs run on this thread in lockstep; the same bits
+      // in a lockstep launch on the machine's cores (where the devices'
+      // threads outnumber them) and on the devices' threads.
       ts::config().inline_cheap_programs = false;
+      ts::Array lockstep = jitted(a, b);
+      ts::config().lockstep_launches = false;
       ts::Array threaded = jitted(a, b);
       ts::config().inline_cheap_programs = true;
+      ts::config().lockstep_launches = true;
+      CHECK(ts::testing::compare_arrays(host_of(lockstep), gw, 0, 0) == "");
       CHECK(ts::testing::compare_arrays(host_of(threaded), gw, 0, 0) == "");
     }
     ++run;
