@@ -275,7 +275,15 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     Runtime::get().launch(local_ids, [&](int) -> std::function<void()> {
       return [self, gang, profiled] {
         if (gang->arrived.fetch_add(1) + 1 < gang->device_ids.size()) return gang->done.wait();
-        run_lockstep(*self, gang->device_ids, gang->inputs, gang->outputs, profiled, true);
+        // The buffers leave the gang before the outputs are ready: the
+        // sleeping devices' tasks hold the gang until they wake, and a
+        // caller that drops the results and launches again must find their
+        // blocks free (else each launch takes fresh pages).
+        auto ins = std::move(gang->inputs);
+        auto outs = std::move(gang->outputs);
+        gang->inputs.clear();
+        gang->outputs.clear();
+        run_lockstep(*self, gang->device_ids, ins, outs, profiled, true);
         gang->done.set();
       };
     });

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     };
     const double ours = median(t_ours), peer = median(t_mpi), hier = median(t_hier);
     if (me == 0) {
-      const double floor = floors[std::size_t(size_index)];
+      double floor = floors[std::size_t(size_index)];
       char name[64];
       std::snprintf(name, sizeof name, "psum %g KiB", kib);
       bench::check(name, floor, ours);

@@ -109,6 +109,18 @@ struct Floor {
   double seconds = 0;
   std::string how;
 };
+namespace detail {
+// Every memory floor measured in this run (check() measures one again).
+struct FloorRecord {
+  double seconds;
+  std::size_t read, written;
+};
+inline std::vector<FloorRecord>& floor_log() {
+  static std::vector<FloorRecord> log;
+  return log;
+}
+}  // namespace detail
+
 inline Floor memory_floor(std::size_t read, std::size_t written) {
   const std::size_t total = std::max<std::size_t>(read + written, 256);
   const std::size_t half = (total / 2 + 511) / 512 * 512;  // bytes per array: 128 floats at a time
@@ -144,6 +156,7 @@ inline Floor memory_floor(std::size_t read, std::size_t written) {
       if (b_lo < hi) sink = sink + detail::read_sum(b.get() + (b_lo - units) * 128, (hi - b_lo) * 128);
     }, 2 * n / 128);
   }
+  detail::floor_log().push_back({best.seconds, read, written});
   return best;
 }
 
@@ -247,7 +260,20 @@ inline int& below_floor() {
   static int n = 0;
   return n;
 }
-inline void check(const std::string& name, double floor_s, double ours_s) {
+// A time below a memory floor first has the floor measured again, up to
+// three times (the fastest counts): on a shared host the floor's window may
+// have been slower than the work's.
+inline void check(const std::string& name, double& floor_s, double ours_s) {
+  if (ours_s < floor_s)
+    for (const detail::FloorRecord f : detail::floor_log())
+      if (f.seconds == floor_s) {
+        for (int k = 0; k < 3 && ours_s < floor_s; ++k) {
+          const double again = memory_floor(f.read, f.written).seconds;
+          if (again < floor_s) std::printf("(the floor of %s measured again: %.4g ms)\n", name.c_str(), again * 1e3);
+          floor_s = std::min(floor_s, again);
+        }
+        break;
+      }
   if (ours_s < floor_s) {
     ++below_floor();
     std::printf("BELOW THE FLOOR: %s takes %.4g ms, its floor %.4g ms (%.2fx)\n", name.c_str(), ours_s * 1e3,
