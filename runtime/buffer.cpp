@@ -192,7 +192,12 @@ Buffer::Buffer(int device, std::size_t bytes) : device_(device), bytes_(bytes), 
 Buffer::~Buffer() { device_free(data_, bytes_); }
 
 std::shared_ptr<Buffer> Buffer::allocate(int device, std::size_t bytes) {
-  return std::shared_ptr<Buffer>(new Buffer(device, bytes));
+  // One allocation for the buffer and its count (make_shared cannot reach
+  // the private constructor).
+  struct Made : Buffer {
+    Made(int device, std::size_t bytes) : Buffer(device, bytes) {}
+  };
+  return std::make_shared<Made>(device, bytes);
 }
 
 }  // namespace tessel::rt

@@ -244,6 +244,7 @@ void Runtime::launch(const std::vector<int>& device_ids,
 
 Runtime::Inline::Inline(Runtime& runtime, const std::vector<int>& device_ids) : runtime_(runtime), ids_(device_ids) {
   std::vector<Device*> devs;
+  devs.reserve(device_ids.size());
   for (int id : device_ids) {
     if (!runtime.is_local(id)) return;
     devs.push_back(runtime.devices_[std::size_t(id - runtime.opts_.first_device_id)].get());

@@ -24,6 +24,9 @@ struct Owned {
   const Executable& e;
   std::vector<void*> blocks;
   explicit Owned(const Executable& e) : e(e), blocks(e.slots.size(), nullptr) {}
+  Owned(Owned&& o) noexcept : e(o.e), blocks(std::move(o.blocks)) { o.blocks.clear(); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
   ~Owned() {
     for (size_t s = 0; s < blocks.size(); ++s)
       if (blocks[s]) device_free(blocks[s], e.slots[s].bytes);
@@ -139,10 +142,12 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
   const std::size_t n = device_ids.size();
   std::vector<ExecContext> ctxs(n);
   std::vector<ExecContext*> all;
-  std::vector<std::unique_ptr<Owned>> owned;
+  std::vector<Owned> owned;
+  all.reserve(n);
+  owned.reserve(n);
   try {
     for (std::size_t i = 0; i < n; ++i) {
-      owned.push_back(std::make_unique<Owned>(e));
+      owned.emplace_back(e);
       bind(e, ctxs[i], device_ids[i], int(i), inputs[i], outputs[i]);
       all.push_back(&ctxs[i]);
     }
@@ -152,7 +157,7 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
     };
     for (std::size_t t = 0; t < e.thunks.size(); ++t) {
       const Thunk& thunk = *e.thunks[t];
-      for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], *owned[i]);
+      for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i]);
       if (thunk.waits_on_peers()) {
         // Once for all: on every device's track in a trace.
         ActAs as(device_ids[0]);
@@ -164,7 +169,7 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
       } else {
         for (std::size_t i = 0; i < n; ++i) compute(thunk, i);
       }
-      for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], *owned[i]);
+      for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], owned[i]);
     }
     for (auto& outs : outputs) set_ready(outs);
   } catch (...) {
@@ -217,6 +222,8 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   const Runtime& runtime = Runtime::get();
   std::vector<int> local_ids;
   std::vector<std::size_t> local_pos;
+  local_ids.reserve(n);
+  local_pos.reserve(n);
   for (size_t i = 0; i < n; ++i)
     if (runtime.is_local(device_ids[i])) local_ids.push_back(device_ids[i]), local_pos.push_back(i);
   std::vector<std::vector<BufferRef>> outputs(n);
