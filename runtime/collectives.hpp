@@ -16,6 +16,9 @@
 // exchange(), which returns the group's buffers once all have published; it
 // reads what it needs, then calls release(), which returns once every member
 // has read (so no buffer is freed or overwritten while a peer reads it).
+// Launches run in lockstep (runtime/executable.hpp: cheap ones, and all
+// where the devices' threads outnumber the cores) meet no communicator: a
+// collective runs once for all members from their operands (Thunk::run_all).
 #pragma once
 
 #include <cstdint>
