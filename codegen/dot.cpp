@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "codegen/gemm.hpp"
+#include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
 
@@ -103,6 +104,22 @@ void loop_matmul(const T* a, const Operand3& va, const T* b, const Operand3& vb,
     }
 }
 
+// A temporary block from the device pool (runtime/buffer.hpp), freed with it.
+struct PoolBlock {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  void* take(std::size_t b) {
+    bytes = std::max<std::size_t>(b, 1);
+    return p = rt::device_alloc(bytes);
+  }
+  PoolBlock() = default;
+  PoolBlock(const PoolBlock&) = delete;
+  PoolBlock& operator=(const PoolBlock&) = delete;
+  ~PoolBlock() {
+    if (p) rt::device_free(p, bytes);
+  }
+};
+
 class DotThunk final : public rt::Thunk {
  public:
   DotThunk(const Node& n, int lhs, int rhs, int out, int threads) : lhs_(lhs), rhs_(rhs), out_(out), threads_(threads) {
@@ -137,16 +154,19 @@ class DotThunk final : public rt::Thunk {
     const void* b = ctx.slots[rhs_];
     void* c = ctx.slots[out_];
     const std::size_t es = dtype_size(dtype_);
-    std::vector<unsigned char> acopy, bcopy;
+    // Operands in the product's order: blocks from the device pool, reused
+    // from call to call (a std::vector's fresh pages were faulted in every
+    // call of the MLP step's backward products).
+    PoolBlock acopy, bcopy;
     if (va_.needs_copy) {
-      acopy.resize(std::size_t(numel(va_.shape)) * es);
-      permute_copy(a, acopy.data(), va_.shape, va_.perm, es);
-      a = acopy.data();
+      void* p = acopy.take(std::size_t(numel(va_.shape)) * es);
+      permute_copy(a, p, va_.shape, va_.perm, es);
+      a = p;
     }
     if (vb_.needs_copy) {
-      bcopy.resize(std::size_t(numel(vb_.shape)) * es);
-      permute_copy(b, bcopy.data(), vb_.shape, vb_.perm, es);
-      b = bcopy.data();
+      void* p = bcopy.take(std::size_t(numel(vb_.shape)) * es);
+      permute_copy(b, p, vb_.shape, vb_.perm, es);
+      b = p;
     }
     if (dtype_ == DType::float32)
       return run_gemm(static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c),
