@@ -242,6 +242,30 @@ void Runtime::launch(const std::vector<int>& device_ids,
   for (size_t i = 0; i < device_ids.size(); ++i) devices_[device_ids[i] - opts_.first_device_id]->enqueue(std::move(tasks[i]));
 }
 
+bool Runtime::launch_claiming(const std::vector<int>& device_ids, std::function<void()> task) {
+  std::vector<Device*> devs;
+  devs.reserve(device_ids.size());
+  for (int id : device_ids) {
+    TESSEL_CHECK_INTERNAL(is_local(id), "device id ", id, " is not this process's");
+    devs.push_back(devices_[std::size_t(id - opts_.first_device_id)].get());
+  }
+  std::lock_guard<std::mutex> lk(impl_->launch_mutex);
+  for (std::size_t i = 1; i < devs.size(); ++i)
+    if (!devs[i]->claim()) {
+      while (i > 1) devs[--i]->release();
+      return false;
+    }
+  impl_->busy_devices.fetch_add(int(devs.size()) - 1);
+  devs[0]->enqueue(std::move(task));
+  return true;
+}
+
+void Runtime::release_claimed(const std::vector<int>& device_ids) {
+  impl_->busy_devices.fetch_sub(int(device_ids.size()) - 1);
+  for (std::size_t i = 1; i < device_ids.size(); ++i)
+    devices_[std::size_t(device_ids[i] - opts_.first_device_id)]->release();
+}
+
 Runtime::Inline::Inline(Runtime& runtime, const std::vector<int>& device_ids) : runtime_(runtime), ids_(device_ids) {
   std::vector<Device*> devs;
   devs.reserve(device_ids.size());

@@ -54,6 +54,14 @@ class Runtime {
   // Enqueues task_for(i) on device_ids[i] for every i, as one atomic step
   // with respect to other launches. Every id must be this process's.
   void launch(const std::vector<int>& device_ids, const std::function<std::function<void()>(int)>& task_for);
+  // A launch run by one device for all: when device_ids[1..] are all idle
+  // (nothing queued or running), claims them and enqueues `task` on
+  // device_ids[0], as one step with respect to other launches, so one
+  // thread wakes instead of every device's; the task calls
+  // release_claimed(device_ids) when done. False, claiming and enqueuing
+  // nothing, when one of them is busy.
+  bool launch_claiming(const std::vector<int>& device_ids, std::function<void()> task);
+  void release_claimed(const std::vector<int>& device_ids);
   // Devices claimed for work the calling thread runs itself: cheap
   // programs, whose work costs less than waking device threads. Claims
   // every device of device_ids when all are idle (nothing queued or

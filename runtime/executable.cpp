@@ -268,6 +268,17 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   bool lockstep = allow_lockstep && n > 1 && local_ids.size() == n && runtime.devices_share_cores();
   for (auto& t : thunks) lockstep = lockstep && t->can_run_all();
   if (lockstep) {
+    const bool profiled = profile::enabled();
+    // Every device but the first idle: they are claimed and the first
+    // device's thread runs the launch (one wake-up, not one per device).
+    auto run = [self, ids = device_ids, ins = inputs, outs = outputs, profiled]() mutable {
+      // The buffers die with this call, not with the task (see below).
+      auto in_bufs = std::move(ins);
+      auto out_bufs = std::move(outs);
+      run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true);
+      Runtime::get().release_claimed(ids);
+    };
+    if (Runtime::get().launch_claiming(device_ids, std::move(run))) return outputs;
     struct Gang {
       std::vector<int> device_ids;
       std::vector<std::vector<BufferRef>> inputs, outputs;
@@ -278,7 +289,6 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     gang->device_ids = device_ids;
     gang->inputs = inputs;
     gang->outputs = outputs;
-    const bool profiled = profile::enabled();
     Runtime::get().launch(local_ids, [&](int) -> std::function<void()> {
       return [self, gang, profiled] {
         if (gang->arrived.fetch_add(1) + 1 < gang->device_ids.size()) return gang->done.wait();
