@@ -14,6 +14,7 @@
 #include "codegen/dot.hpp"
 #include "codegen/schedule.hpp"
 #include "codegen/emit.hpp"
+#include "codegen/fold.hpp"
 #include "codegen/fusion.hpp"
 #include "codegen/transpose_folding.hpp"
 #include "runtime/collectives.hpp"
@@ -98,52 +99,34 @@ class AxisIndexThunk final : public rt::Thunk {
 
 // ------------------------------------------------------------------ collectives
 
-// acc[i] = acc[i] (op) x[i], for n elements of dtype t.
-template <class T, Op op>
-void combine_loop(T* __restrict a, const T* __restrict x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (op == Op::add) {
-      if constexpr (std::is_same_v<T, bool>) a[i] = a[i] || x[i];
-      else if constexpr (std::is_integral_v<T>) a[i] = T(std::make_unsigned_t<T>(a[i]) + std::make_unsigned_t<T>(x[i]));
-      else a[i] = a[i] + x[i];
-    } else if constexpr (op == Op::max) {
-      if constexpr (std::is_floating_point_v<T>) a[i] = (a[i] != a[i] || x[i] != x[i]) ? T(NAN) : (x[i] > a[i] ? x[i] : a[i]);
-      else a[i] = x[i] > a[i] ? x[i] : a[i];
-    } else {
-      if constexpr (std::is_floating_point_v<T>) a[i] = (a[i] != a[i] || x[i] != x[i]) ? T(NAN) : (x[i] < a[i] ? x[i] : a[i]);
-      else a[i] = x[i] < a[i] ? x[i] : a[i];
-    }
-  }
-}
-
-void combine_typed(DType t, Op op, void* acc, const void* v, std::int64_t n) {
-  visit_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    T* a = static_cast<T*>(acc);
-    const T* x = static_cast<const T*>(v);
-    if constexpr (is_complex_v<T>) {
-      throw InternalError("a complex collective reached the runtime (codegen/complex.cpp makes them real)");
-    } else if (op == Op::add) combine_loop<T, Op::add>(a, x, n);
-    else if (op == Op::max) combine_loop<T, Op::max>(a, x, n);
-    else combine_loop<T, Op::min>(a, x, n);
-  });
-}
-
 // dst[0, count) = first[0, count) folded with each of rest[0, count) in
-// order, a cache-sized tile at a time: each tile of dst stays in cache while
-// every input is added, so memory sees one pass over each input instead of
-// n - 1 read-modify-write passes over dst. Tiles spread over the device's
-// threads. `first` may be dst.
+// order, in one pass over every operand (fold.hpp), tiles of 32 KiB spread
+// over the device's threads. `first` may be dst.
 void fold_tiles(DType t, Op op, char* dst, const char* first, const std::vector<const void*>& rest,
                 std::int64_t count) {
+  fold::Type ft = fold::Type::f32;
+  switch (t) {
+    case DType::bool_: ft = fold::Type::bool_; break;
+    case DType::int32: ft = fold::Type::i32; break;
+    case DType::int64: ft = fold::Type::i64; break;
+    case DType::uint32: ft = fold::Type::u32; break;
+    case DType::float32: ft = fold::Type::f32; break;
+    case DType::float64: ft = fold::Type::f64; break;
+    case DType::complex64:
+    case DType::complex128:
+      throw InternalError("a complex collective reached the runtime (codegen/complex.cpp makes them real)");
+  }
+  if (op != Op::add && op != Op::max && op != Op::min)
+    throw InternalError(std::string("a collective reduction by ") + op_name(op) + " reached the runtime");
+  const fold::Combine c = op == Op::add ? fold::Combine::add : op == Op::max ? fold::Combine::max : fold::Combine::min;
   const std::size_t es = dtype_size(t);
   const std::int64_t tile = std::int64_t(32 * 1024 / es);
   rt::parallel_for(0, (count + tile - 1) / tile, 1, [&](std::int64_t b, std::int64_t e) {
+    std::vector<const void*> at(rest.size());
     for (std::int64_t k = b; k < e; ++k) {
       const std::int64_t lo = k * tile, len = std::min(tile, count - lo);
-      char* d = dst + lo * es;
-      if (first != dst) std::memcpy(d, first + lo * es, std::size_t(len) * es);
-      for (const void* r : rest) combine_typed(t, op, d, static_cast<const char*>(r) + lo * es, len);
+      for (std::size_t r = 0; r < rest.size(); ++r) at[r] = static_cast<const char*>(rest[r]) + lo * es;
+      fold::fold(ft, c, dst + lo * es, first + lo * es, at.data(), int(at.size()), len);
     }
   });
 }
