@@ -216,6 +216,7 @@ class CollectiveThunk final : public rt::Thunk {
   // write their own part of the results (one per member of every group):
   // side by side on the machine's cores when the results are large.
   void run_all(const std::vector<rt::ExecContext*>& ctxs) const override {
+    if (ctxs.front()->comm) return run_all_spanning(ctxs);
     const std::size_t members = op_ == Op::collective_permute ? ctxs.size() : groups_.size() * groups_.front().size();
     auto items = [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t k = lo; k < hi; ++k) run_item(ctxs, std::size_t(k));
@@ -229,6 +230,50 @@ class CollectiveThunk final : public rt::Thunk {
     }
   }
   bool can_run_all() const override { return true; }
+
+  // A lockstep run of this process's positions of a launch across processes
+  // (ctxs: those positions, each with the launch's communicator): for each
+  // group with members here, they meet the others at once
+  // (Communicator::exchange_local: the remote members' operands staged here,
+  // or all_reduce_local's chain), and each local member's result is made
+  // from the group's operands as on its own thread.
+  void run_all_spanning(const std::vector<rt::ExecContext*>& ctxs) const {
+    rt::Communicator& comm = *ctxs.front()->comm;
+    std::map<std::int64_t, rt::ExecContext*> here;  // by position
+    for (auto* c : ctxs) here[c->position] = c;
+    const std::size_t es = dtype_size(dtype_);
+    std::vector<std::vector<std::int64_t>> groups = groups_;
+    if (op_ == Op::collective_permute) {
+      groups.assign(1, {});
+      for (std::int64_t i = 0; i < p_.as<attr::CollectivePermute>().mesh->size(); ++i) groups[0].push_back(i);
+    }
+    for (const auto& g : groups) {
+      std::vector<int> positions;
+      std::vector<const void*> mine;
+      std::vector<void*> outs;
+      for (std::int64_t p : g)
+        if (auto it = here.find(p); it != here.end()) {
+          positions.push_back(int(p));
+          mine.push_back(it->second->slots[in_]);
+          outs.push_back(it->second->slots[out_]);
+        }
+      if (positions.empty()) continue;
+      if (op_ == Op::all_reduce) {
+        comm.all_reduce_local(g, positions, mine, outs, numel(in_shape_), es, fold());
+        continue;
+      }
+      auto peers = comm.exchange_local(g, positions, mine, std::size_t(numel(in_shape_)) * es);
+      {
+        rt::ComputeSlot slot;
+        for (std::size_t k = 0; k < positions.size(); ++k) {
+          char* out = static_cast<char*>(outs[k]);
+          if (op_ == Op::collective_permute) permute(positions[k], peers, out);
+          else member(std::size_t(std::find(g.begin(), g.end(), positions[k]) - g.begin()), peers, out);
+        }
+      }
+      comm.release_local(g, positions);
+    }
+  }
 
   std::string describe() const override { return text_; }
   const char* category() const override { return "collective"; }

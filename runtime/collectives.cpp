@@ -142,6 +142,19 @@ void Communicator::all_reduce(int position, const std::vector<std::int64_t>& gro
   release(position, group);
 }
 
+std::vector<const void*> Communicator::exchange_local(const std::vector<std::int64_t>&, const std::vector<int>&,
+                                                      const std::vector<const void*>&, std::size_t) {
+  throw InternalError("a lockstep run met a communicator in one process (its collectives read operands in place)");
+}
+void Communicator::release_local(const std::vector<std::int64_t>&, const std::vector<int>&) {
+  throw InternalError("a lockstep run met a communicator in one process (its collectives read operands in place)");
+}
+void Communicator::all_reduce_local(const std::vector<std::int64_t>&, const std::vector<int>&,
+                                    const std::vector<const void*>&, const std::vector<void*>&, std::int64_t,
+                                    std::size_t, const Fold&) {
+  throw InternalError("a lockstep run met a communicator in one process (its collectives read operands in place)");
+}
+
 namespace {
 
 // A meeting of members that wait on a condition variable (the process-spanning one's base).
@@ -301,7 +314,7 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
   std::vector<const void*> do_exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
                                        std::size_t bytes) override {
     std::unique_lock<std::mutex> lk(m_);
-    auto [m, mover] = arrive(lk, pos, group, mine, bytes,
+    auto [m, mover] = arrive(lk, {pos}, group, {mine}, bytes,
                              [&](const Key& key, SpanningMeeting& mt) { move(group, key, mt); });
     // Once every local member has arrived the mover's messages may read
     // any of their buffers: wait for it even after an abort (its wait is
@@ -335,7 +348,7 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       trace::Span wait(trace::device_track(current_device()), "wait");
       if (wait.active()) wait.name = "all-reduce between processes";
       std::unique_lock<std::mutex> lk(m_);
-      auto [mp, mover] = arrive(lk, pos, group, mine, bytes, [&](const Key& key, SpanningMeeting& mt) {
+      auto [mp, mover] = arrive(lk, {pos}, group, {mine}, bytes, [&](const Key& key, SpanningMeeting& mt) {
         chain(group, key, mt, count, es, fold);
       });
       SpanningMeeting& m = *mp;
@@ -374,18 +387,91 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
     release(pos, group);
   }
 
+  // Lockstep: every local member arrives at once, and this thread moves.
+  std::vector<const void*> exchange_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions,
+                                          const std::vector<const void*>& mine, std::size_t bytes) override {
+    std::unique_lock<std::mutex> lk(m_);
+    auto [m, mover] = arrive(lk, positions, group, mine, bytes,
+                             [&](const Key& key, SpanningMeeting& mt) { move(group, key, mt); });
+    TESSEL_CHECK_INTERNAL(mover, "a lockstep collective left members of this process out");
+    if (error_) std::rethrow_exception(error_);
+    return m->ptrs;
+  }
+
+  void release_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions) override {
+    std::lock_guard<std::mutex> lk(m_);
+    const Key key = key_of(positions.front(), group);
+    SpanningMeeting& m = meetings_[key];
+    m.released += positions.size();
+    m.left += positions.size();
+    TESSEL_CHECK_INTERNAL(m.released == m.local, "a lockstep collective left members of this process out");
+    if (error_) std::rethrow_exception(error_);  // the staging blocks stay (MPI may still write them)
+    for (void* b : m.staging) device_free(b, std::max<std::size_t>(m.bytes, 1));
+    meetings_.erase(key);
+    for (int p : positions) ++round_[std::size_t(p)];
+  }
+
+  // The chain between processes as all_reduce's, run by this thread; the
+  // result is copied into every local member's out once it is whole. A
+  // group inside this process folds in group order into the first
+  // member's out (and still meets, as all_reduce's exchange would).
+  void all_reduce_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions,
+                        const std::vector<const void*>& mine, const std::vector<void*>& out, std::int64_t count,
+                        std::size_t es, const Fold& fold) override {
+    const std::size_t bytes = std::size_t(count) * es;
+    bool spans = false;
+    for (auto p : group) spans = spans || !local_[std::size_t(p)];
+    {
+      trace::Span wait(trace::device_track(current_device()), "wait");
+      if (wait.active()) wait.name = spans ? "all-reduce between processes" : "all-reduce";
+      std::unique_lock<std::mutex> lk(m_);
+      // Each chunk of the result is copied into every member's result as
+      // soon as it is here, in pieces with MPI's progress between them.
+      const char* res = nullptr;
+      auto fan_out = [&](std::int64_t lo, std::int64_t hi, const std::function<void()>& progress) {
+        const std::int64_t piece = std::max<std::int64_t>(1, std::int64_t((32 << 10) / es));
+        for (std::int64_t a = lo; a < hi; a += piece) {
+          const std::size_t at = std::size_t(a) * es, len = std::size_t(std::min(piece, hi - a)) * es;
+          {
+            ComputeSlot slot;
+            for (void* o : out) std::memcpy(static_cast<char*>(o) + at, res + at, len);
+          }
+          progress();
+        }
+      };
+      auto [m, mover] = arrive(lk, positions, group, mine, bytes, [&](const Key& key, SpanningMeeting& mt) {
+        if (!spans) return;
+        chain(group, key, mt, count, es, fold, [&](std::int64_t lo, std::int64_t hi, const std::function<void()>& progress) {
+          res = static_cast<const char*>(mt.result);
+          fan_out(lo, hi, progress);
+        });
+      });
+      TESSEL_CHECK_INTERNAL(mover, "a lockstep collective left members of this process out");
+      if (error_) std::rethrow_exception(error_);
+      (void)m;
+    }
+    if (!spans) {
+      ComputeSlot slot;
+      fold(out[0], mine[0], offset_all(mine, 1, 0), count);
+      for (std::size_t k = 1; k < out.size(); ++k) std::memcpy(out[k], out[0], bytes);
+    }
+    release_local(group, positions);
+  }
+
  private:
-  // Joins this round's meeting of `group` (lk held). The last local member
-  // to arrive runs `work` unlocked (the moving between processes: every
-  // local member's buffer is published and its owner waits) and marks the
-  // meeting moved; it runs nothing when an error is already known (a member
-  // that arrived before may have left with its buffer; the other processes
-  // then time out). Returns the meeting and whether this member was last.
+  // Joins this round's meeting of `group` (lk held) as the members at
+  // `positions` (one on its own thread; every local member in a lockstep
+  // run). The last local member to arrive runs `work` unlocked (the moving
+  // between processes: every local member's buffer is published and its
+  // owner waits) and marks the meeting moved; it runs nothing when an error
+  // is already known (a member that arrived before may have left with its
+  // buffer; the other processes then time out). Returns the meeting and
+  // whether these members were the last.
   template <class Work>
-  std::pair<SpanningMeeting*, bool> arrive(std::unique_lock<std::mutex>& lk, int pos,
-                                           const std::vector<std::int64_t>& group, const void* mine, std::size_t bytes,
-                                           Work&& work) {
-    const Key key = key_of(pos, group);
+  std::pair<SpanningMeeting*, bool> arrive(std::unique_lock<std::mutex>& lk, const std::vector<int>& positions,
+                                           const std::vector<std::int64_t>& group,
+                                           const std::vector<const void*>& mine, std::size_t bytes, Work&& work) {
+    const Key key = key_of(positions.front(), group);
     SpanningMeeting& m = meetings_[key];
     if (m.ptrs.empty()) {
       m.ptrs.assign(group.size(), nullptr);
@@ -393,8 +479,9 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       m.bytes = bytes;
     }
     if (m.bytes != bytes) throw InternalError("members of one collective give different sizes");
-    m.ptrs[index_in(group, pos)] = mine;
-    if (++m.arrived < m.local) return {&m, false};
+    for (std::size_t k = 0; k < positions.size(); ++k) m.ptrs[index_in(group, positions[k])] = mine[k];
+    m.arrived += positions.size();
+    if (m.arrived < m.local) return {&m, false};
     if (!error_) {
       lk.unlock();
       std::exception_ptr failed;
@@ -469,8 +556,14 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
   // process moves one buffer per segment, not its members' buffers, and the
   // bits are the one-process fold's. The buffer streams in chunks: while
   // one chunk travels, the next is folded.
+  //
+  // `fan_out` (a lockstep run: this thread acts for every local member) is
+  // called with each chunk's elements [lo, hi) once the chunk of the result
+  // is in place here, and copies it into the members' results between the
+  // chain's messages; `progress` lets MPI move them while it copies.
+  using FanOut = std::function<void(std::int64_t lo, std::int64_t hi, const std::function<void()>& progress)>;
   void chain(const std::vector<std::int64_t>& group, const Key& key, SpanningMeeting& m, std::int64_t count,
-             std::size_t es, const Fold& fold) {
+             std::size_t es, const Fold& fold, const FanOut& fan_out = nullptr) {
     struct Segment {
       int process;
       std::size_t begin, end;  // members [begin, end) of the group
@@ -497,8 +590,8 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       if (segs[j].process == me_) acc[j] = stage();
     char* result = last == me_ ? acc[J - 1] : stage();
 
-    // Chunks of about 1/8 of the buffer, 256 KiB to 4 MiB.
-    const std::int64_t per = std::clamp<std::int64_t>(count / 8, std::int64_t((256 << 10) / es),
+    // Chunks of about 1/16 of the buffer, 64 KiB to 4 MiB.
+    const std::int64_t per = std::clamp<std::int64_t>(count / 16, std::int64_t((64 << 10) / es),
                                                       std::int64_t((4 << 20) / es));
     const std::int64_t chunks = std::max<std::int64_t>(1, (count + per - 1) / per);
     m.per = per;  // read by the members only once a chunk is published
@@ -526,10 +619,16 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
     }
     // Chunks [0, c] of the result are in place: the members may copy them.
     auto publish = [&](std::int64_t c) {
-      std::lock_guard<std::mutex> lk(m_);
-      m.result = result;
-      m.ready = c + 1;
-      m.cv.notify_all();
+      {
+        std::lock_guard<std::mutex> lk(m_);
+        m.result = result;
+        m.ready = c + 1;
+        m.cv.notify_all();
+      }
+      if (fan_out) {
+        const auto [lo, hi] = range(c);
+        fan_out(lo, hi, [&] { pipe.progress(); });
+      }
     };
     for (std::int64_t c = 0; c < chunks; ++c) {
       const auto [lo, hi] = range(c);

@@ -54,6 +54,22 @@ class Communicator {
   virtual void all_reduce(int position, const std::vector<std::int64_t>& group, const void* mine, void* out,
                           std::int64_t count, std::size_t element_bytes, const Fold& fold);
 
+  // A lockstep run (runtime/executable.hpp) over the launch's positions in
+  // this process: one thread acts for every member of `group` here at once
+  // (`positions`, in group order, with their buffers), so nothing waits for
+  // a member's thread; members in other processes meet as in exchange,
+  // release and all_reduce, with the same messages and bits (a process may
+  // run in lockstep while its peer runs on its devices' threads). Every
+  // member of every group in this process takes part in each collective,
+  // as it would on its own thread.
+  virtual std::vector<const void*> exchange_local(const std::vector<std::int64_t>& group,
+                                                  const std::vector<int>& positions,
+                                                  const std::vector<const void*>& mine, std::size_t bytes);
+  virtual void release_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions);
+  virtual void all_reduce_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions,
+                                const std::vector<const void*>& mine, const std::vector<void*>& out,
+                                std::int64_t count, std::size_t element_bytes, const Fold& fold);
+
   // Whether exchange() hands out the members' own buffers (every member of
   // `group` in this process), so that a member may publish its whole data
   // and its peers read the parts they need in place; otherwise remote

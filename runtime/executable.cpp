@@ -135,32 +135,42 @@ void run_on_device(const Executable& e, int dev, int i, const std::vector<Buffer
 // every position computed its operands; a computing thunk runs for every
 // position, one after another on this thread (a cheap launch on claimed
 // idle devices), or side by side on the machine's cores (`parallel`: a
-// lockstep launch, whose devices' threads wait for it).
+// lockstep launch, whose devices' threads wait for it). Of a launch across
+// processes, only this process's positions run here (`local`: the launch
+// positions of device_ids, inputs and outputs), and its collectives meet the
+// other processes through `comm` (Communicator::exchange_local); in one
+// process there is no communicator: collectives read every operand in place.
 void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
                   const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
-                  bool profiled, bool parallel) {
-  const std::size_t n = device_ids.size();
+                  bool profiled, bool parallel, const std::vector<std::size_t>& local = {},
+                  Communicator* comm = nullptr) {
+  std::vector<std::size_t> positions = local;
+  if (positions.empty())
+    for (std::size_t i = 0; i < device_ids.size(); ++i) positions.push_back(i);
+  const std::size_t n = positions.size();
   std::vector<ExecContext> ctxs(n);
   std::vector<ExecContext*> all;
   std::vector<Owned> owned;
   all.reserve(n);
   owned.reserve(n);
   try {
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t i = positions[j];
       owned.emplace_back(e);
-      bind(e, ctxs[i], device_ids[i], int(i), inputs[i], outputs[i]);
-      all.push_back(&ctxs[i]);
+      bind(e, ctxs[j], device_ids[i], int(i), inputs[i], outputs[i]);
+      ctxs[j].comm = comm;
+      all.push_back(&ctxs[j]);
     }
-    auto compute = [&](const Thunk& thunk, std::size_t i) {
-      ActAs as(device_ids[i]);
-      run_computing(thunk, ctxs[i], profiled && i == 0);
+    auto compute = [&](const Thunk& thunk, std::size_t j) {
+      ActAs as(ctxs[j].device);
+      run_computing(thunk, ctxs[j], profiled && j == 0);
     };
     for (std::size_t t = 0; t < e.thunks.size(); ++t) {
       const Thunk& thunk = *e.thunks[t];
       for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i]);
       if (thunk.waits_on_peers()) {
         // Once for all: on every device's track in a trace.
-        ActAs as(device_ids[0]);
+        ActAs as(ctxs[0].device);
         timed(thunk, all.data(), n, profiled, [&] { thunk.run_all(all); });
       } else if (parallel) {
         parallel_for_machine(0, std::int64_t(n), 1, [&](std::int64_t lo, std::int64_t hi) {
@@ -171,9 +181,10 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
       }
       for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], owned[i]);
     }
-    for (auto& outs : outputs) set_ready(outs);
+    for (std::size_t i : positions) set_ready(outputs[i]);
   } catch (...) {
-    for (auto& outs : outputs) set_error(outs, std::current_exception());
+    if (comm) comm->abort(std::current_exception());
+    for (std::size_t i : positions) set_error(outputs[i], std::current_exception());
   }
 }
 
@@ -265,33 +276,52 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   // in the middle of a program: with 8 device threads on 2 cores each such
   // wait was a sleep and a wake-up (sin of 8192^2 over 8 devices: 1.49 of 2
   // cores busy, 10.3 ms against 8.0 on one device; in lockstep 8.1).
-  bool lockstep = allow_lockstep && n > 1 && local_ids.size() == n && runtime.devices_share_cores();
+  //
+  // A launch across processes runs this process's positions so, and meets
+  // the other processes through its communicator from the one thread that
+  // runs them (2 processes x 4 devices on 2 cores: a 1 KiB psum took
+  // 0.25 ms on the devices' threads, each collective waking four of them).
+  const bool spans = local_ids.size() < n;
+  bool lockstep = allow_lockstep && local_ids.size() > 1 && runtime.devices_share_cores();
   for (auto& t : thunks) lockstep = lockstep && t->can_run_all();
+  // Across processes every process makes the launch's communicator (they
+  // count such launches alike), however it runs its part.
+  std::shared_ptr<Communicator> comm = uses_collectives && (spans || !lockstep)
+                                          ? make_communicator(device_ids, fingerprint)
+                                          : nullptr;
   if (lockstep) {
     const bool profiled = profile::enabled();
+    std::vector<std::size_t> here = spans ? local_pos : std::vector<std::size_t>{};
     // Every device but the first idle: they are claimed and the first
     // device's thread runs the launch (one wake-up, not one per device).
-    auto run = [self, ids = device_ids, ins = inputs, outs = outputs, profiled]() mutable {
+    auto run = [self, ids = device_ids, local = local_ids, here, comm, ins = inputs, outs = outputs,
+                profiled]() mutable {
       // The buffers die with this call, not with the task (see below).
       auto in_bufs = std::move(ins);
       auto out_bufs = std::move(outs);
-      run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true);
-      Runtime::get().release_claimed(ids);
+      run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true, here, comm.get());
+      Runtime::get().release_claimed(local);
     };
-    if (Runtime::get().launch_claiming(device_ids, std::move(run))) return outputs;
+    if (Runtime::get().launch_claiming(local_ids, std::move(run))) return outputs;
     struct Gang {
       std::vector<int> device_ids;
+      std::vector<std::size_t> here;
+      std::shared_ptr<Communicator> comm;
+      std::size_t members = 0;  // this process's devices
       std::vector<std::vector<BufferRef>> inputs, outputs;
       std::atomic<std::size_t> arrived{0};
       Event done;
     };
     auto gang = std::make_shared<Gang>();
     gang->device_ids = device_ids;
+    gang->here = here;
+    gang->comm = comm;
+    gang->members = local_ids.size();
     gang->inputs = inputs;
     gang->outputs = outputs;
     Runtime::get().launch(local_ids, [&](int) -> std::function<void()> {
       return [self, gang, profiled] {
-        if (gang->arrived.fetch_add(1) + 1 < gang->device_ids.size()) return gang->done.wait();
+        if (gang->arrived.fetch_add(1) + 1 < gang->members) return gang->done.wait();
         // The buffers leave the gang before the outputs are ready: the
         // sleeping devices' tasks hold the gang until they wake, and a
         // caller that drops the results and launches again must find their
@@ -300,13 +330,12 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
         auto outs = std::move(gang->outputs);
         gang->inputs.clear();
         gang->outputs.clear();
-        run_lockstep(*self, gang->device_ids, ins, outs, profiled, true);
+        run_lockstep(*self, gang->device_ids, ins, outs, profiled, true, gang->here, gang->comm.get());
         gang->done.set();
       };
     });
     return outputs;
   }
-  std::shared_ptr<Communicator> comm = uses_collectives ? make_communicator(device_ids, fingerprint) : nullptr;
   Runtime::get().launch(local_ids, [&](int j) -> std::function<void()> {
     const int i = int(local_pos[std::size_t(j)]);
     std::vector<BufferRef> ins = inputs[i], outs = outputs[i];

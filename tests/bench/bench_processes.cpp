@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
       return ts::ones({idx[0].stop - idx[0].start});
     });
     auto f = ts::shard_map([](const ts::Array& b) { return ts::psum(b, "x"); }, mesh, {P("x")}, {P()});
-    const int reps = kib >= 16384 ? 5 : 15;
+    const int reps = kib >= 16384 ? 5 : kib >= 4096 ? 15 : 61;
     std::vector<float> buf(std::size_t(per), 1.0f);
     const int local = ts::local_device_count();
     std::vector<std::vector<float>> dev(std::size_t(local), std::vector<float>(std::size_t(per), 1.0f)),

@@ -75,6 +75,16 @@ TEST_CASE("2 processes x 4 devices and 4 x 2 equal 1 process x 8 devices bit for
     CHECK(count(out, "OK compare") == np);
     CHECK(count(out, "FAIL") == 0);
   }
+  {
+    // 2 x 4 devices on 2 cores run in lockstep (one thread acts for a
+    // process's devices); here the second process runs on its devices'
+    // threads instead, and the two still meet with the same bits.
+    auto [rc, out] = mpirun(2, "compare-mixed " + file.string());
+    CAPTURE(out);
+    CHECK(rc == 0);
+    CHECK(count(out, "OK compare-mixed") == 2);
+    CHECK(count(out, "FAIL") == 0);
+  }
   for (const char* p : {".p0", ".p1"}) {
     const auto f = trace.string() + p;
     CHECK_MESSAGE(std::filesystem::exists(f), f);
