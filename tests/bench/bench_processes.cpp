@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
-    const double ours = median(t_ours), peer = median(t_mpi), hier = median(t_hier);
+    double ours = median(t_ours);
+    const double peer = median(t_mpi), hier = median(t_hier);
     if (me == 0) {
       double floor = floors[std::size_t(size_index)];
       char name[64];
