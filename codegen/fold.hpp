@@ -23,6 +23,9 @@ namespace tessel::codegen::fold {
 // The element types collectives reduce (complex ones arrive as pairs of reals).
 enum class Type : int { bool_, i32, i64, u32, f32, f64 };
 // add (bool: or; integers wrap), max and min (floating: NaN if either is NaN).
+// A floating result that is NaN is the quiet NaN std::nan("") (positive, no
+// payload) whatever the operands' NaNs were, so that every ISA and every
+// split of the elements gives the same bits.
 enum class Combine : int { add, max, min };
 
 void fold(Type t, Combine c, void* dst, const void* first, const void* const* rest, int m, std::int64_t count);
