@@ -411,10 +411,11 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
     for (int p : positions) ++round_[std::size_t(p)];
   }
 
-  // The chain between processes as all_reduce's, run by this thread; the
-  // result is copied into every local member's out once it is whole. A
-  // group inside this process folds in group order into the first
-  // member's out (and still meets, as all_reduce's exchange would).
+  // The chain between processes as all_reduce's, run by this thread, which
+  // copies each chunk of the result into every local member's out as soon
+  // as it is here (in pieces, with MPI's progress between them). A group
+  // inside this process folds in group order into the first member's out
+  // (and still meets, as all_reduce's exchange would).
   void all_reduce_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions,
                         const std::vector<const void*>& mine, const std::vector<void*>& out, std::int64_t count,
                         std::size_t es, const Fold& fold) override {
@@ -424,11 +425,9 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
     {
       trace::Span wait(trace::device_track(current_device()), "wait");
       if (wait.active()) wait.name = spans ? "all-reduce between processes" : "all-reduce";
-      std::unique_lock<std::mutex> lk(m_);
-      // Each chunk of the result is copied into every member's result as
-      // soon as it is here, in pieces with MPI's progress between them.
-      const char* res = nullptr;
-      auto fan_out = [&](std::int64_t lo, std::int64_t hi, const std::function<void()>& progress) {
+      auto fan_out = [&](const SpanningMeeting& mt, std::int64_t lo, std::int64_t hi,
+                         const std::function<void()>& progress) {
+        const char* res = static_cast<const char*>(mt.result);
         const std::int64_t piece = std::max<std::int64_t>(1, std::int64_t((32 << 10) / es));
         for (std::int64_t a = lo; a < hi; a += piece) {
           const std::size_t at = std::size_t(a) * es, len = std::size_t(std::min(piece, hi - a)) * es;
@@ -439,16 +438,16 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
           progress();
         }
       };
-      auto [m, mover] = arrive(lk, positions, group, mine, bytes, [&](const Key& key, SpanningMeeting& mt) {
-        if (!spans) return;
-        chain(group, key, mt, count, es, fold, [&](std::int64_t lo, std::int64_t hi, const std::function<void()>& progress) {
-          res = static_cast<const char*>(mt.result);
-          fan_out(lo, hi, progress);
-        });
-      });
+      std::unique_lock<std::mutex> lk(m_);
+      const bool mover = arrive(lk, positions, group, mine, bytes, [&](const Key& key, SpanningMeeting& mt) {
+        if (spans)
+          chain(group, key, mt, count, es, fold,
+                [&](std::int64_t lo, std::int64_t hi, const std::function<void()>& progress) {
+                  fan_out(mt, lo, hi, progress);
+                });
+      }).second;
       TESSEL_CHECK_INTERNAL(mover, "a lockstep collective left members of this process out");
       if (error_) std::rethrow_exception(error_);
-      (void)m;
     }
     if (!spans) {
       ComputeSlot slot;
