@@ -254,14 +254,22 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   // device threads costs more than the work (XLA:CPU runs cheap computations
   // inline too). Only with every device this process's and every input
   // computed already, so nothing waits on a device thread.
-  if (cheap && allow_inline && local_ids.size() == n) {
+  //
+  // A launch across processes runs its positions here so too, and meets the
+  // other processes through its communicator from the calling thread (made
+  // now: every process makes one per launch across processes, whichever way
+  // it runs its part, so that they count such launches alike).
+  const bool spans = local_ids.size() < n;
+  std::shared_ptr<Communicator> comm = uses_collectives && spans ? make_communicator(device_ids, fingerprint) : nullptr;
+  if (cheap && allow_inline && !local_ids.empty()) {
     bool inputs_ready = true;
-    for (auto& per_device : inputs)
-      for (auto& b : per_device) inputs_ready = inputs_ready && b->ready().is_set();
+    for (std::size_t i : local_pos)
+      for (auto& b : inputs[i]) inputs_ready = inputs_ready && b->ready().is_set();
     if (inputs_ready) {
-      Runtime::Inline claimed(Runtime::get(), device_ids);
+      Runtime::Inline claimed(Runtime::get(), local_ids);
       if (claimed) {
-        run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false);
+        run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false,
+                     spans ? local_pos : std::vector<std::size_t>{}, comm.get());
         return outputs;
       }
     }
@@ -281,14 +289,9 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   // the other processes through its communicator from the one thread that
   // runs them (2 processes x 4 devices on 2 cores: a 1 KiB psum took
   // 0.25 ms on the devices' threads, each collective waking four of them).
-  const bool spans = local_ids.size() < n;
   bool lockstep = allow_lockstep && local_ids.size() > 1 && runtime.devices_share_cores();
   for (auto& t : thunks) lockstep = lockstep && t->can_run_all();
-  // Across processes every process makes the launch's communicator (they
-  // count such launches alike), however it runs its part.
-  std::shared_ptr<Communicator> comm = uses_collectives && (spans || !lockstep)
-                                          ? make_communicator(device_ids, fingerprint)
-                                          : nullptr;
+  if (uses_collectives && !spans && !lockstep) comm = make_communicator(device_ids, fingerprint);
   if (lockstep) {
     const bool profiled = profile::enabled();
     std::vector<std::size_t> here = spans ? local_pos : std::vector<std::size_t>{};

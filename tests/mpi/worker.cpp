@@ -179,10 +179,14 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
     // compare-mixed: the second process runs its launches on its devices'
-    // threads while the first runs them in lockstep (one thread for all its
-    // devices, runtime/executable.cpp): the two meet with the same messages.
+    // threads while the first runs them in lockstep or inline (one thread
+    // for all its devices, runtime/executable.cpp): the two meet with the
+    // same messages.
     const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-    if (mode == "compare-mixed" && rank && std::string(rank) == "1") ts::config().lockstep_launches = false;
+    if (mode == "compare-mixed" && rank && std::string(rank) == "1") {
+      ts::config().lockstep_launches = false;
+      ts::config().inline_cheap_programs = false;
+    }
     ts::distributed::initialize();
     if ((mode == "compare" || mode == "compare-mixed") && argc > 2) compare(argv[2]);
     else if (mode == "early") early();
