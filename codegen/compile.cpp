@@ -175,8 +175,7 @@ class CollectiveThunk final : public rt::Thunk {
     const void* mine = ctx.slots[in_];
     char* out = static_cast<char*>(ctx.slots[out_]);
     if (op_ == Op::collective_permute) {
-      std::vector<std::int64_t> all;
-      for (std::int64_t i = 0; i < p_.as<attr::CollectivePermute>().mesh->size(); ++i) all.push_back(i);
+      const std::vector<std::int64_t> all = all_positions();
       auto peers = ctx.comm->exchange(ctx.position, all, mine, std::size_t(numel(in_shape_)) * es);
       {
         rt::ComputeSlot slot;
@@ -242,11 +241,7 @@ class CollectiveThunk final : public rt::Thunk {
     std::map<std::int64_t, rt::ExecContext*> here;  // by position
     for (auto* c : ctxs) here[c->position] = c;
     const std::size_t es = dtype_size(dtype_);
-    std::vector<std::vector<std::int64_t>> groups = groups_;
-    if (op_ == Op::collective_permute) {
-      groups.assign(1, {});
-      for (std::int64_t i = 0; i < p_.as<attr::CollectivePermute>().mesh->size(); ++i) groups[0].push_back(i);
-    }
+    const auto groups = op_ == Op::collective_permute ? std::vector<std::vector<std::int64_t>>{all_positions()} : groups_;
     for (const auto& g : groups) {
       std::vector<int> positions;
       std::vector<const void*> mine;
@@ -383,6 +378,12 @@ class CollectiveThunk final : public rt::Thunk {
     ctx.comm->release(ctx.position, group);
   }
 
+  // A collective permute meets as one group: every position of its mesh.
+  std::vector<std::int64_t> all_positions() const {
+    std::vector<std::int64_t> all;
+    for (std::int64_t i = 0; i < p_.as<attr::CollectivePermute>().mesh->size(); ++i) all.push_back(i);
+    return all;
+  }
   // A collective permute's result at `position`: its source's operand, or zeros.
   void permute(int position, const std::vector<const void*>& peers, char* out) const {
     std::int64_t source = -1;

@@ -142,17 +142,21 @@ void Communicator::all_reduce(int position, const std::vector<std::int64_t>& gro
   release(position, group);
 }
 
+namespace {
+// Lockstep runs in one process read every operand in place: they never meet.
+[[noreturn]] void no_local_meeting() {
+  throw InternalError("a lockstep run met a communicator in one process (its collectives read operands in place)");
+}
+}  // namespace
 std::vector<const void*> Communicator::exchange_local(const std::vector<std::int64_t>&, const std::vector<int>&,
                                                       const std::vector<const void*>&, std::size_t) {
-  throw InternalError("a lockstep run met a communicator in one process (its collectives read operands in place)");
+  no_local_meeting();
 }
-void Communicator::release_local(const std::vector<std::int64_t>&, const std::vector<int>&) {
-  throw InternalError("a lockstep run met a communicator in one process (its collectives read operands in place)");
-}
+void Communicator::release_local(const std::vector<std::int64_t>&, const std::vector<int>&) { no_local_meeting(); }
 void Communicator::all_reduce_local(const std::vector<std::int64_t>&, const std::vector<int>&,
                                     const std::vector<const void*>&, const std::vector<void*>&, std::int64_t,
                                     std::size_t, const Fold&) {
-  throw InternalError("a lockstep run met a communicator in one process (its collectives read operands in place)");
+  no_local_meeting();
 }
 
 namespace {
@@ -428,7 +432,7 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       auto fan_out = [&](const SpanningMeeting& mt, std::int64_t lo, std::int64_t hi,
                          const std::function<void()>& progress) {
         const char* res = static_cast<const char*>(mt.result);
-        const std::int64_t piece = std::max<std::int64_t>(1, std::int64_t((32 << 10) / es));
+        const std::int64_t piece = std::max<std::int64_t>(1, std::int64_t(kAllReducePieceBytes / es));
         for (std::int64_t a = lo; a < hi; a += piece) {
           const std::size_t at = std::size_t(a) * es, len = std::size_t(std::min(piece, hi - a)) * es;
           {

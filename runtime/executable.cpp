@@ -135,18 +135,14 @@ void run_on_device(const Executable& e, int dev, int i, const std::vector<Buffer
 // every position computed its operands; a computing thunk runs for every
 // position, one after another on this thread (a cheap launch on claimed
 // idle devices), or side by side on the machine's cores (`parallel`: a
-// lockstep launch, whose devices' threads wait for it). Of a launch across
-// processes, only this process's positions run here (`local`: the launch
-// positions of device_ids, inputs and outputs), and its collectives meet the
-// other processes through `comm` (Communicator::exchange_local); in one
-// process there is no communicator: collectives read every operand in place.
+// lockstep launch, whose devices' threads wait for it). `positions` are the
+// launch positions (of device_ids, inputs and outputs) in this process:
+// every one in a launch inside it, whose collectives read every operand in
+// place; in a launch across processes, whose collectives meet the other
+// processes through `comm` (Communicator::exchange_local), only its own.
 void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
                   const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
-                  bool profiled, bool parallel, const std::vector<std::size_t>& local = {},
-                  Communicator* comm = nullptr) {
-  std::vector<std::size_t> positions = local;
-  if (positions.empty())
-    for (std::size_t i = 0; i < device_ids.size(); ++i) positions.push_back(i);
+                  bool profiled, bool parallel, const std::vector<std::size_t>& positions, Communicator* comm) {
   const std::size_t n = positions.size();
   std::vector<ExecContext> ctxs(n);
   std::vector<ExecContext*> all;
@@ -268,8 +264,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     if (inputs_ready) {
       Runtime::Inline claimed(Runtime::get(), local_ids);
       if (claimed) {
-        run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false,
-                     spans ? local_pos : std::vector<std::size_t>{}, comm.get());
+        run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false, local_pos, comm.get());
         return outputs;
       }
     }
@@ -294,10 +289,9 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   if (uses_collectives && !spans && !lockstep) comm = make_communicator(device_ids, fingerprint);
   if (lockstep) {
     const bool profiled = profile::enabled();
-    std::vector<std::size_t> here = spans ? local_pos : std::vector<std::size_t>{};
     // Every device but the first idle: they are claimed and the first
     // device's thread runs the launch (one wake-up, not one per device).
-    auto run = [self, ids = device_ids, local = local_ids, here, comm, ins = inputs, outs = outputs,
+    auto run = [self, ids = device_ids, local = local_ids, here = local_pos, comm, ins = inputs, outs = outputs,
                 profiled]() mutable {
       // The buffers die with this call, not with the task (see below).
       auto in_bufs = std::move(ins);
@@ -317,7 +311,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     };
     auto gang = std::make_shared<Gang>();
     gang->device_ids = device_ids;
-    gang->here = here;
+    gang->here = local_pos;
     gang->comm = comm;
     gang->members = local_ids.size();
     gang->inputs = inputs;
