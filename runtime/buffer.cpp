@@ -187,15 +187,39 @@ std::size_t cached_bytes() { return pool().cached(); }
 
 std::size_t fresh_bytes() { return pool().fresh(); }
 
-Buffer::Buffer(int device, std::size_t bytes) : device_(device), bytes_(bytes), data_(device_alloc(bytes)) {}
+Buffer::Buffer(int device, std::size_t bytes, bool deferred)
+    : device_(device), bytes_(bytes), data_(deferred ? nullptr : device_alloc(bytes)) {}
 
-Buffer::~Buffer() { device_free(data_, bytes_); }
+void* Buffer::materialize() {
+  if (!data_) data_ = device_alloc(bytes_);
+  return data_;
+}
+
+Buffer::~Buffer() {
+  if (!owner_ && data_) device_free(data_, bytes_);
+}
+
+void Buffer::view(std::shared_ptr<Buffer> owner) {
+  TESSEL_CHECK_INTERNAL(owner && owner.get() != this && owner->bytes_ == bytes_ && !ready_.is_set(),
+                        "Buffer::view: a ready buffer, itself, or a block of another size");
+  while (owner->owner_) owner = owner->owner_;  // the block's own buffer: no chains
+  if (!owner_ && data_) device_free(data_, bytes_);
+  data_ = owner->data_;
+  owner_ = std::move(owner);
+}
 
 std::shared_ptr<Buffer> Buffer::allocate(int device, std::size_t bytes) {
   // One allocation for the buffer and its count (make_shared cannot reach
   // the private constructor).
   struct Made : Buffer {
-    Made(int device, std::size_t bytes) : Buffer(device, bytes) {}
+    Made(int device, std::size_t bytes, bool deferred) : Buffer(device, bytes, deferred) {}
+  };
+  return std::make_shared<Made>(device, bytes, false);
+}
+
+std::shared_ptr<Buffer> Buffer::deferred(int device, std::size_t bytes) {
+  struct Made : Buffer {
+    Made(int device, std::size_t bytes) : Buffer(device, bytes, true) {}
   };
   return std::make_shared<Made>(device, bytes);
 }

@@ -1,6 +1,9 @@
 // Device memory. Devices share the host's memory, so a buffer is an aligned
 // host allocation owned by one device; buffers are written once by the task
-// that produces them and are immutable after their event is set.
+// that produces them and are immutable after their event is set. Being
+// immutable, one block may serve several devices of a process: a result the
+// same on each (an all-reduce's, an all-gather's) is written once and the
+// other devices' buffers view it (Buffer::view).
 #pragma once
 
 #include <atomic>
@@ -35,23 +38,41 @@ class Buffer {
  public:
   // Allocates `bytes` (64-byte aligned, at least one cache line) on `device`.
   static std::shared_ptr<Buffer> allocate(int device, std::size_t bytes);
+  // A buffer whose block is taken when its writer asks (materialize) or
+  // that becomes a view: a result that devices of a process may share
+  // takes no block on the devices that view another's (a block allocated
+  // and never written would go back to the cache untouched, and the next
+  // run to write it pays its page faults).
+  static std::shared_ptr<Buffer> deferred(int device, std::size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   void* data() { return data_; }
+  // The writer's block: allocated now if the buffer was deferred.
+  void* materialize();
   const void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   int device() const { return device_; }
   Event& ready() { return ready_; }
   const Event& ready() const { return ready_; }
 
+  // Before this buffer is ready (by the task that would write it): gives its
+  // block back (if it has one) and makes it a view of `owner`'s, which holds the same
+  // bytes, written by then or before its own event is set. The view keeps
+  // `owner` alive. Whoever reads data() waits for ready() first, so no
+  // reader sees the old block.
+  void view(std::shared_ptr<Buffer> owner);
+  // Whether this buffer views another's block.
+  bool is_view() const { return owner_ != nullptr; }
+
  private:
-  Buffer(int device, std::size_t bytes);
+  Buffer(int device, std::size_t bytes, bool deferred = false);
   int device_;
   std::size_t bytes_;
   void* data_;
   Event ready_;
+  std::shared_ptr<Buffer> owner_;  // the block's owner, for a view
 };
 
 using BufferRef = std::shared_ptr<Buffer>;

@@ -33,13 +33,17 @@ struct Owned {
   }
 };
 
-void alloc_before(const Executable& e, std::size_t t, ExecContext& ctx, Owned& owned) {
-  for (int s : e.alloc_before[t]) {
-    if (ctx.slots[s]) continue;
-    owned.blocks[s] = device_alloc(e.slots[s].bytes);
-    if (e.slots[s].zero_init) std::memset(owned.blocks[s], 0, e.slots[s].bytes);
-    ctx.slots[s] = owned.blocks[s];
-  }
+void alloc_temporary(const Executable& e, int s, ExecContext& ctx, Owned& owned) {
+  owned.blocks[s] = device_alloc(e.slots[s].bytes);
+  if (e.slots[s].zero_init) std::memset(owned.blocks[s], 0, e.slots[s].bytes);
+  ctx.slots[s] = owned.blocks[s];
+}
+
+// `deferred`: the slots whose writer binds them (SharedSlots), or none.
+void alloc_before(const Executable& e, std::size_t t, ExecContext& ctx, Owned& owned,
+                  const std::vector<bool>* deferred = nullptr) {
+  for (int s : e.alloc_before[t])
+    if (!ctx.slots[s] && !(deferred && (*deferred)[std::size_t(s)])) alloc_temporary(e, s, ctx, owned);
 }
 
 void free_after(const Executable& e, std::size_t t, ExecContext& ctx, Owned& owned) {
@@ -89,9 +93,10 @@ void run_thunks(const Executable& e, ExecContext& ctx, Owned& owned, bool profil
   }
 }
 
-// Binds position i's parameters (waiting for them) and outputs in ctx.
+// Binds position i's parameters (waiting for them) and outputs in ctx,
+// but for the `deferred` slots (their writer binds them: SharedSlots).
 void bind(const Executable& e, ExecContext& ctx, int dev, int i, const std::vector<BufferRef>& ins,
-          const std::vector<BufferRef>& outs) {
+          const std::vector<BufferRef>& outs, const std::vector<bool>* deferred = nullptr) {
   ctx.device = dev;
   ctx.position = i;
   ctx.slots.assign(e.slots.size(), nullptr);
@@ -99,8 +104,19 @@ void bind(const Executable& e, ExecContext& ctx, int dev, int i, const std::vect
     ins[k]->ready().wait();
     ctx.slots[e.param_slots[k]] = ins[k]->data();
   }
-  for (size_t k = 0; k < outs.size(); ++k)
-    if (!ctx.slots[e.output_slots[k]]) ctx.slots[e.output_slots[k]] = outs[k]->data();
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const int s = e.output_slots[k];
+    if (!ctx.slots[s] && !(deferred && (*deferred)[std::size_t(s)])) ctx.slots[s] = outs[k]->materialize();
+  }
+}
+
+// The slots written by thunks that share their results (Thunk::shares_results).
+std::vector<bool> shared_result_slots(const Executable& e) {
+  std::vector<bool> slots(e.slots.size(), false);
+  for (std::size_t t = 0; t < e.thunks.size(); ++t)
+    if (e.thunks[t]->shares_results())
+      for (int s : e.alloc_before[t]) slots[std::size_t(s)] = true;
+  return slots;
 }
 
 void set_ready(const std::vector<BufferRef>& outs) {
@@ -130,6 +146,46 @@ void run_on_device(const Executable& e, int dev, int i, const std::vector<Buffer
   }
 }
 
+// The positions of a lockstep run inside one process sharing blocks
+// (SharedSlots): ctxs[j] runs positions[j], with its temporaries in owned[j].
+class LockstepSlots final : public SharedSlots {
+ public:
+  LockstepSlots(const Executable& e, std::vector<ExecContext>& ctxs, std::vector<Owned>& owned,
+                const std::vector<std::vector<BufferRef>>& outputs, const std::vector<std::size_t>& positions)
+      : e_(e), ctxs_(ctxs), owned_(owned), outputs_(outputs), positions_(positions) {}
+
+  void* own(ExecContext& ctx, int slot) override {
+    const std::size_t j = index(ctx), s = std::size_t(slot);
+    TESSEL_CHECK_INTERNAL(!ctx.slots[s], "SharedSlots::own: slot ", slot, " is bound already");
+    for (std::size_t k = 0; k < e_.output_slots.size(); ++k)
+      if (e_.output_slots[k] == slot) ctx.slots[s] = outputs_[positions_[j]][k]->materialize();
+    if (!ctx.slots[s]) alloc_temporary(e_, slot, ctx, owned_[j]);
+    return ctx.slots[s];
+  }
+
+  void share(ExecContext& to, const ExecContext& from, int slot) override {
+    const std::size_t j = index(to), i = index(from), s = std::size_t(slot);
+    TESSEL_CHECK_INTERNAL(!to.slots[s] && from.slots[s], "SharedSlots::share: slot ", slot,
+                          " is bound already, or its source is not");
+    for (std::size_t k = 0; k < e_.output_slots.size(); ++k)
+      if (e_.output_slots[k] == slot && !outputs_[positions_[j]][k]->is_view())
+        outputs_[positions_[j]][k]->view(outputs_[positions_[i]][k]);
+    to.slots[s] = from.slots[s];
+  }
+
+ private:
+  std::size_t index(const ExecContext& c) const {
+    const std::size_t j = std::size_t(&c - ctxs_.data());
+    TESSEL_CHECK_INTERNAL(j < ctxs_.size(), "SharedSlots::share: a context of another run");
+    return j;
+  }
+  const Executable& e_;
+  std::vector<ExecContext>& ctxs_;
+  std::vector<Owned>& owned_;
+  const std::vector<std::vector<BufferRef>>& outputs_;
+  const std::vector<std::size_t>& positions_;
+};
+
 // Every position of a launch on one thread's command, thunk by thunk: a
 // thunk that waits on peers runs once for all positions (run_all), after
 // every position computed its operands; a computing thunk runs for every
@@ -138,8 +194,9 @@ void run_on_device(const Executable& e, int dev, int i, const std::vector<Buffer
 // lockstep launch, whose devices' threads wait for it). `positions` are the
 // launch positions (of device_ids, inputs and outputs) in this process:
 // every one in a launch inside it, whose collectives read every operand in
-// place; in a launch across processes, whose collectives meet the other
-// processes through `comm` (Communicator::exchange_local), only its own.
+// place and may share their results' blocks (SharedSlots); in a launch
+// across processes, whose collectives meet the other processes through
+// `comm` (Communicator::exchange_local), only its own.
 void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
                   const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
                   bool profiled, bool parallel, const std::vector<std::size_t>& positions, Communicator* comm) {
@@ -149,12 +206,17 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
   std::vector<Owned> owned;
   all.reserve(n);
   owned.reserve(n);
+  LockstepSlots shared(e, ctxs, owned, outputs, positions);
+  // Inside one process the thunks that share their results bind what they write.
+  const std::vector<bool> deferred = comm ? std::vector<bool>{} : shared_result_slots(e);
+  const std::vector<bool>* defer = comm ? nullptr : &deferred;
   try {
     for (std::size_t j = 0; j < n; ++j) {
       const std::size_t i = positions[j];
       owned.emplace_back(e);
-      bind(e, ctxs[j], device_ids[i], int(i), inputs[i], outputs[i]);
+      bind(e, ctxs[j], device_ids[i], int(i), inputs[i], outputs[i], defer);
       ctxs[j].comm = comm;
+      if (!comm) ctxs[j].shared = &shared;
       all.push_back(&ctxs[j]);
     }
     auto compute = [&](const Thunk& thunk, std::size_t j) {
@@ -163,7 +225,7 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
     };
     for (std::size_t t = 0; t < e.thunks.size(); ++t) {
       const Thunk& thunk = *e.thunks[t];
-      for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i]);
+      for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i], defer);
       if (thunk.waits_on_peers()) {
         // Once for all: on every device's track in a trace.
         ActAs as(ctxs[0].device);
@@ -234,12 +296,16 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   for (size_t i = 0; i < n; ++i)
     if (runtime.is_local(device_ids[i])) local_ids.push_back(device_ids[i]), local_pos.push_back(i);
   std::vector<std::vector<BufferRef>> outputs(n);
+  // The results that devices may share take their blocks when written.
+  const std::vector<bool> deferred = shared_result_slots(*this);
   for (size_t i : local_pos) {
     TESSEL_CHECK_INTERNAL(inputs[i].size() == param_slots.size(), "wrong number of inputs");
     std::vector<BufferRef> by_slot(slots.size());
     for (int s : output_slots) {
       if (param_of_slot[s] >= 0) by_slot[s] = inputs[i][param_of_slot[s]];
-      else if (!by_slot[s]) {
+      else if (!by_slot[s] && deferred[std::size_t(s)] && !slots[s].zero_init) {
+        by_slot[s] = Buffer::deferred(device_ids[i], slots[s].bytes);
+      } else if (!by_slot[s]) {
         by_slot[s] = Buffer::allocate(device_ids[i], slots[s].bytes);
         if (slots[s].zero_init) std::memset(by_slot[s]->data(), 0, slots[s].bytes);
       }

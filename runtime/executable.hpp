@@ -14,6 +14,23 @@
 namespace tessel::rt {
 
 class Communicator;
+struct ExecContext;
+
+// A lockstep run inside one process (Executable::launch) lets a thunk that
+// runs once for all its positions and shares_results() give several of
+// them one block for a result that is the same on each (an all-reduce's,
+// an all-gather's): written once, not once per device. The run binds no
+// block to the slots such a thunk writes; the thunk takes one with own()
+// for each distinct result, and share(to, from, slot) makes `to`'s slot
+// `from`'s block (a temporary: every position frees its temporaries after
+// the same thunk; an output: `to`'s Buffer becomes a view, Buffer::view).
+// Every position's slot must be bound one way or the other.
+class SharedSlots {
+ public:
+  virtual ~SharedSlots() = default;
+  virtual void* own(ExecContext& ctx, int slot) = 0;
+  virtual void share(ExecContext& to, const ExecContext& from, int slot) = 0;
+};
 
 // One device's view of one run.
 struct ExecContext {
@@ -22,6 +39,7 @@ struct ExecContext {
   std::vector<void*> slots;       // buffer of every slot
   Communicator* comm = nullptr;   // the launch's collectives (null when it has none)
   bool machine_wide = false;      // the running thunk holds every core (ComputeSlot)
+  SharedSlots* shared = nullptr;  // set in a lockstep run inside one process
 };
 
 class Thunk {
@@ -44,6 +62,9 @@ class Thunk {
   // not wait on peers can, one position after another; one that waits must
   // run once for all of them (run_all).
   virtual bool can_run_all() const { return !waits_on_peers(); }
+  // Whether run_all, given ExecContext::shared, binds the slots it writes
+  // itself (SharedSlots): its results are the same on several positions.
+  virtual bool shares_results() const { return false; }
   // A thunk that waits on peers and can_run_all, once for ctxs[position] of
   // every position of the launch, each having run every earlier thunk
   // (collectives: read every member's operand, no waiting).

@@ -164,4 +164,10 @@ Array Shard::data() const {
                             true, {buf});
 }
 
+std::uintptr_t Shard::unsafe_buffer_pointer() const {
+  const rt::BufferRef& b = owner_->buffers[std::size_t(position_)];
+  b->ready().wait();
+  return reinterpret_cast<std::uintptr_t>(b->data());
+}
+
 }  // namespace tessel

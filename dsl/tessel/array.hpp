@@ -37,6 +37,10 @@ class Shard {
   const Index& index() const { return index_; }
   // The shard's values as an array committed to device() (a copy).
   Array data() const;
+  // The address of the shard's buffer once it is computed (JAX's
+  // unsafe_buffer_pointer), valid while the array lives. Devices of one
+  // process may hold one block for a value that is the same on each.
+  std::uintptr_t unsafe_buffer_pointer() const;
 
  private:
   Device device_;

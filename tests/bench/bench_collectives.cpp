@@ -8,10 +8,13 @@
 // medians could fall below the floor).
 //
 // Floor: the least traffic any implementation moves, every device's operand
-// read once and every device's result written once (an all-gather reads
-// n x b and writes n x n x b), at the machine's best bandwidth measured in
-// the same run for those bytes (bench::memory_floor): a lower bound even
-// where the operands sit in the cache and are read n times. The last
+// read once and every distinct result written once, at the machine's best
+// bandwidth measured in the same run for those bytes (bench::memory_floor):
+// a lower bound even where the operands sit in the cache and are read n
+// times. A result the same on every device (psum's, all_gather's) is
+// written once: devices of one process may share its block
+// (runtime/buffer.hpp), so an all-gather reads n x b and writes n x b. In
+// the chained psum every link after the first reads that one shared block. The last
 // columns ("moved") compare with the copy of the bytes each device reads
 // from its peers in a ring or tree of shared-memory copies (as
 // Compiled::communication() counts them), times the devices, at the best
@@ -46,18 +49,19 @@ int main(int argc, char** argv) {
       ts::PartitionSpec out;
       double moved;   // bytes each device reads from peers (a ring or tree of copies)
       double result;  // bytes of each device's result
+      bool same;      // every device's result is the same (written once)
     };
     std::vector<std::pair<int, int>> shift;
     for (int i = 0; i < n; ++i) shift.push_back({i, (i + 1) % n});
     std::vector<Case> cases = {
-        {"psum", [](ts::Array v) { return ts::psum(v, "x"); }, P(), 2.0 * (n - 1) / n * b, b},
+        {"psum", [](ts::Array v) { return ts::psum(v, "x"); }, P(), 2.0 * (n - 1) / n * b, b, true},
         {"all_gather", [](ts::Array v) { return ts::all_gather(v, "x", {.tiled = true}); }, P(), double(n - 1) * b,
-         double(n) * b},
+         double(n) * b, true},
         {"psum_scatter", [](ts::Array v) { return ts::psum_scatter(v, "x", {.tiled = true}); }, P("x"),
-         double(n - 1) / n * b, b / n},
+         double(n - 1) / n * b, b / n, false},
         {"all_to_all", [](ts::Array v) { return ts::all_to_all(v, "x", 0, 0, {.tiled = true}); }, P("x"),
-         double(n - 1) / n * b, b},
-        {"ppermute", [shift](ts::Array v) { return ts::ppermute(v, "x", shift); }, P("x"), b, b},
+         double(n - 1) / n * b, b, false},
+        {"ppermute", [shift](ts::Array v) { return ts::ppermute(v, "x", shift); }, P("x"), b, b, false},
     };
     for (auto& c : cases) {
       // all_gather's result is n times the input on every device.
@@ -67,7 +71,8 @@ int main(int argc, char** argv) {
       const int reps = kib < 1024 ? 21 : 5;
       auto time_once = [&] { return bench::seconds([&] { f(x).block_until_ready(); }, reps); };
       const double t = time_once();
-      const double floor_s = bench::memory_floor(std::size_t(b * n), std::size_t(c.result * n)).seconds;
+      const double written = c.same ? c.result : c.result * n;
+      const double floor_s = bench::memory_floor(std::size_t(b * n), std::size_t(written)).seconds;
       const double moved_s = bench::memory_floor(std::size_t(c.moved * n), std::size_t(c.moved * n), true).seconds;
       char name[96];
       std::snprintf(name, sizeof name, "%s %.0f KiB", c.name.c_str(), b / 1024);
@@ -82,8 +87,11 @@ int main(int argc, char** argv) {
         chain(x).block_until_ready();
         auto time_chain = [&] { return bench::seconds([&] { chain(x).block_until_ready(); }, reps) / 16; };
         const double t16 = time_chain();
+        // Per link: a psum's later links read the one block the link before wrote.
+        const double chain_floor_s =
+            c.same ? bench::memory_floor(std::size_t((b * n + 15 * b) / 16), std::size_t(written)).seconds : floor_s;
         std::snprintf(name, sizeof name, "%s %.0f KiB (chained)", c.name.c_str(), b / 1024);
-        bench::row(name, floor_s, t16, moved_s, time_chain);
+        bench::row(name, chain_floor_s, t16, moved_s, time_chain);
       }
     }
   }

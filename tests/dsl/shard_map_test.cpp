@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <tessel/tessel.hpp>
@@ -408,4 +409,106 @@ TEST_CASE("shard_map: gradients through collectives against finite differences, 
     }
   }
   CHECK(checked == 8 * 8 * 2);
+}
+
+namespace {
+
+// Every addressable shard's own buffer against `want`, the global values
+// (row-major): a replicated result is read from one device by to_vector, so
+// a device whose copy went wrong would go unseen there.
+void check_every_shard(const ts::Array& a, const std::vector<float>& want) {
+  const auto& shape = a.shape();
+  for (const auto& s : a.addressable_shards()) {
+    CAPTURE(s.device().id());
+    std::vector<float> got = s.data().to_vector<float>(), expected;
+    // The shard's box of the global array, row-major.
+    const auto& idx = s.index();
+    std::vector<std::int64_t> at(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) at[d] = idx[d].start;
+    const std::int64_t count = std::int64_t(got.size());
+    for (std::int64_t k = 0; k < count; ++k) {
+      std::int64_t flat = 0;
+      for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + at[d];
+      expected.push_back(want[std::size_t(flat)]);
+      for (size_t d = shape.size(); d-- > 0;) {
+        if (++at[d] < idx[d].stop) break;
+        at[d] = idx[d].start;
+      }
+    }
+    CHECK(got == expected);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("shard_map: a replicated collective result is written once per group in lockstep runs") {
+  if (ts::device_count() < 8) return;
+  // An all-reduce's or all-gather's result is the same on every member of
+  // its group: in a lockstep run inside one process (a cheap program on idle
+  // devices always; a larger one where the devices' threads outnumber the
+  // cores) the group's devices hold one block. Every device's result is
+  // checked, the shared blocks counted, and the results consumed by later
+  // work that differs per device (a shared temporary).
+  const bool share_cores =
+      std::int64_t(ts::device_count()) * ts::threads_per_device() > std::int64_t(std::thread::hardware_concurrency());
+  auto mesh = ts::make_mesh({2, 4}, {"x", "y"});
+  for (std::int64_t cols : {std::int64_t(8), std::int64_t(1) << 17}) {  // cheap; 4 MiB per device
+    CAPTURE(cols);
+    const std::int64_t rows = 4;
+    std::vector<float> host(std::size_t(rows * cols));
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = float(i % 1021);  // every sum exact in float32
+    ts::Array x = ts::device_put(ts::array(host).reshape({rows, cols}), ts::NamedSharding(mesh, P("x", "y")));
+    for (const bool lockstep : {true, false}) {
+      CAPTURE(lockstep);
+      ts::config().lockstep_launches = lockstep;
+      ts::config().inline_cheap_programs = lockstep;
+      const bool shares = lockstep && (cols == 8 || share_cores);
+      // psum over y: row block r of the result is the sum of row block r's
+      // column blocks, the same on the 4 devices of mesh row r.
+      const std::int64_t cb = cols / 4;
+      std::vector<float> sum(std::size_t(rows * cb), 0.0f);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c) sum[std::size_t(r * cb + c % cb)] += host[std::size_t(r * cols + c)];
+      ts::Array s = ts::jit(ts::shard_map([](ts::Array b) { return ts::psum(b, "y"); }, mesh, P("x", "y"), P("x"),
+                                          {.check_vma = false}))(x);
+      check_every_shard(s, sum);
+      // all_gather over x: every device of mesh column c holds column block c whole.
+      ts::Array g = ts::jit(ts::shard_map([](ts::Array b) { return ts::all_gather(b, "x", {.tiled = true}); }, mesh,
+                                          P("x", "y"), P(ts::None, "y"), {.check_vma = false}))(x);
+      check_every_shard(g, host);
+      std::set<std::uintptr_t> s_blocks, g_blocks;
+      for (const auto& sh : s.addressable_shards()) s_blocks.insert(sh.unsafe_buffer_pointer());
+      for (const auto& sh : g.addressable_shards()) g_blocks.insert(sh.unsafe_buffer_pointer());
+      if (shares) {
+        CHECK(s_blocks.size() == 2);  // one per mesh row
+        CHECK(g_blocks.size() == 4);  // one per mesh column
+      }
+      // A shared sum read by work that differs per device: (y index + 1) x
+      // the row sum, then all-gathered over y; and the sum kept as a second
+      // result after the first is dropped.
+      std::vector<float> scaled(std::size_t(rows * cols));
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+          scaled[std::size_t(r * cols + c)] = sum[std::size_t(r * cb + c % cb)] * float(c / cb + 1);
+      auto both = ts::jit(ts::shard_map(
+          [](ts::Array b) {
+            ts::Array t = ts::psum(b, "y");
+            ts::Array k = (ts::axis_index("y") + 1).astype(ts::float32);
+            return std::vector<ts::Array>{t * k, t};
+          },
+          mesh, P("x", "y"), std::vector<P>{P("x", "y"), P("x")}, {.check_vma = false}))(x);
+      ts::Array kept = both[1];
+      both.clear();
+      check_every_shard(kept, sum);
+      check_every_shard(ts::jit(ts::shard_map(
+                            [](ts::Array b) {
+                              ts::Array t = ts::psum(b, "y");
+                              return t * (ts::axis_index("y") + 1).astype(ts::float32);
+                            },
+                            mesh, P("x", "y"), P("x", "y"), {.check_vma = false}))(x),
+                        scaled);
+    }
+  }
+  ts::config().lockstep_launches = true;
+  ts::config().inline_cheap_programs = true;
 }
