@@ -51,6 +51,7 @@ class KernelThunk final : public rt::Thunk {
     else rt::parallel_for(0, k_.items, grain, chunk);
   }
   std::string describe() const override { return text_; }
+  bool pure() const override { return true; }
   // A large loop nest takes every core when no other device has work (a
   // program on one device uses the whole host, as JAX's CPU devices do).
   rt::ComputeSlot::Width width() const override {
@@ -73,6 +74,7 @@ class ConstantThunk final : public rt::Thunk {
     if (!lit_->bytes.empty()) std::memcpy(ctx.slots[slot_], lit_->bytes.data(), lit_->bytes.size());
   }
   std::string describe() const override { return "constant " + aval_str(lit_->dtype, lit_->shape); }
+  bool pure() const override { return true; }
   const char* category() const override { return "constant"; }
 
  private:
@@ -728,6 +730,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         break;
     }
     exe->alloc_before.push_back(writes);
+    exe->reads.push_back(reads);
     exe->free_after.push_back({});
     if (scratch >= 0) exe->free_after.back().push_back(scratch);
     exe->thunks.push_back(std::move(thunk));

@@ -188,6 +188,7 @@ class DotThunk final : public rt::Thunk {
 
   std::string describe() const override { return text_; }
   const char* category() const override { return "dot"; }
+  bool pure() const override { return true; }
 
  private:
   bool uses_gemm() const {

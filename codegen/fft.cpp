@@ -227,6 +227,7 @@ class FftThunk final : public rt::Thunk {
   std::string describe() const override { return text_; }
   const char* category() const override { return "library"; }
   rt::ComputeSlot::Width width() const override { return width_; }
+  bool pure() const override { return true; }
   void run(rt::ExecContext& ctx) const override {
     if (in_elements_ == 0 || out_elements_ == 0) return;
     if (single_) run_typed<float>(ctx);

@@ -22,6 +22,7 @@ class SortThunk final : public rt::Thunk {
   }
   std::string describe() const override { return "sort " + aval_str(vt_, shape_) + " (stable)"; }
   const char* category() const override { return "library"; }
+  bool pure() const override { return true; }
 
  private:
   int keys_, values_, out_;
@@ -44,6 +45,7 @@ class ScatterThunk final : public rt::Thunk {
     scatter_kernel(how_, dtype_, shape_, idx_dtype_, idx_shape_, ctx.slots[x_], ctx.slots[idx_], ctx.slots[upd_],
                    ctx.slots[out_]);
   }
+  bool pure() const override { return true; }
   std::string describe() const override {
     return std::string("scatter-") + op_name(how_.combine) + " " + aval_str(dtype_, shape_) + " at " +
            aval_str(idx_dtype_, idx_shape_);

@@ -191,6 +191,7 @@ Buffer::Buffer(int device, std::size_t bytes, bool deferred)
     : device_(device), bytes_(bytes), data_(deferred ? nullptr : device_alloc(bytes)) {}
 
 void* Buffer::materialize() {
+  if (owner_) return data();
   if (!data_) data_ = device_alloc(bytes_);
   return data_;
 }
@@ -202,9 +203,8 @@ Buffer::~Buffer() {
 void Buffer::view(std::shared_ptr<Buffer> owner) {
   TESSEL_CHECK_INTERNAL(owner && owner.get() != this && owner->bytes_ == bytes_ && !ready_.is_set(),
                         "Buffer::view: a ready buffer, itself, or a block of another size");
-  while (owner->owner_) owner = owner->owner_;  // the block's own buffer: no chains
   if (!owner_ && data_) device_free(data_, bytes_);
-  data_ = owner->data_;
+  data_ = nullptr;
   owner_ = std::move(owner);
 }
 

@@ -48,20 +48,23 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-  void* data() { return data_; }
+  // A view's is its owner's, read when it is ready (the owner's block is
+  // fixed by then: it may be deferred, or become a view itself, until its
+  // writer is done).
+  void* data() { return owner_ ? owner_->data() : data_; }
   // The writer's block: allocated now if the buffer was deferred.
   void* materialize();
-  const void* data() const { return data_; }
+  const void* data() const { return owner_ ? static_cast<const Buffer&>(*owner_).data() : data_; }
   std::size_t bytes() const { return bytes_; }
   int device() const { return device_; }
   Event& ready() { return ready_; }
   const Event& ready() const { return ready_; }
 
   // Before this buffer is ready (by the task that would write it): gives its
-  // block back (if it has one) and makes it a view of `owner`'s, which holds the same
-  // bytes, written by then or before its own event is set. The view keeps
-  // `owner` alive. Whoever reads data() waits for ready() first, so no
-  // reader sees the old block.
+  // block back (if it has one) and makes it a view of `owner`'s, which holds
+  // the same bytes, written before this buffer's event is set. The view
+  // keeps `owner` alive. Whoever reads data() waits for ready() first, so no
+  // reader sees the old block, and the owner's is settled.
   void view(std::shared_ptr<Buffer> owner);
   // Whether this buffer views another's block.
   bool is_view() const { return owner_ != nullptr; }

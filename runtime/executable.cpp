@@ -110,11 +110,12 @@ void bind(const Executable& e, ExecContext& ctx, int dev, int i, const std::vect
   }
 }
 
-// The slots written by thunks that share their results (Thunk::shares_results).
+// The slots that a lockstep run inside one process binds as they are
+// written (SharedSlots): those of thunks that share their results or are pure.
 std::vector<bool> shared_result_slots(const Executable& e) {
   std::vector<bool> slots(e.slots.size(), false);
   for (std::size_t t = 0; t < e.thunks.size(); ++t)
-    if (e.thunks[t]->shares_results())
+    if (e.thunks[t]->shares_results() || e.thunks[t]->pure())
       for (int s : e.alloc_before[t]) slots[std::size_t(s)] = true;
   return slots;
 }
@@ -223,6 +224,8 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
       ActAs as(ctxs[j].device);
       run_computing(thunk, ctxs[j], profiled && j == 0);
     };
+    std::vector<std::size_t> runs;                          // the positions that compute a thunk
+    std::vector<std::pair<std::size_t, std::size_t>> same;  // (position, the one whose results it shares)
     for (std::size_t t = 0; t < e.thunks.size(); ++t) {
       const Thunk& thunk = *e.thunks[t];
       for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i], defer);
@@ -230,12 +233,39 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
         // Once for all: on every device's track in a trace.
         ActAs as(ctxs[0].device);
         timed(thunk, all.data(), n, profiled, [&] { thunk.run_all(all); });
-      } else if (parallel) {
-        parallel_for_machine(0, std::int64_t(n), 1, [&](std::int64_t lo, std::int64_t hi) {
-          for (std::int64_t i = lo; i < hi; ++i) compute(thunk, std::size_t(i));
-        });
       } else {
-        for (std::size_t i = 0; i < n; ++i) compute(thunk, i);
+        // A pure thunk runs once for the positions whose operands are the
+        // same blocks (a replicated value's work, done once per process).
+        runs.clear();
+        same.clear();
+        for (std::size_t j = 0; j < n; ++j) {
+          std::size_t twin = j;
+          if (defer && thunk.pure())
+            for (std::size_t r : runs) {
+              bool equal = true;
+              for (int s : e.reads[t]) equal = equal && ctxs[r].slots[std::size_t(s)] == ctxs[j].slots[std::size_t(s)];
+              if (equal) {
+                twin = r;
+                break;
+              }
+            }
+          if (twin != j) {
+            same.push_back({j, twin});
+            continue;
+          }
+          runs.push_back(j);
+          if (defer && thunk.pure())
+            for (int s : e.alloc_before[t]) shared.own(ctxs[j], s);
+        }
+        if (parallel && runs.size() > 1) {
+          parallel_for_machine(0, std::int64_t(runs.size()), 1, [&](std::int64_t lo, std::int64_t hi) {
+            for (std::int64_t i = lo; i < hi; ++i) compute(thunk, runs[std::size_t(i)]);
+          });
+        } else {
+          for (std::size_t j : runs) compute(thunk, j);
+        }
+        for (auto [j, twin] : same)
+          for (int s : e.alloc_before[t]) shared.share(ctxs[j], ctxs[twin], s);
       }
       for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], owned[i]);
     }

@@ -16,15 +16,17 @@ namespace tessel::rt {
 class Communicator;
 struct ExecContext;
 
-// A lockstep run inside one process (Executable::launch) lets a thunk that
-// runs once for all its positions and shares_results() give several of
-// them one block for a result that is the same on each (an all-reduce's,
-// an all-gather's): written once, not once per device. The run binds no
-// block to the slots such a thunk writes; the thunk takes one with own()
-// for each distinct result, and share(to, from, slot) makes `to`'s slot
-// `from`'s block (a temporary: every position frees its temporaries after
-// the same thunk; an output: `to`'s Buffer becomes a view, Buffer::view).
-// Every position's slot must be bound one way or the other.
+// A lockstep run inside one process (Executable::launch) gives several
+// positions one block for a result that is the same on each: written once,
+// not once per device. A thunk that runs once for all its positions and
+// shares_results() (an all-reduce, an all-gather) binds what it writes
+// itself; a pure() thunk whose operands are the same blocks on several
+// positions runs once for them (the run binds its results). The run binds
+// no block to the slots such thunks write: own() takes one for each
+// distinct result, and share(to, from, slot) makes `to`'s slot `from`'s
+// block (a temporary: every position frees its temporaries after the same
+// thunk; an output: `to`'s Buffer becomes a view, Buffer::view). Every
+// position's slot must be bound one way or the other.
 class SharedSlots {
  public:
   virtual ~SharedSlots() = default;
@@ -65,6 +67,10 @@ class Thunk {
   // Whether run_all, given ExecContext::shared, binds the slots it writes
   // itself (SharedSlots): its results are the same on several positions.
   virtual bool shares_results() const { return false; }
+  // Whether what the thunk writes is a function of the bytes of the slots it
+  // reads (Executable::reads) alone: not of its position or device, with no
+  // effects. Positions whose operands are the same blocks then need it once.
+  virtual bool pure() const { return false; }
   // A thunk that waits on peers and can_run_all, once for ctxs[position] of
   // every position of the launch, each having run every earlier thunk
   // (collectives: read every member's operand, no waiting).
@@ -88,6 +94,8 @@ class Executable : public std::enable_shared_from_this<Executable> {
   // Temporaries live from the thunk that first writes them to the one that
   // last reads them: allocated before thunk i runs, freed after it.
   std::vector<std::vector<int>> alloc_before, free_after;
+  // The slots each thunk reads (its operands); it writes alloc_before's.
+  std::vector<std::vector<int>> reads;
   bool uses_collectives = false;
   // Small enough that waking devices would cost more than running it: a
   // launch on idle devices runs every position on the caller's thread,

@@ -207,10 +207,48 @@ std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& globa
   std::vector<int> launch_ids;
   std::vector<std::int64_t> launch_pos;
   const Runtime& rt = Runtime::get();
-  for (std::size_t q = 0; q < dst_ids.size(); ++q) {
-    if (!rt.is_local(dst_ids[q])) continue;  // built by its own process
-    if (plan.alias[q] >= 0) {
+  // Destinations of this process that hold the same box of the array share
+  // one block (buffers are immutable once written): the first builds it,
+  // the others view it and are ready with it. A replicated array is then
+  // one block per process, and work on it the same blocks on every device
+  // (done once: Thunk::pure).
+  // A destination whose source buffer is its own (plan.alias) lends it so
+  // too: a view of it is ready when it is (at once if it is computed, else
+  // by a task on the view's device that waits for it, as a copy would).
+  std::map<std::vector<std::int64_t>, std::size_t> builder;  // box start -> the destination that builds it
+  std::map<std::vector<std::int64_t>, BufferRef> lent;       // box start -> a source buffer that holds it
+  std::vector<std::vector<BufferRef>> views(dst_ids.size());
+  std::vector<std::pair<BufferRef, BufferRef>> waits;  // (a pending source, its view)
+  for (std::size_t q = 0; q < dst_ids.size(); ++q)
+    if (rt.is_local(dst_ids[q]) && plan.alias[q] >= 0) {
       out[q] = src_bufs[plan.alias[q]];
+      lent.emplace(dst.shard_box(global, std::int64_t(q)).start, out[q]);
+    }
+  for (std::size_t q = 0; q < dst_ids.size(); ++q) {
+    if (!rt.is_local(dst_ids[q]) || out[q]) continue;  // built by its own process, or its source
+    std::vector<std::int64_t> start = dst.shard_box(global, std::int64_t(q)).start;
+    if (auto it = lent.find(start); it != lent.end()) {
+      out[q] = Buffer::deferred(dst_ids[q], dst_bytes);
+      out[q]->view(it->second);
+      if (!it->second->ready().is_set()) {
+        launch_ids.push_back(dst_ids[q]);
+        launch_pos.push_back(-1 - std::int64_t(waits.size()));
+        waits.push_back({it->second, out[q]});
+        continue;
+      }
+      try {
+        it->second->ready().wait();  // computed: returns at once, or rethrows its error
+        out[q]->ready().set();
+      } catch (...) {
+        out[q]->ready().set_error(std::current_exception());
+      }
+      continue;
+    }
+    auto [at, first] = builder.try_emplace(start, q);
+    if (!first) {
+      out[q] = Buffer::deferred(dst_ids[q], dst_bytes);
+      out[q]->view(out[at->second]);
+      views[at->second].push_back(out[q]);
       continue;
     }
     out[q] = Buffer::allocate(dst_ids[q], dst_bytes);
@@ -222,7 +260,19 @@ std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& globa
   if (launch_ids.empty()) return out;
   Runtime::get().launch(launch_ids, [&](int i) -> std::function<void()> {
     std::int64_t q = launch_pos[i];
+    if (q < 0) {
+      auto [source, view] = waits[std::size_t(-1 - q)];
+      return [source, view] {
+        try {
+          source->ready().wait();
+          view->ready().set();
+        } catch (...) {
+          view->ready().set_error(std::current_exception());
+        }
+      };
+    }
     BufferRef target = out[q];
+    std::vector<BufferRef> same = views[std::size_t(q)];
     // Each piece from a local source buffer (its tile at its origin), or
     // from the packed copy another process sent (the region alone).
     struct Read {
@@ -255,8 +305,10 @@ std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& globa
           copy_region(from, r.tile, r.origin, target->data(), dst_tile, dst_origin, r.region, elem_size);
         }
         target->ready().set();
+        for (const BufferRef& v : same) v->ready().set();
       } catch (...) {
         target->ready().set_error(std::current_exception());
+        for (const BufferRef& v : same) v->ready().set_error(std::current_exception());
       }
     };
   });

@@ -60,9 +60,9 @@ int main(int argc, char** argv) {
         << flops / 1e9 << " GFLOP (peak " << bench::peak_flops() / 1e9 << " GFLOP/s)";
   bench::header(title.str());
 
+  auto p1 = ts::device_put(params, ts::devices()[0]);
+  auto b1 = ts::device_put(batch, ts::devices()[0]);
   if (!sharded_only) {
-    auto p1 = ts::device_put(params, ts::devices()[0]);
-    auto b1 = ts::device_put(batch, ts::devices()[0]);
     double one = bench::seconds([&] { step(p1, b1); }, reps, kWarmup);
     bench::row("tessel, 1 device", floor_s, one, torch_s, [&] { return bench::seconds([&] { step(p1, b1); }, 1, 0); });
   }
@@ -85,6 +85,22 @@ int main(int argc, char** argv) {
     double dm = bench::seconds([&] { step(pm, bm); }, reps, kWarmup);
     bench::row("tessel, " + std::to_string(n / 2) + "x2 data x model", floor_s, dm, torch_s,
                [&] { return bench::seconds([&] { step(pm, bm); }, 1, 0); });
+    if (!sharded_only) {
+      // Sharded against one device, round by round: one step of each in
+      // turn, so that every ratio compares steps a second apart (this host's
+      // speed drifts by 10-30% over longer spans: the blocks above ran
+      // minutes apart). The median of the rounds' ratios and their range.
+      const int rounds = std::max(reps, 9);
+      std::vector<double> dp, mp;
+      for (int r = 0; r < rounds; ++r) {
+        const double t1 = bench::seconds([&] { step(p1, b1); }, 1, 0);
+        dp.push_back(bench::seconds([&] { step(pn, bn); }, 1, 0) / t1);
+        mp.push_back(bench::seconds([&] { step(pm, bm); }, 1, 0) / t1);
+      }
+      for (auto* v : {&dp, &mp}) std::sort(v->begin(), v->end());
+      std::printf("interleaved, %d rounds: data parallel %.3fx one device (%.3f-%.3f), %dx2 %.3fx (%.3f-%.3f)\n", rounds,
+                  dp[dp.size() / 2], dp.front(), dp.back(), n / 2, mp[mp.size() / 2], mp.front(), mp.back());
+    }
   }
   return bench::status();
 }

@@ -512,3 +512,63 @@ TEST_CASE("shard_map: a replicated collective result is written once per group i
   ts::config().lockstep_launches = true;
   ts::config().inline_cheap_programs = true;
 }
+
+TEST_CASE("jit: work on a replicated value is done once per process in lockstep runs, and every device's result is right") {
+  if (ts::device_count() < 8) return;
+  // device_put gives the devices that hold the same box of an array one
+  // block; a pure kernel or dot whose operands are the same blocks on
+  // several devices runs once for them in a lockstep run inside one process
+  // (always for a cheap program on idle devices; for a larger one where the
+  // devices' threads outnumber the cores). Work that depends on the device
+  // (axis_index) stays per device. Every device's result is checked.
+  const bool share_cores =
+      std::int64_t(ts::device_count()) * ts::threads_per_device() > std::int64_t(std::thread::hardware_concurrency());
+  auto mesh = ts::make_mesh({4, 2}, {"batch", "model"});
+  for (std::int64_t k : {std::int64_t(4), std::int64_t(256)}) {  // cheap; not cheap
+    CAPTURE(k);
+    const std::int64_t rows = 8;
+    std::vector<float> xs(std::size_t(rows * k)), ws(std::size_t(k * k));
+    for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 7) - 3);
+    for (std::size_t i = 0; i < ws.size(); ++i) ws[i] = float(int(i % 5) - 2);
+    ts::Array x = ts::device_put(ts::array(xs).reshape({rows, k}), ts::NamedSharding(mesh, P("batch", ts::None)));
+    ts::Array w = ts::device_put(ts::array(ws).reshape({k, k}), ts::NamedSharding(mesh, P()));
+    // The replicas of a box share one block.
+    std::set<std::uintptr_t> x_blocks, w_blocks;
+    for (const auto& s : x.addressable_shards()) x_blocks.insert(s.unsafe_buffer_pointer());
+    for (const auto& s : w.addressable_shards()) w_blocks.insert(s.unsafe_buffer_pointer());
+    CHECK(x_blocks.size() == 4);
+    CHECK(w_blocks.size() == 1);
+    // relu(x w) + 1: exact in float32 (small integers).
+    std::vector<float> want(std::size_t(rows * k));
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < k; ++j) {
+        float acc = 0;
+        for (std::int64_t l = 0; l < k; ++l) acc += xs[std::size_t(i * k + l)] * ws[std::size_t(l * k + j)];
+        want[std::size_t(i * k + j)] = std::max(acc, 0.0f) + 1;
+      }
+    for (const bool lockstep : {true, false}) {
+      CAPTURE(lockstep);
+      ts::config().lockstep_launches = lockstep;
+      ts::config().inline_cheap_programs = lockstep;
+      ts::Array y = ts::jit([](ts::Array a, ts::Array b) { return ts::nn::relu(ts::matmul(a, b)) + 1.0f; },
+                            {.out_shardings = {ts::NamedSharding(mesh, P("batch", ts::None))}})(x, w);
+      check_every_shard(y, want);
+      std::set<std::uintptr_t> y_blocks;
+      for (const auto& s : y.addressable_shards()) y_blocks.insert(s.unsafe_buffer_pointer());
+      if (lockstep && (k == 4 || share_cores)) CHECK(y_blocks.size() == 4);  // one per batch block
+      // The same work plus the device's model index: per device, and right.
+      ts::Array z = ts::jit(ts::shard_map(
+          [](ts::Array a, ts::Array b) {
+            return ts::nn::relu(ts::matmul(a, b)) + 1.0f + ts::axis_index("model").astype(ts::float32);
+          },
+          mesh, std::vector<P>{P("batch", ts::None), P()}, P("batch", "model"), {.check_vma = false}))(x, w);
+      std::vector<float> want_z;
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t m = 0; m < 2; ++m)
+          for (std::int64_t j = 0; j < k; ++j) want_z.push_back(want[std::size_t(i * k + j)] + float(m));
+      check_every_shard(z, want_z);
+    }
+  }
+  ts::config().lockstep_launches = true;
+  ts::config().inline_cheap_programs = true;
+}
