@@ -203,6 +203,10 @@ Buffer::~Buffer() {
 void Buffer::view(std::shared_ptr<Buffer> owner) {
   TESSEL_CHECK_INTERNAL(owner && owner.get() != this && owner->bytes_ == bytes_ && !ready_.is_set(),
                         "Buffer::view: a ready buffer, itself, or a block of another size");
+  // A settled owner that views another: view the block's own buffer (no
+  // chains through re-placed arrays). An owner not ready yet may still
+  // change its block (deferred, or a view to be): data() follows it then.
+  while (owner->owner_ && owner->ready_.is_set()) owner = owner->owner_;
   if (!owner_ && data_) device_free(data_, bytes_);
   data_ = nullptr;
   owner_ = std::move(owner);

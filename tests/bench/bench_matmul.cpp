@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   const std::int64_t n = argc > 1 ? std::atoll(argv[1]) : 8192;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
   const double flops = 2.0 * double(n) * double(n) * double(n);
-  const double floor_s = flops / bench::peak_flops();
+  const double floor_s = bench::flop_floor(flops);
   auto a = ts::linspace(-1, 1, n * n).reshape({n, n}).block_until_ready();
   auto b = (ts::linspace(1, -1, n * n).reshape({n, n}) * 0.5f).block_until_ready();
   auto mm = ts::jit([](ts::Array x, ts::Array y) { return ts::dot(x, y); });

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     const double layer = 2.0 * double(batch_size) * double(sizes[l]) * double(sizes[l + 1]);
     flops += layer * (l == 0 ? 2 : 3);
   }
-  const double floor_s = flops / bench::peak_flops();
+  const double floor_s = bench::flop_floor(flops);
 
   auto [params, batch] = mlp::init_model(ts::random::key(0), sizes, batch_size);
   auto gradfun = ts::jit(ts::grad(mlp::loss));
