@@ -197,10 +197,12 @@ class LockstepSlots final : public SharedSlots {
 // every one in a launch inside it, whose collectives read every operand in
 // place and may share their results' blocks (SharedSlots); in a launch
 // across processes, whose collectives meet the other processes through
-// `comm` (Communicator::exchange_local), only its own.
+// `comm` (Communicator::exchange_local), only its own. `result_slots`:
+// shared_result_slots(e), which the launch computed.
 void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
                   const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
-                  bool profiled, bool parallel, const std::vector<std::size_t>& positions, Communicator* comm) {
+                  bool profiled, bool parallel, const std::vector<std::size_t>& positions, Communicator* comm,
+                  const std::vector<bool>& result_slots) {
   const std::size_t n = positions.size();
   std::vector<ExecContext> ctxs(n);
   std::vector<ExecContext*> all;
@@ -209,8 +211,7 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
   owned.reserve(n);
   LockstepSlots shared(e, ctxs, owned, outputs, positions);
   // Inside one process the thunks that share their results bind what they write.
-  const std::vector<bool> deferred = comm ? std::vector<bool>{} : shared_result_slots(e);
-  const std::vector<bool>* defer = comm ? nullptr : &deferred;
+  const std::vector<bool>* defer = comm ? nullptr : &result_slots;
   try {
     for (std::size_t j = 0; j < n; ++j) {
       const std::size_t i = positions[j];
@@ -236,11 +237,12 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
       } else {
         // A pure thunk runs once for the positions whose operands are the
         // same blocks (a replicated value's work, done once per process).
+        const bool once = defer && thunk.pure();
         runs.clear();
         same.clear();
         for (std::size_t j = 0; j < n; ++j) {
           std::size_t twin = j;
-          if (defer && thunk.pure())
+          if (once)
             for (std::size_t r : runs) {
               bool equal = true;
               for (int s : e.reads[t]) equal = equal && ctxs[r].slots[std::size_t(s)] == ctxs[j].slots[std::size_t(s)];
@@ -254,7 +256,7 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
             continue;
           }
           runs.push_back(j);
-          if (defer && thunk.pure())
+          if (once)
             for (int s : e.alloc_before[t]) shared.own(ctxs[j], s);
         }
         if (parallel && runs.size() > 1) {
@@ -327,7 +329,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     if (runtime.is_local(device_ids[i])) local_ids.push_back(device_ids[i]), local_pos.push_back(i);
   std::vector<std::vector<BufferRef>> outputs(n);
   // The results that devices may share take their blocks when written.
-  const std::vector<bool> deferred = shared_result_slots(*this);
+  std::vector<bool> deferred = shared_result_slots(*this);
   for (size_t i : local_pos) {
     TESSEL_CHECK_INTERNAL(inputs[i].size() == param_slots.size(), "wrong number of inputs");
     std::vector<BufferRef> by_slot(slots.size());
@@ -360,7 +362,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     if (inputs_ready) {
       Runtime::Inline claimed(Runtime::get(), local_ids);
       if (claimed) {
-        run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false, local_pos, comm.get());
+        run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false, local_pos, comm.get(), deferred);
         return outputs;
       }
     }
@@ -388,11 +390,11 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     // Every device but the first idle: they are claimed and the first
     // device's thread runs the launch (one wake-up, not one per device).
     auto run = [self, ids = device_ids, local = local_ids, here = local_pos, comm, ins = inputs, outs = outputs,
-                profiled]() mutable {
+                profiled, deferred]() mutable {
       // The buffers die with this call, not with the task (see below).
       auto in_bufs = std::move(ins);
       auto out_bufs = std::move(outs);
-      run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true, here, comm.get());
+      run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true, here, comm.get(), deferred);
       Runtime::get().release_claimed(local);
     };
     if (Runtime::get().launch_claiming(local_ids, std::move(run))) return outputs;
@@ -402,6 +404,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
       std::shared_ptr<Communicator> comm;
       std::size_t members = 0;  // this process's devices
       std::vector<std::vector<BufferRef>> inputs, outputs;
+      std::vector<bool> deferred;  // shared_result_slots
       std::atomic<std::size_t> arrived{0};
       Event done;
     };
@@ -410,6 +413,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     gang->here = local_pos;
     gang->comm = comm;
     gang->members = local_ids.size();
+    gang->deferred = std::move(deferred);
     gang->inputs = inputs;
     gang->outputs = outputs;
     Runtime::get().launch(local_ids, [&](int) -> std::function<void()> {
@@ -423,7 +427,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
         auto outs = std::move(gang->outputs);
         gang->inputs.clear();
         gang->outputs.clear();
-        run_lockstep(*self, gang->device_ids, ins, outs, profiled, true, gang->here, gang->comm.get());
+        run_lockstep(*self, gang->device_ids, ins, outs, profiled, true, gang->here, gang->comm.get(), gang->deferred);
         gang->done.set();
       };
     });

@@ -207,6 +207,15 @@ std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& globa
   std::vector<int> launch_ids;
   std::vector<std::int64_t> launch_pos;
   const Runtime& rt = Runtime::get();
+  // `view` is ready when `source` is (waiting for it), or has its error.
+  auto ready_with = [](const BufferRef& source, const BufferRef& view) {
+    try {
+      source->ready().wait();
+      view->ready().set();
+    } catch (...) {
+      view->ready().set_error(std::current_exception());
+    }
+  };
   // Destinations of this process that hold the same box of the array share
   // one block (buffers are immutable once written): the first builds it,
   // the others view it and are ready with it. A replicated array is then
@@ -236,12 +245,7 @@ std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& globa
         waits.push_back({it->second, out[q]});
         continue;
       }
-      try {
-        it->second->ready().wait();  // computed: returns at once, or rethrows its error
-        out[q]->ready().set();
-      } catch (...) {
-        out[q]->ready().set_error(std::current_exception());
-      }
+      ready_with(it->second, out[q]);  // computed: at once
       continue;
     }
     auto [at, first] = builder.try_emplace(start, q);
@@ -262,14 +266,7 @@ std::vector<BufferRef> run_transfer(const TransferPlan& plan, const Shape& globa
     std::int64_t q = launch_pos[i];
     if (q < 0) {
       auto [source, view] = waits[std::size_t(-1 - q)];
-      return [source, view] {
-        try {
-          source->ready().wait();
-          view->ready().set();
-        } catch (...) {
-          view->ready().set_error(std::current_exception());
-        }
-      };
+      return [ready_with, source, view] { ready_with(source, view); };
     }
     BufferRef target = out[q];
     std::vector<BufferRef> same = views[std::size_t(q)];
