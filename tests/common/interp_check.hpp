@@ -51,6 +51,39 @@ void check(const F& fn, const std::vector<tessel::Array>& args, bool eager = tru
   if (eager) CHECK(tessel::testing::compare_arrays(host_of(fn(args)), want[0], 1e-5, 1e-5) == "");
 }
 
+// "" when every addressable shard's own buffer holds, bit for bit, its
+// slice of `full` (the global values, row-major, in the array's dtype; NaN
+// matches any NaN). Reading the array whole reads one replica of each box,
+// so a replica whose block went wrong, or that shares a block it should
+// not, would go unseen there.
+inline std::string shards_hold(const tessel::Array& a, const tessel::HostArray& full) {
+  const tessel::Shape& shape = full.shape;
+  const std::size_t es = tessel::dtype_size(full.dtype);
+  for (const auto& shard : a.addressable_shards()) {
+    const tessel::Index& index = shard.index();
+    tessel::Shape local;
+    for (auto& sl : index) local.push_back(sl.stop - sl.start);
+    const tessel::HostArray mine = host_of(shard.data());
+    if (mine.dtype != full.dtype || tessel::numel(mine.shape) != tessel::numel(local))
+      return "shard on " + tessel::to_string(shard.device()) + ": " + tessel::aval_str(mine.dtype, mine.shape) +
+             " for a box of " + tessel::shape_str(local);
+    for (std::int64_t i = 0; i < tessel::numel(local); ++i) {
+      std::int64_t rest = i, flat = 0, stride = 1;
+      for (int d = int(local.size()) - 1; d >= 0; --d) {
+        flat += (index[size_t(d)].start + rest % local[size_t(d)]) * stride;
+        rest /= local[size_t(d)];
+        stride *= shape[size_t(d)];
+      }
+      const double got = mine.as_double(i), want = full.as_double(flat);
+      if (std::memcmp(mine.bytes.data() + std::size_t(i) * es, full.bytes.data() + std::size_t(flat) * es, es) != 0 &&
+          !(got != got && want != want))
+        return "shard on " + tessel::to_string(shard.device()) + ", local element " + std::to_string(i) + ": got " +
+               std::to_string(got) + ", want " + std::to_string(want);
+    }
+  }
+  return "";
+}
+
 inline tessel::Array random_array(std::mt19937& rng, const tessel::Shape& s, tessel::DType t) {
   std::vector<double> v(tessel::numel(s));
   std::uniform_int_distribution<int> u(-9, 9);

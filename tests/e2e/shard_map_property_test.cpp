@@ -12,6 +12,7 @@
 
 #include <tessel/tessel.hpp>
 
+#include "tests/common/interp_check.hpp"
 #include "tests/common/run_graph.hpp"
 #include "tracer/interpreter.hpp"
 
@@ -28,33 +29,6 @@ ts::HostArray host_of(const ts::Array& a) {
 }
 
 int pick(std::mt19937& rng, int n) { return int(rng() % unsigned(n)); }
-
-// "" when every addressable shard's own buffer holds, bit for bit, its slice
-// of `full` (the array read back whole reads one replica of each box: a
-// replica whose block went wrong, or that shares a block it should not,
-// would go unseen there).
-std::string shards_hold(const ts::Array& a, const ts::HostArray& full) {
-  const ts::Shape& shape = full.shape;
-  for (const auto& shard : a.addressable_shards()) {
-    const ts::Index& index = shard.index();
-    ts::Shape local;
-    for (auto& sl : index) local.push_back(sl.stop - sl.start);
-    ts::HostArray mine = host_of(shard.data());
-    for (std::int64_t i = 0; i < ts::numel(local); ++i) {
-      std::int64_t rest = i, flat = 0, stride = 1;
-      for (int d = int(local.size()) - 1; d >= 0; --d) {
-        flat += (index[size_t(d)].start + rest % local[size_t(d)]) * stride;
-        rest /= local[size_t(d)];
-        stride *= shape[size_t(d)];
-      }
-      const double got = mine.as_double(i), want = full.as_double(flat);
-      if (std::memcmp(&got, &want, sizeof got) != 0 && !(got != got && want != want))
-        return "shard on " + ts::to_string(shard.device()) + ", local element " + std::to_string(i) + ": got " +
-               std::to_string(got) + ", want " + std::to_string(want);
-    }
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -196,7 +170,8 @@ TEST_CASE("random shard_map programs equal the reference interpreter") {
       ts::config().lockstep_launches = true;
       CHECK(ts::testing::compare_arrays(host_of(lockstep), gw, 0, 0) == "");
       CHECK(ts::testing::compare_arrays(host_of(threaded), gw, 0, 0) == "");
-      for (const ts::Array* r : {&got, &lockstep, &threaded}) CHECK(shards_hold(*r, gw) == "");
+      const ts::HostArray whole = ts::testing::host_of(got);  // in the program's dtype, bit for bit
+      for (const ts::Array* r : {&got, &lockstep, &threaded}) CHECK(ts::testing::shards_hold(*r, whole) == "");
     }
     ++run;
     partial_run += partial;
