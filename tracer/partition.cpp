@@ -99,8 +99,25 @@ struct Partitioner final : LocalBuilder {
     bool any = false;
     for (int d = 0; d < r; ++d)
       if (slice_size[d] >= 0) sizes[d] = slice_size[d], any = true;
-    if (any) x = build::dynamic_slice(t, x, starts, sizes);
-    return x;
+    if (!any) return x;
+    // A tile of a broadcast along dims it broadcasts (new dims, or operand
+    // dims of size 1) is the same broadcast at the tile's shape: no slice,
+    // and no dependence on the device's index (so that devices holding the
+    // same operands compute the same thing, and the runtime can see it; XLA's
+    // simplifier makes the same rewrite). Only where no padding was added:
+    // then x is still the broadcast.
+    if (x->op == Op::broadcast_in_dim) {
+      const auto& dims = x->attr<attr::Dimensions>().dims;
+      const Shape& in = x->in[0]->shape();
+      bool broadcast_only = true;
+      for (int d = 0; d < r && broadcast_only; ++d) {
+        if (slice_size[d] < 0) continue;
+        for (size_t i = 0; i < dims.size(); ++i)
+          if (dims[i] == d && in[i] != 1) broadcast_only = false;
+      }
+      if (broadcast_only) return build::broadcast_in_dim(t, x->in[0], sizes, dims);
+    }
+    return build::dynamic_slice(t, x, starts, sizes);
   }
 
   // One axis moving from the minor end of one dim to the minor end of

@@ -9,6 +9,7 @@
 
 #include "dsl/src/pipeline.hpp"
 #include "tests/common/golden.hpp"
+#include "tests/common/interp_check.hpp"
 
 namespace ts = tessel;
 using ts::P;
@@ -249,6 +250,44 @@ TEST_CASE("all-reduce and reduce-scatter of many cache tiles, every op and devic
       if (d > 1 && rows % d == 0 && cols % d == 0) {
         CHECK(all_sum.lower(x).compile().as_text().find("all-reduce(") != std::string::npos);
         CHECK(scattered.lower(x).compile().as_text().find("reduce-scatter(") != std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("a tile of a broadcast is the broadcast at the tile's shape: no slice, no device index") {
+  // x + b with x split by rows and b replicated: b's broadcast along the rows
+  // is resharded to x's layout. Cut along the dims it broadcasts (new ones,
+  // or size-1 ones), a tile is the same broadcast at the tile's shape; the
+  // program neither slices nor reads the device's index (which kept devices
+  // that hold the same rows from sharing work in lockstep runs). Uneven
+  // rows are padded and sliced as before. Every device count and both.
+  const std::int64_t cols = 6;
+  std::vector<float> bs(cols), b1s(cols);
+  for (std::int64_t j = 0; j < cols; ++j) bs[std::size_t(j)] = float(j) - 2.5f, b1s[std::size_t(j)] = 0.25f * float(j);
+  for (int d = 1; d <= std::min(8, ts::device_count()); ++d) {
+    CAPTURE(d);
+    auto all_devices = ts::devices();
+    ts::Mesh mesh(std::vector<ts::Device>(all_devices.begin(), all_devices.begin() + d), "x");
+    for (std::int64_t rows : {std::int64_t(8), std::int64_t(8 * d), std::int64_t(7)}) {
+      CAPTURE(rows);
+      std::vector<float> xs(std::size_t(rows * cols));
+      for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 11) - 5);
+      auto x = ts::device_put(ts::array(xs).reshape({rows, cols}), ts::NamedSharding(mesh, P("x", ts::None)));
+      auto b = ts::device_put(ts::array(bs), ts::NamedSharding(mesh, P()));
+      auto b1 = ts::device_put(ts::array(b1s).reshape({1, cols}), ts::NamedSharding(mesh, P()));
+      auto f = ts::jit([](ts::Array a, ts::Array v, ts::Array w) { return a + v - w; });
+      std::vector<float> want(xs.size());
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < cols; ++j)
+          want[std::size_t(i * cols + j)] = xs[std::size_t(i * cols + j)] + bs[std::size_t(j)] - b1s[std::size_t(j)];
+      ts::Array y = f(x, b, b1);
+      CHECK(y.to_vector<float>() == want);
+      CHECK(ts::testing::shards_hold(y, ts::host_array(ts::DType::float32, y.shape(), want.data())) == "");
+      if (d > 1 && rows % d == 0) {
+        const std::string text = f.lower(x, b, b1).compile().as_text();
+        CHECK(text.find("dynamic-slice") == std::string::npos);
+        CHECK(text.find("axis-index") == std::string::npos);
       }
     }
   }

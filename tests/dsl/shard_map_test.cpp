@@ -507,22 +507,26 @@ TEST_CASE("jit: work on a replicated value is done once per process in lockstep 
   for (std::int64_t k : {std::int64_t(4), std::int64_t(256)}) {  // cheap; not cheap
     CAPTURE(k);
     const std::int64_t rows = 8;
-    std::vector<float> xs(std::size_t(rows * k)), ws(std::size_t(k * k));
+    std::vector<float> xs(std::size_t(rows * k)), ws(std::size_t(k * k)), bs(static_cast<std::size_t>(k));
     for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i % 7) - 3);
     for (std::size_t i = 0; i < ws.size(); ++i) ws[i] = float(int(i % 5) - 2);
+    for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = float(int(i % 3) - 1);
     ts::Array x = ts::device_put(ts::array(xs).reshape({rows, k}), ts::NamedSharding(mesh, P("batch", ts::None)));
     ts::Array w = ts::device_put(ts::array(ws).reshape({k, k}), ts::NamedSharding(mesh, P()));
+    ts::Array bias = ts::device_put(ts::array(bs), ts::NamedSharding(mesh, P()));
     // The replicas of a box share one block.
     std::set<std::uintptr_t> x_blocks, w_blocks;
     for (const auto& s : x.addressable_shards()) x_blocks.insert(s.unsafe_buffer_pointer());
     for (const auto& s : w.addressable_shards()) w_blocks.insert(s.unsafe_buffer_pointer());
     CHECK(x_blocks.size() == 4);
     CHECK(w_blocks.size() == 1);
-    // relu(x w) + 1: exact in float32 (small integers).
+    // relu(x w + b) + 1: exact in float32 (small integers). The bias's
+    // broadcast tiles without the device's index (a tile of a broadcast is a
+    // broadcast), so a batch row's two devices share it.
     std::vector<float> want(std::size_t(rows * k));
     for (std::int64_t i = 0; i < rows; ++i)
       for (std::int64_t j = 0; j < k; ++j) {
-        float acc = 0;
+        float acc = bs[std::size_t(j)];
         for (std::int64_t l = 0; l < k; ++l) acc += xs[std::size_t(i * k + l)] * ws[std::size_t(l * k + j)];
         want[std::size_t(i * k + j)] = std::max(acc, 0.0f) + 1;
       }
@@ -530,18 +534,19 @@ TEST_CASE("jit: work on a replicated value is done once per process in lockstep 
       CAPTURE(lockstep);
       ts::config().lockstep_launches = lockstep;
       ts::config().inline_cheap_programs = lockstep;
-      ts::Array y = ts::jit([](ts::Array a, ts::Array b) { return ts::nn::relu(ts::matmul(a, b)) + 1.0f; },
-                            {.out_shardings = {ts::NamedSharding(mesh, P("batch", ts::None))}})(x, w);
+      ts::Array y =
+          ts::jit([](ts::Array a, ts::Array b, ts::Array c) { return ts::nn::relu(ts::matmul(a, b) + c) + 1.0f; },
+                  {.out_shardings = {ts::NamedSharding(mesh, P("batch", ts::None))}})(x, w, bias);
       check_every_shard(y, want);
       std::set<std::uintptr_t> y_blocks;
       for (const auto& s : y.addressable_shards()) y_blocks.insert(s.unsafe_buffer_pointer());
       if (lockstep && (k == 4 || share_cores)) CHECK(y_blocks.size() == 4);  // one per batch block
       // The same work plus the device's model index: per device, and right.
       ts::Array z = ts::jit(ts::shard_map(
-          [](ts::Array a, ts::Array b) {
-            return ts::nn::relu(ts::matmul(a, b)) + 1.0f + ts::axis_index("model").astype(ts::float32);
+          [](ts::Array a, ts::Array b, ts::Array c) {
+            return ts::nn::relu(ts::matmul(a, b) + c) + 1.0f + ts::axis_index("model").astype(ts::float32);
           },
-          mesh, std::vector<P>{P("batch", ts::None), P()}, P("batch", "model"), {.check_vma = false}))(x, w);
+          mesh, std::vector<P>{P("batch", ts::None), P(), P()}, P("batch", "model"), {.check_vma = false}))(x, w, bias);
       std::vector<float> want_z;
       for (std::int64_t i = 0; i < rows; ++i)
         for (std::int64_t m = 0; m < 2; ++m)
