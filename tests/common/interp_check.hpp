@@ -27,7 +27,7 @@ inline tessel::HostArray host_of(const tessel::Array& a) {
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < v.size(); ++i) bytes[i] = v[i];  // std::vector<bool> packs its bits
     } else {
-      std::memcpy(bytes.data(), v.data(), bytes.size());
+      if (!bytes.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());  // an empty shard's data() may be null
     }
   });
   return tessel::host_array(a.dtype(), a.shape(), bytes.data());
