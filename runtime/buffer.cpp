@@ -179,9 +179,88 @@ void BlockCache::clear() {
   give_back(all);
 }
 
-void* device_alloc(std::size_t bytes) { return pool().allocate(bytes); }
+namespace {
 
-void device_free(void* block, std::size_t bytes) { pool().free(block, bytes); }
+// Blocks under this size are not the BlockCache's: malloc's heap holds them
+// without page faults. Held in the cache, each cost two list and map nodes
+// per free, and thousands of them pinned between malloc's chunks made every
+// later allocation slower (measured: a cached jit call over 8 devices took
+// 6.5-10.8 us, and 10.5-14.2 us after 20,000 eager results had been kept and
+// dropped, malloc's chunk search a third of its time).
+constexpr std::size_t kCachedFrom = std::size_t(64) << 10;
+
+// A few freed small blocks per size, for the next request of that size (an
+// eager op's result: malloc's aligned path skips its own per-thread cache,
+// 0.8 us more per call). A stack per size class threaded through the blocks
+// themselves (no node to allocate), at most kPerSize blocks and kMaxBytes in
+// all; the rest go back to malloc, where they can merge with their
+// neighbours.
+class SmallBlocks {
+ public:
+  void* allocate(std::size_t r) {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      Size& s = sizes_[r / kAlign - 1];
+      if (s.head) {
+        void* b = s.head;
+        s.head = *static_cast<void**>(b);
+        --s.count;
+        held_ -= r;
+        return b;
+      }
+    }
+    return std::aligned_alloc(kAlign, r);
+  }
+  void free(void* b, std::size_t r) {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      Size& s = sizes_[r / kAlign - 1];
+      if (s.count < kPerSize && held_ + r <= kMaxBytes) {
+        *static_cast<void**>(b) = s.head;
+        s.head = b;
+        ++s.count;
+        held_ += r;
+        return;
+      }
+    }
+    std::free(b);
+  }
+
+ private:
+  static constexpr int kPerSize = 64;
+  static constexpr std::size_t kMaxBytes = std::size_t(16) << 20;
+  struct Size {
+    void* head = nullptr;
+    int count = 0;
+  };
+  std::mutex m_;
+  Size sizes_[kCachedFrom / kAlign];
+  std::size_t held_ = 0;
+};
+
+SmallBlocks& small_blocks() {
+  static SmallBlocks* p = new SmallBlocks;  // outlives every buffer freed at exit
+  return *p;
+}
+
+}  // namespace
+
+void* device_alloc(std::size_t bytes) {
+  const std::size_t r = rounded(bytes);
+  if (r >= kCachedFrom) return pool().allocate(bytes);
+  void* block = small_blocks().allocate(r);
+  if (!block)
+    throw ResourceExhaustedError("RESOURCE_EXHAUSTED: could not allocate " + std::to_string(bytes) +
+                                 " bytes of device memory (the host is out of memory)");
+  return block;
+}
+
+void device_free(void* block, std::size_t bytes) {
+  if (!block) return;
+  const std::size_t r = rounded(bytes);
+  if (r >= kCachedFrom) pool().free(block, bytes);
+  else small_blocks().free(block, r);
+}
 
 std::size_t cached_bytes() { return pool().cached(); }
 

@@ -130,8 +130,9 @@ class BlockCache {
   std::size_t clock_ = 0;  // bytes handed out so far
 };
 
-// Device memory: the process's BlockCache, its cap half the machine's memory
-// and at most 32 GiB.
+// Device memory: blocks of 64 KiB and more through the process's BlockCache,
+// its cap half the machine's memory and at most 32 GiB; smaller ones from
+// malloc, which keeps them for reuse itself.
 void* device_alloc(std::size_t bytes);
 void device_free(void* p, std::size_t bytes);
 // Bytes held in the cache now, and taken from the system so far (for tests and reports).

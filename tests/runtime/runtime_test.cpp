@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
@@ -107,6 +108,32 @@ TEST_CASE("buffers are aligned and owned by a device") {
   CHECK(reinterpret_cast<std::uintptr_t>(b->data()) % 64 == 0);
   auto z = rt::Buffer::allocate(0, 0);
   CHECK(z->data() != nullptr);
+}
+
+TEST_CASE("small device blocks skip the block cache, and a freed one is handed out again for its size") {
+  // Under 64 KiB: malloc's, a few freed ones kept per size (runtime/buffer.cpp).
+  const std::size_t cached = rt::cached_bytes(), fresh = rt::fresh_bytes();
+  void* a = rt::device_alloc(1000);
+  CHECK(reinterpret_cast<std::uintptr_t>(a) % 64 == 0);
+  rt::device_free(a, 1000);
+  void* b = rt::device_alloc(1000);
+  CHECK(b == a);
+  std::vector<void*> many;
+  for (int i = 0; i < 200; ++i) many.push_back(rt::device_alloc(1000 + 64 * std::size_t(i % 3)));
+  for (std::size_t i = 0; i < many.size(); ++i) {
+    CHECK(reinterpret_cast<std::uintptr_t>(many[i]) % 64 == 0);
+    std::memset(many[i], int(i), 1000);
+  }
+  for (std::size_t i = 0; i < many.size(); ++i) rt::device_free(many[i], 1000 + 64 * (i % 3));
+  rt::device_free(b, 1000);
+  CHECK(rt::cached_bytes() == cached);
+  CHECK(rt::fresh_bytes() == fresh);
+  // 64 KiB and more: the block cache's.
+  void* big = rt::device_alloc(64 << 10);
+  rt::device_free(big, 64 << 10);
+  CHECK(rt::cached_bytes() >= cached + (64 << 10));
+  CHECK(rt::device_alloc(64 << 10) == big);
+  rt::device_free(big, 64 << 10);
 }
 
 TEST_CASE("the block cache hands a freed block out again for the same size") {
