@@ -63,7 +63,9 @@ struct Partitioner final : LocalBuilder {
       while (p < F.size() && p < T.size() && F[p] == T[p]) ++p;
       const bool even = G[d] % tiles(F) == 0 && G[d] % tiles(T) == 0;
       if (even) {
-        if (p < F.size()) x = build::all_gather(t, x, mesh, std::vector<int>(F.begin() + p, F.end()), d);
+        // (Over axes of one device in all, a gather would only copy.)
+        const std::vector<int> gathered(F.begin() + std::ptrdiff_t(p), F.end());
+        if (!gathered.empty() && tiles(gathered) > 1) x = build::all_gather(t, x, mesh, gathered, d);
         current[d] = std::vector<int>(F.begin(), F.begin() + p);
       } else {
         // Uneven tiles do not nest: gather the whole dim and cut off the padding.
@@ -217,9 +219,11 @@ struct Partitioner final : LocalBuilder {
     AxisSharding natural = sharding_from_factors(mesh, rule.result, fa);
     const std::vector<int> unreduced = unreduced_axes(rule, fa);
     NodeRef r = rules(n->op).local(*this, *n, ops, op_sh, natural);  // the op's own partition rule
-    if (!unreduced.empty()) {
+    if (!unreduced.empty() && tiles(unreduced) > 1) {
       // Partial sums: reduce-scatter straight into the value's sharding when
       // it splits one dim further by exactly these axes; else all-reduce.
+      // (Partial over axes of one device in all, a sum is already whole:
+      // XLA drops such all-reduces too.)
       const int scatter_dim = reduce_scatter_dim(natural, value, unreduced, n->shape());
       if (scatter_dim >= 0) return build::reduce_scatter(t, r, mesh, unreduced, scatter_dim, rule.reduce_op);
       r = build::all_reduce(t, r, mesh, unreduced, rule.reduce_op);
