@@ -64,6 +64,11 @@ void* system_alloc(std::size_t r) {
   return block;
 }
 
+ResourceExhaustedError out_of_memory(std::size_t bytes) {
+  return ResourceExhaustedError("RESOURCE_EXHAUSTED: could not allocate " + std::to_string(bytes) +
+                                " bytes of device memory (the host is out of memory)");
+}
+
 // Half of the machine's memory, and at most 32 GiB: the data-parallel MLP step
 // on 8 devices frees and reallocates about 10 GiB per step at full size; what
 // the cache cannot hold comes back from the system as fresh pages that the
@@ -135,9 +140,7 @@ void* BlockCache::allocate(std::size_t bytes) {
     // Out of memory: give the cache back and try once more.
     clear();
     block = system_alloc(r);
-    if (!block)
-      throw ResourceExhaustedError("RESOURCE_EXHAUSTED: could not allocate " + std::to_string(bytes) +
-                                   " bytes of device memory (the host is out of memory)");
+    if (!block) throw out_of_memory(bytes);
   }
   return block;
 }
@@ -249,9 +252,7 @@ void* device_alloc(std::size_t bytes) {
   const std::size_t r = rounded(bytes);
   if (r >= kCachedFrom) return pool().allocate(bytes);
   void* block = small_blocks().allocate(r);
-  if (!block)
-    throw ResourceExhaustedError("RESOURCE_EXHAUSTED: could not allocate " + std::to_string(bytes) +
-                                 " bytes of device memory (the host is out of memory)");
+  if (!block) throw out_of_memory(bytes);
   return block;
 }
 

@@ -62,14 +62,14 @@ struct Partitioner final : LocalBuilder {
       size_t p = 0;
       while (p < F.size() && p < T.size() && F[p] == T[p]) ++p;
       const bool even = G[d] % tiles(F) == 0 && G[d] % tiles(T) == 0;
+      // (Over axes of one device in all, a gather would only copy: none.)
       if (even) {
-        // (Over axes of one device in all, a gather would only copy.)
         const std::vector<int> gathered(F.begin() + std::ptrdiff_t(p), F.end());
-        if (!gathered.empty() && tiles(gathered) > 1) x = build::all_gather(t, x, mesh, gathered, d);
+        if (tiles(gathered) > 1) x = build::all_gather(t, x, mesh, gathered, d);
         current[d] = std::vector<int>(F.begin(), F.begin() + p);
       } else {
         // Uneven tiles do not nest: gather the whole dim and cut off the padding.
-        if (!F.empty()) {
+        if (tiles(F) > 1) {
           x = build::all_gather(t, x, mesh, F, d);
           std::vector<std::int64_t> lo(r, 0), hi = x->shape();
           hi[d] = G[d];
@@ -112,11 +112,8 @@ struct Partitioner final : LocalBuilder {
       const auto& dims = x->attr<attr::Dimensions>().dims;
       const Shape& in = x->in[0]->shape();
       bool broadcast_only = true;
-      for (int d = 0; d < r && broadcast_only; ++d) {
-        if (slice_size[d] < 0) continue;
-        for (size_t i = 0; i < dims.size(); ++i)
-          if (dims[i] == d && in[i] != 1) broadcast_only = false;
-      }
+      for (size_t i = 0; i < dims.size(); ++i)
+        if (slice_size[std::size_t(dims[i])] >= 0 && in[i] != 1) broadcast_only = false;
       if (broadcast_only) return build::broadcast_in_dim(t, x->in[0], sizes, dims);
     }
     return build::dynamic_slice(t, x, starts, sizes);
