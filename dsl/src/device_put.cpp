@@ -1,4 +1,5 @@
 #include <tessel/device_put.hpp>
+#include <tessel/ops.hpp>
 
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/sharding_impl.hpp"
@@ -7,6 +8,8 @@
 namespace tessel {
 
 Array device_put(const Array& x, const Sharding& sharding) {
+  // Inside jit, as JAX: a sharding constraint on the traced value.
+  if (x.is_tracer()) return with_sharding_constraint(x, sharding);
   const auto& a = detail::concrete(x);
   AxisSharding dst = detail::axis_sharding(sharding, a.shape);
   const std::size_t elem = dtype_size(a.dtype);

@@ -30,27 +30,113 @@ Traced trace(const std::string& name, const std::vector<Array>& examples,
   return out;
 }
 
+namespace {
+
+using TNode = tree::detail::Node;
+
+std::string node_str(const TNode& n) {
+  auto keys = [&] {
+    std::string k;
+    for (size_t i = 0; i < n.keys.size(); ++i) k += (i ? ", " : "") + ("'" + n.keys[i] + "'");
+    return k;
+  };
+  switch (n.kind) {
+    case TNode::Leaf: return n.array ? "an array" : "a leaf";
+    case TNode::List: return cat("a list of ", n.kids.size());
+    case TNode::Tuple: return cat("a tuple of ", n.kids.size());
+    case TNode::Dict: return "a dict with keys [" + keys() + "]";
+    case TNode::Struct: return "a struct with fields (" + keys() + ")";
+  }
+  return "";
+}
+
+std::size_t leaves_below(const TNode& n, bool arrays_only) {
+  if (n.kind == TNode::Leaf) return !arrays_only || n.array ? 1 : 0;
+  std::size_t k = 0;
+  for (auto& c : n.kids) k += leaves_below(c, arrays_only);
+  return k;
+}
+
+// Appends, for every leaf of `arg` (its arrays only, for arguments), the
+// sharding the tree `spec` gives it: spec must be a tree prefix of arg (JAX's
+// rule: a leaf of spec covers the whole subtree below it).
+void expand_spec(const TNode& spec, const std::vector<std::optional<Sharding>>& leaves, std::size_t& next,
+                 const TNode& arg, bool arrays_only, const std::string& spec_path, const std::string& arg_path,
+                 const std::string& what, std::vector<std::optional<Sharding>>& out) {
+  if (spec.kind == TNode::Leaf) {
+    const std::optional<Sharding>& s = leaves[next++];
+    out.insert(out.end(), leaves_below(arg, arrays_only), s);
+    return;
+  }
+  if (spec.kind != arg.kind || spec.kids.size() != arg.kids.size() || spec.keys != arg.keys)
+    throw ValueError(cat(what, " specification must be a tree prefix of the ", arrays_only ? "positional arguments" : "result",
+                         ", but ", spec_path, " is ", node_str(spec), " and ", arg_path, " is ", node_str(arg)));
+  for (size_t k = 0; k < spec.kids.size(); ++k) {
+    std::string step = spec.kind == TNode::Dict ? "['" + spec.keys[k] + "']"
+                       : spec.kind == TNode::Struct ? "." + spec.keys[k]
+                                                   : cat("[", k, "]");
+    expand_spec(spec.kids[k], leaves, next, arg.kids[k], arrays_only, spec_path + step, arg_path + step, what, out);
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<Array>& args, const JitOptions& opt,
-                                            const std::vector<int>& arg_of_leaf, bool compile) {
+                                            const std::vector<int>& arg_of_leaf, const std::vector<TNode>& arg_nodes,
+                                            bool compile) {
   const Graph& g = *std::static_pointer_cast<Graph>(t.graph);
   LowerOptions lo;
   lo.name = opt.name;
   lo.trace_seconds = t.seconds;
   lo.graph_key = t.graph_key.bytes().empty() ? nullptr : &t.graph_key;  // empty: not made by trace()
   lo.in_shardings.assign(g.params.size(), std::nullopt);
+  const std::string in_what = cat("jit(", opt.name, "): in_shardings");
   for (size_t i = 0; i < arg_of_leaf.size(); ++i) {
-    int a = arg_of_leaf[i];
-    if (opt.in_shardings.size() == 1) lo.in_shardings[i] = opt.in_shardings[0];
-    else if (a < int(opt.in_shardings.size())) lo.in_shardings[i] = opt.in_shardings[a];
+    const int a = arg_of_leaf[i];
+    const std::size_t e = opt.in_shardings.size() == 1 ? 0 : std::size_t(a);
+    if (e >= opt.in_shardings.size()) continue;
+    const ShardingTree& spec = opt.in_shardings[e];
+    if (spec.is_leaf()) {
+      lo.in_shardings[i] = spec.sharding();
+      continue;
+    }
+    // A pytree of shardings: expand it over argument a's arrays, once.
+    if (i > 0 && arg_of_leaf[i - 1] == a) continue;
+    std::vector<std::optional<Sharding>> per;
+    std::size_t next = 0;
+    expand_spec(spec.node(), spec.leaves(), next, arg_nodes.at(std::size_t(a)), true, cat("in_shardings[", e, "]"),
+                cat("args[", a, "]"), in_what, per);
+    for (std::size_t k = 0; k < per.size(); ++k) lo.in_shardings[i + k] = per[k];
   }
-  if (opt.out_shardings.size() > 1 && opt.out_shardings.size() != g.outputs.size())
-    throw ShardingError(cat("jit(", opt.name, "): out_shardings has ", opt.out_shardings.size(),
-                            " entries but the function returns ", g.outputs.size(),
-                            " arrays (give one sharding per output array, or one for all)"));
-  lo.out_shardings.assign(g.outputs.size(), std::nullopt);
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
-    if (opt.out_shardings.size() == 1) lo.out_shardings[k] = opt.out_shardings[0];
-    else if (k < opt.out_shardings.size()) lo.out_shardings[k] = opt.out_shardings[k];
+  const std::size_t nout = g.outputs.size();
+  lo.out_shardings.assign(nout, std::nullopt);
+  const auto& outs = opt.out_shardings;
+  const bool all_leaves = std::all_of(outs.begin(), outs.end(), [](const ShardingTree& s) { return s.is_leaf(); });
+  const std::string out_what = cat("jit(", opt.name, "): out_shardings");
+  std::vector<std::optional<Sharding>> per;
+  if (outs.size() == 1) {
+    std::size_t next = 0;
+    expand_spec(outs[0].node(), outs[0].leaves(), next, t.out_node, false, "out_shardings", "the result", out_what,
+                per);
+  } else if (outs.size() > 1 && all_leaves && outs.size() == nout) {
+    for (auto& s : outs) per.push_back(s.sharding());  // one per output array
+  } else if (outs.size() > 1) {
+    const TNode& r = t.out_node;
+    if ((r.kind != TNode::List && r.kind != TNode::Tuple) || r.kids.size() != outs.size())
+      throw ShardingError(cat("jit(", opt.name, "): out_shardings has ", outs.size(), " entries but the function returns ",
+                              nout, " arrays", r.kind == TNode::List || r.kind == TNode::Tuple ? cat(" in ", r.kids.size(), " elements") : std::string(),
+                              " (give one sharding per output array, one per element of the result, a pytree of "
+                              "shardings like the result, or one for all)"));
+    for (size_t k = 0; k < outs.size(); ++k) {
+      std::size_t next = 0;
+      expand_spec(outs[k].node(), outs[k].leaves(), next, r.kids[k], false, cat("out_shardings[", k, "]"),
+                  cat("result[", k, "]"), out_what, per);
+    }
+  }
+  if (!per.empty()) {
+    if (per.size() != nout)  // internal: the result's structure and the graph's outputs disagree
+      throw InternalError(cat("jit(", opt.name, "): out_shardings expanded to ", per.size(), " shardings for ", nout, " outputs"));
+    lo.out_shardings = std::move(per);
   }
   return lower(g, args, lo, compile);
 }

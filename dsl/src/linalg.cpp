@@ -86,6 +86,11 @@ struct SolveOperands {
 SolveOperands solve_operands(NodeTable& t, NodeRef a, NodeRef b, const char* what) {
   a = matrices(t, a, what, true);
   if (b->rank() < 1) throw ShapeError(cat(what, ": b must have rank >= 1, got a scalar"));
+  if (a->rank() >= 3 && b->rank() == a->rank() - 1)
+    throw ShapeError(cat(what, ": a has shape ", shape_str(a->shape()), " and b has shape ", shape_str(b->shape()),
+                         ", one rank less: batched vector right-hand sides are ambiguous and refused, as in JAX; use "
+                         "solve(a, b[..., None]) and squeeze the last axis (ts::squeeze(ts::linalg::solve(a, "
+                         "ts::expand_dims(b, -1)), -1))"));
   const DType dt = solve_dtype(a, a->aval.weak_type, b);
   a = c::cast(t, a, dt, false);
   b = c::cast(t, b, dt, false);

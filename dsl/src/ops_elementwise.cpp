@@ -33,6 +33,14 @@ Array binary_op(const char* name, Op op, const Array& a, const Array& b) {
   return apply1(name, {a, b}, [op, name](NodeTable& t, const NR& in) { return c::binary(t, op, in[0], in[1], name); });
 }
 
+// An arithmetic op that is a logical one (bool_op) when both operands promote to bool.
+Array bool_aware_op(const char* name, Op op, Op bool_op, const Array& a, const Array& b) {
+  return apply1(name, {a, b}, [op, bool_op, name](NodeTable& t, const NR& in) {
+    auto v = c::promote(t, {in[0], in[1]}, name);
+    return build::binary(t, v[0]->dtype() == DType::bool_ ? bool_op : op, v[0], v[1]);
+  });
+}
+
 // A binary op with a floating result: promoted operands, integers made inexact (true division, power, atan2).
 Array inexact_binary_op(const char* name, Op op, const Array& a, const Array& b) {
   return apply1(name, {a, b}, [op, name](NodeTable& t, const NR& in) {
@@ -144,9 +152,10 @@ Array isfinite(const Array& x) {
   });
 }
 
-Array add(const Array& a, const Array& b) { return binary_op("tessel.add", Op::add, a, b); }
+// On booleans, as NumPy: add is a logical or, multiply a logical and.
+Array add(const Array& a, const Array& b) { return bool_aware_op("tessel.add", Op::add, Op::or_, a, b); }
 Array subtract(const Array& a, const Array& b) { return binary_op("tessel.subtract", Op::sub, a, b); }
-Array multiply(const Array& a, const Array& b) { return binary_op("tessel.multiply", Op::mul, a, b); }
+Array multiply(const Array& a, const Array& b) { return bool_aware_op("tessel.multiply", Op::mul, Op::and_, a, b); }
 Array divide(const Array& a, const Array& b) { return inexact_binary_op("tessel.divide", Op::div, a, b); }
 Array floor_divide(const Array& a, const Array& b) {
   return apply1("tessel.floor_divide", {a, b}, [](NodeTable& t, const NR& in) {

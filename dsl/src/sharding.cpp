@@ -278,8 +278,13 @@ PositionalSharding PositionalSharding::replicate() const {
 }
 
 std::vector<int> PositionalSharding::device_ids_at(std::int64_t flat) const {
+  const auto n = std::int64_t(sets_.size());
+  if (flat < 0 || flat >= n)
+    throw ValueError("PositionalSharding.device_ids_at: index " + std::to_string(flat) +
+                     " is out of bounds for a PositionalSharding of shape " + shape_str(shape_) + " with " +
+                     std::to_string(n) + " positions (valid: 0 .. " + std::to_string(n - 1) + ")");
   std::vector<int> ids;
-  for (int p : sets_.at(flat)) ids.push_back(devices_[p].id());
+  for (int p : sets_[size_t(flat)]) ids.push_back(devices_[p].id());
   std::sort(ids.begin(), ids.end());
   return ids;
 }

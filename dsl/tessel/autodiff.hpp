@@ -76,6 +76,17 @@ class GradFn {
     static_assert(S < sizeof...(Args), "grad: argnum out of range");
     using A = std::decay_t<std::tuple_element_t<S, std::tuple<Args...>>>;
     const int which = Argnum < 0 ? argnum_ : Argnum;
+    if constexpr (std::is_arithmetic_v<A>) {
+      // C++ scalars are compile-time values, not traced: refuse rather than return a gradient of zero.
+      if constexpr (std::is_integral_v<A>)
+        throw TypeError("grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of inexact), "
+                        "but argument " + std::to_string(which) + " is a C++ " + (std::is_same_v<A, bool> ? "bool" : "integer") +
+                        " (int32); if you want to use integer-valued inputs, use vjp");
+      else
+        throw TypeError("grad: argument " + std::to_string(which) +
+                        " is a C++ floating-point scalar, a compile-time constant in tessel; pass it as a ts::Array "
+                        "(ts::array(x)) to differentiate with respect to it");
+    }
     std::vector<Array> arrays;
     std::vector<int> arg_of_leaf;
     detail::Traced t = detail::trace_args(f_, "grad", arrays, arg_of_leaf, args...);

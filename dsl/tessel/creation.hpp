@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -66,12 +67,28 @@ using host_storage_t =
     std::conditional_t<std::is_signed_v<T>, std::conditional_t<(sizeof(T) <= 4), std::int32_t, std::int64_t>,
                        std::uint32_t>>;
 
+namespace detail {
+// 8- and 16-bit integers have no tessel dtype yet: refuse them rather than
+// widen them silently (NumPy and JAX keep int8 as int8).
+template <class T>
+inline constexpr bool is_narrow_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < 4;
+template <class T>
+void check_host_type() {
+  if constexpr (is_narrow_int_v<T>)
+    throw TypeError(std::string("ts::array: ") + (std::is_signed_v<T> ? "signed" : "unsigned") + " " +
+                    std::to_string(8 * sizeof(T)) +
+                    "-bit integers have no tessel dtype yet (they would silently become 32-bit); convert the values "
+                    "to std::int32_t or std::uint32_t first");
+}
+}  // namespace detail
+
 // Values (row-major) with a shape; the dtype is T's (float -> float32, double -> float64, ...).
 template <class T>
 Array array(const std::vector<T>& values, const Shape& shape) {
   static_assert(is_host_scalar_v<T>, "ts::array: values must be arithmetic or std::complex<float/double>");
   static_assert(is_complex_v<T> || std::is_signed_v<T> || std::is_floating_point_v<T> || sizeof(T) <= 4 || std::is_same_v<T, bool>,
                 "ts::array: 64-bit unsigned integers are not a tessel dtype");
+  detail::check_host_type<T>();
   using S = host_storage_t<T>;
   if (std::int64_t(values.size()) != numel(shape))
     throw ShapeError("ts::array: " + std::to_string(values.size()) + " values cannot fill shape " + shape_str(shape));
@@ -102,6 +119,7 @@ Array array(std::initializer_list<T> values, const Shape& shape) {
 // JAX; a std::complex<double> a weakly typed complex64).
 template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>
 Array array(T scalar) {
+  detail::check_host_type<T>();
   auto st = detail::scalar_type<T>();
   return detail::scalar_of(scalar, st.dtype, st.weak);
 }

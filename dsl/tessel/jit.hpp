@@ -26,11 +26,63 @@
 
 namespace tessel {
 
+namespace detail {
+// Leaves of a tree of shardings: a sharding (or a device), or none ("any").
+template <class T>
+struct SpecLeaf : std::bool_constant<std::is_same_v<T, Sharding> || std::is_same_v<T, NamedSharding> ||
+                                     std::is_same_v<T, PositionalSharding> ||
+                                     std::is_same_v<T, SingleDeviceSharding> || std::is_same_v<T, Device> ||
+                                     std::is_same_v<T, std::optional<Sharding>> || std::is_same_v<T, std::nullopt_t>> {};
+template <class T>
+std::optional<Sharding> spec_leaf(const T& s) {
+  if constexpr (std::is_same_v<T, std::nullopt_t>) return std::nullopt;
+  else if constexpr (std::is_same_v<T, std::optional<Sharding>>) return s;
+  else if constexpr (std::is_same_v<T, Device>) return Sharding(SingleDeviceSharding(s));
+  else return Sharding(s);
+}
+template <class T>
+inline constexpr bool is_tree_node_v =
+    tree::detail::is_std_vector<T>::value || tree::detail::is_std_array<T>::value || tree::detail::is_pair<T>::value ||
+    tree::detail::is_tuple<T>::value || tree::detail::is_string_map<T>::value || tree::detail::is_hana_struct<T>;
+}  // namespace detail
+
+// One entry of jit's in_shardings / out_shardings: one sharding (or none:
+// any) for every array below it, or, as JAX's, a pytree of shardings that is
+// a tree prefix of the argument (a std::map of parameters with a sharding per
+// entry; std::nullopt leaves for "any").
+class ShardingTree {
+ public:
+  ShardingTree() { leaves_.emplace_back(); }
+  ShardingTree(std::nullopt_t) : ShardingTree() {}
+  template <class T, std::enable_if_t<detail::SpecLeaf<T>::value, int> = 0>
+  ShardingTree(const T& s) {
+    leaves_.push_back(detail::spec_leaf(s));
+  }
+  template <class T, std::enable_if_t<!detail::SpecLeaf<T>::value && detail::is_tree_node_v<T>, int> = 0>
+  ShardingTree(const T& tree) : node_(tree::detail::node_of<detail::SpecLeaf>(tree)) {
+    auto f = [&](const auto& leaf) { leaves_.push_back(detail::spec_leaf(leaf)); };
+    tree::detail::each<detail::SpecLeaf>(tree, f);
+  }
+  // One sharding (or none) for the whole argument.
+  bool is_leaf() const { return node_.kind == tree::detail::Node::Leaf; }
+  // The leaf's sharding (is_leaf()).
+  const std::optional<Sharding>& sharding() const { return leaves_.front(); }
+  const tree::detail::Node& node() const { return node_; }
+  const std::vector<std::optional<Sharding>>& leaves() const { return leaves_; }
+
+ private:
+  tree::detail::Node node_;
+  std::vector<std::optional<Sharding>> leaves_;
+};
+
 struct JitOptions {
-  // Per positional argument (every array in it); one entry: every argument.
-  std::vector<std::optional<Sharding>> in_shardings;
-  // Per output array (flattened); one entry: every output.
-  std::vector<std::optional<Sharding>> out_shardings;
+  // Per positional argument: a sharding for every array in it, or a pytree of
+  // shardings matching it (a tree prefix, as JAX's); one entry: every argument.
+  std::vector<ShardingTree> in_shardings;
+  // Per output array (flattened), or a pytree of shardings that is a prefix of
+  // the result (one entry: the whole result; several: the result's top-level
+  // elements); one sharding: every output.
+  std::vector<ShardingTree> out_shardings;
   // Arguments traced as compile-time constants (their values key the cache).
   // Non-array C++ values are always static.
   std::vector<int> static_argnums;
@@ -64,14 +116,25 @@ struct Traced {
   std::size_t outputs = 0;
   double seconds = 0;  // how long tracing took
   Key graph_key;       // the graph's fingerprint: every call's program key starts with it
+  tree::detail::Node out_node;  // the result's structure (jit: out_shardings as a pytree)
 };
+
+// An argument's structure (static values: a leaf that holds no array).
+template <class T>
+tree::detail::Node arg_node(const T& a) {
+  if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string> || std::is_enum_v<T>) return {};
+  else return tree::detail::node_of<tree::detail::ArrayLeaf>(a);
+}
 
 // Traces fn over fresh tracers of the given avals (dtype, shape, weak).
 Traced trace(const std::string& name, const std::vector<Array>& examples,
              const std::function<std::vector<Array>(const std::vector<Array>&, std::function<std::any(const std::vector<Array>&)>&)>& fn);
 // Lowers (and compiles) a traced program for arguments (inputs + captured).
+// arg_nodes: each positional argument's structure, needed only when an
+// in_shardings entry is a pytree (else empty).
 std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<Array>& args, const JitOptions& opt,
-                                            const std::vector<int>& arg_of_leaf, bool compile);
+                                            const std::vector<int>& arg_of_leaf,
+                                            const std::vector<tree::detail::Node>& arg_nodes, bool compile);
 std::vector<Array> run_program(const Program& p, const std::vector<Array>& args);
 // Throws for options that do not fit a call with `nargs` positional arguments:
 // static_argnums out of range (ValueError), in_shardings of another count (ShardingError).
@@ -234,7 +297,7 @@ class Jitted {
       }
     auto inputs = c.arrays;
     inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
-    auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, true);
+    auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, c.arg_nodes, true);
     return std::any_cast<R>(t.rebuild(detail::run_program(*p, inputs)));
   }
 
@@ -246,14 +309,15 @@ class Jitted {
     const detail::Traced& t = *tp;
     auto inputs = c.arrays;
     inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
-    auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, false);
+    auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, c.arg_nodes, false);
     // The lambdas hold the trace (the cache may drop it).
     auto cache = cache_;
     JitOptions opt = opt_;
     std::vector<int> aol = c.arg_of_leaf;
+    std::vector<tree::detail::Node> nodes = c.arg_nodes;
     std::vector<Array> captured = t.captured;
-    return Lowered(p, [tp, cache, inputs, opt, aol, captured]() {
-      auto cp = detail::lower_traced(*tp, inputs, opt, aol, true);
+    return Lowered(p, [tp, cache, inputs, opt, aol, nodes, captured]() {
+      auto cp = detail::lower_traced(*tp, inputs, opt, aol, nodes, true);
       return Compiled(cp, [cp, tp, cache, captured](const std::vector<Array>& args) {
         detail::check_compiled_args(*cp, args, captured.size());
         auto all = args;
@@ -267,6 +331,7 @@ class Jitted {
   struct Call {
     std::vector<Array> arrays;
     std::vector<int> arg_of_leaf;  // positional argument of each array
+    std::vector<tree::detail::Node> arg_nodes;  // only when an in_shardings entry is a pytree
     Key key;
   };
   struct Cache {
@@ -290,6 +355,8 @@ class Jitted {
       ++i;
     };
     (one(args), ...);
+    if (std::any_of(opt_.in_shardings.begin(), opt_.in_shardings.end(), [](const ShardingTree& s) { return !s.is_leaf(); }))
+      (c.arg_nodes.push_back(detail::arg_node(args)), ...);
     c.key.pod(std::uint64_t(c.arrays.size()));
     for (auto& a : c.arrays) c.key.pod(a.dtype()).pod(a.weak_type()).seq(a.shape());
     // Settings that change what tracing builds.
@@ -316,14 +383,17 @@ class Jitted {
     key.str(typeid(R).name()).key(c.key);
     auto it = cache_->traces.find(key);
     if (it != cache_->traces.end()) return it->second;
+    tree::detail::Node out_node;
     auto t = std::make_unique<detail::Traced>(detail::trace(
         opt_.name, c.arrays,
         [&](const std::vector<Array>& tracers, std::function<std::any(const std::vector<Array>&)>& rebuild) {
           std::shared_ptr<R> shape;
           auto leaves = detail::call_on_leaves<R>(f_, shape, tracers, args...);
           rebuild = [shape](const std::vector<Array>& outs) { return std::any(tree::unflatten(*shape, outs)); };
+          out_node = tree::detail::node_of<tree::detail::ArrayLeaf>(*shape);
           return leaves;
         }));
+    t->out_node = std::move(out_node);
     // Bounded: a jit object called with ever new shapes keeps its newest traces.
     while (cache_->traces.size() >= kMaxTraces && !cache_->order.empty()) {
       cache_->traces.erase(cache_->order.front());

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <boost/hana/adapt_struct.hpp>
+
 #include <tessel/array.hpp>
 #include <tessel/ops.hpp>
 
@@ -73,3 +75,12 @@ Array norm(const Array& x, std::optional<double> ord = std::nullopt, Axes axis =
 Array norm(const Array& x, const std::string& ord, Axes axis = {}, bool keepdims = false);
 
 }  // namespace tessel::linalg
+
+// The result structs are pytrees (JAX's results are namedtuples): they work
+// wherever a pytree does (jit, grad, vmap, device_put, tree::map).
+BOOST_HANA_ADAPT_STRUCT(tessel::linalg::LU, lu, pivots, permutation);
+BOOST_HANA_ADAPT_STRUCT(tessel::linalg::LUFactor, lu, pivots);
+BOOST_HANA_ADAPT_STRUCT(tessel::linalg::SlogDet, sign, logabsdet);
+BOOST_HANA_ADAPT_STRUCT(tessel::linalg::QR, q, r);
+BOOST_HANA_ADAPT_STRUCT(tessel::linalg::Eigh, eigenvalues, eigenvectors);
+BOOST_HANA_ADAPT_STRUCT(tessel::linalg::SVD, u, s, vh);

@@ -180,6 +180,52 @@ void describe(const T& t, std::string& out) {
   }
 }
 
+// A tree's structure as a value, for matching one tree against another
+// (a tree of shardings as a prefix of the arguments, as JAX's jit): leaves
+// (`array`: whether the leaf is an Array; arithmetic leaves are not), lists
+// (vector, array), tuples (pair, tuple), dicts (string maps: sorted keys) and
+// structs (field names).
+struct Node {
+  enum Kind : char { Leaf, List, Tuple, Dict, Struct };
+  Kind kind = Leaf;
+  bool array = false;
+  std::vector<std::string> keys;
+  std::vector<Node> kids;
+};
+
+template <template <class> class Leaf, class T>
+Node node_of(const T& t) {
+  Node n;
+  if constexpr (Leaf<T>::value) {
+    n.array = std::is_same_v<T, Array>;
+  } else if constexpr (is_std_vector<T>::value || is_std_array<T>::value) {
+    n.kind = Node::List;
+    for (const auto& c : t) n.kids.push_back(node_of<Leaf>(c));
+  } else if constexpr (is_pair<T>::value) {
+    n.kind = Node::Tuple;
+    n.kids.push_back(node_of<Leaf>(t.first));
+    n.kids.push_back(node_of<Leaf>(t.second));
+  } else if constexpr (is_tuple<T>::value) {
+    n.kind = Node::Tuple;
+    std::apply([&](const auto&... c) { (n.kids.push_back(node_of<Leaf>(c)), ...); }, t);
+  } else if constexpr (is_string_map<T>::value) {
+    n.kind = Node::Dict;
+    for (const auto& kv : t) {
+      n.keys.push_back(kv.first);
+      n.kids.push_back(node_of<Leaf>(kv.second));
+    }
+  } else if constexpr (is_hana_struct<T>) {
+    n.kind = Node::Struct;
+    boost::hana::for_each(boost::hana::accessors<T>(), [&](auto acc) {
+      n.keys.push_back(boost::hana::to<char const*>(boost::hana::first(acc)));
+      n.kids.push_back(node_of<Leaf>(boost::hana::second(acc)(t)));
+    });
+  } else {
+    static_assert(sizeof(T) == 0, "not a pytree");
+  }
+  return n;
+}
+
 // The run-time part of a tree's structure, exactly (the static type holds
 // the rest): sizes of vectors, sizes and keys of maps, and the bits of
 // arithmetic leaves (non-array leaves are compile-time values in jit).
