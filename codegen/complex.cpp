@@ -370,7 +370,14 @@ class Expander {
         return t_.make(n.op, ops, packed_aval(n.aval), p);
       }
       case Op::sharding_constraint:
+      case Op::stop_gradient:
       case Op::pvary: return ops[0];  // identities
+      case Op::cumsum: {
+        const auto& p = n.attr<attr::Cumulative>();
+        Parts x = P(0);
+        return pack({build::cumulative(t_, Op::cumsum, x.re, p.dimension, p.reverse),
+                     build::cumulative(t_, Op::cumsum, x.im, p.dimension, p.reverse)});
+      }
       case Op::all_reduce: {
         const auto& how = n.attr<attr::AllReduce>();
         if (how.reduce_op == Op::add) return build::with_operands(t_, n, ops);

@@ -35,6 +35,33 @@ std::unique_ptr<rt::Thunk> sort_routine(const Node& n, const std::vector<int>& r
   return std::make_unique<SortThunk>(n, reads.at(0), reads.at(1), writes.at(0));
 }
 
+// cumsum, cumprod, cummax, cummin, cumlogsumexp: each line scanned.
+class CumulativeThunk final : public rt::Thunk {
+ public:
+  CumulativeThunk(const Node& n, int in, int out)
+      : in_(in), out_(out), op_(n.op), shape_(n.shape()), how_(n.attr<attr::Cumulative>()), dtype_(n.dtype()) {}
+  void run(rt::ExecContext& ctx) const override {
+    cumulative_lines(op_, dtype_, shape_, how_.dimension, how_.reverse, ctx.slots[in_], ctx.slots[out_]);
+  }
+  std::string describe() const override {
+    return std::string(op_name(op_)) + " " + aval_str(dtype_, shape_) + " along " + std::to_string(how_.dimension) +
+           (how_.reverse ? " (reverse)" : "");
+  }
+  const char* category() const override { return "library"; }
+  bool pure() const override { return true; }
+
+ private:
+  int in_, out_;
+  Op op_;
+  Shape shape_;
+  attr::Cumulative how_;
+  DType dtype_;
+};
+
+std::unique_ptr<rt::Thunk> cumulative_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
+  return std::make_unique<CumulativeThunk>(n, reads.at(0), writes.at(0));
+}
+
 // scatter: x with the updates combined in (the interpreter's kernel).
 class ScatterThunk final : public rt::Thunk {
  public:
@@ -106,6 +133,8 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     std::array<LibraryRoutine, kNumOps> r{};
     r[std::size_t(Op::sort)] = &sort_routine;
     r[std::size_t(Op::scatter)] = &scatter_routine;
+    for (Op op : {Op::cumsum, Op::cumprod, Op::cummax, Op::cummin, Op::cumlogsumexp})
+      r[std::size_t(op)] = &cumulative_routine;
     for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
     r[std::size_t(Op::distributed_lu)] = &distributed_lu_routine;
     r[std::size_t(Op::distributed_cholesky)] = &distributed_cholesky_routine;

@@ -32,6 +32,11 @@ TESSEL_NOT_AN_EXPRESSION(argmax)
 TESSEL_NOT_AN_EXPRESSION(argmin)
 TESSEL_NOT_AN_EXPRESSION(dot_general)
 TESSEL_NOT_AN_EXPRESSION(sort)
+TESSEL_NOT_AN_EXPRESSION(cumsum)  // a scan (codegen/library.cpp)
+TESSEL_NOT_AN_EXPRESSION(cumprod)
+TESSEL_NOT_AN_EXPRESSION(cummax)
+TESSEL_NOT_AN_EXPRESSION(cummin)
+TESSEL_NOT_AN_EXPRESSION(cumlogsumexp)
 TESSEL_NOT_AN_EXPRESSION(cholesky)  // LAPACK (codegen/lapack.cpp)
 TESSEL_NOT_AN_EXPRESSION(triangular_solve)
 TESSEL_NOT_AN_EXPRESSION(lu)
@@ -68,6 +73,7 @@ TESSEL_LOWER(constant) { return e.literal_scalar(*n.attr<attr::Constant>().value
 TESSEL_LOWER(iota) { return e.convert_value(idx[n.attr<attr::Iota>().dimension], DType::int64, n.dtype()); }
 TESSEL_LOWER(sharding_constraint) { return e.arg(n, idx, 0); }
 TESSEL_LOWER(pvary) { return e.arg(n, idx, 0); }  // a type change only
+TESSEL_LOWER(stop_gradient) { return e.arg(n, idx, 0); }  // autodiff saw it already
 
 // ------------------------------------------------------------------ unary
 

@@ -44,6 +44,10 @@ namespace attr {
 void Iota::print(std::ostream& os) const { os << ", iota_dimension=" << dimension; }
 void Dimensions::print(std::ostream& os) const { os << ", dimensions=", ints(os, dims); }
 void Dimension::print(std::ostream& os) const { os << ", dimensions={" << dimension << '}'; }
+void Cumulative::print(std::ostream& os) const {
+  os << ", dimension=" << dimension;
+  if (reverse) os << ", reverse=true";
+}
 void Indexed::print(std::ostream& os) const {
   static const char* modes[] = {"clip", "fill", "zero"};
   os << ", axis=" << axis << (along ? ", along" : "") << ", mode=" << modes[int(mode)] << ", combine=" << op_name(combine);

@@ -92,6 +92,14 @@ struct Dimension {
   auto fields() const { return std::tie(dimension); }
   void print(std::ostream& os) const;
 };
+// cumsum, cumprod, cummax, cummin, cumlogsumexp: the scanned dimension, and
+// whether the scan runs from its end.
+struct Cumulative {
+  std::int64_t dimension = 0;
+  bool reverse = false;
+  auto fields() const { return std::tie(dimension, reverse); }
+  void print(std::ostream& os) const;
+};
 // gather, scatter: indexing along one axis with an integer index array.
 // Take form (along=false): the index array's dims stand in for `axis` (the
 // gathered result, and scatter's updates, are x.shape[:axis] + idx.shape +
@@ -396,7 +404,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked>;
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked, attr::Cumulative>;
 
 class Attrs {
  public:

@@ -166,6 +166,15 @@ NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int6
   return make(t, Op::sort, {keys, values}, attr::Dimension{dim});
 }
 
+NodeRef cumulative(NodeTable& t, Op op, const NodeRef& x, std::int64_t dim, bool reverse) {
+  TESSEL_CHECK_INTERNAL(op == Op::cumsum || op == Op::cumprod || op == Op::cummax || op == Op::cummin ||
+                            op == Op::cumlogsumexp,
+                        op_name(op), " is not a cumulative op");
+  return make(t, op, {x}, attr::Cumulative{dim, reverse});
+}
+
+NodeRef stop_gradient(NodeTable& t, const NodeRef& x) { return make(t, Op::stop_gradient, {x}, attr::None{}); }
+
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims) {
   return make(t, Op::dot_general, {a, b}, attr::Dot{dims});
 }

@@ -46,6 +46,10 @@ NodeRef gather(NodeTable& t, const NodeRef& x, const NodeRef& idx, attr::Indexed
 NodeRef scatter(NodeTable& t, const NodeRef& x, const NodeRef& idx, const NodeRef& updates, attr::Indexed how);
 // values reordered by a stable sort of keys along dim.
 NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int64_t dim);
+// cumsum, cumprod, cummax, cummin or cumlogsumexp of x along dim.
+NodeRef cumulative(NodeTable& t, Op op, const NodeRef& x, std::int64_t dim, bool reverse);
+// x, with a zero tangent (lax.stop_gradient).
+NodeRef stop_gradient(NodeTable& t, const NodeRef& x);
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims);
 // Linear algebra (attr::Linalg): one result for cholesky and
 // triangular_solve, a tuple for lu, qr, eigh and svd.

@@ -111,6 +111,11 @@ enum class OpCost : std::uint8_t {
   X(argmax, "argmax", Reduce, Never, ArgReduce)                                 \
   X(argmin, "argmin", Reduce, Never, ArgReduce)                                 \
   X(sort, "sort", Library, Never, Dimension)                                    \
+  X(cumsum, "cumsum", Library, Never, Cumulative)                               \
+  X(cumprod, "cumprod", Library, Never, Cumulative)                             \
+  X(cummax, "cummax", Library, Never, Cumulative)                               \
+  X(cummin, "cummin", Library, Never, Cumulative)                               \
+  X(cumlogsumexp, "cumlogsumexp", Library, Never, Cumulative)                   \
   X(scatter, "scatter", Library, Never, Indexed)                                \
   X(cholesky, "cholesky", Library, Never, Linalg)                               \
   X(distributed_cholesky, "distributed-cholesky", Library, Never, RowBlocked)   \
@@ -126,6 +131,7 @@ enum class OpCost : std::uint8_t {
   X(dot_general, "dot", Dot, Never, Dot)                                        \
   X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)    \
   X(pvary, "pvary", Annotation, Free, AxisIndex)   \
+  X(stop_gradient, "stop-gradient", Annotation, Free, None)                     \
   X(all_gather, "all-gather", Collective, Never, AllGather)                     \
   X(all_reduce, "all-reduce", Collective, Never, AllReduce)                     \
   X(reduce_scatter, "reduce-scatter", Collective, Never, ReduceScatter)         \

@@ -151,6 +151,10 @@ std::vector<std::int64_t> reduced_axes(const Node& n);
 // One Threefry-2x32 block (the reference kernel; tests use it for known answers).
 void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, std::uint32_t& x1);
 
+// The cumulative ops' kernel, shared by the interpreter and the compiled
+// thunk: each line of `in` along dim scanned (from its end when reverse).
+void cumulative_lines(Op op, DType dtype, const Shape& shape, std::int64_t dim, bool reverse, const void* in, void* out);
+
 // JAX's fill value of an out-of-bounds gather (mode fill): NaN for floats,
 // the lowest signed and the highest unsigned integer, true.
 Literal gather_fill(DType t);

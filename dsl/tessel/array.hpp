@@ -86,6 +86,8 @@ class Array {
   Array T() const;
   Array reshape(Shape shape) const;
   Array index(const std::vector<IndexItem>& items) const;
+  // x[i]: one index item (an integer, ts::slice, an integer or boolean Array), as x.index({i}).
+  Array operator[](const IndexItem& item) const;
   IndexUpdate at(const std::vector<IndexItem>& items) const;
   Array sum(const Axes& axis, bool keepdims = false) const;
   Array sum() const;

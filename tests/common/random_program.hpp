@@ -1,5 +1,6 @@
 // Random programs of 20+ ops over the primitive set (elementwise, reductions,
-// dots, reshapes, slices, sharding constraints, loops, branches, scans):
+// dots, reshapes, slices, sharding constraints, loops, branches, scans,
+// cumulative reductions and the everyday numpy surface):
 // generate() makes one whose ops fit the shapes; replay() runs it with the
 // DSL, traced or eager alike. Used by the property test against the
 // reference interpreter (tests/e2e) and across processes (tests/mpi).
@@ -70,7 +71,7 @@ inline Program generate(std::mt19937& rng, int n_ops, const std::vector<std::str
     ts::Shape out = s;
     in.kind = K(pick(rng, 20));
     switch (in.kind) {
-      case K::Unary: in.which = pick(rng, 9); break;
+      case K::Unary: in.which = pick(rng, 15); break;
       case K::Binary: in.b = same_shape(in.a); in.which = pick(rng, 6); break;
       case K::Where: in.b = same_shape(in.a); break;
       case K::Bcast: {
@@ -192,7 +193,14 @@ inline std::vector<ts::Array> replay(const Program& p, const std::vector<ts::Arr
           case 5: y = -x; break;
           case 6: y = ts::nn::sigmoid(x); break;
           case 7: y = ts::floor(x * 3.0) / 3.0; break;
-          default: y = ts::square(ts::tanh(x)); break;
+          case 8: y = ts::square(ts::tanh(x)); break;
+          // The everyday surface: scans (along a maybe-split axis), rolls, and compositions.
+          case 9: y = x.ndim() ? ts::lax::cumsum(x * 0.25, 0) : ts::sinh(x); break;
+          case 10: y = x.ndim() ? ts::lax::cummax(x, x.ndim() - 1, true) : ts::cosh(x * 0.5); break;
+          case 11: y = x.ndim() ? ts::lax::cumlogsumexp(x, 0) : ts::nn::silu(x); break;
+          case 12: y = x.ndim() ? ts::roll(x, 1, 0) : ts::nn::softplus(x); break;
+          case 13: y = ts::logaddexp(x, x * 0.5) + ts::stop_gradient(x); break;
+          default: y = x.ndim() ? ts::lax::cumprod(ts::tanh(x) * 0.5 + 1.0, x.ndim() - 1) : ts::arcsinh(x); break;
         }
         break;
       case K::Binary: {

@@ -49,7 +49,7 @@ Array rand_cmat(std::uint32_t seed, ts::Shape s, ts::DType t, double shift = 0) 
   return ts::array(v, s).astype(t);
 }
 // The diagonal of each square matrix: [..., n].
-Array diag(const Array& x) {
+Array diag_of(const Array& x) {
   Array e = ts::broadcast_to(ts::eye(x.shape().back(), std::nullopt, 0, x.dtype()), x.shape());
   return ts::sum(x * e, -1);
 }
@@ -152,7 +152,7 @@ TEST_CASE("complex cholesky: L L^H = A, upper = L^H, NaN when not positive defin
     Array l = la::cholesky(a);
     CHECK(max_abs(ts::matmul(l, mH(l)) - a) < tol_of(t) * 10);
     CHECK(max_abs(ts::triu(l, 1)) == 0);
-    for (C d : host(diag(l))) CHECK((d.imag() == 0 && d.real() > 0));
+    for (C d : host(diag_of(l))) CHECK((d.imag() == 0 && d.real() > 0));
     CHECK(max_abs(la::cholesky(a, true) - mH(l)) < tol_of(t));
     Array bad = ts::array(std::vector<C>{{1, 0}, {2, 1}, {2, -1}, {1, 0}}, {2, 2}).astype(t);
     for (C v : host(la::cholesky(bad))) CHECK(std::isnan(v.real()));
@@ -171,7 +171,7 @@ TEST_CASE("complex qr: Q R = A, Q^H Q = I, R upper with a real diagonal; reduced
         CHECK(max_abs(ts::matmul(q, r) - a) < tol_of(t) * 10);
         CHECK(max_abs(ts::matmul(mH(q), q) - eye_b(ts::matmul(mH(q), q))) < tol_of(t) * 10);
         CHECK(max_abs(ts::tril(r, -1)) == 0);
-        for (C d : host(diag(r.index({ts::ellipsis, ts::slice(0, std::min(r.shape()[r.ndim() - 2], r.shape().back())), ts::slice(0, std::min(r.shape()[r.ndim() - 2], r.shape().back()))})))) CHECK(std::fabs(d.imag()) <= tol_of(t));
+        for (C d : host(diag_of(r.index({ts::ellipsis, ts::slice(0, std::min(r.shape()[r.ndim() - 2], r.shape().back())), ts::slice(0, std::min(r.shape()[r.ndim() - 2], r.shape().back()))})))) CHECK(std::fabs(d.imag()) <= tol_of(t));
       }
 }
 

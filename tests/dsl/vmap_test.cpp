@@ -102,6 +102,10 @@ std::vector<Case> cases() {
   c.push_back({"dot", [](ts::Array x, ts::Array y) {
                  return ts::dot(x, ts::transpose(y)) + ts::einsum("ij,kj->ik", x, y * 2.0f);
                }});
+  c.push_back({"scans", [](ts::Array x, ts::Array y) {
+                 return ts::lax::cumsum(x, 0) + ts::lax::cumprod(y, 1, true) + ts::lax::cummax(x, 1) +
+                        ts::lax::cummin(y, 0, true) + ts::lax::cumlogsumexp(x, 1) + ts::stop_gradient(y);
+               }});
   c.push_back({"random", [](ts::Array x, ts::Array) {
                  // A key that depends on the example (traced, equal to key(7) here): threefry per example.
                  ts::Array key = ts::random::key(7) + (ts::sum(x) > 1e9f).astype(ts::DType::uint32);

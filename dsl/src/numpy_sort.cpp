@@ -1,0 +1,428 @@
+// Sorting, searching, counting, set functions and order statistics
+// (dsl/tessel/sorting.hpp), as compositions of sort, gather, scatter,
+// cumulative sums and fused compare-and-reduce loops.
+#include <cmath>
+#include <limits>
+
+#include <tessel/numpy.hpp>
+#include <tessel/sorting.hpp>
+
+#include "dsl/src/compose.hpp"
+#include "dsl/src/staged.hpp"
+#include "tessel/core/errors.hpp"
+
+namespace tessel {
+
+using detail::staged;
+namespace c = detail::compose;
+using V = std::vector<Array>;
+
+namespace {
+
+int norm(int axis, int rank, const char* what) { return int(c::norm_axis(axis, rank, what)); }
+
+// The value a traced x has no concrete form of: JAX's error for shape-dependent results.
+void need_concrete(const Array& x, const char* what, const char* arg) {
+  if (x.is_tracer())
+    throw ConcretizationError(std::string(what) + ": the size of the result depends on the values of a traced array (" +
+                              aval_str(x.dtype(), x.shape()) + "); pass a static `" + arg + "` (" + what + "(x, {." +
+                              arg + " = n})) to use it inside jit, as in JAX");
+}
+
+// a < b in sort's total order: NaNs after every number.
+Array total_less(const Array& a, const Array& b) {
+  if (!is_floating(a.dtype()) && !is_floating(b.dtype())) return a < b;
+  return logical_or(a < b, logical_and(isnan(b), logical_not(isnan(a))));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- sort
+Array sort(const Array& x, int axis, SortOptions o) {
+  if (!o.descending) return sort(x, axis);
+  const int a = norm(axis, x.ndim(), "sort");
+  return flip(sort(x, a), a);
+}
+Array argsort(const Array& x, int axis, SortOptions o) {
+  if (!o.descending) return argsort(x, axis);
+  const int a = norm(axis, x.ndim(), "argsort");
+  const std::int64_t n = x.shape()[std::size_t(a)];
+  // Stable and descending: argsort the reversed array, reverse, map i -> n-1-i.
+  return staged("tessel.argsort", {x}, [=](const V& v) { return (int(n) - 1) - flip(argsort(flip(v[0], a), a), a); });
+}
+
+namespace lax {
+TopK top_k(const Array& x, std::int64_t k) {
+  if (x.ndim() == 0) throw ShapeError("top_k: the operand must have at least one dimension, got a scalar");
+  const std::int64_t n = x.shape().back();
+  if (k < 0 || k > n)
+    throw ValueError("top_k: k must be in [0, " + std::to_string(n) + "] for " + aval_str(x.dtype(), x.shape()) +
+                     ", got " + std::to_string(k));
+  auto r = detail::staged_many("lax.top_k", {x}, [=](const V& v) {
+    const int last = v[0].ndim() - 1;
+    Array idx = argsort(v[0], last, SortOptions{.descending = true});
+    std::vector<IndexItem> items{ellipsis, slice(0, k)};
+    Array top = idx.index(items);
+    return V{take_along_axis(v[0], top, last, "clip"), top};
+  });
+  return {r[0], r[1]};
+}
+
+std::vector<Array> sort(const std::vector<Array>& ops, int dimension, int num_keys) {
+  if (ops.empty()) throw ValueError("lax.sort: no operands");
+  if (num_keys < 1 || num_keys > int(ops.size()))
+    throw ValueError("lax.sort: num_keys " + std::to_string(num_keys) + " must be in [1, " + std::to_string(ops.size()) + "]");
+  for (auto& o : ops)
+    if (o.shape() != ops[0].shape())
+      throw ShapeError("lax.sort: operands must have one shape, got " + shape_str(ops[0].shape()) + " and " +
+                       shape_str(o.shape()));
+  const int d = norm(dimension, ops[0].ndim(), "lax.sort");
+  return detail::staged_many("lax.sort", ops, [=](const V& v) {
+    // Stable sorts from the last key to the first give the lexicographic order.
+    Array perm = lax::broadcasted_iota(DType::int32, v[0].shape(), d);
+    for (int k = num_keys - 1; k >= 0; --k) {
+      Array key = take_along_axis(v[std::size_t(k)], perm, d, "clip");
+      perm = take_along_axis(perm, argsort(key, d), d, "clip");
+    }
+    V out;
+    for (auto& o : v) out.push_back(take_along_axis(o, perm, d, "clip"));
+    return out;
+  });
+}
+
+Array associative_scan(const std::function<Array(const Array&, const Array&)>& fn, const Array& x,
+                       AssociativeScanOptions o) {
+  const int a = norm(o.axis, x.ndim(), "associative_scan");
+  std::function<Array(const Array&)> scan = [&](const Array& e) -> Array {
+    const std::int64_t n = e.shape()[std::size_t(a)];
+    if (n < 2) return e;
+    auto part = [&](const Array& t, std::int64_t start, std::optional<std::int64_t> stop, std::int64_t step) {
+      std::vector<IndexItem> items;
+      for (int d = 0; d < a; ++d) items.push_back(all);
+      items.push_back(slice(start, stop, step));
+      return t.index(items);
+    };
+    // Pairs combined, scanned recursively: the results at odd positions.
+    Array odd = scan(fn(part(e, 0, n - 1, 2), part(e, 1, n, 2)));
+    // Even positions: the odd result before each, combined with the element.
+    Array rest = n % 2 == 0 ? fn(part(odd, 0, odd.shape()[std::size_t(a)] - 1, 1), part(e, 2, n, 2))
+                            : fn(odd, part(e, 2, n, 2));
+    Array even = concatenate({part(e, 0, 1, 1), rest}, a);
+    // Interleave: even[0], odd[0], even[1], odd[1], ...
+    const std::int64_t ne = even.shape()[std::size_t(a)], no = odd.shape()[std::size_t(a)];
+    Array oddp = no < ne ? concatenate({odd, part(even, 0, 1, 1)}, a) : odd;  // a placeholder, sliced off below
+    Array both = stack({even, oddp}, a + 1);
+    Shape s = even.shape();
+    s[std::size_t(a)] = 2 * ne;
+    return part(reshape(both, s), 0, n, 1);
+  };
+  return staged("lax.associative_scan", {x}, [&](const V& v) {
+    if (!o.reverse) return scan(v[0]);
+    return flip(scan(flip(v[0], a)), a);
+  });
+}
+
+Array reduce(const Array& x, double init, const std::function<Array(const Array&, const Array&)>& fn,
+             const std::vector<int>& dimensions) {
+  std::vector<int> dims;
+  for (int d : dimensions) dims.push_back(norm(d, x.ndim(), "lax.reduce"));
+  return staged("lax.reduce", {x}, [&](const V& v) {
+    Array r = v[0];
+    // Reduced dims last, flattened into one, halved pairwise down to one.
+    std::vector<int> perm;
+    for (int d = 0; d < r.ndim(); ++d)
+      if (std::find(dims.begin(), dims.end(), d) == dims.end()) perm.push_back(d);
+    Shape kept;
+    for (int d : perm) kept.push_back(r.shape()[std::size_t(d)]);
+    for (int d : dims) perm.push_back(d);
+    std::int64_t n = 1;
+    for (int d : dims) n *= r.shape()[std::size_t(d)];
+    Shape flat = kept;
+    flat.push_back(n);
+    r = reshape(transpose(r, perm), flat);
+    const int last = r.ndim() - 1;
+    Array acc = full(kept, init, r.dtype());
+    if (n == 0) return acc;
+    auto part = [&](const Array& t, std::int64_t start, std::int64_t stop) {
+      return t.index({ellipsis, slice(start, stop)});
+    };
+    while (n > 1) {
+      const std::int64_t h = n / 2;
+      Array folded = fn(part(r, 0, h), part(r, h, 2 * h));
+      r = n % 2 ? concatenate({folded, part(r, 2 * h, n)}, last) : folded;
+      n = r.shape().back();
+    }
+    return fn(acc, squeeze(r, last));
+  });
+}
+}  // namespace lax
+
+// ---------------------------------------------------------------- search
+Array searchsorted(const Array& a, const Array& v, const std::string& side) {
+  if (a.ndim() != 1) throw ShapeError("searchsorted: a must be 1-D, got " + aval_str(a.dtype(), a.shape()));
+  if (side != "left" && side != "right")
+    throw ValueError("searchsorted: side must be 'left' or 'right', got '" + side + "'");
+  const bool left = side == "left";
+  return staged("tessel.searchsorted", {a, v}, [=](const V& in) {
+    Array av = in[0], vv = in[1];
+    Array aa = reshape(av, Shape{av.shape()[0]}), ve = expand_dims(vv, -1);  // [..., 1] against [n]
+    // left: how many a[i] < v; right: how many a[i] <= v (not v < a[i]).
+    Array hit = left ? total_less(aa, ve) : logical_not(total_less(ve, aa));
+    return sum(hit, -1).astype(DType::int32);
+  });
+}
+Array digitize(const Array& x, const Array& bins, bool right) {
+  if (bins.ndim() != 1) throw ShapeError("digitize: bins must be 1-D, got " + aval_str(bins.dtype(), bins.shape()));
+  return searchsorted(bins, x, right ? "left" : "right");
+}
+
+// ---------------------------------------------------------------- counting
+Array bincount(const Array& x, BincountOptions o) {
+  if (x.ndim() != 1) throw ShapeError("bincount: x must be 1-D, got " + aval_str(x.dtype(), x.shape()));
+  if (is_inexact(x.dtype()) || x.dtype() == DType::bool_)
+    throw TypeError("bincount: x must be an integer array, got " + aval_str(x.dtype(), x.shape()));
+  if (o.minlength < 0) throw ValueError("bincount: minlength must be non-negative, got " + std::to_string(o.minlength));
+  std::int64_t length;
+  if (o.length) {
+    length = *o.length;
+  } else {
+    need_concrete(x, "bincount", "length");
+    length = std::max<std::int64_t>(o.minlength, x.size() ? max(x).astype(DType::int64).item<std::int64_t>() + 1 : 0);  // with a length, minlength is ignored (JAX)
+  }
+  const bool weighted = bool(o.weights);
+  if (weighted && o.weights->shape() != x.shape())
+    throw ShapeError("bincount: weights of shape " + shape_str(o.weights->shape()) + " for x of shape " +
+                     shape_str(x.shape()));
+  V in{x};
+  if (weighted) in.push_back(*o.weights);
+  return staged("tessel.bincount", in, [=](const V& v) {
+    Array idx = maximum(v[0], 0);  // negative values count in bin 0, as JAX
+    Array w = weighted ? v[1] : ones(v[0].shape(), DType::int32);
+    if (length <= 1024) {
+      // A fused compare-and-sum over x: split over devices, each counts its part and one all-reduce adds them.
+      Array bins = arange(0, length, 1, DType::int32);
+      Array hit = expand_dims(idx, -1) == bins;  // [n, length]
+      return sum(where(hit, expand_dims(w, -1), zeros_like(expand_dims(w, -1))), 0);
+    }
+    return zeros({length}, w.dtype()).at({idx}).add(w);
+  });
+}
+
+namespace {
+std::pair<double, double> concrete_range(const Array& x, std::optional<std::pair<double, double>> range) {
+  if (range) {
+    if (!(range->first <= range->second))
+      throw ValueError("histogram: max must be larger than min in range, got (" + std::to_string(range->first) + ", " +
+                       std::to_string(range->second) + ")");
+    return *range;
+  }
+  need_concrete(x, "histogram", "range");
+  if (x.size() == 0) return {0.0, 1.0};
+  double lo = min(x).astype(DType::float64).item<double>(), hi = max(x).astype(DType::float64).item<double>();
+  return {lo, hi};
+}
+}  // namespace
+
+Array histogram_bin_edges(const Array& x, int bins, std::optional<std::pair<double, double>> range) {
+  if (bins < 1) throw ValueError("histogram: bins must be positive, got " + std::to_string(bins));
+  auto [lo, hi] = concrete_range(x, range);
+  if (lo == hi) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  const DType dt = is_floating(x.dtype()) ? x.dtype() : DType::float32;
+  return linspace(lo, hi, bins + 1, true, dt);
+}
+std::pair<Array, Array> histogram(const Array& x, const Array& edges) {
+  if (edges.ndim() != 1 || edges.size() < 2)
+    throw ShapeError("histogram: bin edges must be 1-D with at least 2 entries, got " + shape_str(edges.shape()));
+  const std::int64_t nb = edges.size() - 1;
+  Array counts = staged("tessel.histogram", {x, edges}, [=](const V& v) {
+    Array a = ravel(v[0]);
+    Array e = v[1].astype(is_floating(a.dtype()) ? a.dtype() : DType::float32);
+    Array af = a.astype(e.dtype());
+    Array hi = e[nb];
+    // The bin of each element (right-closed last bin); outside the edges: none.
+    Array b = searchsorted(e, af, "right") - 1;
+    b = where(af == hi, full_like(b, double(nb - 1)), b);
+    Array inside = logical_and(af >= e[0], af <= hi);
+    Array bins = arange(0, nb, 1, DType::int32);
+    Array hit = logical_and(expand_dims(b, -1) == bins, expand_dims(inside, -1));
+    return sum(hit, 0).astype(DType::float32);
+  });
+  return {counts, edges};
+}
+std::pair<Array, Array> histogram(const Array& x, int bins, std::optional<std::pair<double, double>> range) {
+  return histogram(x, histogram_bin_edges(x, bins, range));
+}
+
+Array isin(const Array& element, const Array& test_elements, bool invert) {
+  return staged("tessel.isin", {element, test_elements}, [=](const V& v) {
+    Array r = any(expand_dims(v[0], -1) == ravel(v[1]), -1);
+    return invert ? logical_not(r) : r;
+  });
+}
+
+// ---------------------------------------------------------------- order statistics
+namespace {
+enum class Method { linear, lower, higher, nearest, midpoint };
+Method method_of(const std::string& m) {
+  if (m == "linear") return Method::linear;
+  if (m == "lower") return Method::lower;
+  if (m == "higher") return Method::higher;
+  if (m == "nearest") return Method::nearest;
+  if (m == "midpoint") return Method::midpoint;
+  throw ValueError("quantile: method must be one of linear, lower, higher, nearest, midpoint; got '" + m + "'");
+}
+
+// q's quantile of a along axis (sorted there); ignore_nan: over each slice's
+// numbers only. The result: q's dims, then a's with the axis reduced.
+Array quantile_impl(const Array& a, const Array& q, std::optional<int> axis, Method m, bool keepdims, bool ignore_nan,
+                    const char* what) {
+  if (is_complex(a.dtype())) throw TypeError(std::string(what) + " of a complex array");
+  if (a.size() == 0) throw ValueError(std::string(what) + " of an empty array");
+  return staged(what, {a, q}, [=](const V& v) {
+    Array x = is_inexact(v[0].dtype()) ? v[0] : v[0].astype(DType::float32);
+    const Shape orig = x.shape();
+    int ax = 0;
+    if (!axis) x = ravel(x);
+    else ax = norm(*axis, x.ndim(), what);
+    const std::int64_t n = x.shape()[std::size_t(ax)];
+    Array s = sort(x, ax);
+    Shape one = s.shape();
+    one[std::size_t(ax)] = 1;
+    Array count = ignore_nan ? sum(logical_not(isnan(x)), ax, true).astype(x.dtype()) : full(one, double(n), x.dtype());
+    const Shape qs = v[1].shape();
+    auto cat = [](Shape a1, const Shape& b) {
+      a1.insert(a1.end(), b.begin(), b.end());
+      return a1;
+    };
+    const Shape ones_q(qs.size(), 1);
+    const Shape out = cat(qs, one);
+    Array qf = broadcast_to(reshape(v[1].astype(x.dtype()), cat(qs, Shape(one.size(), 1))), out);
+    Array cf = broadcast_to(reshape(count, cat(ones_q, one)), out);
+    Array pos = qf * maximum(cf - 1.0, zeros_like(cf));
+    Array lo = floor(pos), hi = ceil(pos);
+    Array sb = broadcast_to(reshape(s, cat(ones_q, s.shape())), cat(qs, s.shape()));
+    const int sax = int(qs.size()) + ax;
+    auto at = [&](const Array& i) { return take_along_axis(sb, i.astype(DType::int32), sax, "clip"); };
+    Array vlo = at(lo), vhi = at(hi);
+    Array r;
+    switch (m) {
+      case Method::linear: r = where(vlo == vhi, vlo, vlo + (vhi - vlo) * (pos - lo)); break;  // inf stays inf
+      case Method::lower: r = vlo; break;
+      case Method::higher: r = vhi; break;
+      case Method::nearest: r = where(pos - lo <= 0.5, vlo, vhi); break;  // JAX's: a tie takes the lower
+      case Method::midpoint: r = where(vlo == vhi, vlo, (vlo + vhi) * 0.5); break;
+    }
+    Array bad = ignore_nan ? (cf == 0) : broadcast_to(reshape(any(isnan(x), ax, true), cat(ones_q, one)), out);
+    r = where(bad, full_like(r, NAN), r);
+    if (keepdims) {
+      Shape k = orig;
+      if (!axis) k.assign(orig.size(), 1);
+      else k[std::size_t(ax)] = 1;
+      return reshape(r, cat(qs, k));
+    }
+    return squeeze(r, sax);
+  });
+}
+}  // namespace
+
+Array quantile(const Array& a, const Array& q, std::optional<int> axis, const std::string& method, bool keepdims) {
+  return quantile_impl(a, q, axis, method_of(method), keepdims, false, "tessel.quantile");
+}
+Array quantile(const Array& a, double q, std::optional<int> axis, const std::string& method, bool keepdims) {
+  if (!(q >= 0 && q <= 1)) throw ValueError("quantile: q must be in [0, 1], got " + std::to_string(q));
+  return quantile(a, array(q), axis, method, keepdims);
+}
+Array percentile(const Array& a, double q, std::optional<int> axis, const std::string& method, bool keepdims) {
+  if (!(q >= 0 && q <= 100)) throw ValueError("percentile: q must be in [0, 100], got " + std::to_string(q));
+  return quantile(a, array(q / 100.0), axis, method, keepdims);
+}
+Array median(const Array& a, std::optional<int> axis, bool keepdims) { return quantile(a, 0.5, axis, "midpoint", keepdims); }
+Array nanquantile(const Array& a, double q, std::optional<int> axis, const std::string& method, bool keepdims) {
+  if (!(q >= 0 && q <= 1)) throw ValueError("nanquantile: q must be in [0, 1], got " + std::to_string(q));
+  return quantile_impl(a, array(q), axis, method_of(method), keepdims, true, "tessel.nanquantile");
+}
+Array nanpercentile(const Array& a, double q, std::optional<int> axis, const std::string& method, bool keepdims) {
+  if (!(q >= 0 && q <= 100)) throw ValueError("nanpercentile: q must be in [0, 100], got " + std::to_string(q));
+  return nanquantile(a, q / 100.0, axis, method, keepdims);
+}
+Array nanmedian(const Array& a, std::optional<int> axis, bool keepdims) {
+  return quantile_impl(a, array(0.5), axis, Method::midpoint, keepdims, true, "tessel.nanmedian");
+}
+
+// ---------------------------------------------------------------- sets and indices
+Array unique(const Array& x, UniqueOptions o) {
+  if (!o.size) need_concrete(x, "unique", "size");
+  if (o.size && *o.size < 0) throw ValueError("unique: size must be non-negative, got " + std::to_string(*o.size));
+  const std::int64_t n = x.size();
+  // first[i]: sorted element i starts a new value (NaNs are one value).
+  auto firsts = [n](const Array& s) {
+    if (n == 0) return zeros({0}, DType::bool_);
+    Array prev = s[slice(0, n - 1)], next = s[slice(1, n)];
+    Array differ = next != prev;
+    if (is_inexact(s.dtype())) differ = logical_and(differ, logical_not(logical_and(isnan(next), isnan(prev))));
+    return concatenate({ones({1}, DType::bool_), differ}, 0);
+  };
+  std::int64_t size;
+  if (o.size) {
+    size = *o.size;
+  } else {
+    Array s = sort(ravel(x), 0);
+    size = n == 0 ? 0 : sum(firsts(s)).item<std::int64_t>();
+  }
+  return staged("tessel.unique", {x}, [=](const V& v) {
+    Array s = sort(ravel(v[0]), 0);
+    if (n == 0) return zeros({size}, v[0].dtype());
+    Array f = firsts(s);
+    Array slot = cumsum(f) - 1;
+    Array where_to = where(f, slot, full_like(slot, double(size)));  // repeats go past the end: dropped
+    Array fill = o.fill_value ? full({size}, *o.fill_value, s.dtype()) : broadcast_to(s[0], {size});
+    return fill.at({where_to}).set(s);
+  });
+}
+Array unique_values(const Array& x, UniqueOptions o) { return unique(x, o); }
+
+std::vector<Array> nonzero(const Array& x, NonzeroOptions o) {
+  if (!o.size) need_concrete(x, "nonzero", "size");
+  const std::int64_t n = x.size();
+  const std::int64_t size = o.size ? *o.size : (n == 0 ? 0 : count_nonzero(x).item<std::int64_t>());
+  const Shape shape = x.shape();
+  const std::int64_t fill = o.fill_value;
+  return detail::staged_many("tessel.nonzero", {x}, [=](const V& v) {
+    Array m = ravel(v[0]) != 0;
+    V out;
+    if (n == 0) {
+      for (size_t d = 0; d < std::max<size_t>(1, shape.size()); ++d) out.push_back(zeros({size}, DType::int32));
+      return out;
+    }
+    Array slot = cumsum(m) - 1;
+    Array where_to = where(m, slot, full_like(slot, double(size)));
+    Array flat = full({size}, -1.0, DType::int32).at({where_to}).set(arange(0, n, 1, DType::int32));
+    Array missing = flat < 0;
+    // Row-major flat index -> one index per dim.
+    std::int64_t stride = 1;
+    std::vector<std::int64_t> strides(shape.size());
+    for (size_t d = shape.size(); d-- > 0;) {
+      strides[d] = stride;
+      stride *= shape[d];
+    }
+    if (shape.empty()) {
+      out.push_back(where(missing, full_like(flat, double(fill)), zeros_like(flat)));
+      return out;
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      Array i = floor_divide(flat, int(strides[d])) % int(shape[d]);
+      out.push_back(where(missing, full_like(i, double(fill)), i));
+    }
+    return out;
+  });
+}
+Array argwhere(const Array& x, NonzeroOptions o) {
+  auto idx = nonzero(x.ndim() == 0 ? reshape(x, {1}) : x, o);
+  return stack(idx, -1);
+}
+Array flatnonzero(const Array& x, NonzeroOptions o) { return nonzero(ravel(x), o)[0]; }
+
+}  // namespace tessel

@@ -1,0 +1,55 @@
+// jax.nn beyond ops.hpp's relu, sigmoid, softmax, log_softmax, gelu and
+// one_hot: the activations, standardize and dot_product_attention, with
+// JAX's definitions (float inputs; integers become float32).
+#pragma once
+
+#include <optional>
+
+#include <tessel/array.hpp>
+#include <tessel/ops.hpp>
+
+namespace tessel::nn {
+
+Array silu(const Array& x);
+Array swish(const Array& x);  // silu
+Array elu(const Array& x, double alpha = 1.0);
+Array celu(const Array& x, double alpha = 1.0);
+Array selu(const Array& x);
+Array leaky_relu(const Array& x, double negative_slope = 0.01);
+Array softplus(const Array& x);
+Array log_sigmoid(const Array& x);
+Array glu(const Array& x, int axis = -1);
+Array relu6(const Array& x);
+Array hard_tanh(const Array& x);
+Array hard_sigmoid(const Array& x);
+Array hard_silu(const Array& x);
+Array hard_swish(const Array& x);
+Array soft_sign(const Array& x);
+Array mish(const Array& x);
+Array squareplus(const Array& x, double b = 4);
+Array sparse_plus(const Array& x);
+Array sparse_sigmoid(const Array& x);
+Array tanh(const Array& x);
+Array identity(const Array& x);
+// (x - mean) / sqrt(variance + epsilon) along axis; mean and variance
+// (JAX's: mean(x^2) - mean^2) computed unless given.
+Array standardize(const Array& x, Axes axis = -1, const std::optional<Array>& mean = std::nullopt,
+                  const std::optional<Array>& variance = std::nullopt, double epsilon = 1e-5);
+Array logsumexp(const Array& x, Axes axis = {}, bool keepdims = false);
+// log(mean(exp(x))) along axis, stably.
+Array logmeanexp(const Array& x, Axes axis = {}, bool keepdims = false);
+// log(1 - exp(-x)) for x > 0, stably at both ends.
+Array log1mexp(const Array& x);
+
+struct AttentionOptions {
+  std::optional<Array> bias;   // added to the logits, broadcast to [B, N, T, S]
+  std::optional<Array> mask;   // boolean, broadcast to [B, N, T, S]: false positions are excluded
+  bool is_causal = false;      // query t sees keys s <= t
+  std::optional<double> scale; // default 1 / sqrt(H)
+};
+// jax.nn.dot_product_attention: q [B, T, N, H], k and v [B, S, K, H] (K
+// divides N: grouped heads), or without the leading B; softmax over S in
+// float32 at least. A heads dim split over devices stays split.
+Array dot_product_attention(const Array& query, const Array& key, const Array& value, AttentionOptions options = {});
+
+}  // namespace tessel::nn

@@ -1,0 +1,218 @@
+// stop_gradient, the cumulative scans (cumsum, cumprod, cummax, cummin,
+// cumlogsumexp) against host loops, sharded along the scanned axis over 1..8
+// devices (even and uneven) with only the blocks' totals moving, their
+// derivatives against finite differences, and the new operators.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+
+#include <tessel/tessel.hpp>
+
+namespace ts = tessel;
+using ts::P;
+
+namespace {
+
+// Host scan of each line along axis `ax` of a row-major [rows, cols] array (ax 0 or 1).
+std::vector<double> host_scan(const std::vector<double>& x, std::int64_t rows, std::int64_t cols, int ax, bool reverse,
+                              const std::function<double(double, double)>& f) {
+  std::vector<double> y(x.size());
+  const std::int64_t lines = ax == 0 ? cols : rows, len = ax == 0 ? rows : cols;
+  for (std::int64_t l = 0; l < lines; ++l) {
+    double acc = 0;
+    for (std::int64_t k = 0; k < len; ++k) {
+      const std::int64_t i = reverse ? len - 1 - k : k;
+      const std::int64_t at = ax == 0 ? i * cols + l : l * cols + i;
+      acc = k == 0 ? x[std::size_t(at)] : f(acc, x[std::size_t(at)]);
+      y[std::size_t(at)] = acc;
+    }
+  }
+  return y;
+}
+
+double logaddexp(double a, double b) {
+  const double m = std::max(a, b);
+  if (std::isinf(m)) return m;
+  return m + std::log1p(std::exp(-std::fabs(a - b)));
+}
+
+std::vector<double> values(std::int64_t n) {
+  std::vector<double> v;
+  for (std::int64_t i = 0; i < n; ++i) v.push_back(0.5 + 0.25 * double((i * 7) % 9) - (i % 4 == 1 ? 2.0 : 0.0));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("stop_gradient: no derivative flows through it, values unchanged") {
+  auto x = ts::array(std::vector<float>{1, 2, 3});
+  auto g = ts::grad([](const ts::Array& v) { return ts::sum(v * ts::stop_gradient(v)); })(x);
+  CHECK(g.to_vector<float>() == std::vector<float>{1, 2, 3});  // d/dv (v * c) with c = v held fixed
+  auto g2 = ts::grad([](const ts::Array& v) { return ts::sum(ts::lax::stop_gradient(v * v)); })(x);
+  CHECK(g2.to_vector<float>() == std::vector<float>{0, 0, 0});
+  auto y = ts::jit([](const ts::Array& v) { return ts::stop_gradient(v) * 2; })(x);
+  CHECK(y.to_vector<float>() == std::vector<float>{2, 4, 6});
+  auto [out, tan] = ts::jvp([](const ts::Array& v) { return ts::stop_gradient(v) + v; }, std::make_tuple(x),
+                            std::make_tuple(ts::ones({3})));
+  CHECK(out.to_vector<float>() == std::vector<float>{2, 4, 6});
+  CHECK(tan.to_vector<float>() == std::vector<float>{1, 1, 1});
+  // Under vmap and sharded.
+  auto mesh = ts::make_mesh({2}, {"x"});
+  auto xs = ts::device_put(ts::ones({4, 3}), ts::NamedSharding(mesh, P("x")));
+  auto gv = ts::jit(ts::grad([](const ts::Array& v) { return ts::sum(ts::vmap([](const ts::Array& r) { return r * ts::stop_gradient(r * 3); })(v)); }))(xs);
+  CHECK(gv.to_vector<float>() == std::vector<float>(12, 3.0f));
+}
+
+TEST_CASE("cumulative scans match host loops, sharded along the scanned axis over 1..8 devices") {
+  struct Case {
+    const char* name;
+    std::function<ts::Array(const ts::Array&, int, bool)> f;
+    std::function<double(double, double)> op;
+  };
+  std::vector<Case> cases{
+      {"cumsum", [](const ts::Array& x, int a, bool r) { return ts::lax::cumsum(x, a, r); }, [](double a, double b) { return a + b; }},
+      {"cumprod", [](const ts::Array& x, int a, bool r) { return ts::lax::cumprod(x, a, r); }, [](double a, double b) { return a * b; }},
+      {"cummax", [](const ts::Array& x, int a, bool r) { return ts::lax::cummax(x, a, r); }, [](double a, double b) { return std::max(a, b); }},
+      {"cummin", [](const ts::Array& x, int a, bool r) { return ts::lax::cummin(x, a, r); }, [](double a, double b) { return std::min(a, b); }},
+      {"cumlogsumexp", [](const ts::Array& x, int a, bool r) { return ts::lax::cumlogsumexp(x, a, r); }, logaddexp},
+  };
+  for (std::int64_t rows : {13, 16, 7}) {
+    const std::int64_t cols = 3;
+    auto hv = values(rows * cols);
+    std::vector<float> hf(hv.begin(), hv.end());
+    std::vector<double> hd(hf.begin(), hf.end());
+    auto x = ts::array(hf, {rows, cols});
+    for (auto& c : cases)
+      for (int ax : {0, 1})
+        for (bool rev : {false, true}) {
+          CAPTURE(c.name);
+          CAPTURE(rows);
+          CAPTURE(ax);
+          CAPTURE(rev);
+          auto want = host_scan(hd, rows, cols, ax, rev, c.op);
+          auto check = [&](const ts::Array& got) {
+            auto g = got.to_vector<float>();
+            REQUIRE(g.size() == want.size());
+            for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == doctest::Approx(want[i]).epsilon(2e-5).scale(1e-5));
+          };
+          check(c.f(x, ax, rev));
+          auto jf = ts::jit([&](const ts::Array& v) { return c.f(v, ax, rev); });
+          for (int n : {1, 2, 3, 5, 8}) {
+            CAPTURE(n);
+            auto every = ts::devices();
+            std::vector<ts::Device> devs(every.begin(), every.begin() + n);
+            ts::Mesh mesh(devs, "x");
+            auto spec = ax == 0 ? P("x") : P(ts::None, "x");
+            check(jf(ts::device_put(x, ts::NamedSharding(mesh, spec))));
+          }
+        }
+  }
+}
+
+TEST_CASE("a scan split over 8 devices moves only the blocks' totals") {
+  auto mesh = ts::make_mesh({8}, {"x"});
+  auto x = ts::device_put(ts::ones({1024, 4}), ts::NamedSharding(mesh, P("x")));
+  auto f = ts::jit([](const ts::Array& v) { return ts::cumsum(v, 0); });
+  auto y = f(x);
+  CHECK(y.sharding() == ts::Sharding(ts::NamedSharding(mesh, P("x"))));
+  auto last = y.to_vector<float>();
+  CHECK(last[1023 * 4] == 1024.0f);
+  auto c = f.lower(x).compile();
+  auto text = c.as_text();
+  CHECK(text.find("cumsum") != std::string::npos);
+  double moved = 0;
+  for (auto& t : c.communication()) moved += t.bytes_per_device;
+  // One float per line per device (4 lines, 7 peers), nowhere near the array (16 KiB).
+  CHECK(moved <= 4 * 4 * 8);
+  CHECK(text.find("all-gather") != std::string::npos);
+}
+
+TEST_CASE("jnp cumsum and cumprod: flattened without an axis, booleans in int32") {
+  auto x = ts::array(std::vector<int>{1, 2, 3, 4}, {2, 2});
+  CHECK(ts::cumsum(x).to_vector<int>() == std::vector<int>{1, 3, 6, 10});
+  CHECK(ts::cumprod(x, 0).to_vector<int>() == std::vector<int>{1, 2, 3, 8});
+  auto b = ts::array(std::vector<bool>{true, false, true});
+  CHECK(ts::cumsum(b).dtype() == ts::int32);
+  CHECK(ts::cumsum(b).to_vector<int>() == std::vector<int>{1, 1, 2});
+  auto nan = ts::array(std::vector<float>{1, NAN, 2});
+  CHECK(ts::nancumsum(nan).to_vector<float>() == std::vector<float>{1, 1, 3});
+  CHECK_THROWS_AS(ts::lax::cummax(ts::array(std::vector<std::complex<float>>{{1, 1}})), ts::TypeError);
+  CHECK_THROWS_AS(ts::lax::cumsum(x, 2), ts::ShapeError);
+}
+
+TEST_CASE("derivatives of the scans against central differences (float64, with zeros and ties)") {
+  std::vector<double> base{0.7, -1.3, 0.0, 2.1, 0.0, -0.4, 1.9, 0.3};
+  auto fd_check = [&](const char* name, const std::function<ts::Array(const ts::Array&)>& f) {
+    CAPTURE(name);
+    // A fixed random-looking cotangent makes every output count.
+    std::vector<double> w;
+    for (size_t i = 0; i < base.size(); ++i) w.push_back(0.3 + 0.1 * double((i * 5) % 7));
+    auto wa = ts::array(w);
+    auto loss = [&](const ts::Array& x) { return ts::sum(f(x) * wa); };
+    auto g = ts::grad(loss)(ts::array(base)).to_vector<double>();
+    auto gj = ts::jit(ts::grad(loss))(ts::array(base)).to_vector<double>();
+    for (size_t i = 0; i < base.size(); ++i) {
+      auto p = base, m = base;
+      const double h = 1e-6;
+      p[i] += h;
+      m[i] -= h;
+      const double fd = (loss(ts::array(p)).item<double>() - loss(ts::array(m)).item<double>()) / (2 * h);
+      CHECK(g[i] == doctest::Approx(fd).epsilon(1e-5).scale(1e-5));
+      CHECK(gj[i] == doctest::Approx(g[i]).epsilon(1e-12));
+    }
+  };
+  fd_check("cumsum", [](const ts::Array& x) { return ts::cumsum(x); });
+  fd_check("cumsum reverse", [](const ts::Array& x) { return ts::lax::cumsum(x, 0, true); });
+  fd_check("cumprod (zeros)", [](const ts::Array& x) { return ts::cumprod(x); });
+  fd_check("cumprod reverse", [](const ts::Array& x) { return ts::lax::cumprod(x, 0, true); });
+  fd_check("cummax", [](const ts::Array& x) { return ts::lax::cummax(x); });
+  fd_check("cummin reverse", [](const ts::Array& x) { return ts::lax::cummin(x, 0, true); });
+  fd_check("cumlogsumexp", [](const ts::Array& x) { return ts::lax::cumlogsumexp(x); });
+  fd_check("cumlogsumexp reverse", [](const ts::Array& x) { return ts::lax::cumlogsumexp(x, 0, true); });
+  // One zero only: the product's derivative at the zero is the product of the others.
+  base = {2.0, 0.0, 3.0};
+  fd_check("cumprod one zero", [](const ts::Array& x) { return ts::cumprod(x); });
+}
+
+TEST_CASE("operators: & | ^ ~ % << >>, compound assignments, x[i]") {
+  auto a = ts::array(std::vector<int>{12, -7, 5, 0});
+  auto b = ts::array(std::vector<int>{10, 3, -2, 1});
+  CHECK((a & b).to_vector<int>() == std::vector<int>{8, 1, 4, 0});
+  CHECK((a | b).to_vector<int>() == std::vector<int>{14, -5, -1, 1});
+  CHECK((a ^ b).to_vector<int>() == std::vector<int>{6, -6, -5, 1});
+  CHECK((~a).to_vector<int>() == std::vector<int>{-13, 6, -6, -1});
+  CHECK((a % 5).to_vector<int>() == std::vector<int>{2, 3, 0, 0});  // the divisor's sign, as NumPy
+  CHECK((a << 2).to_vector<int>() == std::vector<int>{48, -28, 20, 0});
+  CHECK((a >> 1).to_vector<int>() == std::vector<int>{6, -4, 2, 0});  // arithmetic for signed
+  auto u = ts::array(std::vector<std::uint32_t>{0x80000000u});
+  CHECK((u >> 31).to_vector<std::uint32_t>() == std::vector<std::uint32_t>{1});
+  auto t = ts::array(std::vector<bool>{true, false});
+  CHECK((~t).to_vector<bool>() == std::vector<bool>{false, true});
+  CHECK_THROWS_AS(ts::array(std::vector<float>{1.5f}) & ts::array(std::vector<float>{1.f}), ts::TypeError);
+  auto x = ts::arange(4.0);
+  auto before = x;
+  x += 1;
+  x *= 2.0;
+  x -= ts::ones({4});
+  x /= 2;
+  CHECK(x.to_vector<float>() == std::vector<float>{0.5f, 1.5f, 2.5f, 3.5f});
+  CHECK(before.to_vector<float>() == std::vector<float>{0, 1, 2, 3});  // arrays stay immutable
+  auto m = ts::arange(12.0).reshape({3, 4});
+  CHECK(m[1].to_vector<float>() == std::vector<float>{4, 5, 6, 7});
+  CHECK(m[ts::slice(1, 3)].shape() == ts::Shape{2, 4});
+  CHECK(m[-1].to_vector<float>() == std::vector<float>{8, 9, 10, 11});
+  auto jm = ts::jit([](const ts::Array& v) { return v[2] * 2; })(m);
+  CHECK(jm.to_vector<float>() == std::vector<float>{16, 18, 20, 22});
+}
+
+TEST_CASE("odd functions built from |x| keep their derivative at 0 (sinh, arcsinh, i1e, sinc)") {
+  auto g = [](const std::function<ts::Array(const ts::Array&)>& f) {
+    return ts::grad([&](const ts::Array& x) { return ts::sum(f(x)); })(ts::zeros({1}, ts::float64)).to_vector<double>()[0];
+  };
+  CHECK(g([](const ts::Array& x) { return ts::sinh(x); }) == doctest::Approx(1.0));
+  CHECK(g([](const ts::Array& x) { return ts::arcsinh(x); }) == doctest::Approx(1.0));
+  CHECK(g([](const ts::Array& x) { return ts::scipy::special::i1e(x); }) == doctest::Approx(0.5));
+  CHECK(g([](const ts::Array& x) { return ts::sinc(x); }) == doctest::Approx(0.0));
+  CHECK(g([](const ts::Array& x) { return ts::scipy::special::xlogy(x, ts::full_like(x, 2.0)); }) == doctest::Approx(std::log(2.0)));
+}
