@@ -120,7 +120,7 @@ struct Partitioner final : LocalBuilder {
   }
 
   // One axis moving from the minor end of one dim to the minor end of
-  // another, all even: a single all-to-all.
+  // another: a single all-to-all (uneven: see below).
   NodeRef try_all_to_all(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) {
     const int r = int(G.size());
     int src = -1, dst = -1;
@@ -133,9 +133,27 @@ struct Partitioner final : LocalBuilder {
       else return nullptr;
     }
     if (src < 0 || dst < 0 || from.dims[src].back() != to.dims[dst].back()) return nullptr;
+    const int m = from.dims[src].back();
+    bool even = true;
     for (int d : {src, dst})
-      if (G[d] % tiles(from.dims[d]) != 0 || G[d] % tiles(to.dims[d]) != 0) return nullptr;
-    return build::all_to_all(t, x, mesh, {from.dims[src].back()}, dst, src);
+      if (G[d] % tiles(from.dims[d]) != 0 || G[d] % tiles(to.dims[d]) != 0) even = false;
+    if (even) return build::all_to_all(t, x, mesh, {m}, dst, src);
+    // Uneven, one axis from a dim it alone splits to a whole dim: pad the
+    // whole dim to a multiple of the tiles (its padding then ends the last
+    // tile, as every uneven split's does), move, and cut the gathered dim's
+    // padding off. Nested uneven tiles do not line up: those gather.
+    if (from.dims[src].size() != 1 || !from.dims[dst].empty()) return nullptr;
+    const std::int64_t k = tiles({m}), c_dst = ceil_div(G[dst], k);
+    if (x->shape()[dst] < k * c_dst) {
+      std::vector<std::int64_t> lo(r, 0), hi(r, 0);
+      hi[dst] = k * c_dst - x->shape()[dst];
+      x = build::pad(t, x, build::scalar(t, x->dtype(), 0), lo, hi);
+    }
+    x = build::all_to_all(t, x, mesh, {m}, dst, src);
+    if (x->shape()[src] == G[src]) return x;
+    std::vector<std::int64_t> lo(r, 0), hi = x->shape();
+    hi[src] = G[src];
+    return build::slice(t, x, lo, hi);
   }
 
   // Replaces the padding of split, uneven dims `dims` of x (sharded as s) by `fill`.

@@ -295,7 +295,10 @@ NodeRef Rule<Op::fft>::local(LocalBuilder& b, const Node& n, const std::vector<N
       const int m = cur.dims[size_t(a)].back();
       int dst = -1;
       for (int d = 0; d < int(G.size()); ++d) {
-        if (d == a || (is_real_kind(p.kind) && d == last)) continue;
+        // rfft's last axis is complex already (its real-to-complex step ran
+        // first), irfft's is complex until its last step: both may hold a
+        // moved split meanwhile, as any axis (all-to-alls, never a gather).
+        if (d == a) continue;
         auto better = [&](int e) {
           if (dst < 0) return true;
           if (pending[size_t(e)] != pending[size_t(dst)]) return !pending[size_t(e)];

@@ -11,16 +11,11 @@
 
 namespace tessel::nn {
 
+using detail::inexact;
 using detail::staged;
 using V = std::vector<Array>;
 
 namespace {
-Array inexact(const Array& x) {
-  if (is_inexact(x.dtype())) return x;
-  return detail::apply1("nn.inexact", {x}, [](NodeTable& t, const std::vector<NodeRef>& in) {
-    return detail::compose::to_inexact(t, in[0]);
-  });
-}
 template <class F>
 Array act(const char* name, const Array& x, F f) {
   return staged(name, {x}, [f](const V& v) { return f(inexact(v[0])); });

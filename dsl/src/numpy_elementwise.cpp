@@ -13,6 +13,7 @@
 namespace tessel {
 
 using detail::apply1;
+using detail::inexact;
 using detail::staged;
 namespace c = detail::compose;
 using NR = std::vector<NodeRef>;
@@ -25,12 +26,6 @@ Array stop_gradient(const Array& x) {
 namespace {
 
 constexpr double kLn2 = 0.69314718055994530942, kLn10 = 2.30258509299404568402, kPi = 3.14159265358979323846;
-
-// Integers and booleans as float32 (weakness kept), floats unchanged.
-Array inexact(const Array& x) {
-  if (is_inexact(x.dtype())) return x;
-  return apply1("tessel.inexact", {x}, [](NodeTable& t, const NR& in) { return c::to_inexact(t, in[0]); });
-}
 
 // A float function of one array: integers become float32 first.
 template <class F>

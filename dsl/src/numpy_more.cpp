@@ -14,20 +14,15 @@
 
 namespace tessel {
 
+using detail::along;
+using detail::inexact;
 using detail::staged;
+constexpr auto norm = detail::axis_in;
 namespace c = detail::compose;
 using V = std::vector<Array>;
 
 namespace {
 constexpr double kPi = 3.14159265358979323846;
-int norm(int axis, int rank, const char* what) { return int(c::norm_axis(axis, rank, what)); }
-Array along(const Array& x, int axis, std::int64_t start, std::int64_t stop) {
-  std::vector<IndexItem> items;
-  for (int d = 0; d < axis; ++d) items.push_back(all);
-  items.push_back(slice(start, stop));
-  return x.index(items);
-}
-Array inexact(const Array& x) { return is_inexact(x.dtype()) ? x : x.astype(DType::float32); }
 }  // namespace
 
 Array absolute(const Array& x) { return abs(x); }
@@ -583,28 +578,19 @@ Array compact(const Array& u, const Array& keep, UniqueOptions o, const char* wh
   Array fill = o.fill_value ? full({size}, *o.fill_value, u.dtype()) : broadcast_to(take(u, argmax(keep), 0, "clip"), {size});
   return fill.at({to}).set(u);
 }
-// Sorted s: where each new value starts (NaNs count as one value).
-Array firsts(const Array& s) {
-  const std::int64_t n = s.size();
-  if (n == 0) return zeros({0}, DType::bool_);
-  Array prev = s[slice(0, n - 1)], next = s[slice(1, n)];
-  Array differ = next != prev;
-  if (is_inexact(s.dtype())) differ = logical_and(differ, logical_not(logical_and(isnan(next), isnan(prev))));
-  return concatenate({ones({1}, DType::bool_), differ}, 0);
-}
 }  // namespace
 Array union1d(const Array& a, const Array& b, UniqueOptions o) { return unique(concatenate({ravel(a), ravel(b)}, 0), o); }
 Array intersect1d(const Array& a, const Array& b, UniqueOptions o) {
   Array s = sort(ravel(a), 0);
-  return compact(s, logical_and(firsts(s), isin(s, b)), o, "intersect1d");
+  return compact(s, logical_and(detail::run_starts(s), isin(s, b)), o, "intersect1d");
 }
 Array setdiff1d(const Array& a, const Array& b, UniqueOptions o) {
   Array s = sort(ravel(a), 0);
-  return compact(s, logical_and(firsts(s), isin(s, b, true)), o, "setdiff1d");
+  return compact(s, logical_and(detail::run_starts(s), isin(s, b, true)), o, "setdiff1d");
 }
 Array setxor1d(const Array& a, const Array& b, UniqueOptions o) {
   Array s = sort(concatenate({ravel(a), ravel(b)}, 0), 0);
-  return compact(s, logical_and(firsts(s), logical_xor(isin(s, a), isin(s, b))), o, "setxor1d");
+  return compact(s, logical_and(detail::run_starts(s), logical_xor(isin(s, a), isin(s, b))), o, "setxor1d");
 }
 Array extract(const Array& condition, const Array& a, NonzeroOptions o) {
   Array idx = flatnonzero(condition, o);

@@ -12,22 +12,10 @@
 namespace tessel {
 
 using detail::staged;
+constexpr auto norm = detail::axis_in;
 namespace c = detail::compose;
 using V = std::vector<Array>;
 
-namespace {
-
-int norm(int axis, int rank, const char* what) { return int(c::norm_axis(axis, rank, what)); }
-
-// [start, stop) of x along axis.
-Array take_range(const Array& x, int axis, std::int64_t start, std::int64_t stop) {
-  std::vector<IndexItem> items;
-  for (int d = 0; d < axis; ++d) items.push_back(all);
-  items.push_back(slice(start, stop));
-  return x.index(items);
-}
-
-}  // namespace
 
 Array Array::operator[](const IndexItem& item) const { return this->index(std::vector<IndexItem>{item}); }
 
@@ -39,7 +27,7 @@ Array roll(const Array& x, std::int64_t shift, std::optional<int> axis) {
   const std::int64_t s = ((shift % n) + n) % n;
   if (s == 0) return x;
   return staged("tessel.roll", {x}, [=](const V& v) {
-    return concatenate({take_range(v[0], a, n - s, n), take_range(v[0], a, 0, n - s)}, a);
+    return concatenate({detail::along(v[0], a, n - s, n), detail::along(v[0], a, 0, n - s)}, a);
   });
 }
 
@@ -53,7 +41,7 @@ Array diff(const Array& x, int n, int axis) {
     for (int k = 0; k < n; ++k) {
       const std::int64_t len = r.shape()[std::size_t(a)];
       if (len == 0) break;
-      Array hi = take_range(r, a, 1, len), lo = take_range(r, a, 0, len - 1);
+      Array hi = detail::along(r, a, 1, len), lo = detail::along(r, a, 0, len - 1);
       r = r.dtype() == DType::bool_ ? not_equal(hi, lo) : hi - lo;
     }
     return r;
@@ -127,7 +115,7 @@ Array diagonal(const Array& x, int offset, int axis1, int axis2) {
     const std::int64_t len = std::max<std::int64_t>(0, std::min(rows - r0, cols - c0));
     Shape batch(m.shape().begin(), m.shape().end() - 2);
     // Rows r0 .. r0+len, then in each row the column c0 + i.
-    m = take_range(m, m.ndim() - 2, r0, r0 + len);
+    m = detail::along(m, m.ndim() - 2, r0, r0 + len);
     Shape ishape = batch;
     ishape.push_back(len);
     ishape.push_back(1);

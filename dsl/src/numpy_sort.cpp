@@ -14,12 +14,12 @@
 namespace tessel {
 
 using detail::staged;
+constexpr auto norm = detail::axis_in;
 namespace c = detail::compose;
 using V = std::vector<Array>;
 
 namespace {
 
-int norm(int axis, int rank, const char* what) { return int(c::norm_axis(axis, rank, what)); }
 
 // The value a traced x has no concrete form of: JAX's error for shape-dependent results.
 void need_concrete(const Array& x, const char* what, const char* arg) {
@@ -357,25 +357,17 @@ Array unique(const Array& x, UniqueOptions o) {
   if (!o.size) need_concrete(x, "unique", "size");
   if (o.size && *o.size < 0) throw ValueError("unique: size must be non-negative, got " + std::to_string(*o.size));
   const std::int64_t n = x.size();
-  // first[i]: sorted element i starts a new value (NaNs are one value).
-  auto firsts = [n](const Array& s) {
-    if (n == 0) return zeros({0}, DType::bool_);
-    Array prev = s[slice(0, n - 1)], next = s[slice(1, n)];
-    Array differ = next != prev;
-    if (is_inexact(s.dtype())) differ = logical_and(differ, logical_not(logical_and(isnan(next), isnan(prev))));
-    return concatenate({ones({1}, DType::bool_), differ}, 0);
-  };
   std::int64_t size;
   if (o.size) {
     size = *o.size;
   } else {
     Array s = sort(ravel(x), 0);
-    size = n == 0 ? 0 : sum(firsts(s)).item<std::int64_t>();
+    size = n == 0 ? 0 : sum(detail::run_starts(s)).item<std::int64_t>();
   }
   return staged("tessel.unique", {x}, [=](const V& v) {
     Array s = sort(ravel(v[0]), 0);
     if (n == 0) return zeros({size}, v[0].dtype());
-    Array f = firsts(s);
+    Array f = detail::run_starts(s);
     Array slot = cumsum(f) - 1;
     Array where_to = where(f, slot, full_like(slot, double(size)));  // repeats go past the end: dropped
     Array fill = o.fill_value ? full({size}, *o.fill_value, s.dtype()) : broadcast_to(s[0], {size});

@@ -236,10 +236,18 @@ Array where(const Array& cond, const Array& x, const Array& y) {
   });
 }
 
+// A bound is a weak scalar, as a Python number in jnp.clip: a whole-number
+// bound of an integer array stays an integer (int32 stays int32), a
+// fractional one is a weak float (the result promotes to float32).
 Array clip(const Array& x, std::optional<double> lo, std::optional<double> hi) {
+  auto bound = [&](double v) {
+    const bool integral = !is_inexact(x.dtype()) && x.dtype() != DType::bool_ && v == std::floor(v) && std::fabs(v) < 9.2e18;
+    if (integral) return detail::scalar_literal(v, std::fabs(v) < 2147483648.0 ? DType::int32 : DType::int64, true);
+    return detail::scalar_literal(v, is_floating(x.dtype()) ? x.dtype() : DType::float32, true);
+  };
   Array r = x;
-  if (lo) r = maximum(r, detail::scalar_literal(*lo, is_floating(x.dtype()) ? x.dtype() : DType::float32, true));
-  if (hi) r = minimum(r, detail::scalar_literal(*hi, is_floating(x.dtype()) ? x.dtype() : DType::float32, true));
+  if (lo) r = maximum(r, bound(*lo));
+  if (hi) r = minimum(r, bound(*hi));
   return r;
 }
 

@@ -15,18 +15,13 @@
 
 namespace tessel::scipy::special {
 
+using detail::inexact;
 using detail::staged;
 using V = std::vector<Array>;
 
 namespace {
 constexpr double kPi = 3.14159265358979323846, kSqrt2 = 1.41421356237309504880;
 
-Array inexact(const Array& x) {
-  if (is_inexact(x.dtype())) return x;
-  return detail::apply1("special.inexact", {x}, [](NodeTable& t, const std::vector<NodeRef>& in) {
-    return detail::compose::to_inexact(t, in[0]);
-  });
-}
 template <class F>
 Array fn1(const char* name, const Array& x, F f) {
   return staged(name, {x}, [f](const V& v) { return f(inexact(v[0])); });
@@ -82,7 +77,7 @@ Array erfc_log(const Array& z) {
 
 Array erfc(const Array& x) {
   return fn1("special.erfc", x, [](const Array& f) {
-    Array a = abs(f);
+    Array a = where(f >= 0, f, -f);  // not abs: erfc's derivative at 0 is -2/sqrt(pi), abs' is 0 there
     Array pos = f.dtype() == DType::float64 ? exp(erfc_log(a)) : where(a < 0.5, 1.0 - lax::erf(a), exp(erfc_log_pos(a)));
     return where(f < 0, 2.0 - pos, pos);
   });
@@ -96,7 +91,8 @@ Array gammaln(const Array& x) {
     Array s = abs(sin(kPi * f));
     Array reflected = std::log(kPi) - log(s) - lg;
     Array pole = logical_and(f <= 0, f == floor(f));
-    return where(pole, full_like(f, INFINITY), where(small, reflected, lg));
+    Array inf = logical_or(pole, isposinf(f));  // log Gamma(+inf) = +inf (Lanczos' sum would give inf - inf)
+    return where(inf, full_like(f, INFINITY), where(small, reflected, lg));
   });
 }
 Array digamma(const Array& x) {
@@ -182,8 +178,45 @@ Array log_ndtr(const Array& x) {
     return where(left, lt, right);
   });
 }
+// Acklam's rational approximations (relative error 1.2e-9) in the lower
+// tail and the centre, by symmetry above 1/2, then one Halley step on ndtr
+// (accurate in both tails: erfc's continued fraction) for full precision.
 Array ndtri(const Array& p) {
-  return fn1("special.ndtri", p, [](const Array& f) { return kSqrt2 * lax::erf_inv(2.0 * f - 1.0); });
+  return fn1("special.ndtri", p, [](const Array& f) {
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                               1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                               6.680131188771972e+01,  -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                               -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                               3.754408661907416e+00};
+    auto horner = [](const double* k, int n, const Array& x) {
+      Array r = full_like(x, k[0]);
+      for (int i = 1; i < n; ++i) r = r * x + k[i];
+      return r;
+    };
+    Array upper = f > 0.5;
+    Array q = where(upper, 1.0 - f, f);  // the tail probability, <= 1/2
+    Array ok = logical_and(q > 0, q <= 0.5);
+    Array qs = where(ok, q, full_like(q, 0.25));  // harmless where the edges take over
+    Array tail = qs < 0.02425;
+    Array qt = where(tail, qs, full_like(qs, 0.01));
+    Array t = sqrt(-2.0 * log(qt));
+    Array xt = horner(c, 6, t) / (horner(d, 4, t) * t + 1.0);
+    Array qc = where(tail, full_like(qs, 0.25), qs) - 0.5;
+    Array r = qc * qc;
+    Array xc = horner(a, 6, r) * qc / (horner(b, 5, r) * r + 1.0);
+    Array x = where(tail, xt, xc);  // <= 0
+    // Halley: e = ndtr(x) - q; u = e sqrt(2 pi) exp(x^2 / 2); x -= u / (1 + x u / 2).
+    Array e = ndtr(x) - qs;
+    Array u = e * std::sqrt(2 * kPi) * exp(x * x * 0.5);
+    x = x - u / (1.0 + x * u * 0.5);
+    Array res = where(upper, -x, x);
+    // As JAX's: -inf at and below 0, +inf at and above 1.
+    res = where(f <= 0, full_like(f, -INFINITY), where(f >= 1, full_like(f, INFINITY), res));
+    return where(isnan(f), full_like(f, NAN), res);
+  });
 }
 
 }  // namespace tessel::scipy::special

@@ -6,18 +6,28 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
+
+#include <boost/hana/adapt_struct.hpp>
 
 #include <tessel/array.hpp>
 #include <tessel/ops.hpp>
 #include <tessel/sorting.hpp>
+#include <tessel/tree.hpp>
 
 namespace tessel {
 
-// lax.stop_gradient: x, through which no derivative flows.
+// lax.stop_gradient: x, through which no derivative flows (every leaf of a pytree).
 Array stop_gradient(const Array& x);
+template <class T, class = std::enable_if_t<!std::is_same_v<T, Array>>>
+T stop_gradient(const T& tree) {
+  return tree::map([](const Array& x) { return stop_gradient(x); }, tree);
+}
 
 // ---------------------------------------------------------------- elementwise
 Array sinh(const Array& x);
@@ -256,6 +266,66 @@ Array compress(const Array& condition, const Array& a, std::optional<int> axis =
 Array trim_zeros(const Array& x, const std::string& trim = "fb");
 Array resize(const Array& x, const Shape& new_shape);
 
+// ---------------------------------------------------------------- integer and floating-point bits
+Array gcd(const Array& a, const Array& b);  // integers; gcd(0, 0) = 0
+Array lcm(const Array& a, const Array& b);
+// x * 2^e, exactly (e an integer array).
+Array ldexp(const Array& x, const Array& e);
+// (mantissa in [0.5, 1) with x's sign, exponent as int32): x = m * 2^e; 0, inf and NaN give (x, 0).
+std::pair<Array, Array> frexp(const Array& x);
+// The next representable value after a toward b.
+Array nextafter(const Array& a, const Array& b);
+// The distance from x to the next representable value away from zero.
+Array spacing(const Array& x);
+// The number of 1 bits of each integer (of |x| for signed, as NumPy's bitwise_count).
+Array bitwise_count(const Array& x);
+
+// ---------------------------------------------------------------- unique with extras
+struct UniqueCounts {
+  Array values, counts;
+};
+struct UniqueInverse {
+  Array values, inverse_indices;
+};
+struct UniqueAll {
+  Array values, indices, inverse_indices, counts;
+};
+UniqueCounts unique_counts(const Array& x, UniqueOptions options = {});
+UniqueInverse unique_inverse(const Array& x, UniqueOptions options = {});
+UniqueAll unique_all(const Array& x, UniqueOptions options = {});
+
+// ---------------------------------------------------------------- functional helpers
+// fn applied to each 1-D slice of arr along axis (vmapped); fn's result dims replace that axis.
+Array apply_along_axis(const std::function<Array(const Array&)>& fn, int axis, const Array& arr);
+// fn(a, axis) for each axis in turn, a result one dim short expanded back.
+Array apply_over_axes(const std::function<Array(const Array&, int)>& fn, const Array& a, const std::vector<int>& axes);
+// fn of the coordinate arrays of `shape` (each of dtype).
+Array fromfunction(const std::function<Array(const std::vector<Array>&)>& fn, const Shape& shape,
+                   DType dtype = DType::float32);
+// funclist[i](x) where condlist[i] holds (the last one first); a funclist one longer gives the default.
+Array piecewise(const Array& x, const std::vector<Array>& condlist,
+                const std::vector<std::function<Array(const Array&)>>& funclist);
+// The indices (rows, cols) where mask_func(ones(n, n), k) is nonzero.
+std::vector<Array> mask_indices(std::int64_t n, const std::function<Array(const Array&, int)>& mask_func, int k = 0);
+bool isscalar(const Array& x);
+// Open-mesh index arrays: the i-th of shape (1, .., n_i, .., 1).
+std::vector<Array> ix_(const std::vector<Array>& args);
+std::string array_repr(const Array& x);
+// a with the flattened positions ind set to v (JAX's put, never in place).
+Array put(const Array& a, const Array& ind, const Array& v, const std::string& mode = "clip");
+// arr with values placed at indices along axis (take_along_axis's inverse; never in place).
+Array put_along_axis(const Array& arr, const Array& indices, const Array& values, int axis);
+// Least-squares polynomial coefficients of degree deg, highest power first (through QR).
+Array polyfit(const Array& x, const Array& y, int deg);
+// The dtype two dtypes (or arrays) promote to, with JAX's lattice.
+DType promote_types(DType a, DType b);
+DType result_type(const std::vector<Array>& xs);
+// Counts of samples in the bins of a 2-D (x, y) or D-dimensional ([N, D]) histogram, and the bin edges.
+std::tuple<Array, Array, Array> histogram2d(const Array& x, const Array& y, int bins = 10,
+                                            std::optional<std::vector<std::pair<double, double>>> range = std::nullopt);
+std::pair<Array, std::vector<Array>> histogramdd(const Array& sample, int bins = 10,
+                                                 std::optional<std::vector<std::pair<double, double>>> range = std::nullopt);
+
 // ---------------------------------------------------------------- operators
 // Bitwise operators as jnp (integers and booleans), % as ts::remainder, and
 // compound assignments that rebind the handle (arrays stay immutable).
@@ -334,3 +404,7 @@ Array cumlogsumexp(const Array& x, int axis = 0, bool reverse = false);
 }  // namespace lax
 
 }  // namespace tessel
+
+BOOST_HANA_ADAPT_STRUCT(tessel::UniqueCounts, values, counts);
+BOOST_HANA_ADAPT_STRUCT(tessel::UniqueInverse, values, inverse_indices);
+BOOST_HANA_ADAPT_STRUCT(tessel::UniqueAll, values, indices, inverse_indices, counts);

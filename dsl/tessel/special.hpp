@@ -22,6 +22,6 @@ Array i0e(const Array& x);
 Array i1e(const Array& x);
 Array ndtr(const Array& x);      // the standard normal CDF
 Array log_ndtr(const Array& x);  // its log, accurate far into the left tail
-Array ndtri(const Array& p);     // its inverse; -inf at 0, +inf at 1
+Array ndtri(const Array& p);     // its inverse; -inf at (and below) 0, +inf at (and above) 1
 
 }  // namespace tessel::scipy::special

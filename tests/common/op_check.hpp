@@ -18,8 +18,11 @@ inline std::string diff(const Array& got, const std::vector<double>& want, const
   if (got.shape() != shape) return "shape " + shape_str(got.shape()) + ", want " + shape_str(shape);
   auto g = got.to_vector<double>();
   for (size_t i = 0; i < want.size(); ++i) {
-    bool both_nan = std::isnan(g[i]) && std::isnan(want[i]);
-    if (!both_nan && !(std::fabs(g[i] - want[i]) <= tol * (1 + std::fabs(want[i])))) {
+    // NaN matches NaN, an infinity only the same infinity (inf - inf is NaN, which no tolerance accepts).
+    bool ok = std::isnan(want[i]) ? std::isnan(g[i])
+              : std::isinf(want[i]) ? g[i] == want[i]
+                                    : std::fabs(g[i] - want[i]) <= tol * (1 + std::fabs(want[i]));
+    if (!ok) {
       std::ostringstream os;
       os.precision(9);
       os << "element " << i << ": got " << g[i] << ", want " << want[i];

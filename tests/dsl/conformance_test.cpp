@@ -190,3 +190,42 @@ TEST_CASE("solve with a batched vector right-hand side gives JAX's hint") {
   auto x = ts::squeeze(ts::linalg::solve(a, ts::expand_dims(b, -1)), -1);
   CHECK(x.shape() == ts::Shape{2, 3});
 }
+
+TEST_CASE("sharded rfft2/irfft2 and uneven fft2 move data by all-to-alls, never all-gathering the array") {
+  namespace fft = ts::fft;
+  auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+  };
+  auto mesh = ts::make_mesh({8}, {"x"});
+  auto close = [](const ts::Array& got, const ts::Array& want, double tol) {
+    auto g = ts::abs(got - want).to_vector<double>();
+    auto w = ts::abs(want).to_vector<double>();
+    double worst = 0, scale = 1;
+    for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, g[i]), scale = std::max(scale, w[i]);
+    CHECK(worst <= tol * scale);
+  };
+  for (ts::Shape shape : {ts::Shape{32, 16}, ts::Shape{32, 12}, ts::Shape{32, 30}, ts::Shape{24, 10}}) {
+    CAPTURE(ts::shape_str(shape));
+    std::vector<double> v;
+    for (std::int64_t i = 0; i < shape[0] * shape[1]; ++i) v.push_back(std::sin(0.37 * double(i)) + 0.1 * double(i % 7));
+    auto x = ts::array(v, shape);
+    auto xs = ts::device_put(x, ts::NamedSharding(mesh, P("x")));
+    auto r2 = ts::jit([](const ts::Array& a) { return fft::rfft2(a); });
+    close(r2(xs), fft::rfft2(x), 1e-12);
+    auto rt = r2.lower(xs).compile().as_text();
+    CHECK(count(rt, "all-gather") == 0);
+    CHECK(count(rt, "all-to-all") >= 1);
+    auto spec = fft::rfft2(x);
+    auto specs = ts::device_put(spec, ts::NamedSharding(mesh, P("x")));
+    auto i2 = ts::jit([shape](const ts::Array& a) { return fft::irfft2(a, std::vector<std::int64_t>{shape[0], shape[1]}); });
+    close(i2(specs), x, 1e-12);
+    CHECK(count(i2.lower(specs).compile().as_text(), "all-gather") == 0);
+    auto c = x.astype(ts::complex128);
+    auto cs = ts::device_put(c, ts::NamedSharding(mesh, P("x")));
+    auto f2 = ts::jit([](const ts::Array& a) { return fft::fft2(a); });
+    close(f2(cs), fft::fft2(c), 1e-12);
+    CHECK(count(f2.lower(cs).compile().as_text(), "all-gather") == 0);
+  }
+}

@@ -216,3 +216,13 @@ TEST_CASE("odd functions built from |x| keep their derivative at 0 (sinh, arcsin
   CHECK(g([](const ts::Array& x) { return ts::sinc(x); }) == doctest::Approx(0.0));
   CHECK(g([](const ts::Array& x) { return ts::scipy::special::xlogy(x, ts::full_like(x, 2.0)); }) == doctest::Approx(std::log(2.0)));
 }
+
+TEST_CASE("stop_gradient on a pytree stops every leaf") {
+  std::map<std::string, ts::Array> p{{"a", ts::array(std::vector<float>{1, 2})}, {"b", ts::array(std::vector<float>{3})}};
+  auto g = ts::grad([](const std::map<std::string, ts::Array>& q) {
+    auto s = ts::stop_gradient(q);
+    return ts::sum(q.at("a") * s.at("a")) + ts::sum(s.at("b") * q.at("b"));
+  })(p);
+  CHECK(g.at("a").to_vector<float>() == std::vector<float>{1, 2});
+  CHECK(g.at("b").to_vector<float>() == std::vector<float>{3});
+}

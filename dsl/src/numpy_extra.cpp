@@ -1,0 +1,339 @@
+// jax.numpy's integer and floating-point bit functions, unique's extras,
+// functional helpers, put, polyfit, dtype promotion and the multi-dimensional
+// histograms (dsl/tessel/numpy.hpp), as compositions.
+#include <cmath>
+#include <limits>
+
+#include <tessel/linalg.hpp>
+#include <tessel/numpy.hpp>
+#include <tessel/sorting.hpp>
+#include <tessel/vmap.hpp>
+
+#include "dsl/src/compose.hpp"
+#include "dsl/src/staged.hpp"
+#include "tessel/core/errors.hpp"
+
+namespace tessel {
+
+using detail::staged;
+constexpr auto norm = detail::axis_in;
+namespace c = detail::compose;
+using V = std::vector<Array>;
+
+namespace {
+void need_int(const Array& x, const char* what) {
+  if (is_inexact(x.dtype()) || x.dtype() == DType::bool_)
+    throw TypeError(std::string(what) + " is only defined for integer arrays, got " + aval_str(x.dtype(), x.shape()));
+}
+void need_float(const Array& x, const char* what) {
+  if (!is_floating(x.dtype()))
+    throw TypeError(std::string(what) + " is only defined for real floating-point arrays, got " + aval_str(x.dtype(), x.shape()));
+}
+// The integer type of a float's bits, and the float's exponent layout.
+struct Bits {
+  DType int_type;
+  int mant_bits, bias;
+};
+Bits bits_of(DType t) { return t == DType::float64 ? Bits{DType::int64, 52, 1023} : Bits{DType::int32, 23, 127}; }
+}  // namespace
+
+// ---------------------------------------------------------------- integers
+Array gcd(const Array& a, const Array& b) {
+  need_int(a, "gcd");
+  need_int(b, "gcd");
+  return staged("tessel.gcd", {a, b}, [](const V& v) {
+    auto p = broadcast_arrays({v[0] + zeros_like(v[1]), v[1] + zeros_like(v[0])});
+    Array x = abs(p[0]), y = abs(p[1]);
+    // Euclid's steps, elementwise: 92 suffice for 64-bit values (Fibonacci's bound).
+    const int steps = x.dtype() == DType::int64 ? 92 : 47;
+    for (int k = 0; k < steps; ++k) {
+      Array go = y != 0;
+      Array safe = where(go, y, ones_like(y));
+      Array r = x % safe;
+      x = where(go, y, x);
+      y = where(go, r, y);
+    }
+    return x;
+  });
+}
+Array lcm(const Array& a, const Array& b) {
+  return staged("tessel.lcm", {a, b}, [](const V& v) {
+    Array g = gcd(v[0], v[1]);
+    Array safe = where(g == 0, ones_like(g), g);
+    return where(g == 0, zeros_like(g), abs(floor_divide(v[0], safe) * v[1]));
+  });
+}
+Array bitwise_count(const Array& x) {
+  need_int(x, "bitwise_count");
+  return staged("tessel.bitwise_count", {x}, [](const V& v) {
+    Array a = v[0].dtype() == DType::uint32 ? v[0] : abs(v[0]);
+    const bool wide = a.dtype() == DType::int64;
+    // Bit by bit (shifts and masks; 32 or 64 steps fuse into one loop).
+    Array n = zeros_like(a);
+    Array one = ones_like(a);
+    for (int k = 0; k < (wide ? 64 : 32); ++k) n = n + bitwise_and(right_shift(a, full_like(a, double(k))), one);
+    return n.astype(wide ? DType::int64 : DType::int32);
+  });
+}
+
+// ---------------------------------------------------------------- floating-point bits
+Array ldexp(const Array& x, const Array& e) {
+  need_int(e, "ldexp (the exponent)");
+  return staged("tessel.ldexp", {x, e}, [](const V& v) {
+    Array f = is_floating(v[0].dtype()) ? v[0] : v[0].astype(DType::float32);
+    const Bits b = bits_of(f.dtype());
+    // 2^k exactly, from its bits, for k in the normal range; the exponent split in three steps
+    // so that results near the ends of the range (and subnormals) round once.
+    Array ex = clip(v[1].astype(b.int_type), -3.0 * b.bias, 3.0 * b.bias);
+    auto pow2 = [&](const Array& k) {
+      Array kk = clip(k, double(1 - b.bias), double(b.bias));
+      return lax::bitcast_convert_type(left_shift(kk + b.bias, full_like(kk, double(b.mant_bits))), f.dtype());
+    };
+    Array e1 = floor_divide(ex, 3), e2 = floor_divide(ex - e1, 2), e3 = ex - e1 - e2;
+    return f * pow2(e1) * pow2(e2) * pow2(e3);
+  });
+}
+std::pair<Array, Array> frexp(const Array& x) {
+  need_float(x, "frexp");
+  auto r = detail::staged_many("tessel.frexp", {x}, [](const V& v) {
+    const Array& f = v[0];
+    const Bits b = bits_of(f.dtype());
+    // Subnormals scaled up into the normal range first.
+    Array small = logical_and(abs(f) < (b.int_type == DType::int64 ? 2.2250738585072014e-308 : 1.1754943508222875e-38), f != 0);
+    const double up = b.int_type == DType::int64 ? 18014398509481984.0 : 16777216.0;  // 2^54, 2^24
+    const int up_e = b.int_type == DType::int64 ? 54 : 24;
+    Array g = where(small, f * up, f);
+    Array bits = lax::bitcast_convert_type(g, b.int_type);
+    Array expo = bitwise_and(right_shift(bits, full_like(bits, double(b.mant_bits))), full_like(bits, double(2 * b.bias + 1)));
+    Array e = expo - (b.bias - 1) - where(small, full_like(expo, double(up_e)), zeros_like(expo));
+    // The mantissa: the exponent bits replaced by those of 2^-1.
+    Array clear = bitwise_and(bits, bitwise_not(left_shift(full_like(bits, double(2 * b.bias + 1)), full_like(bits, double(b.mant_bits)))));
+    Array m = lax::bitcast_convert_type(bitwise_or(clear, left_shift(full_like(bits, double(b.bias - 1)), full_like(bits, double(b.mant_bits)))), f.dtype());
+    Array special = logical_or(f == 0, logical_not(isfinite(f)));
+    return V{where(special, f, m), where(special, zeros_like(e), e).astype(DType::int32)};
+  });
+  return {r[0], r[1]};
+}
+Array nextafter(const Array& a, const Array& b) {
+  return staged("tessel.nextafter", {a, b}, [](const V& v) {
+    auto p = broadcast_arrays({v[0] + zeros_like(v[1]), v[1] + zeros_like(v[0])});
+    Array x = p[0], y = p[1];
+    need_float(x, "nextafter");
+    const Bits bt = bits_of(x.dtype());
+    Array bits = lax::bitcast_convert_type(x, bt.int_type);
+    // Away from zero: the bits + 1; toward zero: - 1 (sign-magnitude).
+    Array away = (y > x) == (x > 0);
+    Array step = where(away, ones_like(bits), full_like(bits, -1.0));
+    Array moved = lax::bitcast_convert_type(bits + step, x.dtype());
+    // From zero: the smallest subnormal with y's sign.
+    Array tiny = lax::bitcast_convert_type(ones_like(bits), x.dtype());
+    Array from_zero = where(y > 0, tiny, -tiny);
+    Array r = where(x == 0, from_zero, moved);
+    r = where(x == y, y, r);
+    return where(logical_or(isnan(x), isnan(y)), full_like(x, NAN), r);
+  });
+}
+Array spacing(const Array& x) {
+  need_float(x, "spacing");
+  return staged("tessel.spacing", {x}, [](const V& v) {
+    const Array& f = v[0];
+    Array toward = where(f < 0, full_like(f, -INFINITY), full_like(f, INFINITY));
+    Array r = nextafter(f, toward) - f;
+    return where(isinf(f), full_like(f, NAN), r);
+  });
+}
+
+// ---------------------------------------------------------------- unique's extras
+UniqueAll unique_all(const Array& x, UniqueOptions o) {
+  Array values = unique(x, o);
+  auto r = detail::staged_many("tessel.unique_all", {x, values}, [](const V& v) {
+    Array flat = ravel(v[0]);
+    const std::int64_t n = flat.size();
+    Array u = v[1];
+    Array eq = expand_dims(flat, 0) == expand_dims(u, 1);  // [u, n]
+    if (is_inexact(flat.dtype())) eq = logical_or(eq, logical_and(isnan(expand_dims(flat, 0)), isnan(expand_dims(u, 1))));
+    Array pos = broadcast_to(arange(0, n, 1, DType::int32), eq.shape());
+    Array first = min(where(eq, pos, full_like(pos, double(n))), 1);
+    // Padding (values past the count repeat a value): its count is 0 and its index that value's.
+    Array counts = sum(eq, 1).astype(DType::int32);
+    Array inverse = argmax(eq, 0).astype(DType::int32);
+    // Positions past the number of distinct values are padding.
+    Array distinct = n == 0 ? array(0) : sum(detail::run_starts(sort(flat, 0))).astype(DType::int32);
+    Array pad_pos = arange(0, u.size(), 1, DType::int32) >= distinct;
+    counts = where(pad_pos, zeros_like(counts), counts);
+    return V{first.astype(DType::int32), reshape(inverse, v[0].shape()), counts};
+  });
+  return {values, r[0], r[1], r[2]};
+}
+UniqueCounts unique_counts(const Array& x, UniqueOptions o) {
+  auto a = unique_all(x, o);
+  return {a.values, a.counts};
+}
+UniqueInverse unique_inverse(const Array& x, UniqueOptions o) {
+  auto a = unique_all(x, o);
+  return {a.values, a.inverse_indices};
+}
+
+// ---------------------------------------------------------------- functional helpers
+Array apply_along_axis(const std::function<Array(const Array&)>& fn, int axis, const Array& arr) {
+  const int a = norm(axis, arr.ndim(), "apply_along_axis");
+  Array moved = moveaxis(arr, a, -1);
+  Shape batch(moved.shape().begin(), moved.shape().end() - 1);
+  const std::int64_t rows = numel(batch), len = moved.shape().back();
+  Array flat = reshape(moved, {rows, len});
+  Array out = vmap([&](const Array& row) { return fn(row); })(flat);
+  Shape res = batch;
+  res.insert(res.end(), out.shape().begin() + 1, out.shape().end());
+  out = reshape(out, res);
+  // The function's result dims take the place of the axis.
+  const int extra = out.ndim() - int(batch.size());
+  std::vector<int> perm;
+  for (int d = 0; d < a; ++d) perm.push_back(d);
+  for (int d = 0; d < extra; ++d) perm.push_back(int(batch.size()) + d);
+  for (int d = a; d < int(batch.size()); ++d) perm.push_back(d);
+  return transpose(out, perm);
+}
+Array apply_over_axes(const std::function<Array(const Array&, int)>& fn, const Array& a, const std::vector<int>& axes) {
+  Array r = a;
+  for (int ax : axes) {
+    const int d = norm(ax, r.ndim(), "apply_over_axes");
+    Array res = fn(r, d);
+    if (res.ndim() == r.ndim() - 1) res = expand_dims(res, d);
+    if (res.ndim() != r.ndim())
+      throw ValueError("apply_over_axes: the function must return an array of the same rank or one less");
+    r = res;
+  }
+  return r;
+}
+Array fromfunction(const std::function<Array(const std::vector<Array>&)>& fn, const Shape& shape, DType dtype) {
+  std::vector<Array> idx;
+  for (int d = 0; d < int(shape.size()); ++d) idx.push_back(lax::broadcasted_iota(dtype, shape, d));
+  return fn(idx);
+}
+Array piecewise(const Array& x, const std::vector<Array>& condlist,
+                const std::vector<std::function<Array(const Array&)>>& funclist) {
+  const std::size_t nc = condlist.size(), nf = funclist.size();
+  if (nf != nc && nf != nc + 1)
+    throw ValueError("piecewise: with " + std::to_string(nc) + " condition(s), " + std::to_string(nc) + " or " +
+                     std::to_string(nc + 1) + " functions are expected, got " + std::to_string(nf));
+  Array r = nf == nc + 1 ? funclist.back()(x) + zeros_like(x) : zeros_like(x);
+  for (std::size_t i = 0; i < nc; ++i) r = where(condlist[i], funclist[i](x) + zeros_like(x), r);
+  return r;
+}
+std::vector<Array> mask_indices(std::int64_t n, const std::function<Array(const Array&, int)>& mask_func, int k) {
+  return nonzero(mask_func(ones({n, n}), k));
+}
+bool isscalar(const Array& x) { return x.ndim() == 0; }
+std::vector<Array> ix_(const std::vector<Array>& args) {
+  std::vector<Array> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i].ndim() != 1) throw ValueError("ix_: cross index must be 1 dimensional, got " + shape_str(args[i].shape()));
+    Shape s(args.size(), 1);
+    s[i] = args[i].size();
+    out.push_back(reshape(args[i].dtype() == DType::bool_ ? flatnonzero(args[i]) : args[i], s));
+  }
+  return out;
+}
+std::string array_repr(const Array& x) { return to_string(x); }
+Array put(const Array& a, const Array& ind, const Array& v, const std::string& mode) {
+  if (mode != "clip" && mode != "wrap" && mode != "fill")
+    throw ValueError("put: mode must be clip, wrap or fill, got '" + mode + "'");
+  return staged("tessel.put", {a, ind, v}, [mode](const V& in) {
+    Array flat = ravel(in[0]);
+    const std::int64_t n = flat.size();
+    Array i = ravel(in[1]);
+    if (mode == "wrap") i = i % int(n);
+    else if (mode == "clip") i = clip(i, 0, double(n - 1));
+    Array vals = broadcast_to(ravel(in[2]), i.shape());
+    return reshape(flat.at({i}).set(vals), in[0].shape());
+  });
+}
+Array put_along_axis(const Array& arr, const Array& indices, const Array& values, int axis) {
+  const int a = norm(axis, arr.ndim(), "put_along_axis");
+  if (indices.ndim() != arr.ndim())
+    throw ShapeError("put_along_axis: indices must have the array's rank " + std::to_string(arr.ndim()) + ", got " +
+                     shape_str(indices.shape()));
+  return staged("tessel.put_along_axis", {arr, indices, values}, [a](const V& v) {
+    std::vector<IndexItem> items;
+    for (int d = 0; d < v[0].ndim(); ++d) {
+      if (d == a) {
+        items.push_back(v[1]);
+      } else {
+        Shape s(std::size_t(v[0].ndim()), 1);
+        s[std::size_t(d)] = v[1].shape()[std::size_t(d)];
+        items.push_back(reshape(arange(0, s[std::size_t(d)], 1, DType::int32), s));
+      }
+    }
+    return v[0].at(items).set(broadcast_to(v[2], v[1].shape()));
+  });
+}
+Array polyfit(const Array& x, const Array& y, int deg) {
+  if (deg < 0) throw ValueError("polyfit: expected deg >= 0, got " + std::to_string(deg));
+  if (x.ndim() != 1 || y.ndim() < 1 || y.ndim() > 2 || x.size() != y.shape()[0])
+    throw ShapeError("polyfit: expected a 1-D x and a y of x's length (1-D or 2-D), got " + shape_str(x.shape()) + " and " +
+                     shape_str(y.shape()));
+  if (x.size() <= deg) throw ValueError("polyfit: deg " + std::to_string(deg) + " needs more than " + std::to_string(deg) + " points");
+  return staged("tessel.polyfit", {x, y}, [deg](const V& v) {
+    Array xf = is_inexact(v[0].dtype()) ? v[0] : v[0].astype(DType::float32);
+    Array a = vander(xf, deg + 1);
+    // Columns scaled to unit norm (as NumPy), then least squares through QR.
+    Array scale = sqrt(sum(a * a, 0));
+    scale = where(scale == 0, ones_like(scale), scale);
+    Array as = a / scale;
+    auto [q, r] = linalg::qr(as);
+    Array yy = v[1].ndim() == 1 ? expand_dims(v[1].astype(xf.dtype()), 1) : v[1].astype(xf.dtype());
+    Array c = linalg::triangular_solve(r, matmul(q.T(), yy), {.left_side = true, .lower = false});
+    c = c / expand_dims(scale, 1);
+    return v[1].ndim() == 1 ? squeeze(c, 1) : c;
+  });
+}
+DType promote_types(DType a, DType b) { return where(ones({}, DType::bool_), zeros({0}, a), zeros({0}, b)).dtype(); }
+DType result_type(const std::vector<Array>& xs) {
+  if (xs.empty()) throw ValueError("result_type: at least one array is needed");
+  Array r = zeros({0}, xs[0].dtype());
+  for (auto& x : xs) r = where(ones({}, DType::bool_), r, x.weak_type() ? x : zeros({0}, x.dtype()));
+  return r.dtype();
+}
+
+// ---------------------------------------------------------------- multi-dimensional histograms
+std::pair<Array, std::vector<Array>> histogramdd(const Array& sample, int bins,
+                                                 std::optional<std::vector<std::pair<double, double>>> range) {
+  if (sample.ndim() != 2) throw ShapeError("histogramdd: sample must be [N, D], got " + shape_str(sample.shape()));
+  const int D = int(sample.shape()[1]);
+  if (range && int(range->size()) != D)
+    throw ValueError("histogramdd: " + std::to_string(range->size()) + " ranges for " + std::to_string(D) + " dimensions");
+  std::vector<Array> edges;
+  for (int d = 0; d < D; ++d) {
+    Array col = sample.index({all, d});
+    edges.push_back(histogram_bin_edges(col, bins, range ? std::optional<std::pair<double, double>>((*range)[std::size_t(d)]) : std::nullopt));
+  }
+  V in{sample};
+  in.insert(in.end(), edges.begin(), edges.end());
+  Array counts = staged("tessel.histogramdd", in, [D, bins](const V& v) {
+    Array flat = zeros({v[0].shape()[0]}, DType::int32);
+    Array inside = ones({v[0].shape()[0]}, DType::bool_);
+    for (int d = 0; d < D; ++d) {
+      const Array& e = v[std::size_t(1 + d)];
+      Array col = v[0].index({all, d}).astype(e.dtype());
+      Array b = searchsorted(e, col, "right") - 1;
+      b = where(col == e[bins], full_like(b, double(bins - 1)), b);
+      inside = logical_and(inside, logical_and(col >= e[0], col <= e[bins]));
+      flat = flat * bins + clip(b, 0, double(bins - 1));
+    }
+    std::int64_t total = 1;
+    for (int d = 0; d < D; ++d) total *= bins;
+    Array ids = arange(0, total, 1, DType::int32);
+    Array hit = logical_and(expand_dims(flat, -1) == ids, expand_dims(inside, -1));
+    return reshape(sum(hit, 0).astype(DType::float32), Shape(std::size_t(D), bins));
+  });
+  return {counts, edges};
+}
+std::tuple<Array, Array, Array> histogram2d(const Array& x, const Array& y, int bins,
+                                            std::optional<std::vector<std::pair<double, double>>> range) {
+  if (x.ndim() != 1 || y.shape() != x.shape())
+    throw ShapeError("histogram2d: x and y must be 1-D of one length, got " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
+  auto [h, e] = histogramdd(stack({x, y.astype(x.dtype())}, 1), bins, range);
+  return {h, e[0], e[1]};
+}
+
+}  // namespace tessel
