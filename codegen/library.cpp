@@ -62,6 +62,29 @@ std::unique_ptr<rt::Thunk> cumulative_routine(const Node& n, const std::vector<i
   return std::make_unique<CumulativeThunk>(n, reads.at(0), writes.at(0));
 }
 
+// top_k: each line's k largest values and their indices.
+class TopKThunk final : public rt::Thunk {
+ public:
+  TopKThunk(const Node& n, int in, int values, int indices)
+      : in_(in), values_(values), indices_(indices), shape_(n.in[0]->shape()), k_(n.attr<attr::TopK>().k), dtype_(n.in[0]->dtype()) {}
+  void run(rt::ExecContext& ctx) const override {
+    top_k_lines(dtype_, shape_, k_, ctx.slots[in_], ctx.slots[values_], ctx.slots[indices_]);
+  }
+  std::string describe() const override { return "top-k " + aval_str(dtype_, shape_) + " k=" + std::to_string(k_); }
+  const char* category() const override { return "library"; }
+  bool pure() const override { return true; }
+
+ private:
+  int in_, values_, indices_;
+  Shape shape_;
+  std::int64_t k_;
+  DType dtype_;
+};
+
+std::unique_ptr<rt::Thunk> top_k_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
+  return std::make_unique<TopKThunk>(n, reads.at(0), writes.at(0), writes.at(1));
+}
+
 // scatter: x with the updates combined in (the interpreter's kernel).
 class ScatterThunk final : public rt::Thunk {
  public:
@@ -135,6 +158,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     r[std::size_t(Op::scatter)] = &scatter_routine;
     for (Op op : {Op::cumsum, Op::cumprod, Op::cummax, Op::cummin, Op::cumlogsumexp})
       r[std::size_t(op)] = &cumulative_routine;
+    r[std::size_t(Op::top_k)] = &top_k_routine;
     for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
     r[std::size_t(Op::distributed_lu)] = &distributed_lu_routine;
     r[std::size_t(Op::distributed_cholesky)] = &distributed_cholesky_routine;

@@ -4,11 +4,16 @@ activations and jax.scipy.special's functions, read by
 tests/dsl/surface_ref_test.cpp (no Python at test time); and
 tests/data/numpy/surface2.json: sorting, searching, counting, quantiles,
 unique/nonzero and lax's sort, top_k, associative_scan and reduce, read by
-tests/dsl/surface_ref2_test.cpp (described at its section, below).
+tests/dsl/surface_ref2_test.cpp (described at its section, below); and
+tests/data/numpy/surface3.json: the rest of "more of jax.numpy" (aliases,
+creation and index helpers, windows, polynomials, statistics, splits, set
+functions, ...), read by tests/dsl/surface_ref3_test.cpp (described at its
+section, at the end).
 
-  /usr/bin/python3 tools/numpy_reference.py tests/data/numpy/surface.json [tests/data/numpy/surface2.json]
+  /usr/bin/python3 tools/numpy_reference.py tests/data/numpy/surface.json [tests/data/numpy/surface2.json [tests/data/numpy/surface3.json]]
 
-(the second path defaults to surface2.json beside the first).
+(the second and third paths default to surface2.json and surface3.json
+beside the first).
 
 Needs only NumPy and SciPy (Debian: python3-numpy python3-scipy); the output
 is deterministic (fixed inputs, no random numbers).
@@ -1005,3 +1010,675 @@ with open(path2, "w") as f:
     json.dump(out2, f, indent=None, allow_nan=False, separators=(",", ":"))
     f.write("\n")
 print(f"{path2}: {len(cases2)} cases")
+
+# ====================================================================== surface3.json
+# "More of jax.numpy" (dsl/tessel/numpy.hpp): Array API spellings and aliases,
+# fmax/fmin, modf, i0, creation and index helpers, windows, polynomials,
+# convolve/correlate, statistics (cov, corrcoef, gradient, unwrap, interp,
+# trapezoid), insert/delete, lexsort, sort_complex, select/choose, splitting,
+# block, the set functions and extract/compress/trim_zeros, read by
+# tests/dsl/surface_ref3_test.cpp; a file of its own, as surface2.json.
+#
+# The same encoding as surface2.json, except that an input may also be
+# "bool" (the C++ test builds it from 0/1) and that a case with no inputs
+# ("inputs": []) is a constructor (logspace, indices, the windows, ...).
+# Functions of several outputs (modf, the *_indices, unravel_index, the
+# splits, unstack, broadcast_arrays) have one case per output, chosen by
+# the kwarg "output", with "n_outputs" the number of arrays the function
+# must return; sort_complex's result (complex64) is checked through its
+# real and imaginary parts ("output": "real" / "imag").
+#
+# The group "eager" holds the functions that are eager-only in tessel (their
+# result's size depends on the values): trim_zeros, compress, extract
+# without size and the set functions without size. Its cases are checked
+# eagerly, and jit of the same lambda must throw ts::ConcretizationError;
+# they are never run through check_op.
+#
+# "grad_cases": as surface.json's (float64, central differences of the
+# NumPy/SciPy function, h = 1e-6, tol 1e-5), with "wrt": the indices of the
+# inputs differentiated (the others are held fixed).
+#
+# Where JAX and NumPy differ the reference is JAX's, said at the case:
+#   - modf: JAX's fractional part is x - whole, NaN at +-inf (NumPy: +-0):
+#     no infinities in its inputs.
+#   - i0: JAX computes exp(|x|) * i0e(|x|) in float32: it overflows to inf
+#     from |x| ~ 88.7 where float64 is still below float32's max (~91), so
+#     no input in (88, 92); i0(+-inf) is NaN in both (left out anyway).
+#   - around(decimals < 0): JAX multiplies by float32(10^d) (NumPy divides
+#     by 10^-d); the inputs are chosen where both agree (asserted), and the
+#     reference is NumPy's own float32 computation (x * 10^d rounded in
+#     float32 matters at ties: 2.45 rounds to 2.4 in float32, 2.5 in float64).
+#   - unravel_index: JAX accepts negative indices (-1 is the last element)
+#     and clips out-of-bounds ones (all dims to their last index above,
+#     to 0 below -size); NumPy raises. The reference is JAX's rule.
+#   - ravel_multi_index, choose: only the modes "clip" and "wrap" (JAX's
+#     "raise", the default of both, cannot run under jit).
+#   - convolve, correlate, polymul, polyder, polyint promote integers to
+#     float32 in JAX (NumPy keeps integers): the int32 cases expect float32.
+#   - the set functions with size pad as JAX: union1d with the smallest
+#     value (unique's default), intersect1d and setxor1d with the smallest
+#     result, setdiff1d with 0; an explicit fill_value otherwise. No NaNs
+#     in their inputs (NaN never equals NaN: setxor1d keeps two of them).
+#   - extract with size: JAX's compress: the first `size` selected values,
+#     then fill_value (default 0); size <= the number of elements.
+#   - insert with a scalar index: values of lower rank than x form one
+#     slice (NumPy's and JAX's moveaxis of the values makes same-rank
+#     values along axis 1 insert several slices: not used here).
+cases3 = []
+names3 = set()
+GROUPS3 = {
+    "elementwise": {"absolute", "acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "around", "rint", "fmax",
+                    "fmin", "modf", "i0", "isreal", "iscomplex"},
+    "creation": {"logspace", "geomspace", "indices", "diag_indices", "tril_indices", "triu_indices", "diagflat",
+                 "vander", "bartlett", "blackman", "hamming", "hanning", "kaiser", "resize"},
+    "indexing": {"unravel_index", "ravel_multi_index", "fill_diagonal", "insert", "delete_", "select", "choose",
+                 "lexsort", "sort_complex", "extract"},
+    "poly": {"polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "convolve", "correlate"},
+    "stats": {"ediff1d", "trapezoid", "vecdot", "matvec", "vecmat", "cov", "corrcoef", "gradient", "unwrap", "interp"},
+    "shapes": {"block", "array_split", "hsplit", "vsplit", "dsplit", "unstack", "matrix_transpose", "permute_dims",
+               "concat", "broadcast_arrays", "array_equal", "array_equiv"},
+    "sets": {"union1d", "intersect1d", "setdiff1d", "setxor1d"},
+}
+EAGER_ONLY = {"trim_zeros", "compress", "extract", "union1d", "intersect1d", "setdiff1d", "setxor1d"}
+
+
+def group3_of(op):
+    """The TEST_CASE of surface_ref3_test.cpp that runs a case with a static size."""
+    groups = [g for g, ops in GROUPS3.items() if op in ops]
+    assert len(groups) == 1, op
+    return groups[0]
+
+
+def b8(values, shape=None):
+    a = np.asarray(values, dtype=bool)
+    return a.reshape(shape) if shape is not None else a
+
+
+def enc_input3(x):
+    if np.asarray(x).dtype == np.bool_:
+        return enc_array(x, "bool")
+    return enc_input(x)
+
+
+def case3(name, op, inputs, expected, kwargs=None, tol=EXACT, dtype="float32", source="", group=None):
+    assert name not in names3, name
+    names3.add(name)
+    if group is None:
+        group = group3_of(op)
+    assert group != "eager" or op in EAGER_ONLY, (name, op)
+    if dtype == "float32":
+        expected = as_float32_result(expected)
+    cases3.append({
+        "name": name,
+        "op": op,
+        "group": group,
+        "source": source,
+        "inputs": [enc_input3(x) for x in inputs],
+        "kwargs": kwargs or {},
+        "expected": enc_array(expected, dtype),
+        "tol": tol,
+    })
+
+
+def multi3(name, op, inputs, outs, kwargs=None, tol=EXACT, dtype="float32", source="", group=None):
+    """One case per output of a function of several outputs."""
+    for k, o in enumerate(outs):
+        case3(f"{name}_{k}", op, inputs, np.asarray(o), {**(kwargs or {}), "output": k, "n_outputs": len(outs)}, tol,
+              dtype, source, group)
+
+
+def u3(name, op, fn, x, tol=TRANS, dtype="float32", kwargs=None, source=""):
+    x = x if isinstance(x, np.ndarray) else f32(x)
+    with np.errstate(all="ignore"):
+        y = fn(x)
+    case3(name, op, [x], y, kwargs, tol, dtype, source or f"np.{op}")
+
+
+def b3(name, op, fn, a, b, tol=TRANS, dtype="float32", kwargs=None, source=""):
+    a = a if isinstance(a, np.ndarray) else f32(a)
+    b = b if isinstance(b, np.ndarray) else f32(b)
+    with np.errstate(all="ignore"):
+        y = fn(a, b)
+    case3(name, op, [a, b], y, kwargs, tol, dtype, source or f"np.{op}")
+
+
+V5 = f32([1.5, -0.5, 2.0, 0.25, -3.0])
+V7B = f32([0.5, -1.0, 2.0, 1.5, -0.25, 3.0, -2.0])
+
+# ------------------------------------------------------------------ elementwise: the Array API spellings
+ABS_IN = [-INF, -3.5, -1, -0.0, 0, 1e-30, 2.25, 1e30, INF, NAN, -F32_MAX, 7, -0.5]
+u3("absolute/vector", "absolute", np.absolute, ABS_IN, EXACT)
+u3("absolute/matrix", "absolute", np.absolute, X, EXACT)
+ASIN_IN = [-1, -0.999, -0.5, -1e-4, 0, 1e-4, 0.3, 0.5, 0.999, 1, 1.5, -2, NAN]
+u3("acos/vector", "acos", np.arccos, ASIN_IN)
+u3("asin/vector", "asin", np.arcsin, ASIN_IN)
+u3("asin/matrix", "asin", np.arcsin, f32(X / 4.0))
+u3("acosh/vector", "acosh", np.arccosh, [1, 1.0001, 1.5, 2, 10, 1e4, INF, 0.999, 0.5, 0, -1, -INF, NAN])
+u3("asinh/vector", "asinh", np.arcsinh, [-INF, -1e4, -10, -1, -0.5, -1e-4, 0, 1e-4, 0.5, 1, 10, 1e4, NAN])
+u3("atan/vector", "atan", np.arctan, [-INF, -1e6, -10, -1, -0.5, -1e-4, 0, 1e-4, 0.5, 1, 10, INF, NAN])
+u3("atan/matrix", "atan", np.arctan, X)
+u3("atanh/vector", "atanh", np.arctanh, [-1, -0.999, -0.5, -1e-4, 0, 1e-4, 0.5, 0.999, 1, 1.5, -2, NAN, 0.25])
+# Signed zeros: atan2(+-0, -0) = +-pi, atan2(+-0, +0) = +-0 (C99, XLA and NumPy).
+ATA = [0, -0.0, 0, -0.0, 1, -1, 1, -1, INF, -INF, INF, NAN, 3, 2.5, -7, 1e-30, -INF]
+ATB = [0, 0, -0.0, -0.0, 1, 1, -1, -1, INF, INF, -INF, 1, NAN, -4, 0, 1e30, 2]
+b3("atan2/vector", "atan2", np.arctan2, ATA, ATB)
+b3("atan2/broadcast_row", "atan2", np.arctan2, X, V5)
+
+# ------------------------------------------------------------------ around, rint
+ROUND_IN = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -3.7, 2.2, 0, 4194304.5, INF, NAN]
+u3("rint/vector", "rint", np.rint, ROUND_IN, EXACT, source="np.rint (half to even)")
+u3("rint/matrix", "rint", np.rint, f32(X * 1.3), EXACT)
+
+
+def around_ref(x, d):
+    """NumPy's around on the float32 values (NumPy's float32 computation), after checking
+    that JAX's (x * float32(10^d), rounded half to even, / float32(10^d), all float32) agrees."""
+    x32 = np.asarray(x, np.float32)
+    with np.errstate(all="ignore"):
+        want = np.around(x32, d).astype(np.float64)
+        f = np.float32(10.0 ** d)
+        jax = (np.rint(x32 * f) / f).astype(np.float64)
+    ok = np.isnan(want) == np.isnan(jax)
+    fin = np.isfinite(want)
+    assert ok.all() and np.array_equal(want[~fin & ~np.isnan(want)], jax[~fin & ~np.isnan(want)]), (x, d)
+    assert np.all(np.abs(want[fin] - jax[fin]) <= SIMPLE * (1 + np.abs(want[fin]))), (d, want, jax)
+    return want
+
+
+for d, vals in [(0, ROUND_IN),
+                (1, [0.25, -0.25, 0.75, 1.25, -1.75, 0.125, 3.14159, -2.71828, 0.0, 12.34, -0.05, INF, NAN]),
+                (-1, [25, 35, -15, 14, 16, 1234.5, -5, 5, 0, 45, 55, -INF, NAN]),
+                (2, [0.125, -0.375, 1.0625, 3.14159, -2.71828, 0.005, 99.999, -0.0, 1e-5, 7.0, 0.3333, -1.875, 12.5])]:
+    x = f32(vals)
+    case3(f"around/decimals{d}", "around", [x], around_ref(x, d), {"decimals": d}, EXACT if d == 0 else SIMPLE,
+          source="np.around of float32 (half to even; JAX: x * 10^d rounded, / 10^d)")
+case3("around/matrix_decimals1", "around", [f32(X * 1.37)], around_ref(f32(X * 1.37), 1), {"decimals": 1}, SIMPLE,
+      source="np.around of float32")
+
+# ------------------------------------------------------------------ fmax, fmin (NaN only where both are)
+FA3 = [1, NAN, NAN, -INF, 3, -0.5, INF, 2, 0, -7, NAN, 5, 1e-30]
+FB3 = [NAN, 2, NAN, 5, 3, -1.5, -INF, INF, 1, -7.5, -INF, 5, -1e-30]
+VN5 = f32([NAN, 0.5, -1.0, NAN, 2.0])
+for op, fn in (("fmax", np.fmax), ("fmin", np.fmin)):
+    b3(f"{op}/vector", op, fn, FA3, FB3, EXACT)
+    b3(f"{op}/matrix_broadcast", op, fn, XN, VN5, EXACT)
+
+# ------------------------------------------------------------------ modf (no infinities: JAX's fraction is NaN there)
+MODF_IN = f32([-3.75, -2.5, -1, -0.25, 0, 0.25, 1, 2.5, 3.75, 1e10, -7.125, NAN, 123.5])
+multi3("modf/vector", "modf", [MODF_IN], np.modf(MODF_IN), {}, EXACT, source="np.modf: (fractional, integral)")
+multi3("modf/matrix", "modf", [f32(X * 1.5)], np.modf(f32(X * 1.5)), {}, EXACT, source="np.modf")
+
+# ------------------------------------------------------------------ i0 (no input in (88, 92): see above)
+u3("i0/vector", "i0", np.i0, [-100, -20, -5, -1, -0.5, -1e-3, 0, 1e-3, 0.5, 1, 5, 20, 50, 85, 100, NAN],
+   source="np.i0 (100: beyond float32, inf)")
+u3("i0/matrix", "i0", np.i0, X)
+
+# ------------------------------------------------------------------ isreal, iscomplex
+u3("isreal/real", "isreal", np.isreal, XN, EXACT, "bool", {"complex": False})
+u3("iscomplex/real", "iscomplex", np.iscomplex, XN, EXACT, "bool", {"complex": False})
+def cplx(re, im):
+    """re + i im, element by element (re + 1j * im would turn an infinite im into a NaN real part)."""
+    z = np.empty(np.shape(re), np.complex128)
+    z.real = re
+    z.imag = im
+    return z
+
+
+CRE = f32([1, -2, 0, 3.5, NAN, 0, -1, 2, INF, 0.5, 7, -0.0, 4])
+CIM = f32([0, 1, -0.0, 0, 0, NAN, 2.5, -1e-30, 0, INF, 0, 3, 0])
+for op, fn in (("isreal", np.isreal), ("iscomplex", np.iscomplex)):
+    case3(f"{op}/complex", op, [CRE, CIM], fn(cplx(CRE, CIM)), {"complex": True}, EXACT, "bool",
+          f"np.{op} of re + i im (the C++ test builds ts::complex(re, im))")
+
+# ------------------------------------------------------------------ creation (no inputs)
+for name, a, b, num, ep, base in [("0_3_num7", 0.0, 3.0, 7, True, 10.0), ("-1_2_num13_noend", -1.0, 2.0, 13, False, 10.0),
+                                  ("base2", -2.0, 3.0, 6, True, 2.0), ("descending", 1.0, -1.0, 5, True, 10.0)]:
+    case3(f"logspace/{name}", "logspace", [], np.logspace(a, b, num, ep, base),
+          {"start": a, "stop": b, "num": num, "endpoint": ep, "base": base}, TRANS, "float32", "np.logspace")
+for name, a, b, num, ep in [("1_1000_num4", 1.0, 1000.0, 4, True), ("negative", -1.0, -16.0, 5, True),
+                            ("noend", 2.0, 512.0, 8, False), ("0.5_100_num13", 0.5, 100.0, 13, True),
+                            ("descending", 81.0, 1.0, 5, True)]:
+    case3(f"geomspace/{name}", "geomspace", [], np.geomspace(a, b, num, ep),
+          {"start": a, "stop": b, "num": num, "endpoint": ep}, TRANS, "float32",
+          "np.geomspace (JAX: sign * logspace of log10|start|, log10|stop|)")
+for dims in ([3, 4], [2, 3, 4], [13]):
+    case3(f"indices/{'x'.join(map(str, dims))}", "indices", [], np.indices(dims), {"dimensions": dims}, EXACT, "int32",
+          "np.indices (int32 in JAX)")
+for n, nd in ((5, 2), (4, 3), (13, 1)):
+    multi3(f"diag_indices/n{n}_ndim{nd}", "diag_indices", [], np.diag_indices(n, nd), {"n": n, "ndim": nd}, EXACT,
+           "int32", "np.diag_indices")
+for op in ("tril_indices", "triu_indices"):
+    for n, k, m in ((4, 0, None), (4, -1, 6), (5, 1, 3), (7, 0, 5), (6, 2, None)):
+        suffix = f"n{n}_k{k}" + (f"_m{m}" if m is not None else "")
+        multi3(f"{op}/{suffix}", op, [], getattr(np, op)(n, k, m), {"n": n, "k": k, "m": m}, EXACT, "int32",
+               f"np.{op}(n, k, m)")
+D5_3 = f32([1, -2, 3, -4, 5])
+KA3 = f32([[1, -2, 0.5], [0, 3, -1]])
+for name, v, k in (("vector", D5_3, 0), ("vector_k2", D5_3, 2), ("vector_k-1", D5_3, -1), ("matrix_flattened", KA3, 0),
+                   ("matrix_k-3", KA3, -3)):
+    case3(f"diagflat/{name}", "diagflat", [v], np.diagflat(v, k), {"k": k}, EXACT, source="np.diagflat")
+VX7 = f32([-2, -1, -0.5, 0, 0.5, 1.5, 3])
+VXI = i32([-3, -1, 0, 1, 2, 4, 5])
+for name, x, n, inc in (("default", VX7, None, False), ("increasing", VX7, None, True), ("n4", VX7, 4, False),
+                        ("n9_increasing", VX7, 9, True), ("int32", VXI, None, False), ("int32_n3_increasing", VXI, 3, True)):
+    case3(f"vander/{name}", "vander", [x], np.vander(x, n, inc), {"N": n, "increasing": inc}, SIMPLE if name[:3] != "int" else EXACT,
+          dtype_of(x), "np.vander (JAX: power(x, iota); float powers need not be exact)")
+for M in (1, 7, 12, 13):
+    for op in ("bartlett", "blackman", "hamming", "hanning"):
+        case3(f"{op}/M{M}", op, [], getattr(np, op)(M), {"M": M}, TRANS, "float32", f"np.{op}")
+for M, beta in ((1, 3.0), (12, 0.0), (13, 5.0), (7, 14.0), (20, 8.6)):
+    case3(f"kaiser/M{M}_beta{beta}", "kaiser", [], np.kaiser(M, beta), {"M": M, "beta": beta}, TRANS, "float32", "np.kaiser")
+RI75 = i32(np.arange(35).reshape(7, 5) % 11 - 5)
+for name, x, shape in (("matrix_grow", X, [4, 9]), ("vector_shrink", V13, [3, 3]), ("vector_grow", V13, [2, 20]),
+                       ("int32", RI75, [5, 5]), ("to_3d", X, [2, 3, 7])):
+    case3(f"resize/{name}", "resize", [x], np.resize(x, shape), {"new_shape": shape}, EXACT, dtype_of(x),
+          "np.resize (repeats the flattened input)")
+
+
+# ------------------------------------------------------------------ unravel_index, ravel_multi_index
+def jax_unravel(idx, shape):
+    """jnp.unravel_index: floor divmod from the last dim; then an index left above 0 (too
+    large) gives every dim its last index and one below -1 (below -size) gives 0."""
+    idx = np.asarray(idx, np.int64)
+    rest, outs = idx, [None] * len(shape)
+    for d in reversed(range(len(shape))):
+        rest, outs[d] = np.divmod(rest, shape[d])
+    out = [np.where(rest > 0, s - 1, np.where(rest < -1, 0, o)) for s, o in zip(shape, outs)]
+    size = int(np.prod(shape))
+    inb = (idx >= -size) & (idx < size)
+    ref = np.unravel_index(np.where(inb, idx % size, 0), shape)  # self-check: in bounds it is NumPy's (of idx mod size)
+    for o, r in zip(out, ref):
+        assert np.array_equal(o[inb], r[inb])
+    return out
+
+
+UI13 = i32([0, 1, 4, 5, 17, 34, 33, -1, -5, -35, 12, 29, 7])
+multi3("unravel_index/7x5", "unravel_index", [UI13], jax_unravel(UI13, (7, 5)), {"shape": [7, 5]}, EXACT, "int32",
+       "np.unravel_index; negative indices as JAX (-1 is the last element)")
+UIM = i32((np.arange(35).reshape(7, 5) * 7) % 120 - 60)
+multi3("unravel_index/3x4x5_matrix", "unravel_index", [UIM], jax_unravel(UIM, (3, 4, 5)), {"shape": [3, 4, 5]}, EXACT,
+       "int32", "np.unravel_index; negative indices as JAX")
+UIO = i32([35, 40, 100, -36, -100, 0, 34, -1, 3, 70, -35, 2, 36])
+multi3("unravel_index/out_of_bounds_clipped", "unravel_index", [UIO], jax_unravel(UIO, (7, 5)), {"shape": [7, 5]}, EXACT,
+       "int32", "JAX's rule (NumPy raises): >= size -> the last index of every dim, < -size -> 0")
+RMI_R = i32([0, 6, 3, -1, 7, 2, 10, 5, -4, 1, 6, 0, 4])
+RMI_C = i32([0, 4, 2, 3, -2, 5, 1, 9, 0, -1, 4, 3, 2])
+for mode in ("clip", "wrap"):
+    case3(f"ravel_multi_index/7x5_{mode}", "ravel_multi_index", [RMI_R, RMI_C],
+          np.ravel_multi_index((RMI_R, RMI_C), (7, 5), mode=mode), {"dims": [7, 5], "mode": mode}, EXACT, "int32",
+          f"np.ravel_multi_index(mode='{mode}')")
+RMI3 = [i32(np.arange(35).reshape(7, 5) % 4 - 1), i32(np.arange(35).reshape(7, 5) % 5), i32(np.arange(35).reshape(7, 5) % 7 - 1)]
+for mode in ("clip", "wrap"):
+    case3(f"ravel_multi_index/3x4x5_{mode}", "ravel_multi_index", RMI3,
+          np.ravel_multi_index(tuple(RMI3), (3, 4, 5), mode=mode), {"dims": [3, 4, 5], "mode": mode}, EXACT, "int32",
+          f"np.ravel_multi_index(mode='{mode}')")
+
+
+# ------------------------------------------------------------------ fill_diagonal (2-D, wrap false)
+def fill_diag(a, val):
+    b = np.array(a, copy=True)
+    np.fill_diagonal(b, val, wrap=False)
+    return b
+
+
+for name, a, val in (("tall", X, 9.5), ("wide", f32(X.T), -1.0), ("square", f32(X[:5]), 0.0),
+                     ("nan_matrix", XN, 2.5)):
+    case3(f"fill_diagonal/{name}", "fill_diagonal", [a], fill_diag(a, val), {"val": val, "wrap": False}, EXACT,
+          source="np.fill_diagonal(wrap=False) on a copy")
+
+# ------------------------------------------------------------------ insert, delete
+SC = f32(np.array(7.5))
+for name, x, index, values, axis in (("row_axis0", X, 2, V5, 0), ("column_axis1_neg", X, -1, V7B, 1),
+                                     ("scalar_axis1", X, 3, SC, 1), ("flat", X, 5, f32([10, 20, 30]), None),
+                                     ("vector_end", V13, 13, f32([1, 2]), None), ("vector_start", V13, 0, SC, 0),
+                                     ("int32_axis0", RI75, 7, i32([9, 9, 9, 9, 9]), 0)):
+    case3(f"insert/{name}", "insert", [x, values], np.insert(x, index, values, axis), {"index": index, "axis": axis},
+          EXACT, dtype_of(x), "np.insert with a scalar index")
+for name, x, index, axis in (("axis0", X, 2, 0), ("axis1_neg", X, -1, 1), ("flat", X, 10, None), ("vector_first", V13, 0, 0),
+                             ("vector_last", V13, 12, None), ("int32_axis1", RI75, 0, 1)):
+    case3(f"delete_/{name}", "delete_", [x], np.delete(x, index, axis), {"index": index, "axis": axis}, EXACT,
+          dtype_of(x), "np.delete with a scalar index")
+
+# ------------------------------------------------------------------ select, choose
+SC1 = b8(X > 1.0)
+SC2 = b8(X < 0.5)
+SC3 = b8(np.abs(X) == 0.0)
+CH1, CH2, CH3 = X, f32(X * -2.0 + 1.0), f32(np.tile(V5, (7, 1)))
+for name, conds, chs, default in (("two", [SC1, SC2], [CH1, CH2], 0.0), ("two_default", [SC1, SC2], [CH1, CH2], -1.5),
+                                  ("three", [SC3, SC1, SC2], [CH3, CH1, CH2], 9.0),
+                                  ("broadcast_choice", [SC1, SC2], [V5, CH2], 0.5)):
+    case3(f"select/{name}", "select", conds + chs, np.select(conds, chs, default), {"n": len(conds), "default": default},
+          EXACT, source="np.select: the first true condition's choice, else default")
+CA = i32([[0, 1, 2, -1, 3], [4, 2, 1, 0, 0], [-2, 2, 1, 1, 5], [1, 0, 2, 2, 1], [3, -3, 0, 1, 2], [2, 2, 2, 0, 1],
+          [0, 0, 1, 6, -1]])
+CA13 = i32([0, 1, 2, 3, -1, 4, 5, -6, 2, 1, 0, 3, 7])
+CC13 = [f32(np.arange(13) * 1.0 + 100 * k) for k in range(4)]
+for mode in ("clip", "wrap"):
+    case3(f"choose/matrix_{mode}", "choose", [CA, CH1, CH2, CH3], np.choose(CA, [CH1, CH2, CH3], mode=mode),
+          {"mode": mode}, EXACT, source=f"np.choose(mode='{mode}')")
+    case3(f"choose/broadcast_{mode}", "choose", [CA, CH1, V5], np.choose(CA, [CH1, V5], mode=mode), {"mode": mode},
+          EXACT, source=f"np.choose(mode='{mode}'), a choice broadcast")
+    case3(f"choose/vector_{mode}", "choose", [CA13] + CC13, np.choose(CA13, CC13, mode=mode), {"mode": mode}, EXACT,
+          source=f"np.choose(mode='{mode}')")
+
+# ------------------------------------------------------------------ lexsort, sort_complex
+LXA = f32([2, 1, 2, NAN, 1, 0, 2, 1, -0.0, 0, NAN, 1, -INF])
+LXB = f32([5, 3, 1, 0, 3, 9, 1, 7, 2, 1, 4, 2, 6])
+LXC = i32([1, 1, 0, 0, 1, 0, 1, 0, 0, 1, 1, 1, 0])
+LXM1 = f32(np.round(X))
+LXM2 = i32(np.arange(35).reshape(7, 5) % 3)
+for name, keys, axis in (("one_key", [LXA], -1), ("two_keys", [LXB, LXA], -1), ("three_keys_int", [LXB, LXA, LXC], -1),
+                         ("matrix_axis-1", [LXM2, LXM1], -1), ("matrix_axis0", [LXM2, LXM1], 0),
+                         ("matrix_int_primary_axis0", [LXM1, LXM2], 0)):
+    case3(f"lexsort/{name}", "lexsort", keys, np.lexsort(keys, axis), {"axis": axis}, EXACT, "int32",
+          "np.lexsort: the last key primary, stable; NaNs last, -0.0 == 0")
+SCR = f32([3.0, -1.5, 0.0, 2.25, -4.0, 3.0, 1.0, -0.25, 0.0, 7.0, -2.5, 0.5, -1.5])
+SCI = f32([1.0, 2.0, -1.0, 0.0, 5.0, -2.0, 0.5, 0.0, 3.0, -7.0, 1.5, 0.0, -2.0])
+for name, ins, z, cplx in (("real_vector", [SCR], SCR, False), ("real_matrix", [X], X, False),
+                           ("complex_vector", [SCR, SCI], cplx(SCR, SCI), True)):
+    s = np.sort_complex(z)
+    for part, v in (("real", s.real), ("imag", s.imag)):
+        case3(f"sort_complex/{name}_{part}", "sort_complex", ins, v, {"complex": cplx, "output": part}, EXACT, "float32",
+              "np.sort_complex (by real part, then imaginary; complex64 in JAX)")
+
+# ------------------------------------------------------------------ extract with size (JAX's; without: "eager" below)
+EXC = b8(np.abs(X) > 1.2)
+EXC13 = b8([1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 1])
+
+
+def extract_ref(cond, arr, size, fill):
+    e = np.extract(cond, arr)
+    return np.concatenate([e[:size], np.full(max(0, size - len(e)), fill, np.float64)])
+
+
+for name, cond, arr in (("matrix", EXC, X), ("vector", EXC13, V13)):
+    n = int(np.count_nonzero(cond))
+    for sname, size, fill in (("pad", n + 3, 0), ("pad_fill", n + 2, -1), ("equal", n, 0), ("short", n - 3, 0)):
+        case3(f"extract/{name}_size_{sname}", "extract", [cond, arr], extract_ref(cond, arr, size, fill),
+              {"size": size, "fill_value": fill}, EXACT, source="np.extract, then JAX's size: padded with fill_value or cut")
+
+# ------------------------------------------------------------------ polynomials
+P4 = f32([0.5, -1.25, 2.0, 0.75])
+P6 = f32([0.125, 0, -0.5, 1.0, -2.0, 0.25])
+PI4 = i32([2, -1, 0, 3])
+XI13 = i32([-3, -2, -1, 0, 1, 2, 3, 4, 5, -4, 6, 7, -5])
+for name, p, x in (("vector", P4, V13), ("matrix", P6, f32(X / 2)), ("int32", PI4, XI13), ("constant", f32([2.5]), V13),
+                   ("int_p_float_x", PI4, V13)):
+    case3(f"polyval/{name}", "polyval", [p, x], np.polyval(p, x), {}, SIMPLE if name != "int32" else EXACT,
+          "int32" if name == "int32" else "float32", "np.polyval (Horner)")
+QA, QB = f32([1.5, -2, 0.5, 3, -1]), f32([4, -0.25, 2])
+QIA, QIB = i32([3, -1, 2]), i32([1, 0, -4, 5, 2])
+for op, fn in (("polyadd", np.polyadd), ("polysub", np.polysub)):
+    case3(f"{op}/longer_first", op, [QA, QB], fn(QA, QB), {}, SIMPLE, source=f"np.{op}")
+    case3(f"{op}/longer_second", op, [QB, QA], fn(QB, QA), {}, SIMPLE, source=f"np.{op}")
+    case3(f"{op}/int32", op, [QIA, QIB], fn(QIA, QIB), {}, EXACT, "int32", f"np.{op} (int32 stays int32)")
+case3("polymul/float", "polymul", [QA, QB], np.polymul(QA, QB), {}, SIMPLE, source="np.polymul")
+case3("polymul/int32", "polymul", [QIA, QIB], np.polymul(QIA, QIB).astype(np.float64), {}, EXACT, "float32",
+      "np.polymul; JAX promotes integers to float32 (promote_dtypes_inexact)")
+for m in (1, 2, 3):
+    case3(f"polyder/m{m}", "polyder", [P6], np.polyder(P6, m), {"m": m}, SIMPLE, source="np.polyder")
+case3("polyder/int32", "polyder", [i32([3, -2, 5, 1, 4])], np.polyder(i32([3, -2, 5, 1, 4])).astype(np.float64), {"m": 1},
+      EXACT, "float32", "np.polyder; JAX promotes integers to float32")
+for name, p, m, k in (("m1", P4, 1, 0.0), ("m2_k1.5", P4, 2, 1.5), ("m1_k-2", P6, 1, -2.0), ("int32", PI4, 1, 0.0)):
+    case3(f"polyint/{name}", "polyint", [p], np.polyint(p, m, k), {"m": m, "k": k}, SIMPLE, "float32",
+          "np.polyint (k appended at every integration); float32 in JAX for int32")
+
+# ------------------------------------------------------------------ convolve, correlate
+CV13 = f32([1, -2, 0.5, 3, 0, -1.5, 2, 4, -0.25, 1, 0, 2.5, -3])
+CV4 = f32([0.5, -1, 2, 0.25])
+CV5 = f32([1, 0.5, -2, 0, 1.5])
+CV6 = f32([2, -1, 0.5, 1, -0.5, 3])
+for op in ("convolve", "correlate"):
+    npf = getattr(np, op)
+    for name, a, v in (("a13_v4", CV13, CV4), ("a13_v5", CV13, CV5), ("a4_v13", CV4, CV13), ("a5_v13", CV5, CV13),
+                       ("a4_v6", CV4, CV6), ("a6_v6", CV6, f32(CV6[::-1] * 0.5))):
+        for mode in ("full", "same", "valid"):
+            case3(f"{op}/{name}_{mode}", op, [a, v], npf(a, v, mode), {"mode": mode}, SIMPLE,
+                  source=f"np.{op}(mode='{mode}') (JAX's agrees, v longer included)")
+    ai, vi = i32([1, -2, 3, 0, 4, -1, 2]), i32([2, 0, -1])
+    case3(f"{op}/int32_full", op, [ai, vi], npf(ai, vi, "full").astype(np.float64), {"mode": "full"}, EXACT, "float32",
+          f"np.{op}; JAX promotes integers to float32")
+
+# ------------------------------------------------------------------ ediff1d, trapezoid, vecdot, matvec, vecmat
+case3("ediff1d/vector", "ediff1d", [V13], np.ediff1d(V13), {}, SIMPLE, source="np.ediff1d")
+case3("ediff1d/matrix_flattened", "ediff1d", [X], np.ediff1d(X), {}, SIMPLE, source="np.ediff1d (flattened)")
+TX13 = f32([0, 0.5, 0.75, 1.5, 2, 2.25, 3, 4, 4.5, 5, 6.5, 7, 8])
+TX7 = f32([-1, 0, 0.5, 2, 2.25, 3, 5])
+TX5 = f32([0, 0.25, 1, 1.5, 3])
+TX75 = f32(np.cumsum(np.abs(X) + 0.25, axis=1))
+for name, y, dx, axis in (("dx/vector", V13, 0.5, -1), ("dx/matrix_axis0", X, 1.0, 0), ("dx/matrix_axis-1", X, 2.0, -1)):
+    case3(f"trapezoid/{name}", "trapezoid", [y], np.trapz(y, dx=dx, axis=axis), {"dx": dx, "axis": axis}, SIMPLE,
+          source="np.trapz (dx)")
+for name, y, x, axis in (("x/vector", V13, TX13, -1), ("x/matrix_axis0", X, TX7, 0), ("x/matrix_axis-1", X, TX5, -1),
+                         ("x/matrix_x2d_axis1", X, TX75, 1)):
+    case3(f"trapezoid/{name}", "trapezoid", [y, x], np.trapz(y, x, axis=axis), {"axis": axis}, SIMPLE,
+          source="np.trapz (x)")
+Y75 = f32(np.cos(np.arange(35).reshape(7, 5)) * 2).round(2).astype(np.float32).astype(np.float64)
+Y75 = f32(Y75)
+for name, a, b, axis in (("axis-1", X, Y75, -1), ("axis0", X, Y75, 0), ("broadcast", X, V5, -1), ("vector", V13, CV13, 0)):
+    case3(f"vecdot/{name}", "vecdot", [a, b], np.sum(a * b, axis=axis), {"axis": axis}, SIMPLE,
+          source="sum(conj(a) * b, axis) (np.vecdot, NumPy 2)")
+V34 = f32(np.arange(28).reshape(7, 4) * 0.25 - 3)
+V73 = f32(np.arange(21).reshape(7, 3) * -0.5 + 4)
+case3("matvec/matrix", "matvec", [X, V5], np.einsum("...ij,...j->...i", X, V5), {}, SIMPLE, source="np.matvec")
+case3("matvec/batched", "matvec", [X3, V34], np.einsum("...ij,...j->...i", X3, V34), {}, SIMPLE, source="np.matvec")
+case3("vecmat/matrix", "vecmat", [V7B, X], np.einsum("...i,...ij->...j", V7B, X), {}, SIMPLE, source="np.vecmat")
+case3("vecmat/batched", "vecmat", [V73, X3], np.einsum("...i,...ij->...j", V73, X3), {}, SIMPLE, source="np.vecmat")
+
+# ------------------------------------------------------------------ cov, corrcoef
+for name, m, rowvar, bias, ddof in (("rows", X, True, False, None), ("columns", X, False, False, None),
+                                    ("rows_ddof0", X, True, False, 0), ("columns_bias", X, False, True, None),
+                                    ("rows_ddof2", X, True, False, 2), ("vector", V13, True, False, None),
+                                    ("vector_bias", V13, False, True, None)):
+    case3(f"cov/{name}", "cov", [m], np.cov(m, rowvar=rowvar, bias=bias, ddof=ddof),
+          {"rowvar": rowvar, "bias": bias, "ddof": ddof}, SIMPLE, source="np.cov")
+for name, m, rowvar in (("rows", X, True), ("columns", X, False), ("vector", V13, True)):
+    case3(f"corrcoef/{name}", "corrcoef", [m], np.corrcoef(m, rowvar=rowvar), {"rowvar": rowvar}, SIMPLE,
+          source="np.corrcoef (clipped to [-1, 1] in JAX)")
+
+# ------------------------------------------------------------------ gradient, unwrap, interp
+for name, f, dx, axis in (("vector", V13, 1.0, -1), ("vector_dx0.5", V13, 0.5, -1), ("matrix_axis0_dx2", X, 2.0, 0),
+                          ("matrix_axis-1", X, 1.0, -1), ("two_points", f32(X[:, :2]), 0.25, 1)):
+    case3(f"gradient/{name}", "gradient", [f], np.gradient(f, dx, axis=axis), {"dx": dx, "axis": axis}, SIMPLE,
+          source="np.gradient (central inside, one-sided at the ends)")
+# Jumps far from odd multiples of pi (the threshold and the boundary of the correction).
+UW13 = f32([0.1, 0.9, 2.5, -2.9, -1.2, 0.4, 2.8, -2.6, -0.1, 5.9, 0.3, -5.5, 1.0])
+UW75 = f32(np.cumsum(X * 1.1, axis=0) % (2 * np.pi) - np.pi)
+UWD = f32([10, 100, 200, 300, 20, 60, 350, 5, 180.5, 300, 90, -100, 40])
+for name, p, discont, axis, period in (("vector", UW13, None, -1, 2 * np.pi), ("vector_discont4", UW13, 4.0, -1, 2 * np.pi),
+                                       ("matrix_axis0", UW75, None, 0, 2 * np.pi), ("degrees", UWD, None, -1, 360.0),
+                                       ("degrees_discont250", UWD, 250.0, -1, 360.0)):
+    d = np.diff(np.asarray(p, np.float64), axis=axis)
+    lim = discont if discont is not None else period / 2
+    assert np.all(np.abs(np.abs(d) - lim) > 1e-3) and np.all(np.abs(np.abs(d) % period - period / 2) > 1e-3), name
+    case3(f"unwrap/{name}", "unwrap", [p], np.unwrap(p, discont=discont, axis=axis, period=period),
+          {"discont": discont, "axis": axis, "period": period}, SIMPLE, source="np.unwrap")
+IXP = f32([-3, -1.5, 0, 0.5, 2, 3.5, 6])
+IFP = f32([1, -0.5, 2, 0.25, -1, 3, 3.5])
+IX13 = f32([-4, -3, -2.25, -1.5, 0.1, 0.5, 1.25, 3.5, 5.9, 6, 7, NAN, -INF])
+IX75 = f32(X * 1.6)
+for name, x, left, right in (("vector", IX13, None, None), ("vector_left_right", IX13, -7.0, 9.5),
+                             ("matrix", IX75, None, None), ("matrix_left", IX75, 0.0, None),
+                             ("infinity", f32([INF, -INF, 6, -3, 1e30, -1e30, 0, 2, 3.5, 0.25, 4, 5, -2]), -1.0, 1.0)):
+    case3(f"interp/{name}", "interp", [x, IXP, IFP], np.interp(x, IXP, IFP, left, right), {"left": left, "right": right},
+          SIMPLE, source="np.interp (left/right outside [xp[0], xp[-1]])")
+
+# ------------------------------------------------------------------ block, splits, stacking, transposes, predicates
+B22 = f32([[100, 101], [102, 103]])
+for name, rows in (("2x2", [[X, X72], [X25, B22]]), ("vectors", [[V13], [f32(V13 * 2)]]), ("one_row", [[X, f32(-X)]]),
+                   ("three_rows", [[X25], [X], [X25]])):
+    ins = [a for r in rows for a in r]
+    case3(f"block/{name}", "block", ins, np.block(rows), {"rows": [len(r) for r in rows]}, EXACT, source="np.block")
+for name, x, sections, axis in (("vector_4", V13, 4, 0), ("matrix_3_axis0", X, 3, 0), ("matrix_2_axis1", X, 2, 1),
+                                ("matrix_5_axis-1", X, 5, -1), ("int32_4_axis0", RI75, 4, 0), ("3d_2_axis2", X3, 2, 2)):
+    multi3(f"array_split/{name}", "array_split", [x], np.array_split(x, sections, axis),
+           {"sections": sections, "axis": axis}, EXACT, dtype_of(x), "np.array_split (the first parts one longer)")
+V12 = f32(np.arange(12) * 0.5 - 2)
+multi3("hsplit/matrix_3", "hsplit", [G76], np.hsplit(G76, 3), {"sections": 3}, EXACT, source="np.hsplit")
+multi3("hsplit/vector_4", "hsplit", [V12], np.hsplit(V12, 4), {"sections": 4}, EXACT, source="np.hsplit (1-D: axis 0)")
+multi3("vsplit/matrix_5", "vsplit", [G103], np.vsplit(G103, 5), {"sections": 5}, EXACT, source="np.vsplit")
+multi3("vsplit/matrix_7", "vsplit", [X], np.vsplit(X, 7), {"sections": 7}, EXACT, source="np.vsplit")
+multi3("dsplit/3d_2", "dsplit", [X3], np.dsplit(X3, 2), {"sections": 2}, EXACT, source="np.dsplit")
+multi3("dsplit/3d_4", "dsplit", [X3], np.dsplit(X3, 4), {"sections": 4}, EXACT, source="np.dsplit")
+for name, x, axis in (("matrix_axis0", X, 0), ("matrix_axis1", X, 1), ("3d_axis-1", X3, -1), ("int32_axis1", RI75, 1)):
+    multi3(f"unstack/{name}", "unstack", [x], list(np.moveaxis(x, axis, 0)), {"axis": axis}, EXACT, dtype_of(x),
+           "np.unstack (NumPy 2): the slices along axis")
+case3("matrix_transpose/matrix", "matrix_transpose", [X], np.swapaxes(X, -1, -2), {}, EXACT, source="np.matrix_transpose")
+case3("matrix_transpose/3d", "matrix_transpose", [X3], np.swapaxes(X3, -1, -2), {}, EXACT, source="np.matrix_transpose")
+for name, x, axes in (("3d_201", X3, [2, 0, 1]), ("3d_120", X3, [1, 2, 0]), ("matrix_10", X, [1, 0]),
+                      ("3d_identity", X3, [0, 1, 2])):
+    case3(f"permute_dims/{name}", "permute_dims", [x], np.transpose(x, axes), {"axes": axes}, EXACT,
+          source="np.permute_dims (np.transpose)")
+for name, xs, axis in (("axis0", [X, X25], 0), ("axis1", [X, X72], 1), ("axis-1", [X, X72, X], -1),
+                       ("vectors", [V13, V3], 0), ("int32", [RI75, i32(np.ones((2, 5)))], 0)):
+    case3(f"concat/{name}", "concat", xs, np.concatenate(xs, axis), {"axis": axis}, EXACT, dtype_of(xs[0]),
+          "np.concat (np.concatenate)")
+COL7 = f32(np.arange(7).reshape(7, 1) - 3.0)
+multi3("broadcast_arrays/col_row_scalar", "broadcast_arrays", [COL7, V5, SC], np.broadcast_arrays(COL7, V5, SC), {},
+       EXACT, source="np.broadcast_arrays")
+multi3("broadcast_arrays/3d", "broadcast_arrays", [X3, f32(V34[0]), f32(X3[:, :1, :])],
+       np.broadcast_arrays(X3, V34[0], X3[:, :1, :]), {}, EXACT, source="np.broadcast_arrays")
+X_ONE = X.copy()
+X_ONE[6, 4] += 0.5
+for name, a, b, en in (("equal", X, f32(X.copy()), False), ("one_differs", X, X_ONE, False), ("nan", XN, XN, False),
+                       ("nan_equal_nan", XN, XN, True), ("nan_vs_number_equal_nan", XN, X, True),
+                       ("shapes_differ", X, X25, False), ("int32", RI75, i32(RI75.copy()), False),
+                       ("signed_zero", f32([0.0, 1, 2]), f32([-0.0, 1, 2]), False)):
+    case3(f"array_equal/{name}", "array_equal", [a, b], np.array_equal(a, b, equal_nan=en), {"equal_nan": en}, EXACT,
+          "bool", "np.array_equal (a bool scalar)")
+ROWS_SAME = f32(np.tile(V5, (7, 1)))
+for name, a, b in (("equal", X, f32(X.copy())), ("broadcast_row", ROWS_SAME, V5), ("broadcast_row_differs", X, V5),
+                   ("not_broadcastable", X, X72), ("broadcast_col", f32(np.tile(COL7, (1, 5))), COL7),
+                   ("nan", XN, XN)):
+    case3(f"array_equiv/{name}", "array_equiv", [a, b], np.array_equiv(a, b), {}, EXACT, "bool",
+          "np.array_equiv (equal after broadcasting; False when not broadcastable)")
+
+# ------------------------------------------------------------------ set functions (no NaNs: see above)
+SA13 = f32([3, -1.5, 3, 0, 2.25, 7, -1.5, 0.5, 7, 4, -4, 2.25, 1])
+SB75 = f32([[1, 2, 5, 5.5, 6], [0.5, 0.5, 6, -3, 8], [9, 9, 9, 10, 11], [2.25, 12, 13, 14, 15], [1, 1, 1, 1, 1],
+            [16, 17, 18, 19, 20], [-1.5, 21, 22, 23, 24]])
+SIA = i32([5, -2, 5, 0, 3, 9, -2, 7, 1, 3, 8, 0, 4])
+SIB = i32(np.arange(35).reshape(7, 5) % 8 - 3)
+SDIS = f32([10, 20, 30, 40, 50, 60, 70])  # disjoint from SA13
+
+
+def set_ref(op, a, b):
+    return getattr(np, op)(np.ravel(a), np.ravel(b))
+
+
+def pad_set(op, vals, size, fill):
+    """JAX's padding of the set functions with size: fill_value, else union1d the smallest
+    value, intersect1d / setxor1d the smallest result (0 when none), setdiff1d 0."""
+    n = len(vals)
+    if fill is None:
+        fill = 0.0 if op == "setdiff1d" or n == 0 else vals.min()
+    return np.concatenate([vals[:size], np.full(max(0, size - n), fill, np.float64)])
+
+
+for op in ("union1d", "intersect1d", "setdiff1d", "setxor1d"):
+    for name, a, b in (("vector_matrix", SA13, SB75), ("matrix_vector", SB75, SA13), ("int32", SIA, SIB)):
+        vals = set_ref(op, a, b).astype(np.float64)
+        n = len(vals)
+        assert n >= 4, (op, name, n)
+        for sname, size, fv in (("pad", n + 3, None), ("pad_fill", n + 2, -9.0), ("equal", n, None), ("short", n - 2, None)):
+            case3(f"{op}/{name}_size_{sname}", op, [a, b], pad_set(op, vals, size, fv), {"size": size, "fill_value": fv},
+                  EXACT, dtype_of(a), f"np.{op}, then JAX's size: padded (fill_value or JAX's default) or cut")
+# Without size: eager only.
+for op in ("union1d", "intersect1d", "setdiff1d", "setxor1d"):
+    for name, a, b in (("vector_matrix", SA13, SB75), ("int32", SIA, SIB)):
+        case3(f"{op}/{name}_eager", op, [a, b], set_ref(op, a, b), {"size": None, "fill_value": None}, EXACT,
+              dtype_of(a), f"np.{op} (sorted, unique)", group="eager")
+case3("intersect1d/disjoint_eager", "intersect1d", [SA13, SDIS], set_ref("intersect1d", SA13, SDIS),
+      {"size": None, "fill_value": None}, EXACT, "float32", "np.intersect1d: empty", group="eager")
+case3("setdiff1d/disjoint_eager", "setdiff1d", [SA13, SDIS], set_ref("setdiff1d", SA13, SDIS),
+      {"size": None, "fill_value": None}, EXACT, "float32", "np.setdiff1d: the unique values of a", group="eager")
+
+# ------------------------------------------------------------------ eager only: extract, compress, trim_zeros
+for name, cond, arr in (("matrix", EXC, X), ("vector", EXC13, V13), ("none", b8(np.zeros(13)), V13)):
+    case3(f"extract/{name}_eager", "extract", [cond, arr], np.extract(cond, arr), {"size": None, "fill_value": 0}, EXACT,
+          source="np.extract", group="eager")
+for name, cond, arr, axis in (("axis0", b8([1, 0, 1, 1, 0, 0, 1]), X, 0), ("axis1_short", b8([0, 1, 1]), X, 1),
+                              ("flat", b8(np.arange(13) % 3 == 0), X, None), ("axis-1", b8([1, 0, 0, 1, 1]), X, -1),
+                              ("vector_all", b8(np.ones(13)), V13, 0)):
+    case3(f"compress/{name}", "compress", [cond, arr], np.compress(cond, arr, axis), {"axis": axis}, EXACT,
+          source="np.compress (a condition shorter than the axis selects from its first part)", group="eager")
+TZ = f32([0, 0, -0.0, 1.5, 0, -2, 0, 3, 0, 0, 0, 4, 0])
+for name, x, trim in (("fb", TZ, "fb"), ("f", TZ, "f"), ("b", TZ, "b"), ("no_zeros", V13[V13 != 0].copy(), "fb"),
+                      ("all_zero", f32(np.zeros(13)), "fb"), ("nan_kept", f32([0, NAN, 0, 1, 0]), "fb"),
+                      ("int32", i32([0, 0, 3, 0, -1, 0]), "fb")):
+    x = x if x.dtype == np.int32 else f32(x)
+    case3(f"trim_zeros/{name}", "trim_zeros", [x], np.trim_zeros(x, trim), {"trim": trim}, EXACT, dtype_of(x),
+          "np.trim_zeros (-0.0 is zero, NaN is not)", group="eager")
+
+# ------------------------------------------------------------------ gradients (float64)
+grad_cases3 = []
+
+
+def grad_case3(name, op, fn, xs, kw, wrt, analytic=None):
+    """Central differences of sum(fn(*xs)) w.r.t. the inputs in wrt (the others fixed)."""
+    xs = [np.asarray(x, np.float64) for x in xs]
+    grads = []
+    for i in wrt:
+        g = np.zeros_like(xs[i])
+        flat = g.reshape(-1)
+        for j in range(xs[i].size):
+            def at(d):
+                ys = [y.copy() for y in xs]
+                ys[i].reshape(-1)[j] += d
+                return float(np.sum(fn(*ys)))
+            flat[j] = (at(H) - at(-H)) / (2 * H)
+        grads.append(g)
+    if analytic is not None:
+        for gi, ai in zip(grads, analytic(*xs)):
+            assert np.allclose(gi, ai, rtol=1e-7, atol=1e-7), (name, gi, ai)
+    assert name not in names3 and all(c["name"] != name for c in grad_cases3), name
+    grad_cases3.append({
+        "name": name,
+        "op": op,
+        "group": group3_of(op),
+        "inputs": [enc_array(x, "float64") for x in xs],
+        "kwargs": kw,
+        "wrt": list(wrt),
+        "h": H,
+        "expected_value": enc_array(fn(*xs), "float64"),
+        "expected_grad": [enc_array(gi, "float64") for gi in grads],
+        "tol": 1e-5,
+    })
+
+
+GP = np.array([0.5, -1.2, 2.0, 0.3])
+grad_case3("grad polyval/x", "polyval", np.polyval, [GP, G13], {}, [1],
+           analytic=lambda p, x: [np.polyval(np.polyder(p), x)])
+grad_case3("grad polyval/p_and_x", "polyval", np.polyval, [GP, G13], {}, [0, 1],
+           analytic=lambda p, x: [np.array([np.sum(x ** (len(p) - 1 - k)) for k in range(len(p))]),
+                                  np.polyval(np.polyder(p), x)])
+GXP = np.array([-3.0, -1.5, 0.0, 0.7, 2.0, 3.5])
+GFP = np.array([1.0, -0.5, 2.0, 0.25, -1.0, 3.0])
+GIX = np.array([-3.7, -2.2, -1.1, -0.4, 0.3, 0.55, 1.2, 1.9, 2.6, 3.1, 4.2, -2.9, 1.45])  # away from the knots
+assert np.min(np.abs(GIX[:, None] - GXP[None, :])) > 0.04
+grad_case3("grad interp/x", "interp", lambda x, xp, fp: np.interp(x, xp, fp), [GIX, GXP, GFP],
+           {"left": None, "right": None}, [0])
+grad_case3("grad interp/x_xp_fp", "interp", lambda x, xp, fp: np.interp(x, xp, fp), [GIX, GXP, GFP],
+           {"left": None, "right": None}, [0, 1, 2])
+grad_case3("grad trapezoid/dx_axis0", "trapezoid", lambda y: np.trapz(y, dx=0.5, axis=0), [A75], {"dx": 0.5, "axis": 0}, [0])
+GTX5 = np.array([0.0, 0.3, 1.1, 1.5, 2.6])
+grad_case3("grad trapezoid/x_axis-1", "trapezoid", lambda y, x: np.trapz(y, x, axis=-1), [A75, GTX5], {"axis": -1}, [0, 1])
+grad_case3("grad cov/rows", "cov", lambda m: np.cov(m), [A75], {"rowvar": True, "bias": False, "ddof": None}, [0])
+grad_case3("grad cov/columns_ddof0", "cov", lambda m: np.cov(m, rowvar=False, ddof=0), [A75],
+           {"rowvar": False, "bias": False, "ddof": 0}, [0])
+grad_case3("grad i0", "i0", np.i0, [BES], {}, [0], analytic=lambda x: [sp.i1(x)])
+assert np.min(np.abs(A75 - B75)) > 1e-3
+grad_case3("grad fmax", "fmax", np.fmax, [A75, B75], {}, [0, 1],
+           analytic=lambda a, b: [(a > b).astype(np.float64), (b > a).astype(np.float64)])
+
+out3 = {
+    "comment": ("Written by tools/numpy_reference.py (NumPy " + np.__version__ + ", SciPy " + __import__("scipy").__version__ +
+                "); do not edit. Non-finite numbers are the strings \"nan\", \"inf\", \"-inf\"."),
+    "cases": cases3,
+    "grad_cases": grad_cases3,
+}
+path3 = sys.argv[3] if len(sys.argv) > 3 else os.path.join(os.path.dirname(path), "surface3.json")
+with open(path3, "w") as f:
+    json.dump(out3, f, indent=None, allow_nan=False, separators=(",", ":"))
+    f.write("\n")
+print(f"{path3}: {len(cases3)} cases, {len(grad_cases3)} gradient cases")

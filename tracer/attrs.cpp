@@ -44,6 +44,7 @@ namespace attr {
 void Iota::print(std::ostream& os) const { os << ", iota_dimension=" << dimension; }
 void Dimensions::print(std::ostream& os) const { os << ", dimensions=", ints(os, dims); }
 void Dimension::print(std::ostream& os) const { os << ", dimensions={" << dimension << '}'; }
+void TopK::print(std::ostream& os) const { os << ", k=" << k; }
 void Cumulative::print(std::ostream& os) const {
   os << ", dimension=" << dimension;
   if (reverse) os << ", reverse=true";

@@ -100,6 +100,12 @@ struct Cumulative {
   auto fields() const { return std::tie(dimension, reverse); }
   void print(std::ostream& os) const;
 };
+// top_k: how many of the largest elements along the last dim.
+struct TopK {
+  std::int64_t k = 1;
+  auto fields() const { return std::tie(k); }
+  void print(std::ostream& os) const;
+};
 // gather, scatter: indexing along one axis with an integer index array.
 // Take form (along=false): the index array's dims stand in for `axis` (the
 // gathered result, and scatter's updates, are x.shape[:axis] + idx.shape +
@@ -404,7 +410,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked, attr::Cumulative>;
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK>;
 
 class Attrs {
  public:

@@ -173,6 +173,8 @@ NodeRef cumulative(NodeTable& t, Op op, const NodeRef& x, std::int64_t dim, bool
   return make(t, op, {x}, attr::Cumulative{dim, reverse});
 }
 
+NodeRef top_k(NodeTable& t, const NodeRef& x, std::int64_t k) { return make(t, Op::top_k, {x}, attr::TopK{k}); }
+
 NodeRef stop_gradient(NodeTable& t, const NodeRef& x) { return make(t, Op::stop_gradient, {x}, attr::None{}); }
 
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims) {

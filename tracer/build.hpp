@@ -48,6 +48,8 @@ NodeRef scatter(NodeTable& t, const NodeRef& x, const NodeRef& idx, const NodeRe
 NodeRef sort(NodeTable& t, const NodeRef& keys, const NodeRef& values, std::int64_t dim);
 // cumsum, cumprod, cummax, cummin or cumlogsumexp of x along dim.
 NodeRef cumulative(NodeTable& t, Op op, const NodeRef& x, std::int64_t dim, bool reverse);
+// (values, int32 indices) of the k largest elements along x's last dim.
+NodeRef top_k(NodeTable& t, const NodeRef& x, std::int64_t k);
 // x, with a zero tangent (lax.stop_gradient).
 NodeRef stop_gradient(NodeTable& t, const NodeRef& x);
 NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotDims& dims);

@@ -116,6 +116,7 @@ enum class OpCost : std::uint8_t {
   X(cummax, "cummax", Library, Never, Cumulative)                               \
   X(cummin, "cummin", Library, Never, Cumulative)                               \
   X(cumlogsumexp, "cumlogsumexp", Library, Never, Cumulative)                   \
+  X(top_k, "top-k", Library, Never, TopK)                                       \
   X(scatter, "scatter", Library, Never, Indexed)                                \
   X(cholesky, "cholesky", Library, Never, Linalg)                               \
   X(distributed_cholesky, "distributed-cholesky", Library, Never, RowBlocked)   \

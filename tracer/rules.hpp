@@ -155,6 +155,11 @@ void threefry2x32_block(std::uint32_t k0, std::uint32_t k1, std::uint32_t& x0, s
 // thunk: each line of `in` along dim scanned (from its end when reverse).
 void cumulative_lines(Op op, DType dtype, const Shape& shape, std::int64_t dim, bool reverse, const void* in, void* out);
 
+// The top_k kernel, shared by the interpreter and the compiled thunk: per
+// line along the last dim of `shape`, the k largest values, descending (NaNs
+// largest), ties by lower index, and their int32 indices.
+void top_k_lines(DType dtype, const Shape& shape, std::int64_t k, const void* in, void* values, void* indices);
+
 // JAX's fill value of an out-of-bounds gather (mode fill): NaN for floats,
 // the lowest signed and the highest unsigned integer, true.
 Literal gather_fill(DType t);

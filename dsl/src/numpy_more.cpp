@@ -223,7 +223,9 @@ std::vector<Array> triu_indices_from(const Array& x, std::int64_t k) {
 }
 std::vector<Array> unravel_index(const Array& idx, const Shape& shape) {
   std::vector<Array> out(shape.size());
-  Array rest = idx;
+  // As JAX: a negative index counts from the end, then out-of-range ones are clipped.
+  const double total = double(numel(shape));
+  Array rest = clip(where(idx < 0, idx + full_like(idx, total), idx), 0, std::max(0.0, total - 1));
   for (std::size_t d = shape.size(); d-- > 0;) {
     out[d] = rest % int(shape[d]);
     rest = floor_divide(rest, int(shape[d]));
@@ -290,8 +292,8 @@ Array trapezoid(const Array& y, const Array& x, int axis) {
 Array vecdot(const Array& a, const Array& b, int axis) {
   return staged("tessel.vecdot", {a, b}, [axis](const V& v) { return sum(conj(v[0]) * v[1], axis); });
 }
-Array matvec(const Array& a, const Array& v) { return einsum("...ij,...j->...i", a, v); }
-Array vecmat(const Array& v, const Array& a) { return einsum("...i,...ij->...j", conj(v), a); }
+Array matvec(const Array& a, const Array& v) { return squeeze(matmul(a, expand_dims(v, -1)), -1); }
+Array vecmat(const Array& v, const Array& a) { return squeeze(matmul(expand_dims(conj(v), -2), a), -2); }
 Array i0(const Array& x) {
   return staged("tessel.i0", {x}, [](const V& v) { return scipy::special::i0e(v[0]) * exp(abs(inexact(v[0]))); });
 }
@@ -345,8 +347,9 @@ Array convolve(const Array& a, const Array& v, const std::string& mode) {
     throw ValueError("convolve: mode must be full, same or valid, got '" + mode + "'");
   const std::int64_t na = a.size(), nv = v.size(), nf = na + nv - 1;
   return staged("tessel.convolve", {a, v}, [=](const V& in) {
-    // full[k] = sum_i a[i] v[k - i]: each a[i] times v, shifted by i, summed.
-    Array outer = expand_dims(in[0], 1) * expand_dims(in[1], 0);  // [na, nv]
+    // full[k] = sum_i a[i] v[k - i]: each a[i] times v, shifted by i, summed
+    // (integers as float32, as JAX's promote_dtypes_inexact).
+    Array outer = expand_dims(inexact(in[0]), 1) * expand_dims(inexact(in[1]), 0);  // [na, nv]
     std::vector<Array> rows;
     for (std::int64_t i = 0; i < na; ++i) rows.push_back(pad(outer[i], {{i, na - 1 - i}}));
     Array full_ = sum(stack(rows, 0), 0);
@@ -360,6 +363,9 @@ Array convolve(const Array& a, const Array& v, const std::string& mode) {
   });
 }
 Array correlate(const Array& a, const Array& v, const std::string& mode) {
+  // NumPy's (and JAX's) window for "same" is taken with the longer array
+  // first: a shorter a swaps them, correlate(a, v) = conj(reverse(correlate(v, a))).
+  if (a.ndim() == 1 && v.ndim() == 1 && v.size() > a.size()) return conj(flip(correlate(v, a, mode), 0));
   return convolve(a, flip(conj(v), 0), mode);
 }
 Array polymul(const Array& a, const Array& b) {
@@ -370,11 +376,11 @@ Array polymul(const Array& a, const Array& b) {
 Array polyder(const Array& p, int m) {
   need_1d(p, "polyder");
   if (m < 0) throw ValueError("polyder: order of derivative must be positive");
-  Array r = p;
+  Array r = inexact(p);  // JAX's promote_dtypes_inexact
   for (int k = 0; k < m && r.size() > 0; ++k) {
     const std::int64_t n = r.size();
     if (n == 1) return zeros({0}, r.dtype());
-    Array pw = arange(double(n - 1), 0.0, -1.0, r.dtype() == DType::int32 ? DType::int32 : r.dtype());
+    Array pw = arange(double(n - 1), 0.0, -1.0, real_dtype(r.dtype()));
     r = r[slice(0, n - 1)] * pw;
   }
   return r;
@@ -530,7 +536,7 @@ Array lexsort(const std::vector<Array>& keys, int axis) {
   return lax::sort(ops, a, int(keys.size())).back();
 }
 Array sort_complex(const Array& x) {
-  if (!is_complex(x.dtype())) return sort(x.astype(DType::complex64), -1);
+  if (!is_complex(x.dtype())) return sort(x, -1).astype(x.dtype() == DType::float64 ? DType::complex128 : DType::complex64);
   auto r = lax::sort({real(x), imag(x), x}, -1, 2);
   return r[2];
 }
@@ -574,8 +580,9 @@ Array compact(const Array& u, const Array& keep, UniqueOptions o, const char* wh
   if (n == 0) return zeros({size}, u.dtype());
   Array slot = cumsum(keep) - 1;
   Array to = where(keep, slot, full_like(slot, double(size)));
-  // Default padding: the smallest kept value, as JAX's.
-  Array fill = o.fill_value ? full({size}, *o.fill_value, u.dtype()) : broadcast_to(take(u, argmax(keep), 0, "clip"), {size});
+  // Default padding, as JAX's code: the smallest kept value (0 when none is kept).
+  Array first_kept = where(any(keep), take(u, argmax(keep), 0, "clip"), zeros({}, u.dtype()));
+  Array fill = o.fill_value ? full({size}, *o.fill_value, u.dtype()) : broadcast_to(first_kept, {size});
   return fill.at({to}).set(u);
 }
 }  // namespace
@@ -585,6 +592,7 @@ Array intersect1d(const Array& a, const Array& b, UniqueOptions o) {
   return compact(s, logical_and(detail::run_starts(s), isin(s, b)), o, "intersect1d");
 }
 Array setdiff1d(const Array& a, const Array& b, UniqueOptions o) {
+  if (!o.fill_value) o.fill_value = 0.0;  // JAX's code pads setdiff1d with 0
   Array s = sort(ravel(a), 0);
   return compact(s, logical_and(detail::run_starts(s), isin(s, b, true)), o, "setdiff1d");
 }

@@ -9,6 +9,7 @@
 
 #include "dsl/src/compose.hpp"
 #include "dsl/src/staged.hpp"
+#include "dsl/src/trace.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel {
@@ -58,12 +59,10 @@ TopK top_k(const Array& x, std::int64_t k) {
   if (k < 0 || k > n)
     throw ValueError("top_k: k must be in [0, " + std::to_string(n) + "] for " + aval_str(x.dtype(), x.shape()) +
                      ", got " + std::to_string(k));
-  auto r = detail::staged_many("lax.top_k", {x}, [=](const V& v) {
-    const int last = v[0].ndim() - 1;
-    Array idx = argsort(v[0], last, SortOptions{.descending = true});
-    std::vector<IndexItem> items{ellipsis, slice(0, k)};
-    Array top = idx.index(items);
-    return V{take_along_axis(v[0], top, last, "clip"), top};
+  // The top_k primitive: split along the last axis, each device's k candidates move, never the array.
+  auto r = detail::apply("lax.top_k", {x}, [k](NodeTable& t, const std::vector<NodeRef>& in) {
+    NodeRef y = build::top_k(t, in[0], k);
+    return std::vector<NodeRef>{build::get_tuple_element(t, y, 0), build::get_tuple_element(t, y, 1)};
   });
   return {r[0], r[1]};
 }

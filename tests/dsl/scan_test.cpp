@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
+#include <numeric>
 
 #include <tessel/tessel.hpp>
 
@@ -225,4 +227,52 @@ TEST_CASE("stop_gradient on a pytree stops every leaf") {
   })(p);
   CHECK(g.at("a").to_vector<float>() == std::vector<float>{1, 2});
   CHECK(g.at("b").to_vector<float>() == std::vector<float>{3});
+}
+
+TEST_CASE("top_k split along its axis over 1..8 devices moves k candidates per device, never the array") {
+  std::vector<float> v;
+  for (int i = 0; i < 3 * 37; ++i) v.push_back(float((i * 29) % 41) - (i % 5 == 0 ? 0.5f : 0.0f));
+  v[7] = NAN;  // NaN is the largest, as a descending sort puts it first
+  v[40] = v[41];  // a tie: the lower index first
+  auto x = ts::array(v, {3, 37});
+  for (std::int64_t k : {1, 5, 37}) {
+    auto want = ts::lax::top_k(x, k);
+    // Against a host sort of each row.
+    auto wi = want.indices.to_vector<int>();
+    for (int r = 0; r < 3; ++r) {
+      std::vector<int> order(37);
+      std::iota(order.begin(), order.end(), 0);
+      auto row = [&](int i) { return v[size_t(r * 37 + i)]; };
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        if (std::isnan(row(a))) return !std::isnan(row(b));
+        if (std::isnan(row(b))) return false;
+        return row(a) > row(b);
+      });
+      for (std::int64_t j = 0; j < k; ++j) CHECK(wi[size_t(r * k + j)] == order[size_t(j)]);
+    }
+    auto f = ts::jit([k](const ts::Array& a) { return ts::lax::top_k(a, k); });
+    auto every = ts::devices();
+    for (int n : {1, 2, 3, 5, 8}) {
+      CAPTURE(k);
+      CAPTURE(n);
+      ts::Mesh mesh(std::vector<ts::Device>(every.begin(), every.begin() + n), "x");
+      auto xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
+      auto got = f(xs);
+      CHECK(got.indices.to_vector<int>() == wi);
+      auto gv = got.values.to_vector<float>(), wv = want.values.to_vector<float>();
+      for (size_t i = 0; i < gv.size(); ++i) CHECK(((std::isnan(gv[i]) && std::isnan(wv[i])) || gv[i] == wv[i]));
+      if (n == 8) {
+        auto c = f.lower(xs).compile();
+        double moved = 0;
+        for (auto& t : c.communication()) moved += t.bytes_per_device;
+        // k candidates (values and indices) per row per device, not the 3 x 37 array.
+        CHECK(moved <= double(3 * std::min<std::int64_t>(k, 5) * 8 * 8));
+        CHECK(c.as_text().find("top-k") != std::string::npos);
+      }
+    }
+  }
+  // Its derivative: the tangent of each chosen element.
+  auto g = ts::grad([](const ts::Array& a) { return ts::sum(ts::lax::top_k(a, 2).values * ts::array(std::vector<float>{3, 1})); })(
+      ts::array(std::vector<float>{0.5f, 4.0f, 2.0f, 1.0f}));
+  CHECK(g.to_vector<float>() == std::vector<float>{0, 3, 1, 0});
 }

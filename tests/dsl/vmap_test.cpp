@@ -104,7 +104,8 @@ std::vector<Case> cases() {
                }});
   c.push_back({"scans", [](ts::Array x, ts::Array y) {
                  return ts::lax::cumsum(x, 0) + ts::lax::cumprod(y, 1, true) + ts::lax::cummax(x, 1) +
-                        ts::lax::cummin(y, 0, true) + ts::lax::cumlogsumexp(x, 1) + ts::stop_gradient(y);
+                        ts::lax::cummin(y, 0, true) + ts::lax::cumlogsumexp(x, 1) + ts::stop_gradient(y) +
+                        ts::lax::top_k(x, 1).values;
                }});
   c.push_back({"random", [](ts::Array x, ts::Array) {
                  // A key that depends on the example (traced, equal to key(7) here): threefry per example.
