@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 #include <tessel/tessel.hpp>
 
+#include "tests/common/numpy_ref.hpp"
 #include "tests/common/op_check.hpp"
 
 namespace ts = tessel;
@@ -51,43 +52,11 @@ using RefFn = std::function<Array(const Inputs&, const json&)>;
 
 namespace {
 
+using namespace ts::testing::numpy_ref;
+
 const json& data() {
-  static const json j = [] {
-    const std::string path = std::string(TESSEL_SOURCE_DIR) + "/tests/data/numpy/surface2.json";
-    std::ifstream f(path);
-    if (!f) throw std::runtime_error("missing " + path + " (written by tools/numpy_reference.py)");
-    return json::parse(f);
-  }();
+  static const json j = load("surface2.json");
   return j;
-}
-
-// JSON has no NaN or infinities: the reference writes them as strings.
-double num(const json& v) {
-  if (v.is_string()) {
-    const auto s = v.get<std::string>();
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-inf") return -std::numeric_limits<double>::infinity();
-    throw std::runtime_error("surface2.json: bad number \"" + s + "\"");
-  }
-  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
-  return v.get<double>();
-}
-
-std::vector<double> nums(const json& values) {
-  std::vector<double> out;
-  for (const auto& v : values) out.push_back(num(v));
-  return out;
-}
-
-ts::Shape shape_of(const json& a) { return a.at("shape").get<ts::Shape>(); }
-
-Array make_input(const json& a) {
-  const auto v = nums(a.at("values"));
-  const auto dtype = a.at("dtype").get<std::string>();
-  if (dtype == "float32") return ts::array(std::vector<float>(v.begin(), v.end()), shape_of(a));
-  if (dtype == "int32") return ts::array(std::vector<std::int32_t>(v.begin(), v.end()), shape_of(a));
-  throw std::runtime_error("surface2.json: input dtype " + dtype);
 }
 
 // kwargs readers. An axis of null means none (the flattened array).

@@ -51,6 +51,7 @@
 #include <nlohmann/json.hpp>
 #include <tessel/tessel.hpp>
 
+#include "tests/common/numpy_ref.hpp"
 #include "tests/common/op_check.hpp"
 
 namespace ts = tessel;
@@ -62,45 +63,11 @@ using RefFn = std::function<Array(const Inputs&, const json&)>;
 
 namespace {
 
+using namespace ts::testing::numpy_ref;
+
 const json& data() {
-  static const json j = [] {
-    const std::string path = std::string(TESSEL_SOURCE_DIR) + "/tests/data/numpy/surface3.json";
-    std::ifstream f(path);
-    if (!f) throw std::runtime_error("missing " + path + " (written by tools/numpy_reference.py)");
-    return json::parse(f);
-  }();
+  static const json j = load("surface3.json");
   return j;
-}
-
-// JSON has no NaN or infinities: the reference writes them as strings.
-double num(const json& v) {
-  if (v.is_string()) {
-    const auto s = v.get<std::string>();
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-inf") return -std::numeric_limits<double>::infinity();
-    throw std::runtime_error("surface3.json: bad number \"" + s + "\"");
-  }
-  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
-  return v.get<double>();
-}
-
-std::vector<double> nums(const json& values) {
-  std::vector<double> out;
-  for (const auto& v : values) out.push_back(num(v));
-  return out;
-}
-
-ts::Shape shape_of(const json& a) { return a.at("shape").get<ts::Shape>(); }
-
-Array make_input(const json& a) {
-  const auto v = nums(a.at("values"));
-  const auto dtype = a.at("dtype").get<std::string>();
-  if (dtype == "float32") return ts::array(std::vector<float>(v.begin(), v.end()), shape_of(a));
-  if (dtype == "float64") return ts::array(v, shape_of(a));
-  if (dtype == "int32") return ts::array(std::vector<std::int32_t>(v.begin(), v.end()), shape_of(a));
-  if (dtype == "bool") return ts::array(std::vector<std::int32_t>(v.begin(), v.end()), shape_of(a)).astype(ts::bool_);
-  throw std::runtime_error("surface3.json: input dtype " + dtype);
 }
 
 // kwargs readers. null means none (an axis of null: the flattened array).
@@ -457,14 +424,6 @@ void check_eager_case(const json& c) {
 
 using Fn = std::function<Array(const Inputs&)>;
 
-Inputs shard_inputs(const Inputs& xs, int n) {
-  std::vector<ts::Device> all = ts::devices();
-  ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), "x");
-  Inputs out;
-  for (const auto& x : xs)
-    out.push_back(ts::device_put(x, ts::NamedSharding(mesh, x.ndim() > 0 && x.shape()[0] >= n ? ts::P("x") : ts::P())));
-  return out;
-}
 
 std::string compare_grads(const Inputs& got, const std::vector<std::vector<double>>& want, double tol) {
   if (got.size() != want.size()) return "got " + std::to_string(got.size()) + " gradients";
@@ -483,27 +442,6 @@ std::string compare_grads(const Inputs& got, const std::vector<std::vector<doubl
   return "";
 }
 
-// Central differences of f (tessel's own, float64) at xs, one element at a time.
-std::vector<std::vector<double>> tessel_differences(const Fn& f, const Inputs& xs, double h) {
-  auto jf = ts::jit(f);
-  std::vector<std::vector<double>> g;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const std::vector<double> v = xs[i].to_vector<double>();
-    std::vector<double> gi(v.size());
-    for (size_t j = 0; j < v.size(); ++j) {
-      auto at = [&](double delta) {
-        Inputs ys = xs;
-        std::vector<double> w = v;
-        w[j] += delta;
-        ys[i] = ts::array(w, xs[i].shape());
-        return jf(ys).item<double>();
-      };
-      gi[j] = (at(h) - at(-h)) / (2 * h);
-    }
-    g.push_back(gi);
-  }
-  return g;
-}
 
 void check_grad_case(const json& c) {
   const auto name = c.at("name").get<std::string>();
