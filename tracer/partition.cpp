@@ -157,7 +157,8 @@ struct Partitioner final : LocalBuilder {
   }
 
   // Replaces the padding of split, uneven dims `dims` of x (sharded as s) by `fill`.
-  NodeRef mask(NodeRef x, const Shape& G, const AxisSharding& s, const std::vector<int>& dims, const Literal& fill) {
+  NodeRef mask(NodeRef x, const Shape& G, const AxisSharding& s, const std::vector<int>& dims,
+               const Literal& fill) override {
     NodeRef valid;
     for (int d : dims) {
       if (s.dims[d].empty() || G[d] % tiles(s.dims[d]) == 0) continue;

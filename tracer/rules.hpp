@@ -51,6 +51,9 @@ class LocalBuilder {
   virtual NodeRef offset(const std::vector<int>& axes, std::int64_t scale) = 0;
   // x, holding an array of global shape G laid out as `from`, laid out as `to`.
   virtual NodeRef reshard(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) = 0;
+  // x (global shape G, laid out as s) with the padding of split, uneven dims `dims` replaced by `fill`.
+  virtual NodeRef mask(NodeRef x, const Shape& G, const AxisSharding& s, const std::vector<int>& dims,
+                       const Literal& fill) = 0;
   // Whether the node is in a shard_map body (some mesh axes are manual).
   virtual bool in_shard_map() const = 0;
 };

@@ -168,15 +168,10 @@ NodeRef local_cumulative(Op op, LocalBuilder& b, const Node& n, const std::vecto
   NodeRef x = ops[0];
   if (axes.empty() || b.tiles(axes) == 1) return build::cumulative(t, op, x, d, p.reverse);
   const Shape tile = x->shape();
-  const std::int64_t len = tile[std::size_t(d)], global = n.shape()[std::size_t(d)];
+  const std::int64_t len = tile[std::size_t(d)];
   const std::int64_t ntiles = b.tiles(axes);
   // Padding (global positions past the end) becomes the identity.
-  if (len * ntiles != global) {
-    NodeRef pos = build::binary(t, Op::add, build::iota(t, DType::int32, tile, d),
-                                build::broadcast_in_dim(t, b.offset(axes, len), tile, {}));
-    NodeRef real = build::binary(t, Op::lt, pos, build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(global)), tile, {}));
-    x = build::select(t, real, x, identity_like(t, op, x));
-  }
+  x = b.mask(x, n.shape(), op_sh[0], {int(d)}, reduction_identity(identity_op(op), x->dtype()));
   NodeRef scan = build::cumulative(t, op, x, d, p.reverse);
   // This block's total: the scan's last element (its first, reversed), one per line.
   std::vector<std::int64_t> start(tile.size(), 0), limit(tile.begin(), tile.end()), strides(tile.size(), 1);

@@ -122,16 +122,9 @@ NodeRef Rule<Op::top_k>::local(LocalBuilder& b, const Node& n, const std::vector
   NodeRef x = ops[0];
   if (axes.empty() || b.tiles(axes) == 1) return build::top_k(t, x, k);
   const Shape tile = x->shape();
-  const std::int64_t len = tile.back(), global = n.in[0]->shape().back();
-  NodeRef offset = build::broadcast_in_dim(t, b.offset(axes, len), tile, {});
+  const std::int64_t len = tile.back();
   // Padding (global positions past the end) is the lowest value: chosen last, after any real element.
-  if (len * b.tiles(axes) != global) {
-    NodeRef pos = build::binary(t, Op::add, build::iota(t, DType::int32, tile, last), offset);
-    NodeRef real = build::binary(t, Op::lt, pos, build::broadcast_in_dim(t, build::scalar(t, DType::int32, double(global)), tile, {}));
-    Literal low = reduction_identity(Op::reduce_max, x->dtype());
-    NodeRef lowest = build::broadcast_in_dim(t, build::constant(t, std::make_shared<const Literal>(std::move(low))), tile, {});
-    x = build::select(t, real, x, lowest);
-  }
+  x = b.mask(x, n.in[0]->shape(), op_sh[0], {last}, reduction_identity(Op::reduce_max, x->dtype()));
   const std::int64_t kk = std::min(k, len);
   NodeRef local = build::top_k(t, x, kk);
   NodeRef vals = build::get_tuple_element(t, local, 0), idx = build::get_tuple_element(t, local, 1);
