@@ -21,24 +21,22 @@
 #include <vector>
 
 #include <tessel/array.hpp>
+#include <tessel/device_put.hpp>
 #include <tessel/sharding.hpp>
 #include <tessel/tree.hpp>
 
 namespace tessel {
 
 namespace detail {
-// Leaves of a tree of shardings: a sharding (or a device), or none ("any").
+// Leaves of a tree of shardings: device_put's (a sharding or a device), or none ("any").
 template <class T>
-struct SpecLeaf : std::bool_constant<std::is_same_v<T, Sharding> || std::is_same_v<T, NamedSharding> ||
-                                     std::is_same_v<T, PositionalSharding> ||
-                                     std::is_same_v<T, SingleDeviceSharding> || std::is_same_v<T, Device> ||
-                                     std::is_same_v<T, std::optional<Sharding>> || std::is_same_v<T, std::nullopt_t>> {};
+struct SpecLeaf : std::bool_constant<ShardingLeaf<T>::value || std::is_same_v<T, std::optional<Sharding>> ||
+                                     std::is_same_v<T, std::nullopt_t>> {};
 template <class T>
 std::optional<Sharding> spec_leaf(const T& s) {
   if constexpr (std::is_same_v<T, std::nullopt_t>) return std::nullopt;
   else if constexpr (std::is_same_v<T, std::optional<Sharding>>) return s;
-  else if constexpr (std::is_same_v<T, Device>) return Sharding(SingleDeviceSharding(s));
-  else return Sharding(s);
+  else return as_sharding(s);
 }
 template <class T>
 inline constexpr bool is_tree_node_v =
