@@ -2,10 +2,10 @@
 // features: AVX2, AVX-512 where present), optimising every module at O3 with
 // loop and SLP vectorisation, compiled to an object file that is linked into
 // a JITDylib of its own. Kernels are cached by an exact key of their IR
-// (STYLE.md 12), and freed from the JIT when the last executable holding
-// them dies. With a disk cache directory (config().compilation_cache_dir),
-// kernels' object files are stored there and a later process links them
-// without running LLVM.
+// (docs/architecture.md, principle 12), and freed from the JIT when the
+// last executable holding them dies. With a disk cache directory
+// (config().compilation_cache_dir), kernels' object files are stored there
+// and a later process links them without running LLVM.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
-// The one gateway to LLVM's headers (STYLE.md 7): codegen/ includes LLVM
-// only through this file, and nothing outside codegen/ includes it.
+// The one gateway to LLVM's headers (docs/architecture.md, principle 7):
+// codegen/ includes LLVM only through this file, and nothing outside codegen/
+// includes it.
 #pragma once
 
 #pragma GCC diagnostic push

@@ -1,4 +1,4 @@
-// The closed set of primitives: the unit of the compiler (DESIGN.md).
+// The closed set of primitives: the unit of the compiler (docs/architecture.md).
 //
 // One X-macro lists every primitive with its text name (XLA's spelling where
 // XLA has one) and its family. The enum, the names and the family traits all

@@ -1,10 +1,10 @@
-// The one graph rewrite (STYLE.md 5): rebuild a graph node by node, operands
-// first, into a table, optionally replacing nodes. Passes that copy a graph
-// with changes (the pipeline's mesh rewrite, autodiff's linearisation,
-// inlining a traced function into another trace, inlining calls) use it
-// rather than walking the graph themselves. It recurses into regions: a
-// node's child graphs are rewritten first with the same callback, and the
-// callback sees the node holding the rewritten regions.
+// The one graph rewrite (docs/architecture.md, principle 5): rebuild a graph
+// node by node, operands first, into a table, optionally replacing nodes.
+// Passes that copy a graph with changes (the pipeline's mesh rewrite,
+// autodiff's linearisation, inlining a traced function into another trace,
+// inlining calls) use it rather than walking the graph themselves. It
+// recurses into regions: a node's child graphs are rewritten first with the
+// same callback, and the callback sees the node holding the rewritten regions.
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// The internal sharding model (DESIGN.md "Sharding rules").
+// The internal sharding model (docs/architecture.md, "Sharding rules").
 //
 // A DeviceMesh lays device ids out row-major over named axes. An AxisSharding
 // says how one value is split over a mesh: for every array dimension, the

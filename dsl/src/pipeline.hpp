@@ -1,5 +1,5 @@
-// The compile pipeline as a script of named passes (STYLE.md 6), and the
-// cache of its results:
+// The compile pipeline as a script of named passes (docs/architecture.md,
+// principle 6), and the cache of its results:
 //
 //   traced Graph --unify meshes--> --propagate--> --partition--> --codegen--> Executable
 //

@@ -1,7 +1,7 @@
-// The op-test helper (STYLE.md 10): runs an operation eagerly, under jit, and
-// under jit with its inputs sharded over meshes of 1..8 devices (split along
-// their first dimension, uneven sizes included), and checks every result
-// against the expected values.
+// The op-test helper (docs/architecture.md, principle 10): runs an operation
+// eagerly, under jit, and under jit with its inputs sharded over meshes of
+// 1..8 devices (split along their first dimension, uneven sizes included),
+// and checks every result against the expected values.
 #pragma once
 
 #include <doctest/doctest.h>

@@ -1,4 +1,5 @@
-// The layout rules of DESIGN.md and STYLE.md 7, checked on the sources.
+// The layout rules of docs/architecture.md ("Layers" and principle 7),
+// checked on the sources.
 #include <doctest/doctest.h>
 
 #include <filesystem>
