@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "codegen/fusion.hpp"
 #include "codegen/transpose_folding.hpp"
 #include "runtime/collectives.hpp"
+#include "runtime/executable.hpp"
 #include "runtime/device.hpp"
 #include "runtime/trace.hpp"
 #include "tessel/core/errors.hpp"
@@ -32,6 +34,7 @@ class EmptyThunk final : public rt::Thunk {
   explicit EmptyThunk(std::string text) : text_(std::move(text)) {}
   void run(rt::ExecContext&) const override {}
   std::string describe() const override { return text_; }
+  std::int64_t work() const override { return 0; }
 
  private:
   std::string text_;
@@ -52,6 +55,7 @@ class KernelThunk final : public rt::Thunk {
   }
   std::string describe() const override { return text_; }
   bool pure() const override { return true; }
+  std::int64_t work() const override { return k_.items * std::max<std::int64_t>(1, k_.work_per_item); }
   // A large loop nest takes every core when no other device has work (a
   // program on one device uses the whole host, as JAX's CPU devices do).
   rt::ComputeSlot::Width width() const override {
@@ -74,6 +78,7 @@ class ConstantThunk final : public rt::Thunk {
     if (!lit_->bytes.empty()) std::memcpy(ctx.slots[slot_], lit_->bytes.data(), lit_->bytes.size());
   }
   std::string describe() const override { return "constant " + aval_str(lit_->dtype, lit_->shape); }
+  std::int64_t work() const override { return std::int64_t(lit_->bytes.size() / 4); }
   bool pure() const override { return true; }
   const char* category() const override { return "constant"; }
 
@@ -92,6 +97,7 @@ class AxisIndexThunk final : public rt::Thunk {
     *static_cast<std::int32_t*>(ctx.slots[slot_]) = std::int32_t(v);
   }
   std::string describe() const override { return "axis-index"; }
+  std::int64_t work() const override { return 1; }
 
  private:
   MeshRef mesh_;
@@ -133,385 +139,97 @@ void fold_tiles(DType t, Op op, char* dst, const char* first, const std::vector<
   });
 }
 
-// dst[0, count) = the reduction over peers of peer[offset, offset + count).
-void reduce_peers(DType t, Op op, char* dst, const std::vector<const void*>& peers, std::int64_t offset,
-                  std::int64_t count) {
-  const std::size_t es = dtype_size(t);
-  std::vector<const void*> rest;
-  for (std::size_t p = 1; p < peers.size(); ++p) rest.push_back(static_cast<const char*>(peers[p]) + offset * es);
-  fold_tiles(t, op, dst, static_cast<const char*>(peers[0]) + offset * es, rest, count);
+// A collective op as the runtime's collective (runtime/collectives.hpp,
+// where its one algorithm lives, for every way a launch runs).
+rt::Collective describe_collective(const Node& n, int in, int out) {
+  const CollectiveAxes ca = collective_axes(n);
+  if (op_family(n.op) != OpFamily::Collective || !ca.mesh)
+    throw InternalError(std::string(op_name(n.op)) + " is not a collective");
+  rt::Collective c;
+  c.element_bytes = dtype_size(n.dtype());
+  c.in_shape = n.in[0]->shape();
+  c.out_shape = n.shape();
+  c.in_slot = in;
+  c.out_slot = out;
+  if (ca.axes) c.groups = collective_groups(**ca.mesh, *ca.axes);
+  auto reduction = [&](Op reduce) {
+    const DType t = n.dtype();
+    c.fold = [t, reduce](void* dst, const void* first, const std::vector<const void*>& rest, std::int64_t count) {
+      fold_tiles(t, reduce, static_cast<char*>(dst), static_cast<const char*>(first), rest, count);
+    };
+  };
+  switch (n.op) {
+    case Op::all_reduce:
+      c.kind = rt::CollectiveKind::all_reduce;
+      reduction(n.attr<attr::AllReduce>().reduce_op);
+      break;
+    case Op::all_gather:
+      c.kind = rt::CollectiveKind::all_gather;
+      c.dimension = n.attr<attr::AllGather>().dimension;
+      break;
+    case Op::reduce_scatter:
+      c.kind = rt::CollectiveKind::reduce_scatter;
+      c.dimension = n.attr<attr::ReduceScatter>().dimension;
+      reduction(n.attr<attr::ReduceScatter>().reduce_op);
+      break;
+    case Op::all_to_all:
+      c.kind = rt::CollectiveKind::all_to_all;
+      c.dimension = n.attr<attr::AllToAll>().split_dimension;
+      c.concat = n.attr<attr::AllToAll>().concat_dimension;
+      break;
+    case Op::collective_permute: {
+      // Pairs, not groups: it meets as one group, every position of its mesh.
+      const auto& p = n.attr<attr::CollectivePermute>();
+      c.kind = rt::CollectiveKind::permute;
+      c.groups.assign(1, {});
+      for (std::int64_t i = 0; i < p.mesh->size(); ++i) c.groups[0].push_back(i);
+      for (auto [s, t] : p.pairs) c.pairs.push_back({s, t});
+      break;
+    }
+    default: throw InternalError(std::string(op_name(n.op)) + " is not a collective");
+  }
+  return c;
 }
 
-// A lockstep run_all whose results over all members pass this many bytes
-// runs its items on every core.
-constexpr std::size_t kParallelAllBytes = std::size_t(1) << 20;
-// Collectives that write one operand's data into several results (all-gather;
-// an all-reduce's folded part) copy it this many bytes at a time: a piece
-// is read from memory once and from the cache for its other copies.
-constexpr std::size_t kPieceBytes = std::size_t(32) << 10;
-
-// Every collective reads peers' buffers in place (shared memory): publish,
-// read, release.
+// A collective: the runtime runs it, whichever way the launch runs.
 class CollectiveThunk final : public rt::Thunk {
  public:
-  CollectiveThunk(const Node& n, int in, int out) : op_(n.op), in_(in), out_(out), p_(n.attrs) {
-    in_shape_ = n.in[0]->shape();
-    out_shape_ = n.shape();
-    dtype_ = n.dtype();
-    const CollectiveAxes ca = collective_axes(n);
-    if (op_family(op_) != OpFamily::Collective || !ca.mesh)
-      throw InternalError(std::string(op_name(op_)) + " is not a collective");
-    if (ca.axes) groups_ = collective_groups(**ca.mesh, *ca.axes);  // collective_permute: pairs, not groups
-    const std::size_t members = ca.axes ? groups_.size() * groups_.front().size()
-                                        : std::size_t(p_.as<attr::CollectivePermute>().mesh->size());
-    const std::size_t result_bytes = std::size_t(numel(out_shape_)) * dtype_size(dtype_);
-    stream_ = result_bytes * members >= rt::kStreamBytes;
-    stream_shared_ = result_bytes * (ca.axes ? groups_.size() : members) >= rt::kStreamBytes;
+  CollectiveThunk(const Node& n, int in, int out) : c_(describe_collective(n, in, out)) {
     std::ostringstream os;
-    os << op_name(op_) << ' ' << n.in[0]->aval.str() << " -> " << n.aval.str();
+    os << op_name(n.op) << ' ' << n.in[0]->aval.str() << " -> " << n.aval.str();
     text_ = os.str();
   }
-
   bool waits_on_peers() const override { return true; }
-
-  void run(rt::ExecContext& ctx) const override {
-    const std::size_t es = dtype_size(dtype_);
-    const void* mine = ctx.slots[in_];
-    char* out = static_cast<char*>(ctx.slots[out_]);
-    if (op_ == Op::collective_permute) {
-      const std::vector<std::int64_t> all = all_positions();
-      auto peers = ctx.comm->exchange(ctx.position, all, mine, std::size_t(numel(in_shape_)) * es);
-      {
-        rt::ComputeSlot slot;
-        permute(ctx.position, peers, out);
-      }
-      ctx.comm->release(ctx.position, all);
-      return;
-    }
-    const std::vector<std::int64_t>* group = nullptr;
-    std::size_t rank = 0;
-    for (auto& g : groups_)
-      for (std::size_t k = 0; k < g.size(); ++k)
-        if (g[k] == ctx.position) group = &g, rank = k;
-    TESSEL_CHECK_INTERNAL(group, "position ", ctx.position, " is in no group");
-    if (op_ == Op::all_reduce) {
-      // The communicator's own algorithm (shared memory in one process, a
-      // chain between processes), with this dtype's fold.
-      ctx.comm->all_reduce(ctx.position, *group, mine, out, numel(in_shape_), es, fold());
-      return;
-    }
-    if (op_ == Op::all_gather && ctx.comm->shares_memory(*group)) {
-      gather_one_pass(ctx, *group, rank, mine, out);
-      return;
-    }
-    auto peers = ctx.comm->exchange(ctx.position, *group, mine, std::size_t(numel(in_shape_)) * es);
-    {
-      // The copies and sums hold a compute slot (runtime/device.hpp); the
-      // waits for peers do not.
-      rt::ComputeSlot slot;
-      member(rank, peers, out);
-    }
-    ctx.comm->release(ctx.position, *group);
-  }
-
-  // Every member's operand is computed (a launch run in lockstep): each
-  // member's result straight from the others' operands, as items that each
-  // write their own part of the results (one per member of every group):
-  // side by side on the machine's cores when the results are large.
-  //
-  // An all-reduce's or all-gather's result is the same on every member of
-  // its group: where the run lets positions share blocks (SharedSlots: a
-  // lockstep run inside one process), it is written once, into the group's
-  // first member's result, and the others' results are that block. (8 x
-  // 16 MiB psums wrote 128 MiB of identical results; an all-gather of
-  // 64 MiB over 8 devices 4 GiB.)
-  void run_all(const std::vector<rt::ExecContext*>& ctxs) const override {
-    if (ctxs.front()->comm) return run_all_spanning(ctxs);
-    rt::SharedSlots* const shared = shares_results() ? ctxs.front()->shared : nullptr;
-    if (shared)
-      for (const auto& g : groups_) shared->own(*ctxs[std::size_t(g[0])], out_);
-    const std::size_t members = op_ == Op::collective_permute ? ctxs.size() : groups_.size() * groups_.front().size();
-    auto items = [&](std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t k = lo; k < hi; ++k) run_item(ctxs, std::size_t(k), shared != nullptr);
-    };
-    if (std::size_t(numel(out_shape_)) * dtype_size(dtype_) * members >= kParallelAllBytes) {
-      rt::ComputeSlot slot(rt::ComputeSlot::Width::machine);
-      rt::parallel_for_machine(0, std::int64_t(members), 1, items);
-    } else {
-      rt::ComputeSlot slot;
-      items(0, std::int64_t(members));
-    }
-    if (shared)
-      for (const auto& g : groups_)
-        for (std::size_t m = 1; m < g.size(); ++m) shared->share(*ctxs[std::size_t(g[m])], *ctxs[std::size_t(g[0])], out_);
-  }
+  void run(rt::ExecContext& ctx) const override { rt::run_collective(c_, {&ctx}); }
+  void run_all(const std::vector<rt::ExecContext*>& ctxs) const override { rt::run_collective(c_, ctxs); }
   bool can_run_all() const override { return true; }
-  bool shares_results() const override { return op_ == Op::all_reduce || op_ == Op::all_gather; }
-
-  // A lockstep run of this process's positions of a launch across processes
-  // (ctxs: those positions, each with the launch's communicator): for each
-  // group with members here, they meet the others at once
-  // (Communicator::exchange_local: the remote members' operands staged here,
-  // or all_reduce_local's chain), and each local member's result is made
-  // from the group's operands as on its own thread.
-  void run_all_spanning(const std::vector<rt::ExecContext*>& ctxs) const {
-    rt::Communicator& comm = *ctxs.front()->comm;
-    std::map<std::int64_t, rt::ExecContext*> here;  // by position
-    for (auto* c : ctxs) here[c->position] = c;
-    const std::size_t es = dtype_size(dtype_);
-    const auto groups = op_ == Op::collective_permute ? std::vector<std::vector<std::int64_t>>{all_positions()} : groups_;
-    for (const auto& g : groups) {
-      std::vector<int> positions;
-      std::vector<const void*> mine;
-      std::vector<void*> outs;
-      for (std::int64_t p : g)
-        if (auto it = here.find(p); it != here.end()) {
-          positions.push_back(int(p));
-          mine.push_back(it->second->slots[in_]);
-          outs.push_back(it->second->slots[out_]);
-        }
-      if (positions.empty()) continue;
-      if (op_ == Op::all_reduce) {
-        comm.all_reduce_local(g, positions, mine, outs, numel(in_shape_), es, fold());
-        continue;
-      }
-      auto peers = comm.exchange_local(g, positions, mine, std::size_t(numel(in_shape_)) * es);
-      {
-        rt::ComputeSlot slot;
-        for (std::size_t k = 0; k < positions.size(); ++k) {
-          char* out = static_cast<char*>(outs[k]);
-          if (op_ == Op::collective_permute) permute(positions[k], peers, out);
-          else member(std::size_t(std::find(g.begin(), g.end(), positions[k]) - g.begin()), peers, out);
-        }
-      }
-      comm.release_local(g, positions);
-    }
-  }
-
+  bool shares_results() const override { return c_.same_result(); }
   std::string describe() const override { return text_; }
   const char* category() const override { return "collective"; }
   // The bytes each device contributes and receives.
   std::string trace_args() const override {
-    const std::size_t es = dtype_size(dtype_);
-    return "\"bytes_in\": " + std::to_string(std::size_t(numel(in_shape_)) * es) +
-           ", \"bytes_out\": " + std::to_string(std::size_t(numel(out_shape_)) * es) + ", \"group_size\": " +
-           std::to_string(groups_.empty() ? 0 : groups_.front().size());
+    return "\"bytes_in\": " + std::to_string(c_.in_bytes()) + ", \"bytes_out\": " + std::to_string(c_.out_bytes()) +
+           ", \"group_size\": " + std::to_string(c_.groups.empty() ? 0 : c_.groups.front().size());
   }
 
  private:
-  // run_all's item k: for a permute, position k's result; else member
-  // k % size of group k / size: its result (reduce-scatter, all-to-all), its
-  // operand copied into every member's result (all-gather), or its 1/size of
-  // the elements folded and copied into every member's result (all-reduce:
-  // the left fold in group order, as Communicator::all_reduce: the same bits).
-  // `shared`: the all-reduce or all-gather writes the group's first
-  // member's result only (run_all shares it).
-  void run_item(const std::vector<rt::ExecContext*>& ctxs, std::size_t k, bool shared) const {
-    auto operand = [&](std::int64_t position) -> const void* { return ctxs[std::size_t(position)]->slots[in_]; };
-    auto result = [&](std::int64_t position) { return static_cast<char*>(ctxs[std::size_t(position)]->slots[out_]); };
-    const std::size_t es = dtype_size(dtype_);
-    if (op_ == Op::collective_permute) {
-      std::vector<const void*> peers;
-      for (std::size_t i = 0; i < ctxs.size(); ++i) peers.push_back(operand(std::int64_t(i)));
-      permute(int(k), peers, result(std::int64_t(k)));
-      return;
-    }
-    const auto& g = groups_[k / groups_.front().size()];
-    const std::size_t rank = k % g.size();
-    const std::int64_t n = std::int64_t(g.size());
-    if (op_ == Op::all_reduce) {
-      const std::int64_t count = numel(in_shape_), lo = count * std::int64_t(rank) / n,
-                         hi = count * std::int64_t(rank + 1) / n;
-      // A piece at a time (as the communicator's): each piece is folded
-      // into this member's result and copied from the cache into the others'.
-      const rt::Fold f = fold();
-      const std::int64_t piece = std::int64_t(kPieceBytes / es);
-      std::vector<const void*> rest(g.size() - 1);
-      for (std::int64_t a = lo; a < hi; a += piece) {
-        const std::size_t at = std::size_t(a) * es, bytes = std::size_t(std::min(piece, hi - a)) * es;
-        for (std::size_t m = 1; m < g.size(); ++m) rest[m - 1] = static_cast<const char*>(operand(g[m])) + at;
-        char* mine = result(g[shared ? 0 : rank]) + at;
-        f(mine, static_cast<const char*>(operand(g[0])) + at, rest, std::min(piece, hi - a));
-        if (!shared)
-          for (std::size_t m = 0; m < g.size(); ++m)
-            if (m != rank) copy_out(result(g[m]) + at, mine, bytes);
-      }
-      return;
-    }
-    if (op_ == Op::all_gather) {
-      // A piece of the operand at a time into every member's result: the
-      // operand is read from memory once (row by row it was read once per
-      // member: 8 x 64 MiB over 8 devices, beyond the L3).
-      auto [outer, len] = blocks(in_shape_, p_.as<attr::AllGather>().dimension);
-      const std::size_t row = std::size_t(len) * es;
-      const char* in = static_cast<const char*>(operand(g[rank]));
-      const std::size_t copies = shared ? 1 : g.size();
-      for (std::int64_t o = 0; o < outer; ++o)
-        for (std::size_t at = 0; at < row; at += kPieceBytes)
-          for (std::size_t m = 0; m < copies; ++m)
-            copy_out(result(g[m]) + std::size_t(o * n + std::int64_t(rank)) * row + at, in + std::size_t(o) * row + at,
-                     std::min(kPieceBytes, row - at), shared);
-      return;
-    }
-    std::vector<const void*> peers;
-    for (std::int64_t p : g) peers.push_back(operand(p));
-    member(rank, peers, result(g[rank]));
-  }
-
-  // This dtype's reduction as the communicator's fold.
-  rt::Fold fold() const {
-    const Op reduce = p_.as<attr::AllReduce>().reduce_op;
-    const DType t = dtype_;
-    return [t, reduce](void* dst, const void* first, const std::vector<const void*>& rest, std::int64_t n) {
-      fold_tiles(t, reduce, static_cast<char*>(dst), static_cast<const char*>(first), rest, n);
-    };
-  }
-  // An all-gather in one pass over the memory (the group in this process):
-  // the members publish their results too, and each member copies its own
-  // operand into every member's result, a piece at a time, so each piece is
-  // read from memory once and from the cache for its other copies. Every
-  // operand byte is read once and every result byte written once (each
-  // member copying every peer's operand into its own result reads every
-  // operand n times: 1.4x the time at 64 MiB over 8 devices here). The
-  // release waits until every result is whole.
-  void gather_one_pass(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, std::size_t rank,
-                       const void* mine, char* out) const {
-    struct Ends {
-      const void* in;
-      char* out;
-    } ends{mine, out};
-    auto published = ctx.comm->exchange(ctx.position, group, &ends, sizeof ends);
-    {
-      rt::ComputeSlot slot;
-      const std::size_t es = dtype_size(dtype_);
-      const std::int64_t n = std::int64_t(group.size());
-      auto [outer, len] = blocks(in_shape_, p_.as<attr::AllGather>().dimension);  // len: elements of one block
-      const std::size_t row = std::size_t(len) * es, piece = kPieceBytes;
-      const char* in = static_cast<const char*>(mine);
-      for (std::int64_t o = 0; o < outer; ++o)
-        for (std::size_t at = 0; at < row; at += piece) {
-          const std::size_t m = std::min(piece, row - at);
-          for (std::int64_t k = 0; k < n; ++k)
-            copy_out(static_cast<const Ends*>(published[std::size_t(k)])->out +
-                            std::size_t(o * n + std::int64_t(rank)) * row + at,
-                        in + std::size_t(o) * row + at, m);
-        }
-    }
-    ctx.comm->release(ctx.position, group);
-  }
-
-  // A collective permute meets as one group: every position of its mesh.
-  std::vector<std::int64_t> all_positions() const {
-    std::vector<std::int64_t> all;
-    for (std::int64_t i = 0; i < p_.as<attr::CollectivePermute>().mesh->size(); ++i) all.push_back(i);
-    return all;
-  }
-  // A collective permute's result at `position`: its source's operand, or zeros.
-  void permute(int position, const std::vector<const void*>& peers, char* out) const {
-    std::int64_t source = -1;
-    for (auto [s, t] : p_.as<attr::CollectivePermute>().pairs)
-      if (t == position) source = s;
-    const std::size_t bytes = std::size_t(numel(in_shape_)) * dtype_size(dtype_);
-    if (source >= 0) copy_out(out, peers[std::size_t(source)], bytes);
-    else std::memset(out, 0, bytes);
-  }
-  // The result of the group member at `rank` (all_gather, reduce_scatter,
-  // all_to_all) from the group's operands.
-  void member(std::size_t rank, const std::vector<const void*>& peers, char* out) const {
-    const std::size_t es = dtype_size(dtype_);
-    const std::int64_t n = std::int64_t(peers.size());
-    switch (op_) {
-      case Op::all_gather: {
-        auto [outer, len] = blocks(in_shape_, p_.as<attr::AllGather>().dimension);  // len: elements of one block
-        for (std::int64_t o = 0; o < outer; ++o)
-          for (std::int64_t k = 0; k < n; ++k)
-            std::memcpy(out + ((o * n + k) * len) * es, static_cast<const char*>(peers[k]) + o * len * es, len * es);
-        break;
-      }
-      case Op::reduce_scatter: {
-        const auto& a = p_.as<attr::ReduceScatter>();
-        auto [outer, len] = blocks(out_shape_, a.dimension);  // my block of each outer row
-        for (std::int64_t o = 0; o < outer; ++o) {
-          reduce_peers(dtype_, a.reduce_op, out + o * len * es, peers, (o * n + std::int64_t(rank)) * len, len);
-        }
-        break;
-      }
-      case Op::all_to_all: {
-        // Output chunk k along the concat dim = member k's chunk `rank` along the split dim.
-        const std::int64_t split = p_.as<attr::AllToAll>().split_dimension, concat = p_.as<attr::AllToAll>().concat_dimension;
-        Shape chunk = in_shape_;
-        chunk[split] /= n;
-        auto ist = row_major_strides(in_shape_), ost = row_major_strides(out_shape_);
-        if (chunk.empty() || numel(chunk) == 0) break;
-        // The chunk's trailing elements that are contiguous in both the
-        // peer's input and this output are copied as one run: the minor dims
-        // the chunk spans whole in both, and the dim that ends them. (Copying
-        // only the last dim's rows made a run of 8 bytes of a packed complex
-        // array's all-to-all over its last logical dim.)
-        int inner = int(chunk.size()) - 1;
-        std::int64_t run = chunk[size_t(inner)];
-        while (inner > 0 && chunk[size_t(inner)] == in_shape_[size_t(inner)] && chunk[size_t(inner)] == out_shape_[size_t(inner)]) {
-          --inner;
-          run *= chunk[size_t(inner)];
-        }
-        // Each peer's chunk starts at `rank` along split in its input, and
-        // lands at k along concat in this output.
-        const std::size_t bytes = std::size_t(run) * es;
-        const std::int64_t src0 = std::int64_t(rank) * chunk[size_t(split)] * ist[size_t(split)];
-        const std::int64_t rows = numel(chunk) / run;
-        std::vector<std::int64_t> idx(size_t(inner), 0);
-        std::int64_t src = 0, dst = 0;  // the row's offset within a chunk, in the input's and the output's strides
-        for (std::int64_t f = 0; f < rows; ++f) {
-          for (std::int64_t k = 0; k < n; ++k)
-            copy_out(out + (dst + k * chunk[size_t(concat)] * ost[size_t(concat)]) * es,
-                        static_cast<const char*>(peers[k]) + (src0 + src) * es, bytes);
-          for (int d = inner - 1; d >= 0; --d) {
-            src += ist[size_t(d)];
-            dst += ost[size_t(d)];
-            if (++idx[size_t(d)] < chunk[size_t(d)]) break;
-            src -= idx[size_t(d)] * ist[size_t(d)];
-            dst -= idx[size_t(d)] * ost[size_t(d)];
-            idx[size_t(d)] = 0;
-          }
-        }
-        break;
-      }
-      default: throw InternalError("not a collective");
-    }
-  }
-
-  // A copy into a result: with non-temporal stores (rt::stream_copy) when
-  // the results of this collective over all its devices outgrow the caches.
-  // `shared`: one result per group is written (run_all), not one per member.
-  void copy_out(void* dst, const void* src, std::size_t bytes, bool shared = false) const {
-    if (shared ? stream_shared_ : stream_) rt::stream_copy(dst, src, bytes);
-    else std::memcpy(dst, src, bytes);
-  }
-
-  // (rows before dim d, elements from dim d on) of a shape.
-  static std::pair<std::int64_t, std::int64_t> blocks(const Shape& s, std::int64_t d) {
-    std::int64_t outer = 1, len = 1;
-    for (std::int64_t i = 0; i < std::int64_t(s.size()); ++i) (i < d ? outer : len) *= s[i];
-    return {outer, len};
-  }
-  Op op_;
-  int in_, out_;
-  Attrs p_;
-  Shape in_shape_, out_shape_;
-  DType dtype_;
-  std::vector<std::vector<std::int64_t>> groups_;
-  bool stream_ = false;         // copy_out streams
-  bool stream_shared_ = false;  // copy_out streams the one result of each group
+  rt::Collective c_;
   std::string text_;
 };
 
 // ------------------------------------------------------------------ control flow
 
-// cond, while and scan: each region is an executable of its own, run inline
-// on this device's thread (runtime/executable.hpp, run_inline). Loops keep
-// two sets of carry buffers, the results' own and temporaries, and swap
-// them each step; a scan's steps read their x slices and write their y
-// slices in place (the leading axis is the outermost).
+// cond, while and scan: each region is an executable of its own, run
+// inline within this thunk: for one device on its thread (run, the
+// regions' Executable::run_inline), or for every position of a lockstep run
+// at once (run_all, Executable::run_inline_all: the regions' collectives
+// then meet no one inside one process, only other processes, and no device
+// thread wakes per step). Loops keep two
+// sets of carry buffers per position, the results' own and temporaries,
+// and swap them each step; a scan's steps read their x slices and write
+// their y slices in place (the leading axis is the outermost). A while
+// loop runs until every position's predicate is false, each position
+// leaving when its own is.
 class ControlThunk final : public rt::Thunk {
  public:
   ControlThunk(const Node& n, std::vector<int> reads, std::vector<int> writes,
@@ -531,83 +249,140 @@ class ControlThunk final : public rt::Thunk {
       length_ = s.length;
       reverse_ = s.reverse;
     }
+    for (auto& r : regions_)
+      for (auto& t : r->thunks) run_all_ = run_all_ && t->can_run_all();
   }
   // Its regions' thunks take compute slots (and meet peers) themselves.
   bool waits_on_peers() const override { return true; }
+  // Where every thunk of its regions can (not a distributed factorisation's).
+  bool can_run_all() const override { return run_all_; }
   std::string describe() const override { return text_; }
   const char* category() const override { return "control"; }
 
-  void run(rt::ExecContext& ctx) const override {
-    auto slot = [&](int s) { return ctx.slots[size_t(s)]; };
+  void run(rt::ExecContext& ctx) const override { execute({&ctx}, false); }
+  void run_all(const std::vector<rt::ExecContext*>& ctxs) const override { execute(ctxs, true); }
+
+ private:
+  using Buffers = std::vector<std::vector<void*>>;  // per position
+  // ctxs: one device on its thread (together: false), or every position of
+  // a lockstep run.
+  void execute(const std::vector<rt::ExecContext*>& ctxs, bool together) const {
+    const std::size_t n = ctxs.size();
+    auto slot = [&](std::size_t j, int s) { return ctxs[j]->slots[size_t(s)]; };
+    // Region r for the positions `who` (indices into ctxs), params[k] and
+    // outs[k] for who[k].
+    std::vector<rt::ExecContext*> parents;
+    auto run_region = [&](std::size_t r, const std::vector<std::size_t>& who, const Buffers& params,
+                          const Buffers& outs) {
+      if (!together) return regions_[r]->run_inline(*ctxs[who[0]], params[0], outs[0]);
+      parents.clear();
+      for (std::size_t j : who) parents.push_back(ctxs[j]);
+      regions_[r]->run_inline_all(parents, params, outs);
+    };
+    std::vector<std::size_t> everyone(n);
+    for (std::size_t j = 0; j < n; ++j) everyone[j] = j;
     if (op_ == Op::cond) {
-      const std::int64_t n = std::int64_t(regions_.size());
-      const std::int64_t b = std::clamp<std::int64_t>(*static_cast<const std::int32_t*>(slot(reads_[0])), 0, n - 1);
-      std::vector<void*> params, outs;
-      for (size_t k = 1; k < reads_.size(); ++k) params.push_back(slot(reads_[k]));
-      for (int w : writes_) outs.push_back(slot(w));
-      regions_[size_t(b)]->run_inline(ctx, params, outs);
+      // The positions that take one branch run it together.
+      const std::int64_t branches = std::int64_t(regions_.size());
+      for (std::int64_t b = 0; b < branches; ++b) {
+        std::vector<std::size_t> who;
+        Buffers params, outs;
+        for (std::size_t j = 0; j < n; ++j) {
+          if (std::clamp<std::int64_t>(*static_cast<const std::int32_t*>(slot(j, reads_[0])), 0, branches - 1) != b)
+            continue;
+          who.push_back(j);
+          params.emplace_back();
+          for (size_t k = 1; k < reads_.size(); ++k) params.back().push_back(slot(j, reads_[k]));
+          outs.emplace_back();
+          for (int w : writes_) outs.back().push_back(slot(j, w));
+        }
+        if (!who.empty()) run_region(std::size_t(b), who, params, outs);
+      }
       return;
     }
-    // Carries: `cur` starts as the results' buffers, holding the init.
+    // Carries: cur[j] starts as position j's results' buffers, holding the init.
     const size_t carry_at = op_ == Op::while_ ? first_ + consts_ : consts_;
-    std::vector<void*> cur, next;
+    Buffers cur(n), next(n);
     std::vector<void*> temps;
     struct Free {
       std::vector<void*>& t;
       const std::vector<std::size_t>& bytes;
+      std::size_t carries;
       ~Free() {
-        for (size_t k = 0; k < t.size(); ++k) rt::device_free(t[k], std::max<std::size_t>(bytes[k], 1));
+        for (size_t k = 0; k < t.size(); ++k) rt::device_free(t[k], std::max<std::size_t>(bytes[k % carries], 1));
       }
-    } free_temps{temps, out_bytes_};
-    for (size_t k = 0; k < carries_; ++k) {
-      cur.push_back(slot(writes_[k]));
-      if (out_bytes_[k]) std::memcpy(cur[k], slot(reads_[carry_at + k]), out_bytes_[k]);
-      temps.push_back(rt::device_alloc(std::max<std::size_t>(out_bytes_[k], 1)));
-      next.push_back(temps.back());
-    }
+    } free_temps{temps, out_bytes_, std::max<std::size_t>(carries_, 1)};
+    for (std::size_t j = 0; j < n; ++j)
+      for (size_t k = 0; k < carries_; ++k) {
+        cur[j].push_back(slot(j, writes_[k]));
+        if (out_bytes_[k]) std::memcpy(cur[j][k], slot(j, reads_[carry_at + k]), out_bytes_[k]);
+        temps.push_back(rt::device_alloc(std::max<std::size_t>(out_bytes_[k], 1)));
+        next[j].push_back(temps.back());
+      }
+    // The regions' buffers, per position taking part: reused from step to
+    // step (their capacity kept: a step allocates nothing).
+    Buffers params(n), outs(n);
+    auto start = [&](std::size_t count) {
+      params.resize(count);
+      outs.resize(count);
+      for (std::size_t k = 0; k < count; ++k) params[k].clear(), outs[k].clear();
+    };
     if (op_ == Op::while_) {
-      bool pred = false;
-      std::vector<void*> cparams, bparams;
-      for (size_t k = 0; k < first_; ++k) cparams.push_back(slot(reads_[k]));
-      for (size_t k = first_; k < first_ + consts_; ++k) bparams.push_back(slot(reads_[k]));
-      const size_t cfixed = cparams.size(), bfixed = bparams.size();
-      while (true) {
-        cparams.resize(cfixed);
-        cparams.insert(cparams.end(), cur.begin(), cur.end());
-        regions_[0]->run_inline(ctx, cparams, {&pred});
-        if (!pred) break;
-        bparams.resize(bfixed);
-        bparams.insert(bparams.end(), cur.begin(), cur.end());
-        regions_[1]->run_inline(ctx, bparams, next);
-        std::swap(cur, next);
+      std::vector<std::size_t> active = everyone, going;
+      std::vector<char> pred(n, 0);
+      going.reserve(n);
+      while (!active.empty()) {
+        start(active.size());
+        for (std::size_t k = 0; k < active.size(); ++k) {
+          const std::size_t j = active[k];
+          for (size_t c = 0; c < first_; ++c) params[k].push_back(slot(j, reads_[c]));
+          params[k].insert(params[k].end(), cur[j].begin(), cur[j].end());
+          outs[k].push_back(&pred[j]);
+        }
+        run_region(0, active, params, outs);
+        going.clear();
+        for (std::size_t j : active)
+          if (pred[j]) going.push_back(j);
+        if (going.empty()) break;
+        start(going.size());
+        for (std::size_t k = 0; k < going.size(); ++k) {
+          const std::size_t j = going[k];
+          for (size_t c = first_; c < first_ + consts_; ++c) params[k].push_back(slot(j, reads_[c]));
+          params[k].insert(params[k].end(), cur[j].begin(), cur[j].end());
+          outs[k] = next[j];
+        }
+        run_region(1, going, params, outs);
+        for (std::size_t j : going) std::swap(cur[j], next[j]);
+        std::swap(active, going);
       }
     } else {
       const size_t q = reads_.size() - consts_ - carries_, ny = writes_.size() - carries_;
-      std::vector<void*> params, outs;
       for (std::int64_t step = 0; step < length_; ++step) {
         const std::int64_t i = reverse_ ? length_ - 1 - step : step;
-        params.clear();
-        for (size_t k = 0; k < consts_; ++k) params.push_back(slot(reads_[k]));
-        params.insert(params.end(), cur.begin(), cur.end());
-        for (size_t k = 0; k < q; ++k) {
-          const size_t x = consts_ + carries_ + k;
-          const std::size_t sb = length_ ? in_bytes_[x] / std::size_t(length_) : 0;
-          params.push_back(static_cast<char*>(slot(reads_[x])) + std::size_t(i) * sb);
+        start(n);
+        for (std::size_t j = 0; j < n; ++j) {
+          for (size_t k = 0; k < consts_; ++k) params[j].push_back(slot(j, reads_[k]));
+          params[j].insert(params[j].end(), cur[j].begin(), cur[j].end());
+          for (size_t k = 0; k < q; ++k) {
+            const size_t x = consts_ + carries_ + k;
+            const std::size_t sb = length_ ? in_bytes_[x] / std::size_t(length_) : 0;
+            params[j].push_back(static_cast<char*>(slot(j, reads_[x])) + std::size_t(i) * sb);
+          }
+          outs[j].insert(outs[j].end(), next[j].begin(), next[j].end());
+          for (size_t k = 0; k < ny; ++k) {
+            const std::size_t sb = out_bytes_[carries_ + k] / std::size_t(length_);
+            outs[j].push_back(static_cast<char*>(slot(j, writes_[carries_ + k])) + std::size_t(i) * sb);
+          }
         }
-        outs = next;
-        for (size_t k = 0; k < ny; ++k) {
-          const std::size_t sb = out_bytes_[carries_ + k] / std::size_t(length_);
-          outs.push_back(static_cast<char*>(slot(writes_[carries_ + k])) + std::size_t(i) * sb);
-        }
-        regions_[0]->run_inline(ctx, params, outs);
-        std::swap(cur, next);
+        run_region(0, everyone, params, outs);
+        for (std::size_t j = 0; j < n; ++j) std::swap(cur[j], next[j]);
       }
     }
-    for (size_t k = 0; k < carries_; ++k)
-      if (cur[k] != slot(writes_[k]) && out_bytes_[k]) std::memcpy(slot(writes_[k]), cur[k], out_bytes_[k]);
+    for (std::size_t j = 0; j < n; ++j)
+      for (size_t k = 0; k < carries_; ++k)
+        if (cur[j][k] != slot(j, writes_[k]) && out_bytes_[k]) std::memcpy(slot(j, writes_[k]), cur[j][k], out_bytes_[k]);
   }
 
- private:
   Op op_;
   std::vector<int> reads_, writes_;
   std::vector<std::shared_ptr<rt::Executable>> regions_;
@@ -616,6 +391,7 @@ class ControlThunk final : public rt::Thunk {
   std::size_t first_ = 0, consts_ = 0, carries_ = 0;
   std::int64_t length_ = 0;
   bool reverse_ = false;
+  bool run_all_ = true;
 };
 
 }  // namespace

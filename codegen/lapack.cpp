@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "codegen/gemm.hpp"
-#include "runtime/collectives.hpp"
+#include "runtime/communicator.hpp"
 #include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/sharding.hpp"

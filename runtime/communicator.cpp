@@ -1,4 +1,4 @@
-#include "runtime/collectives.hpp"
+#include "runtime/communicator.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -55,26 +55,28 @@ void stream_copy(void* dst, const void* src, std::size_t bytes) {
 void stream_copy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 #endif
 
-std::vector<const void*> Communicator::exchange(int position, const std::vector<std::int64_t>& group,
-                                                const void* mine, std::size_t bytes) {
+GroupView Communicator::meet(const std::vector<std::int64_t>& group, const std::vector<Member>& here,
+                              std::size_t bytes) {
   trace::Span wait(trace::device_track(current_device()), "wait");
-  if (wait.active()) wait.name = "wait for peers (exchange)";
-  return do_exchange(position, group, mine, bytes);
+  if (wait.active()) wait.name = "wait for peers (meet)";
+  return do_meet(group, here, bytes);
 }
 
-void Communicator::release(int position, const std::vector<std::int64_t>& group) {
+void Communicator::release(const std::vector<std::int64_t>& group, const std::vector<int>& here) {
   trace::Span wait(trace::device_track(current_device()), "wait");
   if (wait.active()) wait.name = "wait for peers (release)";
-  do_release(position, group);
+  do_release(group, here);
+}
+
+void Communicator::reduce_between_processes(const std::vector<std::int64_t>&, const std::vector<Member>&,
+                                            std::int64_t, std::size_t, const Fold&) {
+  throw InternalError("an all-reduce between processes reached a communicator inside one process");
 }
 
 namespace {
 
-// All-reduces up to this size skip the scatter/gather split: the second
-// exchange costs more than summing the whole (small) buffer on every member.
-constexpr std::size_t kSmallAllReduceBytes = 64 << 10;
-// A larger all-reduce folds and copies pieces of this many bytes: a piece of
-// every operand (8 x 32 KiB over 8 devices) and the result's fit the L2.
+// A larger all-reduce's chunks are folded and copied pieces of this many
+// bytes at a time: a piece of every operand and the result's fit the L2.
 constexpr std::size_t kAllReducePieceBytes = 32 << 10;
 
 std::vector<const void*> offset_all(const std::vector<const void*>& ptrs, std::size_t from, std::size_t bytes) {
@@ -85,85 +87,12 @@ std::vector<const void*> offset_all(const std::vector<const void*>& ptrs, std::s
 
 }  // namespace
 
-void Communicator::all_reduce(int position, const std::vector<std::int64_t>& group, const void* mine, void* out,
-                              std::int64_t count, std::size_t es, const Fold& fold) {
-  const std::size_t bytes = std::size_t(count) * es;
-  const std::int64_t n = std::int64_t(group.size());
-  std::int64_t rank = 0;
-  while (group[std::size_t(rank)] != position) ++rank;
-  char* dst = static_cast<char*>(out);
-  if (bytes <= kSmallAllReduceBytes) {
-    // Small: every member folds all peers itself (the same order, so the
-    // same bits everywhere) into its own result: nothing is written to a
-    // peer's memory.
-    auto peers = exchange(position, group, mine, bytes);
-    {
-      ComputeSlot slot;
-      fold(dst, peers[0], offset_all(peers, 1, 0), count);
-    }
-    release(position, group);
-    return;
-  }
-  // One pass over the memory: each member folds its 1/n of the elements
-  // from every operand and writes the result into every member's result,
-  // a piece at a time, so each piece is read from the cache for its n - 1
-  // copies. Every operand byte is read once and every result byte written
-  // once, the least traffic an all-reduce can move (a reduce-scatter then
-  // an all-gather reads the results once more and meets twice: 2.3x the
-  // time at 64 MiB over 8 devices here). The members publish both their
-  // operand and their result; the release waits until every result is whole.
-  struct Ends {
-    const void* in;
-    void* out;
-  } ends{mine, out};
-  auto published = exchange(position, group, &ends, sizeof ends);
-  std::vector<const void*> ins;
-  std::vector<char*> outs;
-  for (const void* p : published) {
-    ins.push_back(static_cast<const Ends*>(p)->in);
-    outs.push_back(static_cast<char*>(static_cast<const Ends*>(p)->out));
-  }
-  const std::int64_t lo = count * rank / n, hi = count * (rank + 1) / n;
-  const std::int64_t piece = std::max<std::int64_t>(1, std::int64_t(kAllReducePieceBytes / es));
-  const bool stream = bytes * std::size_t(n) >= kStreamBytes;
-  auto copy = stream ? stream_copy : [](void* d, const void* s, std::size_t b) { std::memcpy(d, s, b); };
-  {
-    ComputeSlot slot;
-    std::vector<const void*> rest(ins.size() - 1);
-    for (std::int64_t a = lo; a < hi; a += piece) {
-      const std::int64_t len = std::min(piece, hi - a);
-      const std::size_t at = std::size_t(a) * es;
-      for (std::size_t k = 1; k < ins.size(); ++k) rest[k - 1] = static_cast<const char*>(ins[k]) + at;
-      fold(dst + at, static_cast<const char*>(ins[0]) + at, rest, len);
-      for (std::int64_t k = 0; k < n; ++k)
-        if (k != rank) copy(outs[std::size_t(k)] + at, dst + at, std::size_t(len) * es);
-    }
-  }
-  release(position, group);
-}
-
-namespace {
-// Lockstep runs in one process read every operand in place: they never meet.
-[[noreturn]] void no_local_meeting() {
-  throw InternalError("a lockstep run met a communicator in one process (its collectives read operands in place)");
-}
-}  // namespace
-std::vector<const void*> Communicator::exchange_local(const std::vector<std::int64_t>&, const std::vector<int>&,
-                                                      const std::vector<const void*>&, std::size_t) {
-  no_local_meeting();
-}
-void Communicator::release_local(const std::vector<std::int64_t>&, const std::vector<int>&) { no_local_meeting(); }
-void Communicator::all_reduce_local(const std::vector<std::int64_t>&, const std::vector<int>&,
-                                    const std::vector<const void*>&, const std::vector<void*>&, std::int64_t,
-                                    std::size_t, const Fold&) {
-  no_local_meeting();
-}
-
 namespace {
 
 // A meeting of members that wait on a condition variable (the process-spanning one's base).
 struct LocalMeeting {
-  std::vector<const void*> ptrs;
+  std::vector<const void*> ptrs;  // the members' operands
+  std::vector<void*> outs;        // the results of the members here
   std::size_t arrived = 0, released = 0, left = 0;
   std::condition_variable cv;
 };
@@ -178,7 +107,8 @@ void wake(LocalMeeting& m) { m.cv.notify_all(); }
 // two patterns, 2000 rounds).
 struct SharedMeeting {
   static constexpr std::uint32_t kAborted = 1u << 30;  // added to both counts by abort: every wait ends
-  std::vector<const void*> ptrs;
+  std::vector<const void*> ptrs;  // the members' operands
+  std::vector<void*> outs;        // and results
   std::atomic<std::uint32_t> arrived{0}, released{0};
   std::size_t left = 0;
 };
@@ -236,41 +166,44 @@ class SharedMemoryCommunicator final : public Meetings<SharedMeeting> {
 
   // The meeting is found (or made) under the lock; the wait is outside it.
   // A meeting lives until its last member leaves its release.
-  std::vector<const void*> do_exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
-                                       std::size_t) override {
-    const auto size = std::uint32_t(group.size());
+  GroupView do_meet(const std::vector<std::int64_t>& group, const std::vector<Member>& here, std::size_t) override {
+    const auto size = std::uint32_t(group.size()), count = std::uint32_t(here.size());
     SharedMeeting* m = nullptr;
     {
       std::lock_guard<std::mutex> lk(m_);
       if (error_) std::rethrow_exception(error_);
-      m = &meetings_[key_of(pos, group)];
-      if (m->ptrs.empty()) m->ptrs.assign(group.size(), nullptr);
-      m->ptrs[index_in(group, pos)] = mine;
-      if (m->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == size) {
+      m = &meetings_[key_of(here.front().position, group)];
+      if (m->ptrs.empty()) m->ptrs.assign(group.size(), nullptr), m->outs.assign(group.size(), nullptr);
+      for (const Member& h : here) {
+        const std::size_t k = index_in(group, h.position);
+        m->ptrs[k] = h.in;
+        m->outs[k] = h.out;
+      }
+      if (m->arrived.fetch_add(count, std::memory_order_acq_rel) + count == size) {
         m->arrived.notify_all();
-        return m->ptrs;
+        return {m->ptrs, m->outs};
       }
     }
     await(m->arrived, size);
     if (m->arrived.load() >= SharedMeeting::kAborted) rethrow();
-    return m->ptrs;
+    return {m->ptrs, m->outs};
   }
 
-  void do_release(int pos, const std::vector<std::int64_t>& group) override {
-    const auto size = std::uint32_t(group.size());
-    const Key key = key_of(pos, group);
+  void do_release(const std::vector<std::int64_t>& group, const std::vector<int>& here) override {
+    const auto size = std::uint32_t(group.size()), count = std::uint32_t(here.size());
+    const Key key = key_of(here.front(), group);
     SharedMeeting* m = nullptr;
     {
       std::lock_guard<std::mutex> lk(m_);
       if (error_) std::rethrow_exception(error_);
       m = &meetings_[key];
-      if (m->released.fetch_add(1, std::memory_order_acq_rel) + 1 == size) m->released.notify_all();
+      if (m->released.fetch_add(count, std::memory_order_acq_rel) + count == size) m->released.notify_all();
     }
     await(m->released, size);
     std::lock_guard<std::mutex> lk(m_);
     if (error_) std::rethrow_exception(error_);
-    if (++m->left == group.size()) meetings_.erase(key);
-    ++round_[pos];
+    if ((m->left += here.size()) == group.size()) meetings_.erase(key);
+    for (int p : here) ++round_[std::size_t(p)];
   }
 
  private:
@@ -280,8 +213,10 @@ class SharedMemoryCommunicator final : public Meetings<SharedMeeting> {
   }
 };
 
-// Devices in several processes: the meeting of a group's local members is
-// the shared-memory one; its last arrival moves the buffers between the
+// Devices in several processes: a group's local members meet under the
+// communicator's lock (a condition variable, not SharedMeeting's futex
+// waits: a meeting across processes waits for messages anyway); the last
+// local arrival moves the buffers between the
 // processes (runtime/mpi.hpp), and every member then reads local buffers in
 // place and remote ones from the staging copies, which live until every
 // local member has released the round.
@@ -289,10 +224,6 @@ struct SpanningMeeting : LocalMeeting {
   std::size_t local = 0, bytes = 0;  // members in this process; bytes per member
   bool moved = false;
   std::vector<void*> staging;  // the remote members' buffers (device pool blocks of `bytes`)
-  // An all-reduce's result (a staging block), ready in its first `ready`
-  // chunks of `per` elements.
-  const void* result = nullptr;
-  std::int64_t per = 1, ready = 0;
 };
 
 class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
@@ -315,175 +246,98 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
       for (void* b : m.staging) mpi::keep_forever(b);
   }
 
-  std::vector<const void*> do_exchange(int pos, const std::vector<std::int64_t>& group, const void* mine,
-                                       std::size_t bytes) override {
+  GroupView do_meet(const std::vector<std::int64_t>& group, const std::vector<Member>& here,
+                    std::size_t bytes) override {
     std::unique_lock<std::mutex> lk(m_);
-    auto [m, mover] = arrive(lk, {pos}, group, {mine}, bytes,
-                             [&](const Key& key, SpanningMeeting& mt) { move(group, key, mt); });
+    auto [m, mover] = arrive(lk, here, group, bytes, [&](const Key& key, SpanningMeeting& mt) { move(group, key, mt); });
     // Once every local member has arrived the mover's messages may read
     // any of their buffers: wait for it even after an abort (its wait is
     // bounded by the timeout), so no buffer is reused under MPI.
     if (!mover) m->cv.wait(lk, [&] { return m->moved || (error_ && m->arrived < m->local); });
     if (error_) std::rethrow_exception(error_);
-    return m->ptrs;
+    return {m->ptrs, m->outs};
   }
 
-  void do_release(int pos, const std::vector<std::int64_t>& group) override {
+  void do_release(const std::vector<std::int64_t>& group, const std::vector<int>& here) override {
     std::unique_lock<std::mutex> lk(m_);
-    Key key = key_of(pos, group);
+    const Key key = key_of(here.front(), group);
     SpanningMeeting& m = meetings_[key];
-    if (++m.released == m.local) m.cv.notify_all();
+    if ((m.released += here.size()) == m.local) m.cv.notify_all();
     else m.cv.wait(lk, [&] { return error_ || m.released == m.local; });
-    if (error_) std::rethrow_exception(error_);
-    if (++m.left == m.local) {
+    if (error_) std::rethrow_exception(error_);  // the staging blocks stay (MPI may still write them)
+    if ((m.left += here.size()) == m.local) {
       for (void* b : m.staging) device_free(b, std::max<std::size_t>(m.bytes, 1));
       meetings_.erase(key);
     }
-    ++round_[std::size_t(pos)];
+    for (int p : here) ++round_[std::size_t(p)];
   }
 
-  void all_reduce(int pos, const std::vector<std::int64_t>& group, const void* mine, void* out, std::int64_t count,
-                  std::size_t es, const Fold& fold) override {
-    bool spans = false;
-    for (auto p : group) spans = spans || !local_[std::size_t(p)];
-    if (!spans) return Communicator::all_reduce(pos, group, mine, out, count, es, fold);
-    const std::size_t bytes = std::size_t(count) * es;
+  // The chain (below) is run by the last member here to arrive, which
+  // copies each chunk of the result into every local member's result as
+  // soon as it is here (in pieces, with MPI's progress between them); the
+  // others wait for it. One round, as a meeting and its release: every
+  // member of every group counts the same rounds per collective.
+  void reduce_between_processes(const std::vector<std::int64_t>& group, const std::vector<Member>& here,
+                                std::int64_t count, std::size_t es, const Fold& fold) override {
     {
       trace::Span wait(trace::device_track(current_device()), "wait");
       if (wait.active()) wait.name = "all-reduce between processes";
-      std::unique_lock<std::mutex> lk(m_);
-      auto [mp, mover] = arrive(lk, {pos}, group, {mine}, bytes, [&](const Key& key, SpanningMeeting& mt) {
-        chain(group, key, mt, count, es, fold);
-      });
-      SpanningMeeting& m = *mp;
-      const char* res = nullptr;
-      std::int64_t copied = 0;  // chunks of the result copied into out
-      // Copies the chunks of the result ready so far (unlocked): the members
-      // fan the result out while the chain still moves later chunks.
-      auto copy_ready = [&] {
-        const std::int64_t ready = m.ready, per = m.per;
-        res = static_cast<const char*>(m.result);
-        if (ready <= copied) return;
-        lk.unlock();
-        {
-          ComputeSlot slot;
-          const std::int64_t lo = copied * per, hi = std::min(count, ready * per);
-          std::memcpy(static_cast<char*>(out) + lo * std::int64_t(es), res + lo * std::int64_t(es),
-                      std::size_t(hi - lo) * es);
-        }
-        copied = ready;
-        lk.lock();
-      };
-      // As in do_exchange: the chain reads every local member's buffer, so
-      // wait for its end even after an error.
-      while (!mover) {
-        m.cv.wait(lk, [&] { return m.moved || (error_ && m.arrived < m.local) || (!error_ && m.ready > copied); });
-        if (m.moved || error_) break;
-        copy_ready();
-      }
-      if (error_) std::rethrow_exception(error_);
-      copy_ready();
-    }
-    // One round, as the shared-memory all-reduce that this launch's groups
-    // inside one process take: every member of every group counts the same
-    // rounds per collective (a later collective over other groups meets by
-    // round).
-    release(pos, group);
-  }
-
-  // Lockstep: every local member arrives at once, and this thread moves.
-  std::vector<const void*> exchange_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions,
-                                          const std::vector<const void*>& mine, std::size_t bytes) override {
-    std::unique_lock<std::mutex> lk(m_);
-    auto [m, mover] = arrive(lk, positions, group, mine, bytes,
-                             [&](const Key& key, SpanningMeeting& mt) { move(group, key, mt); });
-    TESSEL_CHECK_INTERNAL(mover, "a lockstep collective left members of this process out");
-    if (error_) std::rethrow_exception(error_);
-    return m->ptrs;
-  }
-
-  void release_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions) override {
-    std::lock_guard<std::mutex> lk(m_);
-    const Key key = key_of(positions.front(), group);
-    SpanningMeeting& m = meetings_[key];
-    m.released += positions.size();
-    m.left += positions.size();
-    TESSEL_CHECK_INTERNAL(m.released == m.local, "a lockstep collective left members of this process out");
-    if (error_) std::rethrow_exception(error_);  // the staging blocks stay (MPI may still write them)
-    for (void* b : m.staging) device_free(b, std::max<std::size_t>(m.bytes, 1));
-    meetings_.erase(key);
-    for (int p : positions) ++round_[std::size_t(p)];
-  }
-
-  // The chain between processes as all_reduce's, run by this thread, which
-  // copies each chunk of the result into every local member's out as soon
-  // as it is here (in pieces, with MPI's progress between them). A group
-  // inside this process folds in group order into the first member's out
-  // (and still meets, as all_reduce's exchange would).
-  void all_reduce_local(const std::vector<std::int64_t>& group, const std::vector<int>& positions,
-                        const std::vector<const void*>& mine, const std::vector<void*>& out, std::int64_t count,
-                        std::size_t es, const Fold& fold) override {
-    const std::size_t bytes = std::size_t(count) * es;
-    bool spans = false;
-    for (auto p : group) spans = spans || !local_[std::size_t(p)];
-    {
-      trace::Span wait(trace::device_track(current_device()), "wait");
-      if (wait.active()) wait.name = spans ? "all-reduce between processes" : "all-reduce";
-      auto fan_out = [&](const SpanningMeeting& mt, std::int64_t lo, std::int64_t hi,
+      auto fan_out = [&](const SpanningMeeting& mt, const char* result, std::int64_t lo, std::int64_t hi,
                          const std::function<void()>& progress) {
-        const char* res = static_cast<const char*>(mt.result);
         const std::int64_t piece = std::max<std::int64_t>(1, std::int64_t(kAllReducePieceBytes / es));
         for (std::int64_t a = lo; a < hi; a += piece) {
           const std::size_t at = std::size_t(a) * es, len = std::size_t(std::min(piece, hi - a)) * es;
           {
             ComputeSlot slot;
-            for (void* o : out) std::memcpy(static_cast<char*>(o) + at, res + at, len);
+            for (void* o : mt.outs)
+              if (o) std::memcpy(static_cast<char*>(o) + at, result + at, len);
           }
           progress();
         }
       };
       std::unique_lock<std::mutex> lk(m_);
-      const bool mover = arrive(lk, positions, group, mine, bytes, [&](const Key& key, SpanningMeeting& mt) {
-        if (spans)
-          chain(group, key, mt, count, es, fold,
-                [&](std::int64_t lo, std::int64_t hi, const std::function<void()>& progress) {
-                  fan_out(mt, lo, hi, progress);
-                });
-      }).second;
-      TESSEL_CHECK_INTERNAL(mover, "a lockstep collective left members of this process out");
+      auto [m, mover] = arrive(lk, here, group, std::size_t(count) * es, [&](const Key& key, SpanningMeeting& mt) {
+        chain(group, key, mt, count, es, fold,
+              [&](const char* result, std::int64_t lo, std::int64_t hi, const std::function<void()>& progress) {
+                fan_out(mt, result, lo, hi, progress);
+              });
+      });
+      // As in do_meet: the chain reads every local member's buffer, so wait
+      // for its end even after an error.
+      if (!mover) m->cv.wait(lk, [&] { return m->moved || (error_ && m->arrived < m->local); });
       if (error_) std::rethrow_exception(error_);
     }
-    if (!spans) {
-      ComputeSlot slot;
-      fold(out[0], mine[0], offset_all(mine, 1, 0), count);
-      for (std::size_t k = 1; k < out.size(); ++k) std::memcpy(out[k], out[0], bytes);
-    }
-    release_local(group, positions);
+    std::vector<int> positions;
+    for (const Member& h : here) positions.push_back(h.position);
+    release(group, positions);
   }
 
  private:
-  // Joins this round's meeting of `group` (lk held) as the members at
-  // `positions` (one on its own thread; every local member in a lockstep
-  // run). The last local member to arrive runs `work` unlocked (the moving
+  // Joins this round's meeting of `group` (lk held) as the members `here`
+  // (one on its own thread; every local member in a lockstep run). The last local member to arrive runs `work` unlocked (the moving
   // between processes: every local member's buffer is published and its
   // owner waits) and marks the meeting moved; it runs nothing when an error
   // is already known (a member that arrived before may have left with its
   // buffer; the other processes then time out). Returns the meeting and
   // whether these members were the last.
   template <class Work>
-  std::pair<SpanningMeeting*, bool> arrive(std::unique_lock<std::mutex>& lk, const std::vector<int>& positions,
-                                           const std::vector<std::int64_t>& group,
-                                           const std::vector<const void*>& mine, std::size_t bytes, Work&& work) {
-    const Key key = key_of(positions.front(), group);
+  std::pair<SpanningMeeting*, bool> arrive(std::unique_lock<std::mutex>& lk, const std::vector<Member>& here,
+                                           const std::vector<std::int64_t>& group, std::size_t bytes, Work&& work) {
+    const Key key = key_of(here.front().position, group);
     SpanningMeeting& m = meetings_[key];
     if (m.ptrs.empty()) {
       m.ptrs.assign(group.size(), nullptr);
+      m.outs.assign(group.size(), nullptr);
       for (auto p : group) m.local += local_[std::size_t(p)] ? 1 : 0;
       m.bytes = bytes;
     }
     if (m.bytes != bytes) throw InternalError("members of one collective give different sizes");
-    for (std::size_t k = 0; k < positions.size(); ++k) m.ptrs[index_in(group, positions[k])] = mine[k];
-    m.arrived += positions.size();
+    for (const Member& h : here) {
+      const std::size_t k = index_in(group, h.position);
+      m.ptrs[k] = h.in;
+      m.outs[k] = h.out;
+    }
+    m.arrived += here.size();
     if (m.arrived < m.local) return {&m, false};
     if (!error_) {
       lk.unlock();
@@ -560,13 +414,14 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
   // bits are the one-process fold's. The buffer streams in chunks: while
   // one chunk travels, the next is folded.
   //
-  // `fan_out` (a lockstep run: this thread acts for every local member) is
-  // called with each chunk's elements [lo, hi) once the chunk of the result
-  // is in place here, and copies it into the members' results between the
-  // chain's messages; `progress` lets MPI move them while it copies.
-  using FanOut = std::function<void(std::int64_t lo, std::int64_t hi, const std::function<void()>& progress)>;
+  // `fan_out` is called with the result and each chunk's elements [lo, hi)
+  // once the chunk is in place here, and copies it into the local members'
+  // results between the chain's messages; `progress` lets MPI move them
+  // while it copies.
+  using FanOut = std::function<void(const char* result, std::int64_t lo, std::int64_t hi,
+                                    const std::function<void()>& progress)>;
   void chain(const std::vector<std::int64_t>& group, const Key& key, SpanningMeeting& m, std::int64_t count,
-             std::size_t es, const Fold& fold, const FanOut& fan_out = nullptr) {
+             std::size_t es, const Fold& fold, const FanOut& fan_out) {
     struct Segment {
       int process;
       std::size_t begin, end;  // members [begin, end) of the group
@@ -597,7 +452,6 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
     const std::int64_t per = std::clamp<std::int64_t>(count / 16, std::int64_t((64 << 10) / es),
                                                       std::int64_t((4 << 20) / es));
     const std::int64_t chunks = std::max<std::int64_t>(1, (count + per - 1) / per);
-    m.per = per;  // read by the members only once a chunk is published
     auto range = [&](std::int64_t c) { return std::pair{c * per, std::min(count, (c + 1) * per)}; };
 
     std::vector<int> peers;  // every other process of the group
@@ -620,18 +474,10 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
         if (j + 1 == J && last != me_) final_in[std::size_t(c)] = pipe.recv(last, result + off, len);
       }
     }
-    // Chunks [0, c] of the result are in place: the members may copy them.
+    // Chunks [0, c] of the result are in place: into the local members' results.
     auto publish = [&](std::int64_t c) {
-      {
-        std::lock_guard<std::mutex> lk(m_);
-        m.result = result;
-        m.ready = c + 1;
-        m.cv.notify_all();
-      }
-      if (fan_out) {
-        const auto [lo, hi] = range(c);
-        fan_out(lo, hi, [&] { pipe.progress(); });
-      }
+      const auto [lo, hi] = range(c);
+      fan_out(result, lo, hi, [&] { pipe.progress(); });
     };
     for (std::int64_t c = 0; c < chunks; ++c) {
       const auto [lo, hi] = range(c);

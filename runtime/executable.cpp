@@ -9,7 +9,7 @@
 #include <optional>
 #include <sstream>
 
-#include "runtime/collectives.hpp"
+#include "runtime/communicator.hpp"
 #include "runtime/device.hpp"
 #include "runtime/profile.hpp"
 #include "runtime/trace.hpp"
@@ -187,17 +187,86 @@ class LockstepSlots final : public SharedSlots {
   const std::vector<std::size_t>& positions_;
 };
 
-// Every position of a launch on one thread's command, thunk by thunk: a
-// thunk that waits on peers runs once for all positions (run_all), after
-// every position computed its operands; a computing thunk runs for every
-// position, one after another on this thread (a cheap launch on claimed
-// idle devices), or side by side on the machine's cores (`parallel`: a
-// lockstep launch, whose devices' threads wait for it). `positions` are the
-// launch positions (of device_ids, inputs and outputs) in this process:
-// every one in a launch inside it, whose collectives read every operand in
-// place and may share their results' blocks (SharedSlots); in a launch
-// across processes, whose collectives meet the other processes through
-// `comm` (Communicator::exchange_local), only its own. `result_slots`:
+// Elements of work (a few microseconds on one core: a core's wake-up) below
+// which a lockstep run computes a thunk's positions one after another on its
+// own thread rather than side by side on the machine's cores (a loop's
+// step of 16 floats per device woke the other core for every thunk).
+constexpr std::int64_t kSpreadWork = 32768;
+
+// The thunks of e, in order, for every context of ctxs (bound, each with
+// its temporaries in owned[j]) on one thread's command: a thunk that waits
+// on peers runs once for all positions (run_all), after every position
+// computed its operands; a computing thunk runs for every position, one
+// after another on this thread, or side by side on the machine's cores
+// (`parallel`). With `shared` (a lockstep run inside one process) the
+// `defer`red slots are bound as they are written, and a pure thunk runs once
+// for the positions whose operands are the same blocks.
+void run_thunks_lockstep(const Executable& e, std::vector<ExecContext>& ctxs, std::vector<Owned>& owned, bool profiled,
+                         bool parallel, SharedSlots* shared, const std::vector<bool>* defer) {
+  const std::size_t n = ctxs.size();
+  std::vector<ExecContext*> all;
+  for (auto& c : ctxs) all.push_back(&c);
+  auto compute = [&](const Thunk& thunk, std::size_t j) {
+    ActAs as(ctxs[j].device);
+    run_computing(thunk, ctxs[j], profiled && j == 0);
+  };
+  std::vector<std::size_t> runs;                          // the positions that compute a thunk
+  std::vector<std::pair<std::size_t, std::size_t>> same;  // (position, the one whose results it shares)
+  for (std::size_t t = 0; t < e.thunks.size(); ++t) {
+    const Thunk& thunk = *e.thunks[t];
+    for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i], defer);
+    if (thunk.waits_on_peers()) {
+      // Once for all: on every device's track in a trace.
+      ActAs as(ctxs[0].device);
+      timed(thunk, all.data(), n, profiled, [&] { thunk.run_all(all); });
+    } else {
+      // A pure thunk runs once for the positions whose operands are the
+      // same blocks (a replicated value's work, done once per process).
+      const bool once = shared && defer && thunk.pure();
+      runs.clear();
+      same.clear();
+      for (std::size_t j = 0; j < n; ++j) {
+        std::size_t twin = j;
+        if (once)
+          for (std::size_t r : runs) {
+            bool equal = true;
+            for (int s : e.reads[t]) equal = equal && ctxs[r].slots[std::size_t(s)] == ctxs[j].slots[std::size_t(s)];
+            if (equal) {
+              twin = r;
+              break;
+            }
+          }
+        if (twin != j) {
+          same.push_back({j, twin});
+          continue;
+        }
+        runs.push_back(j);
+        if (once)
+          for (int s : e.alloc_before[t]) shared->own(ctxs[j], s);
+      }
+      if (parallel && runs.size() > 1 && thunk.work() >= kSpreadWork / std::int64_t(runs.size())) {
+        parallel_for_machine(0, std::int64_t(runs.size()), 1, [&](std::int64_t lo, std::int64_t hi) {
+          for (std::int64_t i = lo; i < hi; ++i) compute(thunk, runs[std::size_t(i)]);
+        });
+      } else {
+        for (std::size_t j : runs) compute(thunk, j);
+      }
+      for (auto [j, twin] : same)
+        for (int s : e.alloc_before[t]) shared->share(ctxs[j], ctxs[twin], s);
+    }
+    for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], owned[i]);
+  }
+}
+
+// Every position of a launch on one thread's command (run_thunks_lockstep):
+// a cheap launch on claimed idle devices, one position after another on
+// this thread, or a lockstep launch whose devices' threads wait for it
+// (`parallel`). `positions` are the launch positions (of device_ids, inputs
+// and outputs) in this process: every one in a launch inside it, whose
+// collectives read every operand in place and may share their results'
+// blocks (SharedSlots); in a launch across processes, whose collectives
+// meet the other processes through `comm` (Communicator::meet, for every
+// member here at once), only its own. `result_slots`:
 // shared_result_slots(e), which the launch computed.
 void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
                   const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
@@ -205,9 +274,7 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
                   const std::vector<bool>& result_slots) {
   const std::size_t n = positions.size();
   std::vector<ExecContext> ctxs(n);
-  std::vector<ExecContext*> all;
   std::vector<Owned> owned;
-  all.reserve(n);
   owned.reserve(n);
   LockstepSlots shared(e, ctxs, owned, outputs, positions);
   // Inside one process the thunks that share their results bind what they write.
@@ -218,64 +285,48 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
       owned.emplace_back(e);
       bind(e, ctxs[j], device_ids[i], int(i), inputs[i], outputs[i], defer);
       ctxs[j].comm = comm;
+      ctxs[j].parallel = parallel;
       if (!comm) ctxs[j].shared = &shared;
-      all.push_back(&ctxs[j]);
     }
-    auto compute = [&](const Thunk& thunk, std::size_t j) {
-      ActAs as(ctxs[j].device);
-      run_computing(thunk, ctxs[j], profiled && j == 0);
-    };
-    std::vector<std::size_t> runs;                          // the positions that compute a thunk
-    std::vector<std::pair<std::size_t, std::size_t>> same;  // (position, the one whose results it shares)
-    for (std::size_t t = 0; t < e.thunks.size(); ++t) {
-      const Thunk& thunk = *e.thunks[t];
-      for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i], defer);
-      if (thunk.waits_on_peers()) {
-        // Once for all: on every device's track in a trace.
-        ActAs as(ctxs[0].device);
-        timed(thunk, all.data(), n, profiled, [&] { thunk.run_all(all); });
-      } else {
-        // A pure thunk runs once for the positions whose operands are the
-        // same blocks (a replicated value's work, done once per process).
-        const bool once = defer && thunk.pure();
-        runs.clear();
-        same.clear();
-        for (std::size_t j = 0; j < n; ++j) {
-          std::size_t twin = j;
-          if (once)
-            for (std::size_t r : runs) {
-              bool equal = true;
-              for (int s : e.reads[t]) equal = equal && ctxs[r].slots[std::size_t(s)] == ctxs[j].slots[std::size_t(s)];
-              if (equal) {
-                twin = r;
-                break;
-              }
-            }
-          if (twin != j) {
-            same.push_back({j, twin});
-            continue;
-          }
-          runs.push_back(j);
-          if (once)
-            for (int s : e.alloc_before[t]) shared.own(ctxs[j], s);
-        }
-        if (parallel && runs.size() > 1) {
-          parallel_for_machine(0, std::int64_t(runs.size()), 1, [&](std::int64_t lo, std::int64_t hi) {
-            for (std::int64_t i = lo; i < hi; ++i) compute(thunk, runs[std::size_t(i)]);
-          });
-        } else {
-          for (std::size_t j : runs) compute(thunk, j);
-        }
-        for (auto [j, twin] : same)
-          for (int s : e.alloc_before[t]) shared.share(ctxs[j], ctxs[twin], s);
-      }
-      for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], owned[i]);
-    }
+    run_thunks_lockstep(e, ctxs, owned, profiled, parallel, comm ? nullptr : &shared, defer);
     for (std::size_t i : positions) set_ready(outputs[i]);
   } catch (...) {
     if (comm) comm->abort(std::current_exception());
     for (std::size_t i : positions) set_error(outputs[i], std::current_exception());
   }
+}
+
+// A region's context within `parent`'s run (run_inline, run_inline_all):
+// its parameters and outputs bound (an output whose slot is its own is
+// computed in place: direct[k]; the others, parameters and repeated slots,
+// are copied at the end).
+ExecContext region_context(const Executable& e, const ExecContext& parent, const std::vector<void*>& params,
+                           const std::vector<void*>& outs, std::vector<bool>& direct) {
+  TESSEL_CHECK_INTERNAL(params.size() == e.param_slots.size() && outs.size() == e.output_slots.size(),
+                        "run_inline: wrong number of buffers");
+  ExecContext ctx;
+  ctx.device = parent.device;
+  ctx.position = parent.position;
+  ctx.comm = parent.comm;
+  ctx.parallel = parent.parallel;
+  ctx.slots.assign(e.slots.size(), nullptr);
+  for (size_t k = 0; k < params.size(); ++k) ctx.slots[e.param_slots[k]] = params[k];
+  direct.assign(outs.size(), false);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const int s = e.output_slots[k];
+    if (ctx.slots[s]) continue;
+    ctx.slots[s] = outs[k];
+    if (e.slots[s].zero_init) std::memset(outs[k], 0, e.slots[s].bytes);
+    direct[k] = true;
+  }
+  return ctx;
+}
+
+void copy_indirect(const Executable& e, const ExecContext& ctx, const std::vector<void*>& outs,
+                   const std::vector<bool>& direct) {
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (!direct[k] && e.slots[e.output_slots[k]].bytes)
+      std::memcpy(outs[k], ctx.slots[e.output_slots[k]], e.slots[e.output_slots[k]].bytes);
 }
 
 }  // namespace
@@ -286,29 +337,116 @@ void Thunk::run_all(const std::vector<ExecContext*>&) const {
 
 void Executable::run_inline(const ExecContext& parent, const std::vector<void*>& params,
                             const std::vector<void*>& outs) const {
-  TESSEL_CHECK_INTERNAL(params.size() == param_slots.size() && outs.size() == output_slots.size(),
-                        "run_inline: wrong number of buffers");
-  ExecContext ctx;
-  ctx.device = parent.device;
-  ctx.position = parent.position;
-  ctx.comm = parent.comm;
-  ctx.slots.assign(slots.size(), nullptr);
-  for (size_t k = 0; k < params.size(); ++k) ctx.slots[param_slots[k]] = params[k];
-  // An output whose slot is its own is computed in place; the others
-  // (parameters, repeated slots) are copied at the end.
-  std::vector<bool> direct(outs.size(), false);
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const int s = output_slots[k];
-    if (ctx.slots[s]) continue;
-    ctx.slots[s] = outs[k];
-    if (slots[s].zero_init) std::memset(outs[k], 0, slots[s].bytes);
-    direct[k] = true;
-  }
+  std::vector<bool> direct;
+  ExecContext ctx = region_context(*this, parent, params, outs, direct);
   Owned owned(*this);
   run_thunks(*this, ctx, owned, false);
-  for (size_t k = 0; k < outs.size(); ++k)
-    if (!direct[k] && slots[output_slots[k]].bytes) std::memcpy(outs[k], ctx.slots[output_slots[k]], slots[output_slots[k]].bytes);
+  copy_indirect(*this, ctx, outs, direct);
 }
+
+void Executable::run_inline_all(const std::vector<ExecContext*>& parents, const std::vector<std::vector<void*>>& params,
+                                const std::vector<std::vector<void*>>& outs) const {
+  const std::size_t n = parents.size();
+  TESSEL_CHECK_INTERNAL(params.size() == n && outs.size() == n, "run_inline_all: buffers for other positions");
+  std::vector<ExecContext> ctxs;
+  std::vector<std::vector<bool>> direct(n);
+  std::vector<Owned> owned;
+  ctxs.reserve(n);
+  owned.reserve(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    ctxs.push_back(region_context(*this, *parents[j], params[j], outs[j], direct[j]));
+    owned.emplace_back(*this);
+  }
+  run_thunks_lockstep(*this, ctxs, owned, false, n > 0 && parents[0]->parallel, nullptr, nullptr);
+  for (std::size_t j = 0; j < n; ++j) copy_indirect(*this, ctxs[j], outs[j], direct[j]);
+}
+
+LaunchMode choose_launch_mode(const Executable& e, std::size_t local_devices, bool inputs_ready, bool allow_inline,
+                              bool allow_lockstep) {
+  // Cheap programs on idle devices run on the caller's thread: waking
+  // device threads costs more than the work (XLA:CPU runs cheap
+  // computations inline too). Only with every input computed already, so
+  // nothing waits on a device thread (and only while the devices are idle:
+  // Executable::launch claims them, else it asks again without).
+  if (e.cheap && allow_inline && local_devices > 0 && inputs_ready) return LaunchMode::here;
+  // Devices whose threads outnumber the cores run a launch over several of
+  // them in lockstep: each device's thread takes the launch in its turn (so
+  // launches keep their order on every device) and waits, asleep; one
+  // thread runs every position's part, thunk by thunk, the positions side
+  // by side on the machine's cores, and a collective once for all members
+  // from their operands. No device waits for a peer's thread or for a core
+  // in the middle of a program: with 8 device threads on 2 cores each such
+  // wait was a sleep and a wake-up (sin of 8192^2 over 8 devices: 1.49 of 2
+  // cores busy, 10.3 ms against 8.0 on one device; in lockstep 8.1). Across
+  // processes, a process runs its positions so and meets the others from
+  // that one thread (2 processes x 4 devices on 2 cores: a 1 KiB psum took
+  // 0.25 ms on the devices' threads, each collective waking four of them).
+  // It takes a program whose every thunk can run for all positions at once.
+  bool lockstep = allow_lockstep && local_devices > 1 && Runtime::get().devices_share_cores();
+  for (auto& t : e.thunks) lockstep = lockstep && t->can_run_all();
+  if (lockstep) return LaunchMode::lockstep;
+  // Else each device runs its part on its own thread, and collectives meet
+  // through a communicator.
+  return LaunchMode::per_device;
+}
+
+namespace {
+
+// A lockstep launch (LaunchMode::lockstep) of this process's positions.
+void launch_lockstep(std::shared_ptr<const Executable> self, const std::vector<int>& device_ids,
+                     const std::vector<int>& local_ids, const std::vector<std::size_t>& local_pos,
+                     const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
+                     std::shared_ptr<Communicator> comm, std::vector<bool> deferred) {
+  const bool profiled = profile::enabled();
+  // Every device but the first idle: they are claimed and the first
+  // device's thread runs the launch (one wake-up, not one per device).
+  auto run = [self, ids = device_ids, local = local_ids, here = local_pos, comm, ins = inputs, outs = outputs, profiled,
+              deferred]() mutable {
+    // The buffers die with this call, not with the task (see below).
+    auto in_bufs = std::move(ins);
+    auto out_bufs = std::move(outs);
+    run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true, here, comm.get(), deferred);
+    Runtime::get().release_claimed(local);
+  };
+  if (Runtime::get().launch_claiming(local_ids, std::move(run))) return;
+  // Else every device's thread takes the launch in its turn; the last to
+  // arrive runs it.
+  struct Gang {
+    std::vector<int> device_ids;
+    std::vector<std::size_t> here;
+    std::shared_ptr<Communicator> comm;
+    std::size_t members = 0;  // this process's devices
+    std::vector<std::vector<BufferRef>> inputs, outputs;
+    std::vector<bool> deferred;  // shared_result_slots
+    std::atomic<std::size_t> arrived{0};
+    Event done;
+  };
+  auto gang = std::make_shared<Gang>();
+  gang->device_ids = device_ids;
+  gang->here = local_pos;
+  gang->comm = comm;
+  gang->members = local_ids.size();
+  gang->deferred = std::move(deferred);
+  gang->inputs = inputs;
+  gang->outputs = outputs;
+  Runtime::get().launch(local_ids, [&](int) -> std::function<void()> {
+    return [self, gang, profiled] {
+      if (gang->arrived.fetch_add(1) + 1 < gang->members) return gang->done.wait();
+      // The buffers leave the gang before the outputs are ready: the
+      // sleeping devices' tasks hold the gang until they wake, and a
+      // caller that drops the results and launches again must find their
+      // blocks free (else each launch takes fresh pages).
+      auto ins = std::move(gang->inputs);
+      auto outs = std::move(gang->outputs);
+      gang->inputs.clear();
+      gang->outputs.clear();
+      run_lockstep(*self, gang->device_ids, ins, outs, profiled, true, gang->here, gang->comm.get(), gang->deferred);
+      gang->done.set();
+    };
+  });
+}
+
+}  // namespace
 
 std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& device_ids,
                                                        const std::vector<std::vector<BufferRef>>& inputs,
@@ -344,95 +482,31 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
       outputs[i].push_back(by_slot[s]);
     }
   }
-  // Cheap programs on idle devices run here, on the caller's thread: waking
-  // device threads costs more than the work (XLA:CPU runs cheap computations
-  // inline too). Only with every device this process's and every input
-  // computed already, so nothing waits on a device thread.
-  //
-  // A launch across processes runs its positions here so too, and meets the
-  // other processes through its communicator from the calling thread (made
-  // now: every process makes one per launch across processes, whichever way
-  // it runs its part, so that they count such launches alike).
+  bool inputs_ready = true;
+  for (std::size_t i : local_pos)
+    for (auto& b : inputs[i]) inputs_ready = inputs_ready && b->ready().is_set();
+  LaunchMode mode = choose_launch_mode(*this, local_ids.size(), inputs_ready, allow_inline, allow_lockstep);
+  // A launch across processes meets the other processes through its
+  // communicator, whichever way this process runs its part (made now: every
+  // process makes one per launch across processes, so that they count such
+  // launches alike); inside one process only a launch on the devices'
+  // threads meets through one.
   const bool spans = local_ids.size() < n;
   std::shared_ptr<Communicator> comm = uses_collectives && spans ? make_communicator(device_ids, fingerprint) : nullptr;
-  if (cheap && allow_inline && !local_ids.empty()) {
-    bool inputs_ready = true;
-    for (std::size_t i : local_pos)
-      for (auto& b : inputs[i]) inputs_ready = inputs_ready && b->ready().is_set();
-    if (inputs_ready) {
-      Runtime::Inline claimed(Runtime::get(), local_ids);
-      if (claimed) {
-        run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false, local_pos, comm.get(), deferred);
-        return outputs;
-      }
+  if (mode == LaunchMode::here) {
+    Runtime::Inline claimed(Runtime::get(), local_ids);
+    if (claimed) {
+      run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false, local_pos, comm.get(), deferred);
+      return outputs;
     }
+    mode = choose_launch_mode(*this, local_ids.size(), inputs_ready, false, allow_lockstep);
   }
   std::shared_ptr<const Executable> self = shared_from_this();
-  // Devices whose threads outnumber the cores run a launch over several of
-  // them in lockstep: each device's thread takes the launch in its turn (so
-  // launches keep their order on every device) and waits, asleep; the last
-  // to arrive runs every position's part, thunk by thunk, the positions side
-  // by side on the machine's cores, and a collective once for all members
-  // from their operands. No device waits for a peer's thread or for a core
-  // in the middle of a program: with 8 device threads on 2 cores each such
-  // wait was a sleep and a wake-up (sin of 8192^2 over 8 devices: 1.49 of 2
-  // cores busy, 10.3 ms against 8.0 on one device; in lockstep 8.1).
-  //
-  // A launch across processes runs this process's positions so, and meets
-  // the other processes through its communicator from the one thread that
-  // runs them (2 processes x 4 devices on 2 cores: a 1 KiB psum took
-  // 0.25 ms on the devices' threads, each collective waking four of them).
-  bool lockstep = allow_lockstep && local_ids.size() > 1 && runtime.devices_share_cores();
-  for (auto& t : thunks) lockstep = lockstep && t->can_run_all();
-  if (uses_collectives && !spans && !lockstep) comm = make_communicator(device_ids, fingerprint);
-  if (lockstep) {
-    const bool profiled = profile::enabled();
-    // Every device but the first idle: they are claimed and the first
-    // device's thread runs the launch (one wake-up, not one per device).
-    auto run = [self, ids = device_ids, local = local_ids, here = local_pos, comm, ins = inputs, outs = outputs,
-                profiled, deferred]() mutable {
-      // The buffers die with this call, not with the task (see below).
-      auto in_bufs = std::move(ins);
-      auto out_bufs = std::move(outs);
-      run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true, here, comm.get(), deferred);
-      Runtime::get().release_claimed(local);
-    };
-    if (Runtime::get().launch_claiming(local_ids, std::move(run))) return outputs;
-    struct Gang {
-      std::vector<int> device_ids;
-      std::vector<std::size_t> here;
-      std::shared_ptr<Communicator> comm;
-      std::size_t members = 0;  // this process's devices
-      std::vector<std::vector<BufferRef>> inputs, outputs;
-      std::vector<bool> deferred;  // shared_result_slots
-      std::atomic<std::size_t> arrived{0};
-      Event done;
-    };
-    auto gang = std::make_shared<Gang>();
-    gang->device_ids = device_ids;
-    gang->here = local_pos;
-    gang->comm = comm;
-    gang->members = local_ids.size();
-    gang->deferred = std::move(deferred);
-    gang->inputs = inputs;
-    gang->outputs = outputs;
-    Runtime::get().launch(local_ids, [&](int) -> std::function<void()> {
-      return [self, gang, profiled] {
-        if (gang->arrived.fetch_add(1) + 1 < gang->members) return gang->done.wait();
-        // The buffers leave the gang before the outputs are ready: the
-        // sleeping devices' tasks hold the gang until they wake, and a
-        // caller that drops the results and launches again must find their
-        // blocks free (else each launch takes fresh pages).
-        auto ins = std::move(gang->inputs);
-        auto outs = std::move(gang->outputs);
-        gang->inputs.clear();
-        gang->outputs.clear();
-        run_lockstep(*self, gang->device_ids, ins, outs, profiled, true, gang->here, gang->comm.get(), gang->deferred);
-        gang->done.set();
-      };
-    });
+  if (mode == LaunchMode::lockstep) {
+    launch_lockstep(self, device_ids, local_ids, local_pos, inputs, outputs, comm, std::move(deferred));
     return outputs;
   }
+  if (uses_collectives && !spans) comm = make_communicator(device_ids, fingerprint);
   Runtime::get().launch(local_ids, [&](int j) -> std::function<void()> {
     const int i = int(local_pos[std::size_t(j)]);
     std::vector<BufferRef> ins = inputs[i], outs = outputs[i];

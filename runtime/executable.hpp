@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +44,7 @@ struct ExecContext {
   Communicator* comm = nullptr;   // the launch's collectives (null when it has none)
   bool machine_wide = false;      // the running thunk holds every core (ComputeSlot)
   SharedSlots* shared = nullptr;  // set in a lockstep run inside one process
+  bool parallel = false;          // a lockstep run spreading positions over the machine's cores
 };
 
 class Thunk {
@@ -75,6 +78,11 @@ class Thunk {
   // every position of the launch, each having run every earlier thunk
   // (collectives: read every member's operand, no waiting).
   virtual void run_all(const std::vector<ExecContext*>& ctxs) const;
+  // Elements of work one position's run does, where the thunk knows (a
+  // loop nest's iterations times their work; unknown: the most there is). A
+  // lockstep run spreads positions over the machine's cores only where
+  // their work together is worth waking the cores.
+  virtual std::int64_t work() const { return std::numeric_limits<std::int64_t>::max(); }
   // The cores a computing thunk asks for (large dots ask for every core);
   // ExecContext::machine_wide says what it got.
   virtual ComputeSlot::Width width() const { return ComputeSlot::Width::device; }
@@ -102,16 +110,16 @@ class Executable : public std::enable_shared_from_this<Executable> {
   // thunk by thunk (set by whoever knows its cost, for programs whose every
   // thunk can_run_all).
   bool cheap = false;
-  // The program's identity across processes (a hash of its thunk list): the
-  // processes of a launch must run the same one (runtime/collectives.cpp checks).
+  // The program's identity across processes (the digest of its exact
+  // structural key, set by the compile driver): the processes of a launch
+  // must run the same one (every meeting's messages carry it, runtime/mpi.cpp
+  // compares).
   std::uint64_t fingerprint = 0;
 
   // Runs on `device_ids` (position i of the launch is device_ids[i]) with
   // inputs[i][param]; returns outputs[i][k] at once, ready when computed.
-  // A cheap one may run on the calling thread (allow_inline); where the
-  // devices' threads outnumber the cores, one over several devices whose
-  // every thunk can_run_all runs in lockstep on the machine's cores
-  // (allow_lockstep), else each device runs its part on its own thread.
+  // choose_launch_mode says how (allow_inline: LaunchMode::here may be
+  // chosen; allow_lockstep: LaunchMode::lockstep may).
   std::vector<std::vector<BufferRef>> launch(const std::vector<int>& device_ids,
                                              const std::vector<std::vector<BufferRef>>& inputs,
                                              bool allow_inline = true, bool allow_lockstep = true) const;
@@ -122,12 +130,32 @@ class Executable : public std::enable_shared_from_this<Executable> {
   // the parent's communicator; each thunk takes its own compute slot, so the
   // calling thunk must hold none (waits_on_peers).
   void run_inline(const ExecContext& parent, const std::vector<void*>& params, const std::vector<void*>& outs) const;
+  // The same for several positions at once, within a thunk's run_all (a
+  // lockstep run): parents[j]'s region with params[j] and outs[j], thunk by
+  // thunk for all of them as the lockstep run does (a collective once for
+  // all members: every member of its groups must be among the parents).
+  void run_inline_all(const std::vector<ExecContext*>& parents, const std::vector<std::vector<void*>>& params,
+                      const std::vector<std::vector<void*>>& outs) const;
 
   std::string describe() const;
   // The most memory one device holds at once for a run: its outputs plus the
   // largest set of temporaries alive together (parameters exist already).
   std::size_t peak_bytes() const;
 };
+
+// How a launch runs (docs/runtime.md, "Launch modes"):
+//   here        every position on the caller's thread, one after another
+//               (a cheap program on idle devices)
+//   lockstep    one thread runs every position of this process, thunk by
+//               thunk, side by side on the machine's cores; the devices'
+//               threads wait, asleep (devices that outnumber the cores)
+//   per_device  each device runs its part on its own thread
+enum class LaunchMode { here, lockstep, per_device };
+// The one place that decides, with its reasons (executable.cpp): for `e`
+// over `local_devices` of this process, whose inputs are all computed or
+// not; allow_* as Executable::launch's.
+LaunchMode choose_launch_mode(const Executable& e, std::size_t local_devices, bool inputs_ready, bool allow_inline,
+                              bool allow_lockstep);
 
 // The host's physical memory: no run may need more (ResourceExhaustedError).
 std::size_t host_memory_bytes();

@@ -639,7 +639,10 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
     p->executable = c.executable;
     p->executable->cheap = is_cheap(*p, *p->executable);
     p->thunks_text = c.thunks_text;
-    c.executable->fingerprint = std::hash<std::string>{}(p->local_text);  // not thunks_text: it names this host's ISA
+    // The local program's exact key (every constant's every bit), not its
+    // text (which shows a constant's first elements only) nor thunks_text
+    // (which names this host's ISA): processes compare it at every meeting.
+    c.executable->fingerprint = fingerprint(p->partitioned.local).digest();
     ++g_compiles;
     std::size_t arg = 0, out = 0, temp = 0;
     std::vector<bool> seen(c.executable->slots.size(), false);

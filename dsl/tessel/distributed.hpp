@@ -8,7 +8,7 @@
 // that process's devices (addressable_shards()); jit and shard_map programs
 // over a mesh of several processes' devices run SPMD: every process runs the
 // same program on its devices, and collectives between processes go over
-// MPI (runtime/collectives.cpp). The processes must make the same calls in
+// MPI (runtime/communicator.cpp). The processes must make the same calls in
 // the same order (as with JAX); a peer that diverges, fails or exits makes
 // the others raise DistributedError within the timeout, never hang.
 #pragma once

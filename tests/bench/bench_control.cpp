@@ -53,5 +53,38 @@ int main() {
 
   std::printf("\nper iteration: fori_loop %.2f us, while_loop %.2f us, scan %.2f us (target: < 5 us of overhead)\n",
               t_fori / steps * 1e6, t_while / steps * 1e6, t_scan / steps * 1e6);
+
+  // A loop whose every step meets the other devices: y = y * 0.999 +
+  // mean(y) over an array split across every device (an all-reduce per
+  // step). Where the devices' threads outnumber the cores the launch runs
+  // in lockstep (one thread for every device, runtime/executable.hpp), so no
+  // step wakes a device's thread; the same program with lockstep launches
+  // off (each device on its own thread, meeting its peers every step) is
+  // measured in the same run.
+  if (ts::device_count() >= 2) {
+    const int msteps = 1000;
+    const std::int64_t d = ts::device_count(), m = 16 * d;
+    ts::Mesh mesh(ts::devices(), {d}, {"x"});
+    ts::Array xm = ts::device_put(ts::arange(double(m)).astype(ts::DType::float32), ts::NamedSharding(mesh, ts::P("x")));
+    auto meet = ts::jit([&](ts::Array v) {
+      return lax::fori_loop(0, msteps, [](ts::Array, ts::Array y) { return y * 0.999f + ts::mean(y); }, v);
+    });
+    const double mfloor = bench::memory_floor(std::size_t(m * 4), std::size_t(m * 4)).seconds * msteps;
+    const double torch_meet = bench::torch_seconds("x = torch.arange(" + std::to_string(m) + ".0)",
+                                                   "y = x\n    for _ in range(1000): y = y * 0.999 + y.mean()", 5);
+    meet(xm).block_until_ready();
+    const double t_lockstep = bench::seconds([&] { meet(xm).block_until_ready(); }, 7, 1);
+    const bool saved = ts::config().lockstep_launches;
+    ts::config().lockstep_launches = false;
+    meet(xm).block_until_ready();
+    const double t_threads = bench::seconds([&] { meet(xm).block_until_ready(); }, 7, 1);
+    ts::config().lockstep_launches = saved;
+    std::printf("\n1,000 steps of y * 0.999 + mean(y), y f32[%lld] split over %lld devices (a psum per step)\n",
+                (long long)m, (long long)d);
+    bench::row("fori_loop with a psum, lockstep launch", mfloor, t_lockstep, torch_meet);
+    bench::row("fori_loop with a psum, devices' threads", mfloor, t_threads, torch_meet);
+    std::printf("per step: lockstep %.2f us, devices' threads %.2f us\n", t_lockstep / msteps * 1e6,
+                t_threads / msteps * 1e6);
+  }
   return bench::status();
 }

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
+#include <random>
 #include <numeric>
 
 #include <tessel/tessel.hpp>
@@ -434,5 +436,81 @@ TEST_CASE("a carry initialised without a sharding takes the one its body gives i
     float c = 0;
     for (int k = 0; k < 3; ++k) c = c * 0.5f + h[i];
     CHECK(g[i] == doctest::Approx(10 * h[i] + c));
+  }
+}
+
+TEST_CASE("loops and branches run alike in lockstep and on the devices' threads: collectives per step, trip counts that differ") {
+  // Where the devices' threads outnumber the cores a launch runs in
+  // lockstep (one thread for every device), control flow included: a loop's
+  // collectives then meet no one. The same programs with lockstep launches
+  // off run on the devices' threads, meeting every step: the same bits.
+  std::mt19937 rng(11);
+  for (int n : {2, 3, 8}) {
+    CAPTURE(n);
+    ts::Mesh mesh = mesh_of(n);
+    ts::Array x = ts::device_put(ts::testing::random_array(rng, {std::int64_t(4 * n), 3}, ts::DType::float32),
+                                 ts::NamedSharding(mesh, P("x")));
+    std::vector<std::function<ts::Array(ts::Array)>> programs = {
+        // jit: a psum per step where propagation puts it (mean of a split array).
+        ts::jit([](ts::Array v) {
+          return lax::fori_loop(0, 40, [](ts::Array, ts::Array y) { return y * 0.5f + ts::mean(y); }, v);
+        }),
+        // A while loop whose trip count differs between devices (no collective in it), then a psum.
+        ts::jit([&](ts::Array v) {
+          return ts::shard_map(
+              [](ts::Array b) {
+                using C = std::pair<ts::Array, ts::Array>;
+                auto r = lax::while_loop([](const C& c) { return c.first <= ts::axis_index("x"); },
+                                         [](const C& c) { return C(c.first + 1, c.second * 2.0f + 1.0f); },
+                                         C(ts::array(std::int32_t(0)), b));
+                return ts::psum(r.second, "x");
+              },
+              mesh, P("x"), P("x"))(v);
+        }),
+        // Branches that differ between devices, and a scan around the ring.
+        ts::jit([&](ts::Array v) {
+          return ts::shard_map(
+              [](ts::Array b) {
+                ts::Array c = lax::cond(ts::axis_index("x") % 2 == 0, [](ts::Array u) { return u * 10.0f; },
+                                        [](ts::Array u) { return u - 1.0f; }, b);
+                const int k = ts::axis_size("x");
+                std::vector<std::pair<int, int>> ring;
+                for (int i = 0; i < k; ++i) ring.push_back({i, (i + 1) % k});
+                auto r = lax::scan(
+                    [&](ts::Array carry, ts::Array row) {
+                      ts::Array next = ts::ppermute(carry, "x", ring) + row;
+                      return std::pair{next, ts::pmax(next, "x")};
+                    },
+                    ts::zeros({3}), c);
+                return r.second + r.first;
+              },
+              mesh, P("x"), P("x"))(v);
+        }),
+    };
+    for (std::size_t k = 0; k < programs.size(); ++k) {
+      CAPTURE(k);
+      const ts::HostArray lockstep = ts::testing::host_of(programs[k](x));
+      ts::config().lockstep_launches = false;
+      ts::HostArray threads;
+      try {
+        threads = ts::testing::host_of(programs[k](x));
+      } catch (...) {
+        ts::config().lockstep_launches = true;
+        throw;
+      }
+      ts::config().lockstep_launches = true;
+      CHECK(ts::testing::compare_arrays(lockstep, threads, 0, 0) == "");
+    }
+    // The while loop's closed form: device d runs d + 1 steps of 2v + 1.
+    std::vector<float> xs = x.to_vector<float>(), want(3 * 4, 0.0f);
+    for (int d = 0; d < n; ++d)
+      for (int i = 0; i < 12; ++i) {
+        double v = xs[std::size_t(d * 12 + i)];
+        for (int s = 0; s <= d; ++s) v = v * 2 + 1;
+        want[std::size_t(i)] += float(v);
+      }
+    const std::vector<float> got = programs[1](x).to_vector<float>();
+    for (int d = 0; d < n; ++d)
+      for (int i = 0; i < 12; ++i) CHECK(got[std::size_t(d * 12 + i)] == doctest::Approx(want[std::size_t(i)]).epsilon(1e-5));
   }
 }

@@ -108,11 +108,13 @@ TEST_CASE("a process that leaves before a collective: the other raises Distribut
   CHECK(out.find("waited 3 s for process 1") != std::string::npos);
 }
 
-TEST_CASE("processes that reach a collective with different shapes: both raise DistributedError") {
+TEST_CASE("processes that reach a collective with different shapes, or different constants: both raise DistributedError") {
   setenv("TESSEL_DISTRIBUTED_TIMEOUT", "30", 1);
   auto [rc, out] = mpirun(2, "mismatch");
   CAPTURE(out);
   CHECK(count(out, "OK mismatch") == 2);
   CHECK(count(out, "FAIL") == 0);
   CHECK(count(out, "another program") >= 2);
+  // Programs that differ only in a constant's 9th element differ too.
+  CHECK(count(out, "(constant): ") == 2);
 }

@@ -9,6 +9,7 @@
 //   worker mismatch       the processes reach a collective with different
 //                         shapes: both raise DistributedError
 // Prints "OK <mode>" on success (exit 0), "FAIL ..." otherwise (exit 1).
+#include <cmath>
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
@@ -169,6 +170,18 @@ void mismatch() {
     expect(false, "different shapes at a collective raise");
   } catch (const ts::DistributedError& e) {
     std::cout << "process " << ts::process_index() << ": " << e.what() << std::endl;
+    expect(std::string(e.what()).find("another program") != std::string::npos, "the error says the programs differ");
+  }
+  // The same shapes and the same text, but a constant differs in its last
+  // bit (a program's text shows 6 digits of a constant, and its first 8
+  // elements): two programs.
+  Array y = ts::device_put(ts::ones({16}), ts::NamedSharding(mesh, P("x")));
+  try {
+    const float c = ts::process_index() == 1 ? std::nextafter(1.0f, 2.0f) : 1.0f;
+    (void)ts::jit([c](const Array& a) { return ts::sum(a * c); })(y).to_vector<float>();
+    expect(false, "a constant that differs raises");
+  } catch (const ts::DistributedError& e) {
+    std::cout << "process " << ts::process_index() << " (constant): " << e.what() << std::endl;
     expect(std::string(e.what()).find("another program") != std::string::npos, "the error says the programs differ");
   }
 }

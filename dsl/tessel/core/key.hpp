@@ -61,6 +61,27 @@ class Key {
 
   const std::string& bytes() const { return bytes_; }
   std::size_t hash() const { return std::hash<std::string_view>()(bytes_); }
+  // 64 bits of the whole key that every process and host computes alike
+  // (no seed, no platform hash): processes compare programs by it.
+  std::uint64_t digest() const {
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ bytes_.size();
+    auto mix = [](std::uint64_t x) {
+      x ^= x >> 30;
+      x *= 0xBF58476D1CE4E5B9ull;
+      x ^= x >> 27;
+      x *= 0x94D049BB133111EBull;
+      return x ^ (x >> 31);
+    };
+    std::size_t i = 0;
+    for (; i + 8 <= bytes_.size(); i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, bytes_.data() + i, 8);
+      h = mix(h ^ w) + 0x632BE59BD9B4E019ull;
+    }
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, bytes_.data() + i, bytes_.size() - i);
+    return mix(h ^ tail ^ (std::uint64_t(bytes_.size() - i) << 56));
+  }
   bool operator==(const Key& o) const { return bytes_ == o.bytes_; }
   bool operator<(const Key& o) const { return bytes_ < o.bytes_; }
 
