@@ -394,12 +394,47 @@ class ControlThunk final : public rt::Thunk {
   bool run_all_ = true;
 };
 
+// A fusion plan's steps, one line each: kind, the value made, what it reads.
+std::string steps_text(const std::vector<Step>& steps) {
+  static const char* const kinds[] = {"loop", "reduce", "dot", "collective", "constant", "axis-index", "library",
+                                      "control"};
+  const auto numbers = [&] {
+    std::unordered_map<const Node*, int> n;
+    for (auto& s : steps) n.emplace(s.node.get(), int(n.size()));
+    return n;
+  }();
+  auto name = [&](const NodeRef& x) {
+    auto it = numbers.find(x.get());
+    return it != numbers.end() ? "s" + std::to_string(it->second) : std::string(op_name(x->op));
+  };
+  std::ostringstream os;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const Step& s = steps[k];
+    os << 's' << k << " = " << kinds[int(s.kind)] << ' ' << op_name(s.node->op) << ' ' << s.node->aval.str() << " reads(";
+    for (std::size_t r = 0; r < s.reads.size(); ++r) os << (r ? ", " : "") << name(s.reads[r]);
+    os << ")\n";
+  }
+  return os.str();
+}
+
 }  // namespace
 
 CompiledProgram compile(const Graph& program, const CompileOptions& options) {
-  const Graph g = fold_transposes_into_dots(has_complex(program) ? expand_complex(program) : program);
+  auto report = [&](const char* pass, const Graph* graph, auto&& text) {
+    if (options.on_pass) options.on_pass(pass, graph, text());
+  };
+  const bool complex = has_complex(program);
+  const Graph expanded = complex ? expand_complex(program) : Graph{};
+  if (complex) report("expand-complex", &expanded, [] { return std::string(); });
+  const Graph g = fold_transposes_into_dots(complex ? expanded : program);
+  report("fold-transposes", &g, [] { return std::string(); });
   FusionPlan plan = plan_fusion(g);
+  report("plan-fusion", nullptr, [&] { return steps_text(plan.steps); });
   sink_collectives(plan.steps);
+  report("sink-collectives", nullptr, [&] { return steps_text(plan.steps); });
+  // The regions' compiles report nothing: their graphs are the program's.
+  CompileOptions region_options = options;
+  region_options.on_pass = nullptr;
   auto exe = std::make_shared<rt::Executable>();
   std::unordered_map<const Node*, int> slot;
   // A tuple-valued op's results (control flow, lu, qr, ...): a slot per
@@ -452,7 +487,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
       std::ostringstream os;
       os << op_name(step.node->op) << ' ' << step.node->aval.str() << " {";
       for (auto& r : step.node->regions()) {
-        CompiledProgram sub = compile(*r, options);
+        CompiledProgram sub = compile(*r, region_options);
         code_bytes += sub.code_bytes;
         exe->uses_collectives = exe->uses_collectives || sub.executable->uses_collectives;
         regions.push_back(sub.executable);

@@ -203,6 +203,23 @@ Graph rewrite_for_mesh(const Graph& g, const CommonMesh& cm, const std::vector<s
   return r;
 }
 
+// A region op runs its regions: a scan its body `length` times; a while
+// loop its condition and body once each (the trip count is known only when
+// it runs: XLA's cost analysis counts one trip too); a cond the dearest of
+// its branches.
+struct RegionRuns {
+  std::vector<const Graph*> graphs;
+  double times = 1;
+  bool dearest = false;  // one of the graphs runs (cond), not all
+};
+RegionRuns region_runs(const Node& n) {
+  RegionRuns r;
+  for (auto& g : n.regions()) r.graphs.push_back(g.get());
+  if (n.op == Op::scan) r.times = double(n.attr<attr::Scan>().length);
+  r.dearest = n.op == Op::cond;
+  return r;
+}
+
 CostAnalysis cost_of(const Graph& local) {
   CostAnalysis c;
   for (auto& n : local.topo_order()) {
@@ -210,7 +227,25 @@ CostAnalysis cost_of(const Graph& local) {
     double bytes = size * double(dtype_size(n->dtype()));
     for (auto& x : n->in) bytes += double(numel(x->shape())) * double(dtype_size(x->dtype()));
     switch (op_family(n->op)) {
-      case OpFamily::Leaf: case OpFamily::Annotation: case OpFamily::Tuple: case OpFamily::Region: break;
+      case OpFamily::Leaf: case OpFamily::Annotation: case OpFamily::Tuple: break;
+      case OpFamily::Region: {
+        const RegionRuns runs = region_runs(*n);
+        CostAnalysis inner;
+        for (const Graph* g : runs.graphs) {
+          const CostAnalysis r = cost_of(*g);
+          if (runs.dearest) {
+            inner.flops = std::max(inner.flops, r.flops);
+            inner.transcendentals = std::max(inner.transcendentals, r.transcendentals);
+            inner.bytes_accessed = std::max(inner.bytes_accessed, r.bytes_accessed);
+          } else {
+            inner.flops += r.flops, inner.transcendentals += r.transcendentals, inner.bytes_accessed += r.bytes_accessed;
+          }
+        }
+        c.flops += runs.times * inner.flops;
+        c.transcendentals += runs.times * inner.transcendentals;
+        c.bytes_accessed += runs.times * inner.bytes_accessed + bytes;
+        break;
+      }
       case OpFamily::Unary:
         if (op_cost(n->op) == OpCost::Transcendental) c.transcendentals += size;
         else
@@ -243,6 +278,24 @@ CostAnalysis cost_of(const Graph& local) {
 std::vector<CommStat> communication_of(const Graph& local) {
   std::vector<CommStat> out;
   for (auto& n : local.topo_order()) {
+    if (op_family(n->op) == OpFamily::Region) {
+      // The collectives of its regions, as often as they run (region_runs).
+      const RegionRuns runs = region_runs(*n);
+      std::vector<CommStat> inner;
+      double most = -1;
+      for (const Graph* g : runs.graphs) {
+        std::vector<CommStat> r = communication_of(*g);
+        if (!runs.dearest) {
+          inner.insert(inner.end(), r.begin(), r.end());
+          continue;
+        }
+        double moved = 0;
+        for (auto& s : r) moved += s.bytes_per_device;
+        if (moved > most) most = moved, inner = std::move(r);
+      }
+      for (auto& s : inner) out.push_back({s.collective, s.bytes_per_device * runs.times});
+      continue;
+    }
     if (n->op == Op::distributed_lu || n->op == Op::distributed_cholesky || n->op == Op::distributed_triangular_solve) {
       const auto& a = n->attr<attr::RowBlocked>();
       const double es = double(dtype_size(n->dtype())) * (a.packed_complex ? 2 : 1);
@@ -634,7 +687,13 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
   const codegen::JitThreadStats jit_before = codegen::Jit::thread_stats();
   if (compile) {
     codegen::Jit::get().set_disk_cache(config().compilation_cache_dir);
-    auto c = codegen::compile(p->partitioned.local, {threads_per_device()});
+    codegen::CompileOptions copt;
+    copt.threads_per_device = threads_per_device();
+    copt.on_pass = [&](const char* pass, const Graph* graph, const std::string& text) {
+      if (graph) passes.after(pass, *graph);
+      else passes.record(pass, text);
+    };
+    auto c = codegen::compile(p->partitioned.local, copt);
     code_bytes = c.code_bytes;
     p->executable = c.executable;
     p->executable->cheap = is_cheap(*p, *p->executable);

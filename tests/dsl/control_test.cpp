@@ -514,3 +514,30 @@ TEST_CASE("loops and branches run alike in lockstep and on the devices' threads:
       for (int i = 0; i < 12; ++i) CHECK(got[std::size_t(d * 12 + i)] == doctest::Approx(want[std::size_t(i)]).epsilon(1e-5));
   }
 }
+
+TEST_CASE("cost and communication count a loop's body as often as it runs, a cond's dearest branch") {
+  ts::Mesh mesh = mesh_of(4);
+  ts::Array x = ts::device_put(ts::ones({16}), ts::NamedSharding(mesh, P("x")));
+  auto body = [](ts::Array y) { return ts::sin(y) + ts::mean(y); };
+  auto step = [&](ts::Array, ts::Array y) { return body(y); };
+  auto once = ts::jit(body).lower(x).compile();
+  for (int steps : {1, 7}) {
+    CAPTURE(steps);
+    auto loop = ts::jit([&](ts::Array v) { return lax::fori_loop(0, steps, step, v); }).lower(x).compile();
+    // sin of 4 elements per device per step: the transcendentals are exact.
+    CHECK(loop.cost_analysis().at("transcendentals") == 4.0 * steps);
+    CHECK(once.cost_analysis().at("transcendentals") == 4.0);
+    CHECK(loop.cost_analysis().at("flops") >= steps * once.cost_analysis().at("flops"));
+    // One all-reduce of a scalar per step.
+    double moved = 0, moved_once = 0;
+    for (auto& t : loop.communication()) moved += t.bytes_per_device;
+    for (auto& t : once.communication()) moved_once += t.bytes_per_device;
+    CHECK(moved_once > 0);
+    CHECK(moved == doctest::Approx(steps * moved_once));
+  }
+  // A cond: the dearer branch (sin of every element against none).
+  auto branch = ts::jit([](ts::Array v) {
+                  return lax::cond(ts::sum(v) > 0, [](ts::Array u) { return ts::sin(u); }, [](ts::Array u) { return u; }, v);
+                }).lower(x).compile();
+  CHECK(branch.cost_analysis().at("transcendentals") == 4.0);
+}

@@ -1,5 +1,6 @@
 // Tracing and jit: pytrees, static values, caching, errors, lowering text,
 // the eager cache, dumps, device placement rules and their errors.
+#include <complex>
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -127,8 +128,20 @@ TEST_CASE("TESSEL_DUMP_DIR writes every pass") {
     ++files;
     partitioned = partitioned || e.path().string().find("dumped.4-partition.txt") != std::string::npos;
   }
-  CHECK(files == 5);  // trace, rewrite-for-mesh, propagate, partition, compile (no calls to inline)
+  // trace, rewrite-for-mesh, propagate, partition, codegen's fold-transposes,
+  // plan-fusion and sink-collectives, compile (no calls to inline, no
+  // complex values to expand)
+  CHECK(files == 8);
   CHECK(partitioned);
+  std::filesystem::remove_all(dir);
+  // A program of complex values: codegen's expansion into real pairs too.
+  ts::config().dump_dir = dir.string();
+  ts::jit([](ts::Array x) { return x * x; }, {.name = "dumped_complex"})(ts::array(std::vector<std::complex<float>>{{1, 2}, {3, -4}}));
+  ts::config().dump_dir.clear();
+  bool expanded = false;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    expanded = expanded || e.path().string().find("dumped_complex.5-expand-complex.txt") != std::string::npos;
+  CHECK(expanded);
   std::filesystem::remove_all(dir);
 }
 

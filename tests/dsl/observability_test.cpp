@@ -178,7 +178,8 @@ TEST_CASE("a trace has a track per device, dispatch and compile, with kernels, d
     // (A later run of the same function may trace again: the new trace's
     // program is then found in the cache, and no pass runs.)
     if (compiles) CHECK(compile.count("trace traced_fn"));
-    for (std::string pass : {"rewrite-for-mesh", "propagate", "partition", "compile"}) {
+    for (std::string pass : {"rewrite-for-mesh", "propagate", "partition", "fold-transposes", "plan-fusion",
+                             "sink-collectives", "compile"}) {
       CAPTURE(pass);
       CHECK(compile.count(pass + " traced_fn") == (compiles ? 1 : 0));
     }
