@@ -23,7 +23,7 @@ int own_cost(Op op) {
   __builtin_unreachable();
 }
 
-bool is_control(const Node& n) { return n.op == Op::cond || n.op == Op::while_ || n.op == Op::scan; }
+bool is_control(const Node& n) { return is_control_flow(n.op); }
 
 bool always_materialized(const Node& n) {
   switch (op_family(n.op)) {

@@ -269,7 +269,7 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
       v[b.get()] = run_shard_map_spmd(*b, in);
       continue;
     }
-    if (b->op == Op::cond || b->op == Op::while_ || b->op == Op::scan) {
+    if (is_control_flow(b->op)) {
       std::vector<const PerDevice*> in;
       for (auto& x : b->in) in.push_back(&v.at(x.get()));
       v[b.get()] = run_control(*b, in, P, [&](const Graph& g, std::vector<PerDevice> args) {

@@ -263,7 +263,6 @@ std::optional<AxisSharding> pinned_by_shard_map(const Node& n) {
 }
 }  // namespace
 
-bool is_control_flow(Op op) { return op == Op::cond || op == Op::while_ || op == Op::scan; }
 bool has_factored_elements(const Node& n) { return n.aval.tuple && op_family(n.op) == OpFamily::Library; }
 
 namespace {
@@ -449,7 +448,7 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
   // one; then backward and forward again when a loop's carry settled its
   // init's sharding.
   const bool loops = std::any_of(p.order.begin(), p.order.end(),
-                                 [](const NodeRef& n) { return n->op == Op::while_ || n->op == Op::scan; });
+                                 [](const NodeRef& n) { return is_loop(n->op); });
   for (int round = 0; round < (loops ? 5 : 3); ++round) {
     if (round % 2 == 0) {
       for (auto& n : p.order) settle_results(n, round >= 2);

@@ -50,7 +50,6 @@ struct ShardingAssignment {
 
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in);
 
-bool is_control_flow(Op op);  // cond, while_, scan
 // A tuple-valued op whose factor rule shards each element (FactorRule::results): lu, qr, eigh, svd.
 bool has_factored_elements(const Node& n);
 

@@ -203,7 +203,7 @@ void type_graph(const Graph& g, const std::vector<AxisSet>& params, const Device
       v[n.get()] = std::move(e);
     } else if (n->op == Op::get_tuple_element) {
       v[n.get()] = {v.at(n->in[0].get()).at(size_t(n->attr<attr::TupleIndex>().index))};
-    } else if (n->op == Op::cond || n->op == Op::while_ || n->op == Op::scan) {
+    } else if (is_control_flow(n->op)) {
       std::vector<AxisSet> ins;
       for (auto* x : in) ins.push_back(*x);
       ControlTyping ct = type_control(*n, ins, mesh);
@@ -286,7 +286,7 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
           v[y.get()] = inner_results(y->attr<attr::ShardMap>(), vout);
           return y;
         }
-        if (n.op == Op::cond || n.op == Op::while_ || n.op == Op::scan) {
+        if (is_control_flow(n.op)) {
           // Each region made explicit with its parameters' typing, its
           // outputs raised to the op's; a loop's init raised to its carries'.
           std::vector<AxisSet> ins;
@@ -353,7 +353,7 @@ Graph with_untyped_psums(const Graph& body) {
   auto m = rewrite(
       body, u, g.params,
       [&](const Node& x, const std::vector<NodeRef>& in) -> NodeRef {
-        if (x.op == Op::cond || x.op == Op::while_ || x.op == Op::scan) {
+        if (is_control_flow(x.op)) {
           // Psums in loops and branches follow the rule too.
           std::vector<GraphRef> regions;
           for (auto& r : x.regions()) regions.push_back(std::make_shared<Graph>(with_untyped_psums(*r)));
