@@ -106,6 +106,12 @@ Array dot_product_attention(const Array& q_in, const Array& k_in, const Array& v
     throw ShapeError("dot_product_attention: query, key and value must all be [B, T, N, H] or [T, N, H], got " +
                      aval_str(q_in.dtype(), q_in.shape()) + ", " + aval_str(k_in.dtype(), k_in.shape()) + " and " +
                      aval_str(v_in.dtype(), v_in.shape()));
+  if (q_in.dtype() != k_in.dtype() || q_in.dtype() != v_in.dtype())
+    throw ValueError("dot_product_attention: query, key and value must have the same dtype, got " +
+                     std::string(dtype_name(q_in.dtype())) + ", " + dtype_name(k_in.dtype()) + " and " +
+                     dtype_name(v_in.dtype()));
+  if (o.mask && o.mask->dtype() != DType::bool_)
+    throw ValueError("dot_product_attention: mask must be boolean, got " + aval_str(o.mask->dtype(), o.mask->shape()));
   Array q = batched ? q_in : expand_dims(q_in, 0), k = batched ? k_in : expand_dims(k_in, 0),
         v = batched ? v_in : expand_dims(v_in, 0);
   const std::int64_t B = q.shape()[0], T = q.shape()[1], N = q.shape()[2], H = q.shape()[3];

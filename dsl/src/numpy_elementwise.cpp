@@ -96,11 +96,16 @@ Array exp2(const Array& x) {
   return float_fn("tessel.exp2", x, [](const Array& f) { return exp(f * kLn2); });
 }
 Array trunc(const Array& x) {
+  if (is_complex(x.dtype()))
+    throw TypeError("trunc does not support complex-valued inputs, got " + aval_str(x.dtype(), x.shape()));
   if (!is_floating(x.dtype())) return x;
   return staged("tessel.trunc", {x}, [](const V& v) { return where(v[0] < 0, ceil(v[0]), floor(v[0])); });
 }
 Array fix(const Array& x) { return trunc(x); }
 Array cbrt(const Array& x) {
+  if (is_complex(x.dtype()))
+    throw TypeError("cbrt does not accept complex dtype " + std::string(dtype_name(x.dtype())) +
+                    " (lax.cbrt takes floating point values only)");
   return float_fn("tessel.cbrt", x, [](const Array& f) { return sign(f) * power(abs(f), 1.0 / 3.0); });
 }
 Array deg2rad(const Array& x) {
@@ -116,10 +121,12 @@ Array isinf(const Array& x) {
   return staged("tessel.isinf", {x}, [](const V& v) { return logical_not(logical_or(isfinite(v[0]), isnan(v[0]))); });
 }
 Array isposinf(const Array& x) {
+  if (is_complex(x.dtype())) throw ValueError("isposinf/isneginf are not well defined for complex-valued inputs");
   if (!is_floating(x.dtype())) return zeros(x.shape(), DType::bool_);
   return staged("tessel.isposinf", {x}, [](const V& v) { return logical_and(isinf(v[0]), v[0] > 0); });
 }
 Array isneginf(const Array& x) {
+  if (is_complex(x.dtype())) throw ValueError("isposinf/isneginf are not well defined for complex-valued inputs");
   if (!is_floating(x.dtype())) return zeros(x.shape(), DType::bool_);
   return staged("tessel.isneginf", {x}, [](const V& v) { return logical_and(isinf(v[0]), v[0] < 0); });
 }

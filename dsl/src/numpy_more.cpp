@@ -154,13 +154,22 @@ Array choose(const Array& a, const std::vector<Array>& choices, const std::strin
   if (choices.empty()) throw ValueError("choose: choices must be non-empty");
   if (mode != "raise" && mode != "clip" && mode != "wrap")
     throw ValueError("choose: mode must be raise, clip or wrap, got '" + mode + "'");
+  if (!is_integral(a.dtype()))
+    throw TypeError("choose: the index array must be integer typed, got " + aval_str(a.dtype(), a.shape()));
+  const int n = int(choices.size());
+  if (mode == "raise") {
+    // As JAX: checked on the concrete indices; under jit, choose a mode.
+    if (a.is_tracer())
+      throw ConcretizationError("choose: mode='raise' needs concrete indices (jnp.choose was jit-compiled with "
+                                "mode='raise'); use mode='wrap' or mode='clip' instead");
+    if (a.size() > 0 && any(logical_or(a < 0, a >= n)).item<bool>()) throw ValueError("invalid entry in choice array");
+  }
   V in{a};
   in.insert(in.end(), choices.begin(), choices.end());
-  const int n = int(choices.size());
   return staged("tessel.choose", in, [=](const V& v) {
     Array i = v[0];
     if (mode == "wrap") i = i % n;
-    else i = clip(i, 0, n - 1);  // raise: as JAX under jit, clamped
+    else i = clip(i, 0, n - 1);  // raise: checked above, every index in range
     V ch(v.begin() + 1, v.end());
     auto b = broadcast_arrays(ch);
     Array r = b[0];
@@ -237,6 +246,18 @@ Array ravel_multi_index(const std::vector<Array>& mi, const Shape& dims, const s
     throw ValueError("ravel_multi_index: " + std::to_string(mi.size()) + " index arrays for " + std::to_string(dims.size()) + " dims");
   if (mode != "clip" && mode != "wrap" && mode != "raise")
     throw ValueError("ravel_multi_index: mode must be clip, wrap or raise, got '" + mode + "'");
+  for (auto& i : mi)
+    if (!is_integral(i.dtype()))
+      throw TypeError("ravel_multi_index: only int indices permitted, got " + aval_str(i.dtype(), i.shape()));
+  if (mode == "raise")
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      // As JAX: checked on the concrete indices; under jit, choose a mode.
+      if (mi[d].is_tracer())
+        throw ConcretizationError("ravel_multi_index: mode='raise' needs concrete indices (it was jit-compiled with "
+                                  "mode='raise'); use mode='wrap' or mode='clip' instead");
+      if (mi[d].size() > 0 && any(logical_or(mi[d] < 0, mi[d] >= double(dims[d]))).item<bool>())
+        throw ValueError("invalid entry in coordinates array");
+    }
   Array r = zeros_like(mi.empty() ? array(0) : mi[0]);
   for (std::size_t d = 0; d < dims.size(); ++d) {
     Array i = mode == "wrap" ? mi[d] % int(dims[d]) : clip(mi[d], 0, double(dims[d] - 1));
@@ -290,6 +311,10 @@ Array trapezoid(const Array& y, const Array& x, int axis) {
   });
 }
 Array vecdot(const Array& a, const Array& b, int axis) {
+  const int aa = norm(axis, a.ndim(), "vecdot"), ba = norm(axis, b.ndim(), "vecdot");
+  if (a.shape()[std::size_t(aa)] != b.shape()[std::size_t(ba)])
+    throw ValueError("vecdot: axes must match; got shapes " + shape_str(a.shape()) + " and " + shape_str(b.shape()) +
+                     " with axis=" + std::to_string(axis));
   return staged("tessel.vecdot", {a, b}, [axis](const V& v) { return sum(conj(v[0]) * v[1], axis); });
 }
 Array matvec(const Array& a, const Array& v) { return squeeze(matmul(a, expand_dims(v, -1)), -1); }
@@ -610,6 +635,8 @@ Array extract(const Array& condition, const Array& a, NonzeroOptions o) {
 }
 Array compress(const Array& condition, const Array& a, std::optional<int> axis) {
   if (condition.is_tracer()) throw ConcretizationError("compress: the condition must be concrete (its count sets the result's size)");
+  if (condition.ndim() != 1)
+    throw ValueError("compress: condition must be a 1D array, got " + aval_str(condition.dtype(), condition.shape()));
   if (!axis) return extract(ravel(condition), ravel(a));
   const int ax = norm(*axis, a.ndim(), "compress");
   Array idx = flatnonzero(condition);

@@ -85,6 +85,12 @@ std::vector<Array> meshgrid(const std::vector<Array>& xs, const std::string& ind
   if (indexing != "xy" && indexing != "ij")
     throw ValueError("meshgrid: indexing must be 'xy' or 'ij', got '" + indexing + "'");
   const std::size_t n = xs.size();
+  for (auto& x : xs)
+    if (x.ndim() != 1) {
+      std::string shapes;
+      for (auto& y : xs) shapes += (shapes.empty() ? "" : ", ") + shape_str(y.shape());
+      throw ValueError("Arguments to meshgrid must be 1D, got shapes [" + shapes + "]");
+    }
   Shape shape;
   for (auto& x : xs) shape.push_back(x.size());
   if (indexing == "xy" && n >= 2) std::swap(shape[0], shape[1]);

@@ -89,36 +89,69 @@ std::vector<Array> sort(const std::vector<Array>& ops, int dimension, int num_ke
   });
 }
 
+std::vector<Array> associative_scan(
+    const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>& fn,
+    const std::vector<Array>& elems, AssociativeScanOptions o) {
+  if (elems.empty()) throw ValueError("lax.associative_scan: elems has no arrays");
+  const int a = norm(o.axis, elems[0].ndim(), "associative_scan");
+  for (auto& e : elems) {
+    if (e.ndim() <= a || e.shape()[std::size_t(a)] != elems[0].shape()[std::size_t(a)])
+      throw ValueError("lax.associative_scan: array inputs to associative_scan must have the same first dimension "
+                       "(along axis " + std::to_string(o.axis) + "): got shapes " + shape_str(elems[0].shape()) +
+                       " and " + shape_str(e.shape()));
+  }
+  auto part = [&](const Array& t, std::int64_t start, std::optional<std::int64_t> stop, std::int64_t step) {
+    std::vector<IndexItem> items;
+    for (int d = 0; d < a; ++d) items.push_back(all);
+    items.push_back(slice(start, stop, step));
+    return t.index(items);
+  };
+  auto parts = [&](const V& t, std::int64_t start, std::optional<std::int64_t> stop, std::int64_t step) {
+    V out;
+    for (auto& x : t) out.push_back(part(x, start, stop, step));
+    return out;
+  };
+  auto combine = [&](const V& x, const V& y) {
+    V r = fn(x, y);
+    if (r.size() != x.size())
+      throw TypeError("lax.associative_scan: fn returned " + std::to_string(r.size()) + " arrays for elems of " +
+                      std::to_string(x.size()));
+    return r;
+  };
+  std::function<V(const V&)> scan = [&](const V& e) -> V {
+    const std::int64_t n = e[0].shape()[std::size_t(a)];
+    if (n < 2) return e;
+    // Pairs combined, scanned recursively: the results at odd positions.
+    V odd = scan(combine(parts(e, 0, n - 1, 2), parts(e, 1, n, 2)));
+    // Even positions: the odd result before each, combined with the element.
+    const std::int64_t no = odd[0].shape()[std::size_t(a)];
+    V rest = n % 2 == 0 ? combine(parts(odd, 0, no - 1, 1), parts(e, 2, n, 2)) : combine(odd, parts(e, 2, n, 2));
+    V out;
+    for (std::size_t k = 0; k < e.size(); ++k) {
+      Array even = concatenate({part(e[k], 0, 1, 1), rest[k]}, a);
+      // Interleave: even[0], odd[0], even[1], odd[1], ...
+      const std::int64_t ne = even.shape()[std::size_t(a)];
+      Array oddp = no < ne ? concatenate({odd[k], part(even, 0, 1, 1)}, a) : odd[k];  // a placeholder, sliced off below
+      Array both = stack({even, oddp}, a + 1);
+      Shape s = even.shape();
+      s[std::size_t(a)] = 2 * ne;
+      out.push_back(part(reshape(both, s), 0, n, 1));
+    }
+    return out;
+  };
+  return detail::staged_many("lax.associative_scan", elems, [&](const V& v) {
+    if (!o.reverse) return scan(v);
+    V flipped;
+    for (auto& x : v) flipped.push_back(flip(x, a));
+    V r = scan(flipped);
+    for (auto& x : r) x = flip(x, a);
+    return r;
+  });
+}
+
 Array associative_scan(const std::function<Array(const Array&, const Array&)>& fn, const Array& x,
                        AssociativeScanOptions o) {
-  const int a = norm(o.axis, x.ndim(), "associative_scan");
-  std::function<Array(const Array&)> scan = [&](const Array& e) -> Array {
-    const std::int64_t n = e.shape()[std::size_t(a)];
-    if (n < 2) return e;
-    auto part = [&](const Array& t, std::int64_t start, std::optional<std::int64_t> stop, std::int64_t step) {
-      std::vector<IndexItem> items;
-      for (int d = 0; d < a; ++d) items.push_back(all);
-      items.push_back(slice(start, stop, step));
-      return t.index(items);
-    };
-    // Pairs combined, scanned recursively: the results at odd positions.
-    Array odd = scan(fn(part(e, 0, n - 1, 2), part(e, 1, n, 2)));
-    // Even positions: the odd result before each, combined with the element.
-    Array rest = n % 2 == 0 ? fn(part(odd, 0, odd.shape()[std::size_t(a)] - 1, 1), part(e, 2, n, 2))
-                            : fn(odd, part(e, 2, n, 2));
-    Array even = concatenate({part(e, 0, 1, 1), rest}, a);
-    // Interleave: even[0], odd[0], even[1], odd[1], ...
-    const std::int64_t ne = even.shape()[std::size_t(a)], no = odd.shape()[std::size_t(a)];
-    Array oddp = no < ne ? concatenate({odd, part(even, 0, 1, 1)}, a) : odd;  // a placeholder, sliced off below
-    Array both = stack({even, oddp}, a + 1);
-    Shape s = even.shape();
-    s[std::size_t(a)] = 2 * ne;
-    return part(reshape(both, s), 0, n, 1);
-  };
-  return staged("lax.associative_scan", {x}, [&](const V& v) {
-    if (!o.reverse) return scan(v[0]);
-    return flip(scan(flip(v[0], a)), a);
-  });
+  return associative_scan([&](const V& p, const V& q) { return V{fn(p[0], q[0])}; }, V{x}, o)[0];
 }
 
 Array reduce(const Array& x, double init, const std::function<Array(const Array&, const Array&)>& fn,
@@ -181,6 +214,7 @@ Array bincount(const Array& x, BincountOptions o) {
   if (is_inexact(x.dtype()) || x.dtype() == DType::bool_)
     throw TypeError("bincount: x must be an integer array, got " + aval_str(x.dtype(), x.shape()));
   if (o.minlength < 0) throw ValueError("bincount: minlength must be non-negative, got " + std::to_string(o.minlength));
+  if (o.length && *o.length < 0) throw ValueError("bincount: length must be non-negative, got " + std::to_string(*o.length));
   std::int64_t length;
   if (o.length) {
     length = *o.length;
@@ -376,6 +410,8 @@ Array unique(const Array& x, UniqueOptions o) {
 Array unique_values(const Array& x, UniqueOptions o) { return unique(x, o); }
 
 std::vector<Array> nonzero(const Array& x, NonzeroOptions o) {
+  if (x.ndim() == 0)
+    throw ValueError("Calling nonzero on 0d arrays is not allowed. Use atleast_1d(scalar) first: nonzero(atleast_1d(x))");
   if (!o.size) need_concrete(x, "nonzero", "size");
   const std::int64_t n = x.size();
   const std::int64_t size = o.size ? *o.size : (n == 0 ? 0 : count_nonzero(x).item<std::int64_t>());

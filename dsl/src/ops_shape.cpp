@@ -107,7 +107,14 @@ Array stack(const std::vector<Array>& xs, int axis) {
 std::vector<Array> split(const Array& x, const std::vector<std::int64_t>& indices, int axis) {
   const std::int64_t ax = c::norm_axis(axis, x.ndim(), "tessel.split");
   std::vector<std::int64_t> cuts{0};
-  for (auto i : indices) cuts.push_back(std::clamp<std::int64_t>(i, cuts.back(), x.shape()[ax]));
+  for (auto i : indices) {
+    // As JAX (its pieces' sizes, the differences of the cuts, must not be
+    // negative); NumPy would clamp a decreasing cut into an empty piece.
+    if (i < cuts.back())
+      throw ValueError("split: indices must not decrease, got " + std::to_string(i) + " after " +
+                       std::to_string(cuts.back()) + " (a piece of negative size)");
+    cuts.push_back(std::min<std::int64_t>(i, x.shape()[ax]));
+  }
   cuts.push_back(x.shape()[ax]);
   std::vector<Array> out;
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {

@@ -51,6 +51,8 @@ Array f(const Array& k, double dfnum, double dfden, std::optional<Shape> shape, 
   });
 }
 Array geometric(const Array& k, double p, const Shape& shape, DType dtype) {
+  if (!is_integral(dtype))
+    throw ValueError(std::string("dtype argument to `geometric` must be an int dtype, got ") + dtype_name(dtype));
   return staged("random.geometric", {k}, [=](const V& v) {
     Array u = uniform(v[0], shape, DType::float32);
     u = where(u == 0, ones_like(u), u);

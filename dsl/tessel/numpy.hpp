@@ -210,7 +210,7 @@ std::vector<Array> triu_indices(std::int64_t n, std::int64_t k = 0, std::optiona
 std::vector<Array> tril_indices_from(const Array& x, std::int64_t k = 0);
 std::vector<Array> triu_indices_from(const Array& x, std::int64_t k = 0);
 std::vector<Array> unravel_index(const Array& indices, const Shape& shape);
-Array ravel_multi_index(const std::vector<Array>& multi_index, const Shape& dims, const std::string& mode = "clip");
+Array ravel_multi_index(const std::vector<Array>& multi_index, const Shape& dims, const std::string& mode = "raise");
 Array diagflat(const Array& v, int k = 0);
 Array fill_diagonal(const Array& a, double val, bool wrap = false);
 Array ediff1d(const Array& x);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 
 #include <tessel/array.hpp>
 #include <tessel/ops.hpp>
+#include <tessel/tree.hpp>
 
 namespace tessel {
 
@@ -106,6 +108,21 @@ struct AssociativeScanOptions {
 // whole slices; JAX's parallel-prefix algorithm, O(log n) levels).
 Array associative_scan(const std::function<Array(const Array&, const Array&)>& fn, const Array& x,
                        AssociativeScanOptions options = {});
+// The same over several arrays scanned together (a pytree's leaves, each of
+// the same length along axis): fn combines two lists of slices.
+std::vector<Array> associative_scan(
+    const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>& fn,
+    const std::vector<Array>& elems, AssociativeScanOptions options = {});
+// elems a pytree of arrays (a pair, a struct, a map), as JAX's: fn(a, b)
+// takes and returns pytrees of elems' structure.
+template <class T, class F, std::enable_if_t<!std::is_same_v<T, Array> && !std::is_same_v<T, std::vector<Array>>, int> = 0>
+T associative_scan(F fn, const T& elems, AssociativeScanOptions options = {}) {
+  const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)> flat =
+      [&](const std::vector<Array>& a, const std::vector<Array>& b) {
+        return tree::flatten(T(fn(tree::unflatten(elems, a), tree::unflatten(elems, b))));
+      };
+  return tree::unflatten(elems, associative_scan(flat, tree::flatten(elems), options));
+}
 // x reduced over `dimensions` with an associative, commutative fn and its
 // identity init (a pairwise tree of fn over halves).
 Array reduce(const Array& x, double init, const std::function<Array(const Array&, const Array&)>& fn,

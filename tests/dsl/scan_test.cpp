@@ -276,3 +276,40 @@ TEST_CASE("top_k split along its axis over 1..8 devices moves k candidates per d
       ts::array(std::vector<float>{0.5f, 4.0f, 2.0f, 1.0f}));
   CHECK(g.to_vector<float>() == std::vector<float>{0, 3, 1, 0});
 }
+
+TEST_CASE("lax.associative_scan over a pytree: a linear recurrence as pairs, forward and reverse, eager, jit, sharded") {
+  // h[t] = a[t] h[t-1] + b[t], h[-1] = 0, as the scan of (a, b) with
+  // (a1, b1) . (a2, b2) = (a1 a2, a2 b1 + b2): JAX's classic pytree use.
+  using Pair = std::pair<ts::Array, ts::Array>;
+  auto combine = [](const Pair& x, const Pair& y) { return Pair(x.first * y.first, y.first * x.second + y.second); };
+  for (std::int64_t n : {1, 2, 7, 8, 13}) {
+    CAPTURE(n);
+    std::vector<double> av, bv;
+    for (std::int64_t i = 0; i < n; ++i) av.push_back(0.5 + 0.05 * double(i % 7)), bv.push_back(std::sin(double(i)));
+    for (bool reverse : {false, true}) {
+      CAPTURE(reverse);
+      std::vector<double> want(static_cast<std::size_t>(n));
+      double h = 0;
+      for (std::int64_t s = 0; s < n; ++s) {
+        const std::size_t t = std::size_t(reverse ? n - 1 - s : s);
+        h = av[t] * h + bv[t];
+        want[t] = h;
+      }
+      ts::Array a = ts::array(av, {n}), b = ts::array(bv, {n});
+      ts::lax::AssociativeScanOptions o;
+      o.reverse = reverse;
+      Pair eager = ts::lax::associative_scan(combine, Pair(a, b), o);
+      auto jitted = ts::jit([&](ts::Array x, ts::Array y) { return ts::lax::associative_scan(combine, Pair(x, y), o); });
+      ts::Mesh mesh(ts::devices(), {ts::device_count()}, {"x"});
+      Pair sharded = jitted(ts::device_put(a, ts::NamedSharding(mesh, P("x"))),
+                            ts::device_put(b, ts::NamedSharding(mesh, P("x"))));
+      for (const Pair* r : {&eager, &sharded}) {
+        auto got = r->second.to_vector<double>();
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-12));
+      }
+    }
+  }
+  // Leaves of different lengths along the axis: JAX's ValueError.
+  CHECK_THROWS_AS(ts::lax::associative_scan(combine, Pair(ts::ones({3}), ts::ones({4}))), ts::ValueError);
+}
