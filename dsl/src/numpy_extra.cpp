@@ -16,6 +16,7 @@
 namespace tessel {
 
 using detail::staged;
+using detail::inexact;
 constexpr auto norm = detail::axis_in;
 namespace c = detail::compose;
 using V = std::vector<Array>;
@@ -93,7 +94,8 @@ Array ldexp(const Array& x, const Array& e) {
     return f * pow2(e1) * pow2(e2) * pow2(e3);
   });
 }
-std::pair<Array, Array> frexp(const Array& x) {
+std::pair<Array, Array> frexp(const Array& x_in) {
+  const Array x = is_complex(x_in.dtype()) ? x_in : inexact(x_in);  // integers as floats, as JAX
   need_float(x, "frexp");
   auto r = detail::staged_many("tessel.frexp", {x}, [](const V& v) {
     const Array& f = v[0];
@@ -114,7 +116,9 @@ std::pair<Array, Array> frexp(const Array& x) {
   });
   return {r[0], r[1]};
 }
-Array nextafter(const Array& a, const Array& b) {
+Array nextafter(const Array& a_in, const Array& b_in) {
+  // Integers as floats, as JAX (promote_args_inexact).
+  const Array a = is_complex(a_in.dtype()) ? a_in : inexact(a_in), b = is_complex(b_in.dtype()) ? b_in : inexact(b_in);
   return staged("tessel.nextafter", {a, b}, [](const V& v) {
     auto p = broadcast_arrays({v[0] + zeros_like(v[1]), v[1] + zeros_like(v[0])});
     Array x = p[0], y = p[1];
@@ -133,7 +137,8 @@ Array nextafter(const Array& a, const Array& b) {
     return where(logical_or(isnan(x), isnan(y)), full_like(x, NAN), r);
   });
 }
-Array spacing(const Array& x) {
+Array spacing(const Array& x_in) {
+  const Array x = is_complex(x_in.dtype()) ? x_in : inexact(x_in);  // integers as floats, as JAX
   need_float(x, "spacing");
   return staged("tessel.spacing", {x}, [](const V& v) {
     const Array& f = v[0];

@@ -384,7 +384,8 @@ namespace {
 attr::IndexMode index_mode(const std::string& mode, const char* what) {
   if (mode == "fill") return attr::IndexMode::fill;
   if (mode == "clip") return attr::IndexMode::clip;
-  throw ValueError(std::string(what) + ": mode must be \"fill\" or \"clip\", got \"" + mode + "\"");
+  throw ValueError(std::string(what) + ": mode must be \"fill\" or \"clip\"" +
+                   (std::string(what) == "take" ? " or \"wrap\"" : "") + ", got \"" + mode + "\"");
 }
 void check_index_array(const Array& i, const char* what) {
   if (!is_integral(i.dtype()) || i.dtype() == DType::bool_)
@@ -452,7 +453,9 @@ NodeRef mask_like(NodeTable& t, const NodeRef& mask, const Shape& shape) {
 Array take(const Array& a, const Array& indices, std::optional<int> axis, const std::string& mode) {
   check_index_array(indices, "take");
   attr::Indexed how;
-  how.mode = index_mode(mode, "take");
+  // "wrap": the indices modulo the axis's length (floor modulo, as JAX's
+  // jnp.take), then every one is in range.
+  how.mode = index_mode(mode == "wrap" ? "clip" : mode, "take");
   Array src = a;
   if (!axis) {
     src = reshape(a, {-1});
@@ -460,7 +463,13 @@ Array take(const Array& a, const Array& indices, std::optional<int> axis, const 
   } else {
     how.axis = c::norm_axis(*axis, a.ndim(), "take");
   }
-  return apply1("tessel.take", {src, indices},
+  Array idx = indices;
+  if (mode == "wrap") {
+    const std::int64_t n = src.shape()[std::size_t(how.axis)];
+    if (n == 0) throw ValueError("take: mode \"wrap\" on an axis of length 0");
+    idx = remainder(indices, full_like(indices, double(n)));
+  }
+  return apply1("tessel.take", {src, idx},
                 [how](NodeTable& t, const NR& in) { return build::gather(t, in[0], in[1], how); });
 }
 

@@ -153,3 +153,20 @@ TEST_CASE("histogram2d and histogramdd count against a host loop, split over dev
   CHECK(host<float>(hd) == want);
   CHECK(edges.size() == 2);
 }
+
+TEST_CASE("take with mode 'wrap' (floor modulo, as jnp.take); frexp, nextafter and spacing of integers as floats") {
+  ts::Array x = ts::arange(5.0);
+  // np.take(np.arange(5.), [-1, 5, 7, -6], mode='wrap') == [4, 0, 2, 4]
+  CHECK(ts::take(x, ts::array({-1, 5, 7, -6}), 0, "wrap").to_vector<double>() == std::vector<double>{4, 0, 2, 4});
+  CHECK(ts::jit([](ts::Array a, ts::Array i) { return ts::take(a, i, std::nullopt, "wrap"); })(
+            ts::arange(6.0).reshape({2, 3}), ts::array({6, -1}))
+            .to_vector<double>() == std::vector<double>{0, 5});
+  CHECK_THROWS_AS(ts::take(x, ts::array({0}), 0, "wrapped"), ts::ValueError);
+  // np.frexp(np.array([8, -3], np.int32)) == ([0.5, -0.75], [4, 2]), as float32
+  auto [m, e] = ts::frexp(ts::array({8, -3}));
+  CHECK(m.dtype() == ts::float32);
+  CHECK(m.to_vector<float>() == std::vector<float>{0.5f, -0.75f});
+  CHECK(e.to_vector<std::int32_t>() == std::vector<std::int32_t>{4, 2});
+  CHECK(ts::nextafter(ts::array({1}), ts::array({2})).to_vector<float>()[0] == std::nextafter(1.0f, 2.0f));
+  CHECK(ts::spacing(ts::array({1})).to_vector<float>()[0] == std::nextafter(1.0f, 2.0f) - 1.0f);
+}
