@@ -399,9 +399,19 @@ class ProcessSpanningCommunicator final : public Meetings<SpanningMeeting> {
   }
   // What the processes of one meeting agree on exactly: the program, the
   // launch, the round, the group and the bytes.
+  // Each field is mixed in whole (a splitmix64 step per field), so no two
+  // fields' bits overlap as shifted XORs would let them.
   std::uint64_t fingerprint(const Key& key, const std::vector<std::int64_t>& group, std::size_t bytes) const {
-    return (std::uint64_t(bytes) * 1000003u) ^ (std::uint64_t(group.size()) << 48) ^
-           (std::uint64_t(key.leader) << 40) ^ (key.round << 20) ^ launch_ ^ (program_ * 0x9E3779B97F4A7C15ull);
+    auto mix = [](std::uint64_t h, std::uint64_t v) {
+      std::uint64_t x = h + v + 0x9E3779B97F4A7C15ull;
+      x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+      x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+      return x ^ (x >> 31);
+    };
+    std::uint64_t h = mix(0, program_);
+    for (std::uint64_t v : {std::uint64_t(bytes), std::uint64_t(group.size()), std::uint64_t(key.leader), key.round, launch_})
+      h = mix(h, v);
+    return h;
   }
 
   // The all-reduce's chain between processes (run by the last local member
