@@ -16,10 +16,12 @@ namespace tessel::codegen {
 struct CompileOptions {
   int threads_per_device = 1;
   // Called after each of codegen's own passes over the program (not its
-  // regions' compiles): "expand-complex" and "fold-transposes" with the
-  // graph they made, "plan-fusion" and "sink-collectives" with the plan's
-  // steps as text (graph null). The compile driver logs, times, dumps and
-  // verifies them as it does its own passes.
+  // regions' compiles): "fold-transposes" with the graph it made,
+  // "expand-complex" (and "fold-transposes" after it) with the packed graph
+  // as text, "plan-fusion" and "sink-collectives" with the plan's steps as
+  // text (graph null: nothing to verify; a packed complex graph's ops read
+  // pairs of reals where their rules want complex values). The compile
+  // driver logs, times, dumps and verifies them as it does its own passes.
   std::function<void(const char* pass, const Graph* graph, const std::string& text)> on_pass;
 };
 
