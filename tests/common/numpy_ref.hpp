@@ -4,10 +4,12 @@
 // functions for the gradient cases.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -91,6 +93,25 @@ inline std::vector<std::vector<double>> tessel_differences(const Fn& f, const In
     g.push_back(gi);
   }
   return g;
+}
+
+// "" when every gradient is float64 and within tol (relative to 1 + |want|)
+// of want, element by element; else what differs first.
+inline std::string compare_grads(const Inputs& got, const std::vector<std::vector<double>>& want, double tol) {
+  if (got.size() != want.size()) return "got " + std::to_string(got.size()) + " gradients";
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].dtype() != float64) return "gradient " + std::to_string(i) + " is " + dtype_name(got[i].dtype());
+    const auto g = got[i].to_vector<double>();
+    if (g.size() != want[i].size()) return "gradient " + std::to_string(i) + " has the wrong size";
+    for (size_t j = 0; j < g.size(); ++j)
+      if (!(std::fabs(g[j] - want[i][j]) <= tol * (1 + std::fabs(want[i][j])))) {
+        std::ostringstream os;
+        os.precision(12);
+        os << "gradient " << i << " element " << j << ": autodiff " << g[j] << ", want " << want[i][j];
+        return os.str();
+      }
+  }
+  return "";
 }
 
 }  // namespace tessel::testing::numpy_ref

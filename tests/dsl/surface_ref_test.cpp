@@ -263,27 +263,6 @@ void run_group(const std::string& group) {
 
 // ---------------------------------------------------------------- gradients
 
-using Fn = std::function<Array(const Inputs&)>;
-
-
-std::string compare_grads(const Inputs& got, const std::vector<std::vector<double>>& want, double tol) {
-  if (got.size() != want.size()) return "got " + std::to_string(got.size()) + " gradients";
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i].dtype() != ts::float64) return "gradient " + std::to_string(i) + " is " + ts::dtype_name(got[i].dtype());
-    const auto g = got[i].to_vector<double>();
-    if (g.size() != want[i].size()) return "gradient " + std::to_string(i) + " has the wrong size";
-    for (size_t j = 0; j < g.size(); ++j)
-      if (!(std::fabs(g[j] - want[i][j]) <= tol * (1 + std::fabs(want[i][j])))) {
-        std::ostringstream os;
-        os.precision(12);
-        os << "input " << i << " element " << j << ": autodiff " << g[j] << ", want " << want[i][j];
-        return os.str();
-      }
-  }
-  return "";
-}
-
-
 void check_grad_case(const json& c) {
   const auto name = c.at("name").get<std::string>();
   CAPTURE(name);
