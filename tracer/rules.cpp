@@ -20,9 +20,10 @@ void eval_entry(const std::vector<const HostArray*>& in, const Attrs& p, const A
 }
 
 const OpRules kRules[] = {
-#define TESSEL_X(e, text, family, cost, attrs)                                                  \
+#define TESSEL_X(e, text, family, cost_class, attrs)                                                  \
   {&infer_entry<Op::e>, &eval_entry<Op::e>, &Rule<Op::e>::factors, &Rule<Op::e>::jvp, \
-   &Rule<Op::e>::transpose, &Rule<Op::e>::local, &Rule<Op::e>::batch},
+   &Rule<Op::e>::transpose, &Rule<Op::e>::local, &Rule<Op::e>::batch, &Rule<Op::e>::expand_complex, \
+   &Rule<Op::e>::cost},
     TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
 };
@@ -128,6 +129,41 @@ FactorRule leaf_factors(const Node& n) {
 
 [[noreturn]] void rule_util::not_linear(const Node& n) {
   throw InternalError(std::string(op_name(n.op)) + " is not linear: it has no transpose");
+}
+
+// The API refuses complex operands of most ops without a complex form
+// (comparisons, bitwise and rounding ops, erf, atan2, threefry, top_k); the
+// others are not supported by the compiler yet.
+[[noreturn]] void rule_util::no_complex_form(const Node& n) {
+  throw NotImplementedError(detail::cat(op_name(n.op), " of complex values (", n.aval.str(),
+                                        ") is not supported by the compiler yet"));
+}
+[[noreturn]] void rule_util::complex_never_reaches(const Node& n) {
+  throw InternalError(detail::cat(op_name(n.op), " of complex values (", n.aval.str(), ") reached the complex expander"));
+}
+
+double rule_util::bytes_accessed(const Node& n) {
+  double bytes = double(numel(n.shape())) * double(dtype_size(n.dtype()));
+  for (auto& x : n.in) bytes += double(numel(x->shape())) * double(dtype_size(x->dtype()));
+  return bytes;
+}
+NodeCost rule_util::elementwise_cost(const Node& n) {
+  NodeCost c;
+  (op_cost(n.op) == OpCost::Transcendental ? c.transcendentals : c.flops) = double(numel(n.shape()));
+  c.bytes_accessed = bytes_accessed(n);
+  return c;
+}
+NodeCost rule_util::memory_cost(const Node& n) {
+  NodeCost c;
+  c.bytes_accessed = bytes_accessed(n);
+  return c;
+}
+NodeCost rule_util::no_cost(const Node&) { return {}; }
+NodeCost rule_util::reduce_cost(const Node& n) {
+  NodeCost c;
+  c.flops = double(numel(n.in[0]->shape()));
+  c.bytes_accessed = bytes_accessed(n);
+  return c;
 }
 
 namespace ad {

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <vector>
 
+#include "tracer/complex_build.hpp"
 #include "tracer/ir.hpp"
 
 namespace tessel {
@@ -69,6 +70,23 @@ struct BatchInfo {
   std::vector<NodeRef>* effects = nullptr;
 };
 
+// What running a node once costs, as XLA's cost analysis counts it (a
+// region op's own cost: the compile driver adds what its regions run).
+struct NodeCost {
+  double flops = 0, transcendentals = 0, bytes_accessed = 0;
+  // Bytes each device reads from its peers (collectives, distributed linalg),
+  // as the shared-memory collectives move them.
+  double bytes_moved = 0;
+  bool communicates = false;  // it meets peers (listed by communication analysis even when nothing moves)
+  // A region op's regions: how many times each runs (a scan's length; a
+  // while loop's trip count is known only when it runs, so one trip, as XLA
+  // counts), and whether only one of them runs (a cond: the dearest counts).
+  double region_runs = 1;
+  bool one_region = false;
+};
+
+
+
 struct OpRules {
   // The result's aval from the operands' (and, for ops whose result type is a
   // parameter — parameter, constant, iota, reshape, broadcast, convert — the
@@ -100,6 +118,13 @@ struct OpRules {
   // elements each).
   NodeRef (*batch)(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
                    const BatchInfo& b);
+  // Complex expansion (codegen/complex.hpp): n, whose operands or result are
+  // complex, rebuilt over packed operands `ops` (tracer/complex_build.hpp) in
+  // real ops; returns its packed (or real) result. Throws NotImplementedError
+  // for an op with no complex form.
+  NodeRef (*expand_complex)(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops);
+  // The cost of running n once (cost analysis, communication, fusion).
+  NodeCost (*cost)(const Node& n);
 };
 
 const OpRules& rules(Op op);
@@ -107,7 +132,7 @@ const OpRules& rules(Op op);
 template <Op op>
 struct Rule;
 
-#define TESSEL_X(e, text, family, cost, attrs)                                                                   \
+#define TESSEL_X(e, text, family, cost_class, attrs)                                                                   \
   template <>                                                                                       \
   struct Rule<Op::e> {                                                                              \
     using A = attr::attrs; /* the op's attribute struct */                                          \
@@ -124,6 +149,8 @@ struct Rule;
                          const std::vector<AxisSharding>& op_sh, const AxisSharding& natural);     \
     static NodeRef batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                \
                          const std::vector<bool>& batched, const BatchInfo& b);                     \
+    static NodeRef expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops); \
+    static NodeCost cost(const Node& n);                                                            \
   };
 TESSEL_OPS(TESSEL_X)
 #undef TESSEL_X
@@ -194,6 +221,19 @@ FactorRule elementwise_factors(const Node& n);    // every operand dim i and res
 FactorRule replicated_factors(const Node& n);     // every dim its own factor, none splittable
 FactorRule leaf_factors(const Node& n);           // result dims free factors, no operands
 [[noreturn]] void not_linear(const Node& n);
+// Complex expansion: NotImplementedError for an op with no complex form;
+// InternalError for one the pass never hands a rule (regions, parameters).
+[[noreturn]] void no_complex_form(const Node& n);
+[[noreturn]] void complex_never_reaches(const Node& n);
+// Cost rules shared by families: elementwise (a flop or a transcendental per
+// element, by the op list's cost class), data movement (bytes only), none
+// (leaves, annotations, tuples), a reduction (a flop per operand element).
+NodeCost elementwise_cost(const Node& n);
+NodeCost memory_cost(const Node& n);
+NodeCost no_cost(const Node& n);
+NodeCost reduce_cost(const Node& n);
+// The bytes n reads and writes (its operands and result).
+double bytes_accessed(const Node& n);
 // "{0,1,2}"
 std::string ints(const std::vector<std::int64_t>& v);
 }  // namespace rule_util
@@ -217,6 +257,29 @@ std::string ints(const std::vector<std::int64_t>& v);
                                std::vector<NodeRef>&) {                                                        \
     rule_util::not_linear(n);                                                                                  \
   }
+
+// Complex-expansion rules shared by ops: no complex form; never reached by
+// the pass; the same op on the packed operands (the same bytes move or are
+// read); the identity (annotations).
+#define TESSEL_COMPLEX_NONE(OP)                                                                          \
+  NodeRef Rule<Op::OP>::expand_complex(ComplexBuilder&, const Node& n, const std::vector<NodeRef>&) {     \
+    rule_util::no_complex_form(n);                                                                       \
+  }
+#define TESSEL_COMPLEX_NEVER(OP)                                                                         \
+  NodeRef Rule<Op::OP>::expand_complex(ComplexBuilder&, const Node& n, const std::vector<NodeRef>&) {     \
+    rule_util::complex_never_reaches(n);                                                                 \
+  }
+#define TESSEL_COMPLEX_SAME_OP(OP)                                                                       \
+  NodeRef Rule<Op::OP>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) { \
+    return build::with_operands(b.table(), n, ops);                                                      \
+  }
+#define TESSEL_COMPLEX_IDENTITY(OP)                                                                      \
+  NodeRef Rule<Op::OP>::expand_complex(ComplexBuilder&, const Node&, const std::vector<NodeRef>& ops) {   \
+    return ops[0];                                                                                       \
+  }
+// A cost rule shared by a family (rule_util::*_cost).
+#define TESSEL_COST(OP, FN) \
+  NodeCost Rule<Op::OP>::cost(const Node& n) { return rule_util::FN(n); }
 
 // Helpers for the batching rules (tracer/batching.cpp).
 namespace bt {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tracer/build.hpp"
+#include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -340,5 +341,69 @@ NodeRef Rule<Op::pvary>::batch(NodeTable& t, const Node& n, const std::vector<No
   const auto& a = attrs_of(n);
   return build::pvary(t, x[0], a.mesh, a.axes);
 }
+
+// ------------------------------------------------------------------ complex expansion, cost
+
+// Packed, the same bytes move.
+TESSEL_COMPLEX_NEVER(axis_index)
+TESSEL_COMPLEX_IDENTITY(pvary)
+TESSEL_COMPLEX_IDENTITY(sharding_constraint)
+TESSEL_COMPLEX_SAME_OP(all_gather)
+TESSEL_COMPLEX_SAME_OP(reduce_scatter)
+TESSEL_COMPLEX_SAME_OP(all_to_all)
+TESSEL_COMPLEX_SAME_OP(collective_permute)
+// A sum adds the parts; a product gathers every device's value (in the same
+// order everywhere) and multiplies them by halves.
+NodeRef Rule<Op::all_reduce>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  const auto& how = n.attr<attr::AllReduce>();
+  if (how.reduce_op == Op::add) return build::with_operands(b.table(), n, ops);
+  if (how.reduce_op != Op::mul)
+    throw InternalError(cat("an all-reduce by ", op_name(how.reduce_op), " of complex values"));
+  Parts x = b.unpack(ops[0]);
+  auto gather = [&](const NodeRef& v) {
+    Shape s1 = n.shape();
+    s1.insert(s1.begin(), 1);
+    return build::all_gather(b.table(), build::reshape(b.table(), v, s1), how.mesh, how.axes, 0);
+  };
+  Parts g = b.prod_along({gather(x.re), gather(x.im)}, 0);
+  return b.pack({build::reshape(b.table(), g.re, n.shape()), build::reshape(b.table(), g.im, n.shape())});
+}
+
+namespace {
+// A collective's bytes and what each device reads from its peers, as the
+// shared-memory collectives move them, from its operand's and result's bytes
+// and its group's size.
+NodeCost collective_cost(const Node& n, double (*moved)(double in, double out, double group)) {
+  NodeCost c = rule_util::memory_cost(n);
+  const double es = double(dtype_size(n.dtype()));
+  double group = 1;
+  const CollectiveAxes ca = collective_axes(n);
+  if (ca.axes)
+    for (int a : *ca.axes) group *= double((*ca.mesh)->axes()[size_t(a)].size);
+  c.bytes_moved = moved(double(numel(n.in[0]->shape())) * es, double(numel(n.shape())) * es, group);
+  c.communicates = true;
+  return c;
+}
+}  // namespace
+
+NodeCost Rule<Op::all_gather>::cost(const Node& n) {
+  return collective_cost(n, [](double in, double out, double) { return out - in; });
+}
+// A reduce-scatter and an all-gather.
+NodeCost Rule<Op::all_reduce>::cost(const Node& n) {
+  return collective_cost(n, [](double in, double, double g) { return 2 * (g - 1) / g * in; });
+}
+NodeCost Rule<Op::reduce_scatter>::cost(const Node& n) {
+  return collective_cost(n, [](double, double out, double g) { return (g - 1) * out; });
+}
+NodeCost Rule<Op::all_to_all>::cost(const Node& n) {
+  return collective_cost(n, [](double in, double, double g) { return in * (g - 1) / g; });
+}
+NodeCost Rule<Op::collective_permute>::cost(const Node& n) {
+  return collective_cost(n, [](double in, double, double) { return in; });
+}
+TESSEL_COST(axis_index, no_cost)
+TESSEL_COST(pvary, no_cost)
+TESSEL_COST(sharding_constraint, no_cost)
 
 }  // namespace tessel

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "tracer/build.hpp"
+#include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -145,5 +146,25 @@ void Rule<Op::complex>::transpose(NodeTable& t, const Node&, const NodeRef& ct, 
   if (linear[0]) cts[0] = real_part(t, ct);
   if (linear[1]) cts[1] = build::unary(t, Op::neg, imag_part(t, ct));
 }
+
+// ------------------------------------------------------------------ complex expansion, cost
+
+NodeRef Rule<Op::real>::expand_complex(ComplexBuilder& b, const Node&, const std::vector<NodeRef>& ops) {
+  return b.unpack(ops[0]).re;
+}
+NodeRef Rule<Op::imag>::expand_complex(ComplexBuilder& b, const Node&, const std::vector<NodeRef>& ops) {
+  return b.unpack(ops[0]).im;
+}
+NodeRef Rule<Op::conj>::expand_complex(ComplexBuilder& b, const Node&, const std::vector<NodeRef>& ops) {
+  Parts z = b.unpack(ops[0]);
+  return b.pack({z.re, b.un(Op::neg, z.im)});
+}
+NodeRef Rule<Op::complex>::expand_complex(ComplexBuilder& b, const Node&, const std::vector<NodeRef>& ops) {
+  return b.pack({ops[0], ops[1]});
+}
+TESSEL_COST(real, elementwise_cost)
+TESSEL_COST(imag, elementwise_cost)
+TESSEL_COST(conj, elementwise_cost)
+TESSEL_COST(complex, elementwise_cost)
 
 }  // namespace tessel

@@ -572,4 +572,26 @@ NodeRef Rule<Op::scan>::batch(NodeTable& t, const Node& n, const std::vector<Nod
   return build::tuple(t, r);
 }
 
+// ------------------------------------------------------------------ complex expansion, cost
+
+// The pass expands regions itself (their parameters and results packed like
+// the operands and results they meet).
+TESSEL_COMPLEX_NEVER(cond)
+TESSEL_COMPLEX_NEVER(while_)
+TESSEL_COMPLEX_NEVER(scan)
+// A cond runs one branch (the dearest counts); a while loop's trip count is
+// known only when it runs (one trip, as XLA's cost analysis counts); a scan
+// runs its body `length` times.
+NodeCost Rule<Op::cond>::cost(const Node& n) {
+  NodeCost c = rule_util::memory_cost(n);
+  c.one_region = true;
+  return c;
+}
+TESSEL_COST(while_, memory_cost)
+NodeCost Rule<Op::scan>::cost(const Node& n) {
+  NodeCost c = rule_util::memory_cost(n);
+  c.region_runs = double(n.attr<attr::Scan>().length);
+  return c;
+}
+
 }  // namespace tessel

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "tracer/build.hpp"
+#include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -361,5 +362,25 @@ NodeRef Rule<Op::stop_gradient>::batch(NodeTable& t, const Node&, const std::vec
                                        const std::vector<bool>&, const BatchInfo&) {
   return build::stop_gradient(t, x[0]);
 }
+
+// ------------------------------------------------------------------ complex expansion, cost
+
+NodeRef Rule<Op::cumsum>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  const auto& p = n.attr<attr::Cumulative>();
+  Parts x = b.unpack(ops[0]);
+  return b.pack({build::cumulative(b.table(), Op::cumsum, x.re, p.dimension, p.reverse),
+                 build::cumulative(b.table(), Op::cumsum, x.im, p.dimension, p.reverse)});
+}
+TESSEL_COMPLEX_NONE(cumprod)
+TESSEL_COMPLEX_NONE(cummax)
+TESSEL_COMPLEX_NONE(cummin)
+TESSEL_COMPLEX_NONE(cumlogsumexp)
+TESSEL_COMPLEX_IDENTITY(stop_gradient)
+TESSEL_COST(cumsum, memory_cost)
+TESSEL_COST(cumprod, memory_cost)
+TESSEL_COST(cummax, memory_cost)
+TESSEL_COST(cummin, memory_cost)
+TESSEL_COST(cumlogsumexp, memory_cost)
+TESSEL_COST(stop_gradient, no_cost)
 
 }  // namespace tessel

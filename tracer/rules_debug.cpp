@@ -99,4 +99,9 @@ NodeRef Rule<Op::debug_callback>::batch(NodeTable& t, const Node& n, const std::
   return build::broadcast_in_dim(t, token, {b.size}, {});
 }
 
+// ------------------------------------------------------------------ complex expansion, cost
+
+TESSEL_COMPLEX_SAME_OP(debug_callback)  // it prints the packed values as complex (codegen reads the aval)
+TESSEL_COST(debug_callback, memory_cost)
+
 }  // namespace tessel

@@ -19,6 +19,7 @@
 #include <numbers>
 
 #include "tracer/build.hpp"
+#include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -336,5 +337,13 @@ NodeRef Rule<Op::fft>::local(LocalBuilder& b, const Node& n, const std::vector<N
   }
   return x;
 }
+
+// ------------------------------------------------------------------ complex expansion, cost
+
+// FFTW reads and writes the packed arrays as they are (codegen/fft.cpp).
+NodeRef Rule<Op::fft>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  return b.table().make(Op::fft, {ops[0]}, packed_aval(n.aval), n.attrs);
+}
+TESSEL_COST(fft, memory_cost)
 
 }  // namespace tessel

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "tracer/build.hpp"
+#include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -338,5 +339,23 @@ NodeRef Rule<Op::scatter>::batch(NodeTable& t, const Node& n, const std::vector<
   how.axis += 1;
   return build::scatter(t, bt::batched(t, x[0], batched[0], b), x[1], bt::batched(t, x[2], batched[2], b), how);
 }
+
+// ------------------------------------------------------------------ complex expansion, cost
+// Each part gathered or scattered by the same indices.
+
+NodeRef Rule<Op::gather>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  const auto& how = n.attr<attr::Indexed>();
+  Parts x = b.unpack(ops[0]);
+  return b.pack({build::gather(b.table(), x.re, ops[1], how), build::gather(b.table(), x.im, ops[1], how)});
+}
+NodeRef Rule<Op::scatter>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  const auto& how = n.attr<attr::Indexed>();
+  if (how.combine != Op::add && how.combine != Op::select)
+    throw NotImplementedError(detail::cat("scatter-", op_name(how.combine), " of complex values"));
+  Parts x = b.unpack(ops[0]), u = b.unpack(ops[2]);
+  return b.pack({build::scatter(b.table(), x.re, ops[1], u.re, how), build::scatter(b.table(), x.im, ops[1], u.im, how)});
+}
+TESSEL_COST(gather, memory_cost)
+TESSEL_COST(scatter, memory_cost)
 
 }  // namespace tessel

@@ -25,6 +25,7 @@
 #include <optional>
 
 #include "tracer/build.hpp"
+#include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/linalg_build.hpp"
 #include "tracer/rules.hpp"
@@ -1135,5 +1136,61 @@ TESSEL_BATCH_LINALG(eigh)
 TESSEL_BATCH_LINALG(svd)
 #undef TESSEL_BATCH_LINALG
 #undef TESSEL_ONLY_AFTER_PARTITIONING
+
+// ------------------------------------------------------------------ complex expansion, cost
+
+// LAPACK's complex routines read and write the packed arrays as they are (codegen/lapack.cpp).
+#define TESSEL_COMPLEX_PACKED(OP, ATTR)                                                                        \
+  NodeRef Rule<Op::OP>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {    \
+    attr::ATTR p = n.attr<attr::ATTR>();                                                                       \
+    p.packed_complex = true;                                                                                   \
+    return b.table().make(n.op, ops, packed_aval(n.aval), p);                                                  \
+  }
+TESSEL_COMPLEX_PACKED(cholesky, Linalg)
+TESSEL_COMPLEX_PACKED(triangular_solve, Linalg)
+TESSEL_COMPLEX_PACKED(lu, Linalg)
+TESSEL_COMPLEX_PACKED(qr, Linalg)
+TESSEL_COMPLEX_PACKED(eigh, Linalg)
+TESSEL_COMPLEX_PACKED(svd, Linalg)
+TESSEL_COMPLEX_PACKED(distributed_lu, RowBlocked)
+TESSEL_COMPLEX_PACKED(distributed_cholesky, RowBlocked)
+TESSEL_COMPLEX_PACKED(distributed_triangular_solve, RowBlocked)
+#undef TESSEL_COMPLEX_PACKED
+
+TESSEL_COST(cholesky, memory_cost)
+TESSEL_COST(triangular_solve, memory_cost)
+TESSEL_COST(lu, memory_cost)
+TESSEL_COST(qr, memory_cost)
+TESSEL_COST(eigh, memory_cost)
+TESSEL_COST(svd, memory_cost)
+
+// The distributed factorisations: what each device reads from its peers.
+namespace {
+double element_bytes(const Node& n) {
+  return double(dtype_size(n.dtype())) * (n.attr<attr::RowBlocked>().packed_complex ? 2 : 1);
+}
+// Per panel step: the panel's active rows (nb columns), and for lu 2 nb rows, as a device reads them.
+NodeCost panel_cost(const Node& n, bool lu) {
+  NodeCost c = rule_util::memory_cost(n);
+  const auto& a = n.attr<attr::RowBlocked>();
+  const std::int64_t cols = n.in[0]->shape()[1], kmax = std::min(a.rows, cols);
+  for (std::int64_t c0 = 0; c0 < kmax; c0 += a.panel) {
+    const double w = double(std::min(a.panel, kmax - c0));
+    c.bytes_moved += (double(a.rows - c0) * w + (lu ? 2 * w * double(cols) : 0)) * element_bytes(n);
+  }
+  c.communicates = true;
+  return c;
+}
+}  // namespace
+NodeCost Rule<Op::distributed_lu>::cost(const Node& n) { return panel_cost(n, true); }
+NodeCost Rule<Op::distributed_cholesky>::cost(const Node& n) { return panel_cost(n, false); }
+// Per block: x's block as a device reads it, and for op(a) = a^T the owner's partial sums.
+NodeCost Rule<Op::distributed_triangular_solve>::cost(const Node& n) {
+  NodeCost c = rule_util::memory_cost(n);
+  const auto& a = n.attr<attr::RowBlocked>();
+  c.bytes_moved = double(a.rows) * double(n.shape()[1]) * element_bytes(n) * (a.transpose_a ? 2 : 1);
+  c.communicates = true;
+  return c;
+}
 
 }  // namespace tessel

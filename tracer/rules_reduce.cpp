@@ -11,6 +11,7 @@
 #include <set>
 
 #include "tracer/build.hpp"
+#include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -678,6 +679,54 @@ NodeRef Rule<Op::dot_general>::batch(NodeTable& t, const Node& n, const std::vec
   for (std::int64_t i = 0; i < y->rank(); ++i)
     if (i != at) perm.push_back(i);
   return build::transpose(t, y, perm);
+}
+
+// ------------------------------------------------------------------ complex expansion, cost
+
+NodeRef Rule<Op::reduce_sum>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  const auto& dims = n.attr<attr::Dimensions>().dims;
+  Parts x = b.unpack(ops[0]);
+  return b.pack({build::reduce(b.table(), Op::reduce_sum, x.re, dims), build::reduce(b.table(), Op::reduce_sum, x.im, dims)});
+}
+// Complex products along each reduced dim, by halves (ComplexBuilder::prod_along).
+NodeRef Rule<Op::reduce_prod>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  Parts x = b.unpack(ops[0]);
+  for (auto d : n.attr<attr::Dimensions>().dims) x = b.prod_along(x, d);
+  return b.pack({build::reshape(b.table(), x.re, n.shape()), build::reshape(b.table(), x.im, n.shape())});
+}
+TESSEL_COMPLEX_NONE(reduce_max)
+TESSEL_COMPLEX_NONE(reduce_min)
+TESSEL_COMPLEX_NONE(argmax)
+TESSEL_COMPLEX_NONE(argmin)
+// Complex values (not keys) sorted part by part by the same real keys.
+NodeRef Rule<Op::sort>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  if (is_complex(n.in[0]->dtype())) throw NotImplementedError("sorting by complex keys");
+  const std::int64_t d = n.attr<attr::Dimension>().dimension;
+  Parts v = b.unpack(ops[1]);
+  return b.pack({build::sort(b.table(), ops[0], v.re, d), build::sort(b.table(), ops[0], v.im, d)});
+}
+// (a + bi)(c + di) summed: four real dots.
+NodeRef Rule<Op::dot_general>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  const auto& dd = n.attr<attr::Dot>().dims;
+  Parts x = b.unpack(ops[0]), y = b.unpack(ops[1]);
+  auto dot = [&](const NodeRef& l, const NodeRef& r) { return build::dot_general(b.table(), l, r, dd); };
+  return b.pack({b.sub(dot(x.re, y.re), dot(x.im, y.im)), b.add(dot(x.re, y.im), dot(x.im, y.re))});
+}
+
+TESSEL_COST(reduce_sum, reduce_cost)
+TESSEL_COST(reduce_max, reduce_cost)
+TESSEL_COST(reduce_min, reduce_cost)
+TESSEL_COST(reduce_prod, reduce_cost)
+TESSEL_COST(argmax, reduce_cost)
+TESSEL_COST(argmin, reduce_cost)
+TESSEL_COST(sort, memory_cost)
+// Two flops (a multiply and an add) per result element and contracted index.
+NodeCost Rule<Op::dot_general>::cost(const Node& n) {
+  NodeCost c = rule_util::memory_cost(n);
+  double k = 1;
+  for (auto d : n.attr<attr::Dot>().dims.lhs_contract) k *= double(n.in[0]->shape()[size_t(d)]);
+  c.flops = 2 * double(numel(n.shape())) * k;
+  return c;
 }
 
 }  // namespace tessel

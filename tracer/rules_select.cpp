@@ -142,4 +142,9 @@ NodeRef Rule<Op::top_k>::local(LocalBuilder& b, const Node& n, const std::vector
   return build::tuple(t, {build::get_tuple_element(t, best, 0), chosen});
 }
 
+// ------------------------------------------------------------------ complex expansion, cost
+
+TESSEL_COMPLEX_NONE(top_k)
+TESSEL_COST(top_k, memory_cost)
+
 }  // namespace tessel

@@ -349,4 +349,16 @@ NodeRef Rule<Op::shard_map>::batch(NodeTable& t, const Node& n, const std::vecto
   return build::shard_map(t, std::move(sm), x);
 }
 
+// ------------------------------------------------------------------ complex expansion, cost
+
+TESSEL_COMPLEX_SAME_OP(tuple)
+TESSEL_COMPLEX_SAME_OP(get_tuple_element)
+// Inlined before codegen.
+TESSEL_COMPLEX_NEVER(call)
+TESSEL_COMPLEX_NEVER(shard_map)
+TESSEL_COST(tuple, no_cost)
+TESSEL_COST(get_tuple_element, no_cost)
+TESSEL_COST(call, memory_cost)
+TESSEL_COST(shard_map, memory_cost)
+
 }  // namespace tessel

@@ -203,136 +203,52 @@ Graph rewrite_for_mesh(const Graph& g, const CommonMesh& cm, const std::vector<s
   return r;
 }
 
-// A region op runs its regions: a scan its body `length` times; a while
-// loop its condition and body once each (the trip count is known only when
-// it runs: XLA's cost analysis counts one trip too); a cond the dearest of
-// its branches.
-struct RegionRuns {
-  std::vector<const Graph*> graphs;
-  double times = 1;
-  bool dearest = false;  // one of the graphs runs (cond), not all
-};
-RegionRuns region_runs(const Node& n) {
-  RegionRuns r;
-  for (auto& g : n.regions()) r.graphs.push_back(g.get());
-  if (n.op == Op::scan) r.times = double(n.attr<attr::Scan>().length);
-  r.dearest = n.op == Op::cond;
-  return r;
-}
-
+// What each node costs comes from its op's rule (Rule<op>::cost); a region
+// op adds what its regions run, as often as they run (a cond: the dearest).
 CostAnalysis cost_of(const Graph& local) {
   CostAnalysis c;
   for (auto& n : local.topo_order()) {
-    const double size = double(numel(n->shape()));
-    double bytes = size * double(dtype_size(n->dtype()));
-    for (auto& x : n->in) bytes += double(numel(x->shape())) * double(dtype_size(x->dtype()));
-    switch (op_family(n->op)) {
-      case OpFamily::Leaf: case OpFamily::Annotation: case OpFamily::Tuple: break;
-      case OpFamily::Region: {
-        const RegionRuns runs = region_runs(*n);
-        CostAnalysis inner;
-        for (const Graph* g : runs.graphs) {
-          const CostAnalysis r = cost_of(*g);
-          if (runs.dearest) {
-            inner.flops = std::max(inner.flops, r.flops);
-            inner.transcendentals = std::max(inner.transcendentals, r.transcendentals);
-            inner.bytes_accessed = std::max(inner.bytes_accessed, r.bytes_accessed);
-          } else {
-            inner.flops += r.flops, inner.transcendentals += r.transcendentals, inner.bytes_accessed += r.bytes_accessed;
-          }
-        }
-        c.flops += runs.times * inner.flops;
-        c.transcendentals += runs.times * inner.transcendentals;
-        c.bytes_accessed += runs.times * inner.bytes_accessed + bytes;
-        break;
-      }
-      case OpFamily::Unary:
-        if (op_cost(n->op) == OpCost::Transcendental) c.transcendentals += size;
-        else
-          c.flops += size;
-        c.bytes_accessed += bytes;
-        break;
-      case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select: case OpFamily::Nary:
-      case OpFamily::Convert:
-        if (op_cost(n->op) == OpCost::Transcendental) c.transcendentals += size;  // pow, atan2, as XLA
-        else c.flops += size;
-        c.bytes_accessed += bytes;
-        break;
-      case OpFamily::Shape: case OpFamily::Collective: case OpFamily::Library: c.bytes_accessed += bytes; break;
-      case OpFamily::Reduce:
-        c.flops += double(numel(n->in[0]->shape()));
-        c.bytes_accessed += bytes;
-        break;
-      case OpFamily::Dot: {
-        double k = 1;
-        for (auto d : n->attr<attr::Dot>().dims.lhs_contract) k *= double(n->in[0]->shape()[d]);
-        c.flops += 2 * size * k;
-        c.bytes_accessed += bytes;
-        break;
+    const NodeCost own = rules(n->op).cost(*n);
+    c.flops += own.flops, c.transcendentals += own.transcendentals, c.bytes_accessed += own.bytes_accessed;
+    CostAnalysis inner;
+    for (auto& g : n->regions()) {
+      const CostAnalysis r = cost_of(*g);
+      if (own.one_region) {
+        inner.flops = std::max(inner.flops, r.flops);
+        inner.transcendentals = std::max(inner.transcendentals, r.transcendentals);
+        inner.bytes_accessed = std::max(inner.bytes_accessed, r.bytes_accessed);
+      } else {
+        inner.flops += r.flops, inner.transcendentals += r.transcendentals, inner.bytes_accessed += r.bytes_accessed;
       }
     }
+    c.flops += own.region_runs * inner.flops;
+    c.transcendentals += own.region_runs * inner.transcendentals;
+    c.bytes_accessed += own.region_runs * inner.bytes_accessed;
   }
   return c;
 }
 
+// The nodes that meet peers, with the bytes each device reads (the op's
+// cost rule); a region op's as often as its regions run.
 std::vector<CommStat> communication_of(const Graph& local) {
   std::vector<CommStat> out;
   for (auto& n : local.topo_order()) {
-    if (op_family(n->op) == OpFamily::Region) {
-      // The collectives of its regions, as often as they run (region_runs).
-      const RegionRuns runs = region_runs(*n);
-      std::vector<CommStat> inner;
-      double most = -1;
-      for (const Graph* g : runs.graphs) {
-        std::vector<CommStat> r = communication_of(*g);
-        if (!runs.dearest) {
-          inner.insert(inner.end(), r.begin(), r.end());
-          continue;
-        }
-        double moved = 0;
-        for (auto& s : r) moved += s.bytes_per_device;
-        if (moved > most) most = moved, inner = std::move(r);
+    const NodeCost own = rules(n->op).cost(*n);
+    if (own.communicates) out.push_back({op_name(n->op), own.bytes_moved});
+    if (n->regions().empty()) continue;
+    std::vector<CommStat> inner;
+    double most = -1;
+    for (auto& g : n->regions()) {
+      std::vector<CommStat> r = communication_of(*g);
+      if (!own.one_region) {
+        inner.insert(inner.end(), r.begin(), r.end());
+        continue;
       }
-      for (auto& s : inner) out.push_back({s.collective, s.bytes_per_device * runs.times});
-      continue;
-    }
-    if (n->op == Op::distributed_lu || n->op == Op::distributed_cholesky || n->op == Op::distributed_triangular_solve) {
-      const auto& a = n->attr<attr::RowBlocked>();
-      const double es = double(dtype_size(n->dtype())) * (a.packed_complex ? 2 : 1);
       double moved = 0;
-      if (n->op == Op::distributed_triangular_solve) {
-        // Per block: x's block as a device reads it, and for op(a) = a^T the owner's partial sums.
-        const double k = double(n->shape()[1]);
-        moved = double(a.rows) * k * es * (a.transpose_a ? 2 : 1);
-      } else {
-        // Per panel step: the panel's active rows (nb columns), and for lu 2 nb rows, as a device reads them.
-        const bool lu = n->op == Op::distributed_lu;
-        const std::int64_t cols = n->in[0]->shape()[1], kmax = std::min(a.rows, cols);
-        for (std::int64_t c0 = 0; c0 < kmax; c0 += a.panel) {
-          const double w = double(std::min(a.panel, kmax - c0));
-          moved += (double(a.rows - c0) * w + (lu ? 2 * w * double(cols) : 0)) * es;
-        }
-      }
-      out.push_back({op_name(n->op), moved});
-      continue;
+      for (auto& s : r) moved += s.bytes_per_device;
+      if (moved > most) most = moved, inner = std::move(r);
     }
-    if (op_family(n->op) != OpFamily::Collective) continue;
-    double in_bytes = double(numel(n->in[0]->shape())) * double(dtype_size(n->dtype()));
-    double out_bytes = double(numel(n->shape())) * double(dtype_size(n->dtype()));
-    double group = 1;
-    const CollectiveAxes ca = collective_axes(*n);
-    if (ca.axes)
-      for (int a : *ca.axes) group *= double((*ca.mesh)->axes()[a].size);
-    double moved = 0;
-    // Bytes each device reads from its peers, as the shared-memory collectives do.
-    switch (n->op) {
-      case Op::all_gather: moved = out_bytes - in_bytes; break;
-      case Op::all_reduce: moved = 2 * (group - 1) / group * in_bytes; break;  // reduce-scatter + all-gather
-      case Op::reduce_scatter: moved = (group - 1) * out_bytes; break;
-      case Op::all_to_all: moved = in_bytes * (group - 1) / group; break;
-      default: moved = in_bytes; break;  // collective_permute
-    }
-    out.push_back({op_name(n->op), moved});
+    for (auto& s : inner) out.push_back({s.collective, s.bytes_per_device * own.region_runs});
   }
   return out;
 }

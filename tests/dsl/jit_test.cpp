@@ -269,7 +269,7 @@ TEST_CASE("all-reduce and reduce-scatter of many cache tiles, every op and devic
         // would copy: no collective at all.
         auto gathered = ts::jit([&](ts::Array a) { return ts::with_sharding_constraint(a * 2, ts::NamedSharding(mesh, P())); });
         CHECK(gathered(x).to_vector<double>() == (ts::astype(ts::array(v, {rows, cols}), dt) * 2).to_vector<double>());
-        for (const std::string text : {all_sum.lower(x).compile().as_text(), scattered.lower(x).compile().as_text(),
+        for (const std::string& text : {all_sum.lower(x).compile().as_text(), scattered.lower(x).compile().as_text(),
                                        gathered.lower(x).compile().as_text()}) {
           CHECK(text.find("all-reduce(") == std::string::npos);
           CHECK(text.find("reduce-scatter(") == std::string::npos);
