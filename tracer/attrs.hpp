@@ -299,7 +299,7 @@ struct AllGather {
 // distributed_lu, distributed_cholesky, distributed_triangular_solve: this device's rows of one matrix
 // whose `rows` rows are split evenly (the last tile padded) over `axes`,
 // factorised by a blocked right-looking algorithm with panels of `panel`
-// columns (tracer/linalg_distributed.cpp, codegen/lapack.cpp).
+// columns (tracer/linalg_distributed.cpp, codegen/lapack_distributed.cpp).
 // distributed_triangular_solve: solves op(a) x = b from the left for the
 // triangle (lower) of a matrix split so, blocks of `panel` (its row tile)
 // rows, with triangular_solve's flags.

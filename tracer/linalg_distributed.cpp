@@ -34,7 +34,7 @@ std::int64_t panel_width(std::int64_t k, std::int64_t rows_per_device) {
 }  // namespace
 
 
-// LU runs as one library routine per device (codegen/lapack.cpp)
+// LU runs as one library routine per device (codegen/lapack_distributed.cpp)
 // that meets its group twice per panel step, in place on the device's rows:
 // beside its rows in and out, a device holds the panel, the pivot rows and
 // the rows it receives, never a second copy of its rows (the same algorithm
@@ -45,13 +45,13 @@ NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, con
   return build::distributed_lu(b.table(), x_in, b.device_mesh(), axes, G[0], panel_width(std::min(G[0], G[1]), r));
 }
 
-// Cholesky likewise: one routine per device (codegen/lapack.cpp), in place.
+// Cholesky likewise: one routine per device (codegen/lapack_distributed.cpp), in place.
 NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& G, const std::vector<int>& axes) {
   const std::int64_t r = ceil_div(G[0], b.tiles(axes));
   return build::distributed_cholesky(b.table(), x_in, b.device_mesh(), axes, G[0], panel_width(G[0], r));
 }
 
-// A triangular solve too: one routine per device (codegen/lapack.cpp) that
+// A triangular solve too: one routine per device (codegen/lapack_distributed.cpp) that
 // reads its rows of a in place and writes x, blocks of its row tile: a block's
 // owner solves it and every device takes it and updates its own residual
 // (op(a) = a), or every device adds its part of the next block's residual

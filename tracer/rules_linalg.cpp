@@ -736,7 +736,7 @@ void Rule<Op::lu>::transpose(NodeTable&, const Node& n, const NodeRef&, const st
 // axes (made only by lu's partition rule): its rows [r, n] in, its rows of
 // the factors, the pivots and the permutation (the same on every device)
 // out. Codegen runs it as ScaLAPACK's blocked right-looking algorithm
-// (codegen/lapack.cpp). The interpreter never sees it: it runs traced
+// (codegen/lapack_distributed.cpp). The interpreter never sees it: it runs traced
 // programs, where this is lu (the reference the tests compare with).
 
 // The rules of an op that exists only in partitioned programs (made by
@@ -788,7 +788,7 @@ TESSEL_ONLY_AFTER_PARTITIONING(distributed_lu, "lu")
 // ------------------------------------------------------------------ distributed_cholesky
 // One device's rows of the Cholesky factor of a matrix whose rows are split
 // over a mesh's axes (made only by cholesky's partition rule): its rows
-// [r, n] in, its rows of L out (codegen/lapack.cpp). As distributed_lu, the
+// [r, n] in, its rows of L out (codegen/lapack_distributed.cpp). As distributed_lu, the
 // interpreter never sees it.
 
 Aval Rule<Op::distributed_cholesky>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
@@ -807,7 +807,7 @@ TESSEL_ONLY_AFTER_PARTITIONING(distributed_cholesky, "cholesky")
 // x solving op(a) x = b from the left, for a triangular matrix a whose rows
 // are split over a mesh's axes (made only by triangular_solve's partition
 // rule): this device's rows [r, n] of a and all of b [n, k] in, all of x
-// out, the same on every device (codegen/lapack.cpp). As distributed_lu,
+// out, the same on every device (codegen/lapack_distributed.cpp). As distributed_lu,
 // the interpreter never sees it.
 
 Aval Rule<Op::distributed_triangular_solve>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {

@@ -1,8 +1,8 @@
 // solve(A, b) for one n x n matrix (n = 4096; `small`: 1024), float32 and
 // float64: on 1 device, and on 8 devices with A split by rows (P('x', None))
 // and 2-D (P('x', 'y') on 4 x 2): the distributed LU and triangular solves
-// (distributed-lu, distributed-triangular-solve: codegen/lapack.cpp). The peer is LAPACK's gesv called directly
-// (the same serial OpenBLAS, one core), the floor the solve's flops
+// (distributed-lu, distributed-triangular-solve: codegen/lapack_distributed.cpp). The peer is LAPACK's gesv
+// called directly (the same serial OpenBLAS, one core), the floor the solve's flops
 // (2/3 n^3 + 2 n^2) at the peak FMA rate of every core, measured here (float32 FMAs;
 // float64 at half the lanes).
 #include <algorithm>

@@ -1,0 +1,563 @@
+// The distributed LU, Cholesky and triangular-solve thunks (distributed_*_routine in codegen/lapack.hpp).
+#include "codegen/lapack.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <mutex>
+#include <sstream>
+
+#include "codegen/gemm.hpp"
+#include "codegen/lapack_internal.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/device.hpp"
+#include "tessel/core/errors.hpp"
+#include "tracer/sharding.hpp"
+
+namespace tessel::codegen {
+
+namespace {
+
+using namespace lapack_internal;
+
+// The two distributed factorisations' shared steps.
+//
+// Step 1 of a panel step: the panel, column-major [end - c0, w] (rows c0 up
+// to `end` of columns c0 .. c0 + w), into `panel` on the devices that
+// factorise it. In shared memory each member publishes `published` (whose
+// rows `peer_rows` finds) and the panel is read from its peers' rows in
+// place; across processes each publishes its rows' panel columns.
+template <class T, class PeerRows>
+void gather_panel(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, bool shared, const void* published,
+                  std::size_t published_bytes, PeerRows peer_rows, const T* A, std::int64_t r, std::int64_t n,
+                  std::int64_t c0, std::int64_t w, std::int64_t end, bool factors, std::vector<T>& send, T* panel) {
+  std::vector<const void*> peers;
+  if (shared) {
+    peers = ctx.comm->exchange(ctx.position, group, published, published_bytes);
+  } else {
+    send.resize(std::size_t(r * w));
+    for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c0 + w, send.data() + i * w);
+    peers = ctx.comm->exchange(ctx.position, group, send.data(), send.size() * sizeof(T));
+  }
+  if (factors) {
+    rt::ComputeSlot slot;
+    const std::int64_t active = end - c0;
+    for (std::int64_t g = c0; g < end; ++g) {
+      const T* row = shared ? peer_rows(peers[size_t(g / r)]) + (g % r) * n + c0
+                            : static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
+      for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
+    }
+  }
+  ctx.comm->release(ctx.position, group);
+}
+
+// C [rows, cols] (row stride ldc) -= a [rows, k] b [k, cols] (element strides
+// as gemm::Operands'), float or double: tessel's GEMM on this thread (no
+// library, no lock), in column blocks of `block` through scratch [rows, block].
+template <class T>
+void subtract_product(T* C, std::int64_t ldc, std::int64_t rows, std::int64_t cols, std::int64_t k, const T* a,
+                      std::int64_t a_rs, std::int64_t a_cs, const T* b, std::int64_t b_rs, std::int64_t b_cs,
+                      std::int64_t block, T* scratch) {
+  const gemm::ParallelFor here = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
+    task(0, len);
+  };
+  for (std::int64_t j0 = 0; j0 < cols; j0 += block) {
+    const std::int64_t wj = std::min(block, cols - j0);
+    gemm::Operands<T> op;
+    op.m = rows, op.n = wj, op.k = k;
+    op.a = a, op.a_rs = a_rs, op.a_cs = a_cs;
+    op.b = b + j0 * b_cs, op.b_rs = b_rs, op.b_cs = b_cs;
+    op.c = scratch;
+    gemm::matmul(op, 1, here);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      T* c = C + i * ldc + j0;
+      const T* t = scratch + i * wj;
+      for (std::int64_t j = 0; j < wj; ++j) c[j] -= t[j];
+    }
+  }
+}
+
+// What the two distributed factorisations share: their attributes, their
+// element type, this device's group, and the thunk's face.
+template <class Derived>
+class RowBlockedThunk : public rt::Thunk {
+ public:
+  RowBlockedThunk(const Node& n, int in, std::vector<int> writes)
+      : p_(n.attr<attr::RowBlocked>()), in_(in), writes_(std::move(writes)), dtype_(n.in[0]->dtype()) {
+    const Shape& s = n.in[0]->shape();
+    r_ = s[0];
+    n_ = s[1];
+    lapack_int(std::max({p_.rows, n_, r_}), n);
+    groups_ = collective_groups(*p_.mesh, p_.axes);
+    std::ostringstream os;
+    os << op_name(n.op) << ' ' << n.in[0]->aval.str() << " of " << p_.rows << " rows over " << groups_.at(0).size()
+       << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
+    text_ = os.str();
+  }
+  bool waits_on_peers() const override { return true; }
+  // Bytes of one element as the library sees it (a packed complex: two).
+  static std::size_t element_bytes(const Node& n) {
+    return dtype_size(n.in[0]->dtype()) * (n.attr<attr::RowBlocked>().packed_complex ? 2 : 1);
+  }
+  void run(rt::ExecContext& ctx) const override {
+    with_element(dtype_, p_.packed_complex,
+                 [&](auto tag) { static_cast<const Derived*>(this)->template run_typed<decltype(tag)>(ctx); });
+  }
+  std::string describe() const override { return text_; }
+  const char* category() const override { return "library"; }
+
+ protected:
+  // This device's group (its row tiles, in order) and its tile in it.
+  std::pair<const std::vector<std::int64_t>*, std::int64_t> my_group(const rt::ExecContext& ctx) const {
+    TESSEL_CHECK_INTERNAL(ctx.comm, text_, ": a launch without a communicator");
+    for (auto& g : groups_)
+      for (size_t k = 0; k < g.size(); ++k)
+        if (g[k] == ctx.position) return {&g, std::int64_t(k)};
+    TESSEL_CHECK_INTERNAL(false, text_, ": position ", ctx.position, " is in no group");
+    return {nullptr, 0};
+  }
+  attr::RowBlocked p_;
+  int in_;
+  std::vector<int> writes_;
+  DType dtype_;
+  std::int64_t n_ = 0, r_ = 0;
+  std::vector<std::vector<std::int64_t>> groups_;
+  std::string text_;
+};
+
+// distributed_lu: one device's rows of a matrix split by rows over a group
+// of devices, factorised in place in its output by ScaLAPACK's blocked
+// right-looking algorithm. Each panel step meets the group three times:
+//   1. the panel (the active rows' nb columns) is read from every member and
+//      factorised (getrf: partial pivoting over the whole column, as the
+//      one-device lu's);
+//   2. the pivot rows (the new top rows) are read from their owners into U,
+//      and U12 = L11^-1 A12 solved from them (trsm);
+//   3. each member copies the old top rows its moved rows below receive
+//      straight into those rows;
+// then each device updates its own rows: the top rows take the pivot rows
+// and U12, the rows below the panel subtract L21 U12 (tessel's GEMM). In
+// shared memory members read their peers' rows in place, and the group's
+// first member factorises the panel and solves U12 for all (the library's
+// calls take turns, blas_lock); across processes each member publishes only
+// the rows its peers need and factorises the panel itself (the same bits).
+// Workspace (the slot after the results): the panel, the pivot rows and a
+// block of the update's product.
+class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
+ public:
+  DistributedLuThunk(const Node& n, int in, std::vector<int> writes) : RowBlockedThunk(n, in, std::move(writes)) {}
+  // The workspace: the panel [m, nb], the pivot rows [nb, n] and a block
+  // of the trailing update's product [r, nb].
+  static std::size_t workspace_bytes(const Node& n) {
+    const auto& p = n.attr<attr::RowBlocked>();
+    const Shape& s = n.in[0]->shape();
+    const std::int64_t r = s[0], cols = s[1], nb = p.panel;
+    return element_bytes(n) * std::size_t(p.rows * nb + nb * cols + r * nb);
+  }
+  template <class T>
+  void run_typed(rt::ExecContext& ctx) const {
+    const auto [group, q] = my_group(ctx);
+    const std::int64_t m = p_.rows, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n), off = q * r;
+    T* A = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
+    auto* piv = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[1])]);
+    auto* perm = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[2])]);
+    T* panel = static_cast<T*>(ctx.slots[size_t(writes_[3])]);
+    T* U = panel + m * nb;
+    {
+      rt::ComputeSlot slot;
+      const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
+      std::copy(x, x + r * n, A);
+      for (std::int64_t i = 0; i < m; ++i) perm[i] = std::int32_t(i);
+    }
+    const bool shared = ctx.comm->shares_memory(*group);
+    std::vector<T> send;  // across processes: the rows (or panel columns) this device publishes
+    std::vector<int> ipiv(static_cast<std::size_t>(nb));
+    std::vector<std::int64_t> pperm;
+    std::vector<std::int32_t> tail;
+    // In shared memory a member publishes where its rows, panel, pivot rows
+    // and pivots are, and the group's first member (the leader) factorises
+    // the panel and solves U12 for everyone, who copy them: the library's
+    // calls take turns (blas_lock), so doing them once, not once per
+    // device, is what keeps the devices busy.
+    struct Published {
+      const T* A;
+      const T* panel;
+      const T* U;
+      const int* ipiv;
+    } mine{A, panel, U, ipiv.data()};
+    auto of = [](const void* p) { return static_cast<const Published*>(p); };
+    const bool leader = q == 0, factors = leader || !shared;  // whether this device runs getrf and trsm
+    for (std::int64_t c0 = 0; c0 < kmax; c0 += nb) {
+      const std::int64_t w = std::min(nb, kmax - c0), c1 = c0 + w, active = m - c0;
+      // 1. The panel, column-major [active, w], from every member's rows
+      // (in shared memory only the leader needs it).
+      gather_panel<T>(ctx, *group, shared, &mine, sizeof mine, [&](const void* p) { return of(p)->A; }, A, r, n, c0, w, m,
+                      factors, send, panel);
+      std::vector<const void*> peers;
+      if (factors) {
+        rt::ComputeSlot slot;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        int info = 0;
+        Lapack::getrf(int(active), int(w), panel, int(active), ipiv.data(), info);  // info > 0: singular, the factors stand
+      }
+      // 2. The factored panel and its pivots from the leader, and the pivot
+      // rows (global rows c0 + pperm[0..w), the new top rows) into U.
+      auto pivot_row = [&](std::int64_t l) { return c0 + pperm[size_t(l)]; };
+      auto old_top = [&](std::int64_t l) { return c0 + l; };
+      // Across processes a member publishes the listed rows it owns, in list order.
+      auto publish = [&](auto&& listed) {
+        send.resize(std::size_t(w * n));
+        std::int64_t k = 0;
+        for (std::int64_t l = 0; l < w; ++l)
+          if (listed(l) / r == q) std::copy(A + (listed(l) - off) * n, A + (listed(l) - off + 1) * n, send.data() + (k++) * n);
+        return ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
+      };
+      // Across processes: where each listed row sits among its owner's published rows.
+      auto places = [&](auto&& listed) {
+        std::vector<std::int64_t> at(static_cast<std::size_t>(w)), count(group->size(), 0);
+        for (std::int64_t l = 0; l < w; ++l) at[size_t(l)] = count[size_t(listed(l) / r)]++;
+        return at;
+      };
+      auto row_in = [&](const std::vector<const void*>& at, auto&& listed, const std::vector<std::int64_t>& place,
+                        std::int64_t l) {
+        const std::int64_t g = listed(l);
+        if (shared) return of(at[size_t(g / r)])->A + (g % r) * n;
+        return static_cast<const T*>(at[size_t(g / r)]) + place[size_t(l)] * n;
+      };
+      auto pivots = [&] {
+        pperm.resize(std::size_t(active));
+        for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
+        for (std::int64_t i = 0; i < w; ++i) std::swap(pperm[size_t(i)], pperm[size_t(ipiv[size_t(i)] - 1)]);
+      };
+      if (shared) {
+        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
+        rt::ComputeSlot slot;
+        if (!leader) {
+          const Published* l = of(peers[0]);
+          std::copy(l->ipiv, l->ipiv + w, ipiv.data());
+          std::copy(l->panel, l->panel + active * w, panel);
+        }
+        pivots();
+      } else {
+        pivots();
+        peers = publish(pivot_row);
+      }
+      {
+        rt::ComputeSlot slot;
+        const auto place = places(pivot_row);
+        for (std::int64_t l = 0; l < w; ++l) {
+          const T* from = row_in(peers, pivot_row, place, l);
+          std::copy(from, from + n, U + l * n);
+        }
+      }
+      ctx.comm->release(ctx.position, *group);
+      if (factors && n > c1) {  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
+        rt::ComputeSlot slot;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::trsm<T>('R', 'L', 'T', 'U', int(n - c1), int(w), panel, int(active), U + c1, int(n));
+      }
+      // 3. U12 from the leader; each member copies the old top rows (c0 +
+      // 0..w) its moved rows below receive straight into those rows (their
+      // own contents are safe in every U by now), before the top rows'
+      // owners overwrite them.
+      peers = shared ? ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine) : publish(old_top);
+      {
+        rt::ComputeSlot slot;
+        if (shared && !leader && n > c1)
+          for (std::int64_t l = 0; l < w; ++l) std::copy(of(peers[0])->U + l * n + c1, of(peers[0])->U + (l + 1) * n, U + l * n + c1);
+        const auto place = places(old_top);
+        for (std::int64_t i = 0; i < r; ++i) {
+          const std::int64_t rel = off + i - c0;
+          if (off + i < m && rel >= w && rel < active && pperm[size_t(rel)] != rel) {
+            const T* from = row_in(peers, old_top, place, pperm[size_t(rel)]);
+            std::copy(from, from + n, A + i * n);
+          }
+        }
+      }
+      ctx.comm->release(ctx.position, *group);
+      // 4. This device's rows.
+      rt::ComputeSlot slot;
+      std::int64_t below0 = -1, below1 = -1;  // local rows below the panel
+      for (std::int64_t i = 0; i < r; ++i) {
+        const std::int64_t rel = off + i - c0;
+        if (off + i >= m || rel < 0 || rel >= active) continue;
+        T* row = A + i * n;
+        if (rel < w) {  // a top row: the pivot row, U12 in its trailing part
+          std::copy(U + rel * n, U + rel * n + c0, row);
+          std::copy(U + rel * n + c1, U + (rel + 1) * n, row + c1);
+        }
+        for (std::int64_t j = 0; j < w; ++j) row[c0 + j] = panel[j * active + rel];
+        if (rel >= w) {
+          if (below0 < 0) below0 = i;
+          below1 = i + 1;
+        }
+      }
+      if (below0 >= 0 && n > c1) update(A + below0 * n + c1, n, panel + (off + below0 - c0), active, U + c1, below1 - below0, n - c1, w, U + nb * n);
+      for (std::int64_t i = 0; i < w; ++i) piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
+      tail.assign(perm + c0, perm + m);
+      for (std::int64_t i = 0; i < active; ++i) perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
+    }
+  }
+
+  // C [rows, cols] -= L [rows, k] (column-major, ld ldl) x U12 [k, cols],
+  // C and U12 both of row stride ldc: float and double by tessel's own GEMM
+  // on this device's thread, in column chunks of at most nb (scratch
+  // [rows, nb]), with no lock; complex by the library's gemm, taking its turn.
+  template <class T>
+  void update(T* C, std::int64_t ldc, const T* L, std::int64_t ldl, const T* U12, std::int64_t rows, std::int64_t cols,
+              std::int64_t k, T* scratch) const {
+    if constexpr (is_cx<T>) {
+      const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+      // A22^T -= U12^T L21^T, column-major
+      Lapack::gemm_sub<T>('N', 'T', int(cols), int(rows), int(k), U12, int(ldc), L, int(ldl), C, int(ldc));
+    } else {
+      subtract_product(C, ldc, rows, cols, k, L, 1, ldl, U12, ldc, 1, p_.panel, scratch);
+    }
+  }
+
+};
+
+
+// distributed_cholesky: one device's rows of a Hermitian positive definite
+// matrix split by rows, factorised in place into its rows of L by the
+// blocked right-looking algorithm. Each panel step gathers the panel (the
+// rows from c0 down, nb columns), factorises it (potrf of L11, then
+// L21 = A21 L11^-H by trsm) and each device subtracts L21 L21^H from its
+// rows' trailing columns (tessel's GEMM; complex: the library's, locked).
+// In shared memory the group's first member gathers and factorises the panel
+// and the others copy it (one meeting each way per step); across processes
+// every member gathers the panel's columns and factorises it itself. A
+// panel that is not positive definite makes every element NaN, as LAPACK's
+// single-matrix path. Workspace: the panel and a block of the update's product.
+class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholeskyThunk> {
+ public:
+  DistributedCholeskyThunk(const Node& n, int in, std::vector<int> writes) : RowBlockedThunk(n, in, std::move(writes)) {}
+  static std::size_t workspace_bytes(const Node& n) {
+    const auto& p = n.attr<attr::RowBlocked>();
+    const Shape& s = n.in[0]->shape();
+    return element_bytes(n) * std::size_t(s[1] * p.panel + s[0] * p.panel);
+  }
+  template <class T>
+  void run_typed(rt::ExecContext& ctx) const {
+    const auto [group, q] = my_group(ctx);
+    const std::int64_t n = n_, r = r_, nb = p_.panel, off = q * r, mine_rows = std::max<std::int64_t>(0, std::min(r, n - off));
+    T* A = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
+    T* panel = static_cast<T*>(ctx.slots[size_t(writes_[1])]);
+    T* scratch = panel + n * nb;
+    {
+      rt::ComputeSlot slot;
+      const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
+      std::copy(x, x + r * n, A);
+    }
+    const bool shared = ctx.comm->shares_memory(*group), leader = q == 0, factors = leader || !shared;
+    struct Published {
+      const T* A;
+      const T* panel;
+      const int* info;
+    };
+    int info = 0;
+    const Published mine{A, panel, &info};
+    auto of = [](const void* p) { return static_cast<const Published*>(p); };
+    std::vector<T> send;
+    for (std::int64_t c0 = 0; c0 < n; c0 += nb) {
+      const std::int64_t w = std::min(nb, n - c0), c1 = c0 + w, active = n - c0;
+      // 1. The panel, column-major [active, w]: its rows from every member.
+      gather_panel<T>(ctx, *group, shared, &mine, sizeof mine, [&](const void* p) { return of(p)->A; }, A, r, n, c0, w, n,
+                      factors, send, panel);
+      std::vector<const void*> peers;
+      if (factors) {
+        rt::ComputeSlot slot;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::potrf('L', int(w), panel, int(active), info);
+        if (info == 0 && active > w)  // L21 L11^H = A21
+          Lapack::trsm<T>('R', 'L', 'C', 'N', int(active - w), int(w), panel, int(active), panel + w, int(active));
+      }
+      // 2. In shared memory, the leader's factored panel.
+      if (shared) {
+        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
+        if (!leader) {
+          rt::ComputeSlot slot;
+          info = *of(peers[0])->info;
+          if (info == 0) std::copy(of(peers[0])->panel, of(peers[0])->panel + active * w, panel);
+        }
+        ctx.comm->release(ctx.position, *group);
+      }
+      rt::ComputeSlot slot;
+      if (info != 0) {  // not positive definite: NaN everywhere (every device stops at this step)
+        fill_nan(A, mine_rows * n);
+        return;
+      }
+      // 3. This device's rows: L's panel columns, then the trailing update.
+      std::int64_t below0 = -1;
+      for (std::int64_t i = 0; i < mine_rows; ++i) {
+        const std::int64_t rel = off + i - c0;
+        if (rel < 0) continue;
+        for (std::int64_t j = 0; j < w; ++j) A[i * n + c0 + j] = panel[j * active + rel];
+        if (rel >= w && below0 < 0) below0 = i;
+      }
+      if (below0 < 0 || c1 == n) continue;
+      const std::int64_t rows = mine_rows - below0, rel0 = off + below0 - c0, cols = n - c1;
+      T* C = A + below0 * n + c1;
+      if constexpr (is_cx<T>) {
+        // C -= L_mine L21^H. Column-major C^T -= conj(L21) L_mine^T; with the
+        // panel (this device's copy) conjugated, that is P21 P_mine^H.
+        conjugate(panel, active * w);
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::gemm_sub<T>('N', 'C', int(cols), int(rows), int(w), panel + w, int(active), panel + rel0, int(active), C,
+                            int(n));
+      } else {
+        subtract_product(C, n, rows, cols, w, panel + rel0, 1, active, panel + w, active, 1, nb, scratch);  // L_mine L21^T
+      }
+    }
+    // Zeros above the diagonal.
+    rt::ComputeSlot slot;
+    for (std::int64_t i = 0; i < mine_rows; ++i) std::fill(A + i * n + (off + i) + 1, A + (i + 1) * n, T(0));
+  }
+
+};
+
+// distributed_triangular_solve: x solving op(a) x = b from the left, for a
+// triangular a split by rows over a group (member q holds rows q r .. q r +
+// r), b and x whole on every member, in blocks of r rows: block j is the
+// one whose rows of a member j holds. In the order the triangle sets
+// (forward when op(a) is lower, else backward), for each block j:
+//   op(a) = a: j's owner solves its residual rows with its diagonal block
+//     (trsm); every member copies x_j and, if its own block is still to
+//     come, subtracts a_qj x_j from its residual rows (one meeting);
+//   op(a) = a^T: every member already solved puts its part of block j's
+//     residual, -a_qj^T x_q, in its rows j of x; the owner adds them to b_j
+//     in group order and solves; every member copies x_j (two meetings).
+// conj(a) is solved as a on conj(b), x conjugated after. In shared memory
+// members read each other's x in place; across processes they publish the
+// block. No member holds more of a than its rows. Workspace: a block of a
+// product (tessel's GEMM; complex: the library's, taking its turn).
+class DistributedTriangularSolveThunk final : public RowBlockedThunk<DistributedTriangularSolveThunk> {
+ public:
+  DistributedTriangularSolveThunk(const Node& n, const std::vector<int>& reads, std::vector<int> writes)
+      : RowBlockedThunk(n, reads.at(0), std::move(writes)), b_in_(reads.at(1)), k_(n.in[1]->shape()[1]) {
+    lapack_int(k_, n);
+    std::ostringstream os;
+    os << op_name(n.op) << ' ' << n.in[0]->aval.str() << " of " << p_.rows << " rows over " << groups_.at(0).size()
+       << " devices, " << k_ << " right-hand sides, blocks of " << r_ << " rows"
+       << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
+    text_ = os.str();
+  }
+  // The product's column chunk, and the workspace: one chunk of a block's product [r, chunk].
+  static std::int64_t chunk(std::int64_t k) { return std::clamp<std::int64_t>(k, 1, 128); }
+  static std::size_t workspace_bytes(const Node& n) {
+    return element_bytes(n) * std::size_t(n.in[0]->shape()[0] * chunk(n.in[1]->shape()[1]));
+  }
+  template <class T>
+  void run_typed(rt::ExecContext& ctx) const {
+    const auto [group, q] = my_group(ctx);
+    const std::int64_t n = n_, r = r_, k = k_, P = std::int64_t(group->size());
+    const T* A = static_cast<const T*>(ctx.slots[size_t(in_)]);
+    const T* B = static_cast<const T*>(ctx.slots[size_t(b_in_)]);
+    T* X = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
+    T* scratch = writes_.size() > 1 ? static_cast<T*>(ctx.slots[size_t(writes_[1])]) : nullptr;
+    auto width = [&](std::int64_t j) { return std::clamp<std::int64_t>(n - j * r, 0, r); };
+    const std::int64_t mine = width(q), off = q * r;
+    {  // x starts as this member's rows of b (conjugated for conj(a)), zeros elsewhere
+      rt::ComputeSlot slot;
+      std::fill(X, X + n * k, T(0));
+      std::copy(B + off * k, B + (off + mine) * k, X + off * k);
+      if (p_.conjugate_a) conjugate(X + off * k, mine * k);
+    }
+    const bool forward = p_.lower != p_.transpose_a, shared = ctx.comm->shares_memory(*group);
+    auto step_of = [&](std::int64_t j) { return forward ? j : P - 1 - j; };
+    std::vector<T> send;  // across processes: the block this member publishes
+    auto publish = [&](const T* block, std::int64_t w) {
+      if (shared) return ctx.comm->exchange(ctx.position, *group, X, std::size_t(n * k) * sizeof(T));
+      if (block) send.assign(block, block + w * k);
+      else send.assign(std::size_t(w * k), T(0));
+      return ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
+    };
+    // Member p's block j of x as published.
+    auto block_of = [&](const std::vector<const void*>& peers, std::int64_t p, std::int64_t j) {
+      return static_cast<const T*>(peers[size_t(p)]) + (shared ? j * r * k : 0);
+    };
+    for (std::int64_t s = 0; s < P && k > 0; ++s) {
+      const std::int64_t j = step_of(s), w = width(j);  // step_of is its own inverse
+      if (w == 0) continue;
+      const bool owner = q == j, solved = step_of(q) < s;
+      T* Xj = X + j * r * k;
+      const T* a_qj = A + j * r;  // this member's rows of a's block column j (row stride n)
+      if (p_.transpose_a) {
+        // This member's part of block j's residual, -a_qj^T x_q, into its rows j of x.
+        const bool part = !owner && solved && mine > 0;
+        if (part) {
+          rt::ComputeSlot slot;
+          std::fill(Xj, Xj + w * k, T(0));
+          if constexpr (is_cx<T>) {  // column-major: Xj^T -= x_q^T a_qj
+            const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+            Lapack::gemm_sub<T>('N', 'T', int(k), int(w), int(mine), X + off * k, int(k), a_qj, int(n), Xj, int(k));
+          } else {
+            subtract_product(Xj, k, w, k, mine, a_qj, 1, n, X + off * k, k, 1, chunk(k), scratch);
+          }
+        }
+        auto peers = publish(part ? Xj : nullptr, w);
+        if (owner) {
+          rt::ComputeSlot slot;
+          for (std::int64_t p = 0; p < P; ++p) {
+            if (p == q || step_of(p) >= s || width(p) == 0) continue;
+            const T* from = block_of(peers, p, j);
+            for (std::int64_t i = 0; i < w * k; ++i) Xj[i] += from[i];
+          }
+        }
+        ctx.comm->release(ctx.position, *group);
+      }
+      if (owner) {  // column-major: x^T op(a_jj)^T = b^T, a_jj read as its transpose
+        rt::ComputeSlot slot;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::trsm<T>('R', p_.lower ? 'U' : 'L', p_.transpose_a ? 'T' : 'N', p_.unit_diagonal ? 'U' : 'N', int(k), int(w),
+                        a_qj, int(n), Xj, int(k));
+      }
+      {
+        auto peers = publish(owner ? Xj : nullptr, w);
+        if (!owner) {
+          rt::ComputeSlot slot;
+          const T* from = block_of(peers, j, j);
+          std::copy(from, from + w * k, Xj);
+        }
+        ctx.comm->release(ctx.position, *group);
+      }
+      if (!p_.transpose_a && !solved && !owner && mine > 0) {  // this member's residual rows -= a_qj x_j
+        rt::ComputeSlot slot;
+        T* C = X + off * k;
+        if constexpr (is_cx<T>) {  // column-major: C^T -= x_j^T a_qj^T
+          const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+          Lapack::gemm_sub<T>('N', 'N', int(k), int(mine), int(w), Xj, int(k), a_qj, int(n), C, int(k));
+        } else {
+          subtract_product(C, k, mine, k, w, a_qj, n, 1, Xj, k, 1, chunk(k), scratch);
+        }
+      }
+    }
+    if (p_.conjugate_a) {
+      rt::ComputeSlot slot;
+      conjugate(X, n * k);
+    }
+  }
+
+ private:
+  int b_in_;
+  std::int64_t k_;
+};
+}  // namespace
+
+std::unique_ptr<rt::Thunk> distributed_triangular_solve_routine(const Node& n, const std::vector<int>& reads,
+                                                                const std::vector<int>& writes) {
+  return std::make_unique<DistributedTriangularSolveThunk>(n, reads, writes);
+}
+std::size_t distributed_triangular_solve_workspace(const Node& n) {
+  return DistributedTriangularSolveThunk::workspace_bytes(n);
+}
+std::unique_ptr<rt::Thunk> distributed_lu_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
+  return std::make_unique<DistributedLuThunk>(n, reads.at(0), writes);
+}
+std::size_t distributed_lu_workspace(const Node& n) { return DistributedLuThunk::workspace_bytes(n); }
+std::unique_ptr<rt::Thunk> distributed_cholesky_routine(const Node& n, const std::vector<int>& reads,
+                                                        const std::vector<int>& writes) {
+  return std::make_unique<DistributedCholeskyThunk>(n, reads.at(0), writes);
+}
+std::size_t distributed_cholesky_workspace(const Node& n) { return DistributedCholeskyThunk::workspace_bytes(n); }
+
+}  // namespace tessel::codegen
