@@ -6,13 +6,14 @@
 #include <unordered_map>
 
 #include "tessel/core/errors.hpp"
+#include "tracer/control_rules.hpp"
 
 namespace tessel {
 
 namespace {
 
 // A node's value: one array, or a tuple's elements.
-using Value = std::vector<HostArray>;
+using Value = InterpValue;  // tracer/control_rules.hpp
 
 std::vector<Value> run(const Graph& g, std::vector<Value> args);
 
@@ -63,8 +64,6 @@ HostArray chunk(const HostArray& x, std::int64_t dim, std::int64_t k, std::int64
   return slice_box(x, b);
 }
 
-// Per device position, a value.
-using PerDevice = std::vector<Value>;
 
 // The devices of `axes`' group that holds pos, in group order.
 std::vector<std::int64_t> group_of(const DeviceMesh& mesh, const std::vector<int>& axes, std::int64_t pos) {
@@ -102,125 +101,9 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
 
 // ------------------------------------------------------------------ control flow
 
-// Runs a region on every position's values: [param][position] -> [output][position].
-using RunGraph = std::function<std::vector<PerDevice>(const Graph&, std::vector<PerDevice>)>;
-
-// cond, while_ and scan over P positions at once (one, outside shard_map
-// bodies): collectives in their regions meet across positions, so every
-// position must take the same branch and the same number of steps when
-// regions hold collectives.
+// cond, while_ and scan: their rules run them (ControlRule<op>::run).
 PerDevice run_control(const Node& n, const std::vector<const PerDevice*>& in, std::int64_t P, const RunGraph& run_graph) {
-  const size_t np = size_t(P);
-  auto operands = [&](size_t from, size_t count) {
-    std::vector<PerDevice> out;
-    for (size_t k = from; k < from + count; ++k) out.push_back(*in[k]);
-    return out;
-  };
-  auto varying = [&](const char* what) {
-    throw NotImplementedError(detail::cat(op_name(n.op), " whose ", what,
-                                          " differs between devices while its regions hold collectives"));
-  };
-  PerDevice result(np);
-  switch (n.op) {
-    case Op::cond: {
-      const auto& branches = n.attr<attr::Cond>().branches;
-      const std::int64_t nb = std::int64_t(branches.size());
-      std::vector<std::int64_t> idx(np);
-      for (size_t p = 0; p < np; ++p) idx[p] = std::clamp<std::int64_t>(std::int64_t((*in[0])[p].at(0).as_double(0)), 0, nb - 1);
-      const bool uniform = std::all_of(idx.begin(), idx.end(), [&](std::int64_t i) { return i == idx[0]; });
-      if (!uniform) {
-        for (auto& b : branches)
-          if (has_collectives(*b)) varying("branch index");
-      }
-      for (std::int64_t b = 0; b < nb; ++b) {
-        if (std::find(idx.begin(), idx.end(), b) == idx.end()) continue;
-        auto outs = run_graph(*branches[size_t(b)], operands(1, in.size() - 1));
-        for (size_t p = 0; p < np; ++p)
-          if (idx[p] == b)
-            for (auto& o : outs) result[p].push_back(o[p].at(0));
-      }
-      return result;
-    }
-    case Op::while_: {
-      const auto& w = n.attr<attr::While>();
-      const size_t cc = size_t(w.cond_consts), bc = size_t(w.body_consts), m = in.size() - cc - bc;
-      std::vector<PerDevice> carry = operands(cc + bc, m);
-      const std::vector<PerDevice> cconsts = operands(0, cc), bconsts = operands(cc, bc);
-      const bool collectives = has_collectives(*w.cond) || has_collectives(*w.body);
-      std::vector<bool> done(np, false);
-      while (true) {
-        std::vector<PerDevice> cargs = cconsts;
-        cargs.insert(cargs.end(), carry.begin(), carry.end());
-        auto pred = run_graph(*w.cond, std::move(cargs));
-        bool any = false, all = true;
-        for (size_t p = 0; p < np; ++p) {
-          if (!done[p] && pred[0][p].at(0).as_double(0) == 0) done[p] = true;
-          any = any || !done[p];
-          all = all && !done[p];
-        }
-        if (!any) break;
-        if (!all && collectives) varying("predicate");
-        std::vector<PerDevice> bargs = bconsts;
-        bargs.insert(bargs.end(), carry.begin(), carry.end());
-        auto next = run_graph(*w.body, std::move(bargs));
-        for (size_t k = 0; k < m; ++k)
-          for (size_t p = 0; p < np; ++p)
-            if (!done[p]) carry[k][p] = std::move(next[k][p]);
-      }
-      for (size_t p = 0; p < np; ++p)
-        for (size_t k = 0; k < m; ++k) result[p].push_back(carry[k][p].at(0));
-      return result;
-    }
-    case Op::scan: {
-      const auto& s = n.attr<attr::Scan>();
-      const size_t c = size_t(s.consts), m = size_t(s.carries), q = in.size() - c - m;
-      const Graph& body = *s.body;
-      const size_t ny = body.outputs.size() - m;
-      std::vector<PerDevice> carry = operands(c, m);
-      const std::vector<PerDevice> consts = operands(0, c);
-      // ys[k][p]: the stacked output, filled a slice at a time.
-      std::vector<std::vector<HostArray>> ys(ny, std::vector<HostArray>(np));
-      for (size_t k = 0; k < ny; ++k)
-        for (size_t p = 0; p < np; ++p) {
-          const Aval& a = n.aval.elements[m + k];
-          ys[k][p].dtype = a.dtype;
-          ys[k][p].shape = a.shape;
-          ys[k][p].bytes.assign(std::size_t(numel(a.shape)) * dtype_size(a.dtype), 0);
-        }
-      for (std::int64_t step = 0; step < s.length; ++step) {
-        const std::int64_t i = s.reverse ? s.length - 1 - step : step;
-        std::vector<PerDevice> args = consts;
-        args.insert(args.end(), carry.begin(), carry.end());
-        for (size_t k = 0; k < q; ++k) {
-          PerDevice slices(np);
-          for (size_t p = 0; p < np; ++p) {
-            const HostArray& x = (*in[c + m + k])[p].at(0);
-            HostArray sl;
-            sl.dtype = x.dtype;
-            sl.shape.assign(x.shape.begin() + 1, x.shape.end());
-            const std::size_t bytes = std::size_t(numel(sl.shape)) * dtype_size(x.dtype);
-            sl.bytes.assign(x.bytes.begin() + std::ptrdiff_t(std::size_t(i) * bytes),
-                            x.bytes.begin() + std::ptrdiff_t(std::size_t(i + 1) * bytes));
-            slices[p].push_back(std::move(sl));
-          }
-          args.push_back(std::move(slices));
-        }
-        auto outs = run_graph(body, std::move(args));
-        for (size_t k = 0; k < m; ++k) carry[k] = std::move(outs[k]);
-        for (size_t k = 0; k < ny; ++k)
-          for (size_t p = 0; p < np; ++p) {
-            const HostArray& y = outs[m + k][p].at(0);
-            std::memcpy(ys[k][p].bytes.data() + std::size_t(i) * y.bytes.size(), y.bytes.data(), y.bytes.size());
-          }
-      }
-      for (size_t p = 0; p < np; ++p) {
-        for (size_t k = 0; k < m; ++k) result[p].push_back(carry[k][p].at(0));
-        for (size_t k = 0; k < ny; ++k) result[p].push_back(std::move(ys[k][p]));
-      }
-      return result;
-    }
-    default: throw InternalError(detail::cat(op_name(n.op), " is not control flow"));
-  }
+  return control_rules(n.op).run(n, in, P, run_graph);
 }
 
 // A shard_map on every device at once: each device's block of each operand

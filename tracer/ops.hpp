@@ -170,7 +170,7 @@ inline bool is_elementwise(Op op) {
 bool is_commutative(Op op);
 // The control-flow ops: Region ops whose regions run where they stand
 // (call and shard_map are inlined before the partitioned program).
-inline bool is_control_flow(Op op) { return op == Op::cond || op == Op::while_ || op == Op::scan; }
+constexpr bool is_control_flow(Op op) { return op == Op::cond || op == Op::while_ || op == Op::scan; }
 // Those whose body runs again and again.
 inline bool is_loop(Op op) { return op == Op::while_ || op == Op::scan; }
 

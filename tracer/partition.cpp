@@ -345,13 +345,7 @@ struct Partitioner final : LocalBuilder {
     std::vector<GraphRef> local_regions;
     for (size_t i = 0; i < regions.size(); ++i)
       local_regions.push_back(partition_region(*regions[i], rs.params.at(i), rs.outputs.at(i)));
-    const Attrs at = n.attrs.with_regions(local_regions);
-    switch (n.op) {
-      case Op::cond: return build::cond(t, ops[0], at.as<attr::Cond>().branches, std::vector<NodeRef>(ops.begin() + 1, ops.end()));
-      case Op::while_: return build::while_loop(t, at.as<attr::While>(), ops);
-      case Op::scan: return build::scan(t, at.as<attr::Scan>(), ops);
-      default: throw InternalError("not control flow");
-    }
+    return with_regions(t, n, local_regions, ops);
   }
 
   // A scan over xs split along the scanned axis: each device keeps its

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tessel/core/errors.hpp"
+#include "tracer/control_rules.hpp"
 
 namespace tessel {
 
@@ -265,26 +266,10 @@ std::optional<AxisSharding> pinned_by_shard_map(const Node& n) {
 
 bool has_factored_elements(const Node& n) { return n.aval.tuple && op_family(n.op) == OpFamily::Library; }
 
-namespace {
-
-AxisSharding without_leading(const AxisSharding& s) {
-  AxisSharding r = s;
-  r.dims.erase(r.dims.begin());
-  return r;
-}
-AxisSharding with_leading(const AxisSharding& s) {
-  AxisSharding r = s;
-  r.dims.insert(r.dims.begin(), std::vector<int>{});
-  return r;
-}
-
 // What propagation through region g gives its parameters and outputs, its
 // parameters laid out as `params` (open where `open` says: propagation chooses).
-struct RegionValues {
-  std::vector<AxisSharding> params, outputs;
-};
 RegionValues region_values(const Graph& g, const MeshRef& mesh, const std::vector<AxisSharding>& params,
-                           const std::vector<bool>& open = {}) {
+                           const std::vector<bool>& open) {
   PropagationInput pin{mesh, {}};
   for (size_t k = 0; k < params.size(); ++k)
     pin.params.push_back(k < open.size() && open[k] ? std::nullopt : std::optional<AxisSharding>(params[k]));
@@ -294,99 +279,6 @@ RegionValues region_values(const Graph& g, const MeshRef& mesh, const std::vecto
   for (auto& o : g.outputs) r.outputs.push_back(a.value.at(o.get()));
   return r;
 }
-std::vector<AxisSharding> region_outputs(const Graph& g, const MeshRef& mesh, const std::vector<AxisSharding>& params) {
-  return region_values(g, mesh, params).outputs;
-}
-
-// A control-flow op's boundary from its operands' shardings: operands enter
-// as they are (a cond's index replicated); a loop's carries keep one
-// sharding throughout: their init's, or, where the init's is not known yet
-// (`open`: zeros, say), what the body gives the carry (the init then takes
-// it: the fixpoint across the boundary); a cond's results and a scan's ys
-// take what propagation through the (first) region gives.
-RegionShardings region_shardings(const Node& n, const std::vector<AxisSharding>& ops, const MeshRef& mesh,
-                                 const std::vector<bool>& open) {
-  RegionShardings r;
-  r.operands = ops;
-  for (auto& s : r.operands) s.unreduced.clear();
-  switch (n.op) {
-    case Op::cond: {
-      r.operands[0] = replicated(mesh, 0);
-      const auto& branches = n.attr<attr::Cond>().branches;
-      if (std::any_of(open.begin() + 1, open.end(), [](bool b) { return b; })) {
-        auto v = region_values(*branches[0], mesh, std::vector<AxisSharding>(r.operands.begin() + 1, r.operands.end()),
-                               std::vector<bool>(open.begin() + 1, open.end()));
-        for (size_t k = 1; k < r.operands.size(); ++k)
-          if (open[k]) r.operands[k] = v.params[k - 1];
-      }
-      std::vector<AxisSharding> params(r.operands.begin() + 1, r.operands.end());
-      r.results = region_outputs(*branches[0], mesh, params);
-      for (size_t b = 0; b < branches.size(); ++b) {
-        r.params.push_back(params);
-        r.outputs.push_back(r.results);
-      }
-      break;
-    }
-    case Op::while_: {
-      const auto& w = n.attr<attr::While>();
-      const size_t cc = size_t(w.cond_consts), bc = size_t(w.body_consts);
-      std::vector<AxisSharding> carries(r.operands.begin() + std::ptrdiff_t(cc + bc), r.operands.end());
-      std::vector<AxisSharding> cp(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(cc));
-      std::vector<AxisSharding> bp(r.operands.begin() + std::ptrdiff_t(cc), r.operands.begin() + std::ptrdiff_t(cc + bc));
-      if (std::any_of(open.begin() + std::ptrdiff_t(cc), open.end(), [](bool b) { return b; })) {
-        std::vector<AxisSharding> all = bp;
-        all.insert(all.end(), carries.begin(), carries.end());
-        auto v = region_values(*w.body, mesh, all, std::vector<bool>(open.begin() + std::ptrdiff_t(cc), open.end()));
-        for (size_t k = 0; k < bc; ++k)
-          if (open[cc + k]) bp[k] = r.operands[cc + k] = v.params[k];
-        for (size_t k = 0; k < carries.size(); ++k)
-          if (open[cc + bc + k]) carries[k] = r.operands[cc + bc + k] = v.outputs[k];
-      }
-      cp.insert(cp.end(), carries.begin(), carries.end());
-      bp.insert(bp.end(), carries.begin(), carries.end());
-      r.results = carries;
-      r.params = {cp, bp};
-      r.outputs = {{replicated(mesh, 0)}, carries};
-      break;
-    }
-    case Op::scan: {
-      const auto& sc = n.attr<attr::Scan>();
-      const size_t c = size_t(sc.consts), m = size_t(sc.carries);
-      if (std::any_of(open.begin(), open.end(), [](bool b) { return b; })) {
-        std::vector<AxisSharding> all(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(c + m));
-        for (size_t k = c + m; k < r.operands.size(); ++k) all.push_back(without_leading(r.operands[k]));
-        auto v = region_values(*sc.body, mesh, all, open);
-        for (size_t k = 0; k < r.operands.size(); ++k) {
-          if (!open[k]) continue;
-          if (k < c) r.operands[k] = v.params[k];
-          else if (k < c + m) r.operands[k] = v.outputs[k - c];
-          else r.operands[k] = with_leading(v.params[k]);
-        }
-      }
-      std::vector<AxisSharding> bp(r.operands.begin(), r.operands.begin() + std::ptrdiff_t(c + m));
-      // xs keep their split along the scanned axis: each step fetches its
-      // slice from the device holding it (tracer/partition.cpp), rather than
-      // every device gathering the whole stack.
-      for (size_t k = c + m; k < r.operands.size(); ++k) bp.push_back(without_leading(r.operands[k]));
-      std::vector<AxisSharding> outs = region_outputs(*sc.body, mesh, bp);
-      std::vector<AxisSharding> carries(r.operands.begin() + std::ptrdiff_t(c), r.operands.begin() + std::ptrdiff_t(c + m));
-      r.results = carries;
-      std::vector<AxisSharding> bo = carries;
-      for (size_t k = m; k < outs.size(); ++k) {
-        bo.push_back(outs[k]);
-        r.results.push_back(with_leading(outs[k]));
-      }
-      r.params = {bp};
-      r.outputs = {bo};
-      break;
-    }
-    default: throw InternalError(std::string(op_name(n.op)) + " is not control flow");
-  }
-  return r;
-}
-
-}  // namespace
-
 ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
   Propagator p{g, in.mesh, g.topo_order(), {}, {}, {}, {}, {}};
   p.find_elements();
@@ -421,7 +313,7 @@ ShardingAssignment propagate(const Graph& g, const PropagationInput& in) {
       open.push_back(!p.value.count(x.get()));
       ops.push_back(open.back() ? replicated(in.mesh, x->rank()) : p.value.at(x.get()));
     }
-    RegionShardings& r = regions[&c] = region_shardings(c, ops, in.mesh, open);
+    RegionShardings& r = regions[&c] = control_rules(c.op).boundary(c, ops, in.mesh, open);
     for (size_t k = 0; k < c.in.size(); ++k)
       if (open[k]) {
         p.value[c.in[k].get()] = r.operands[k];

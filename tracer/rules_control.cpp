@@ -66,8 +66,8 @@ void check_region(const char* op, const char* what, const Graph& g, const std::v
 
 }  // namespace
 
-// Evaluation, factor and partition rules: the interpreter runs the op
-// (run_control), propagation settles its boundary, the partitioner
+// Evaluation, factor and partition rules: the interpreter runs the op by its
+// ControlRule (tracer/control_rules.hpp), propagation settles its boundary by it, the partitioner
 // partitions its regions (emit_control).
 #define TESSEL_CONTROL_ELSEWHERE(OP)                                                                             \
   void Rule<Op::OP>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {             \

@@ -4,6 +4,7 @@
 
 #include "tracer/build.hpp"
 #include "tessel/core/errors.hpp"
+#include "tracer/control_rules.hpp"
 #include "tracer/rewrite.hpp"
 #include "tracer/rules.hpp"
 
@@ -74,38 +75,27 @@ std::vector<AxisSet> inner_results(const attr::ShardMap& sm, const std::vector<c
 
 void type_graph(const Graph& g, const std::vector<AxisSet>& params, const DeviceMesh& mesh, Vmas& v);
 
-AxisSet unite(AxisSet a, const AxisSet& b) {
-  a.insert(b.begin(), b.end());
-  return a;
-}
-
 // Set while typing the body of a shard_map that leaves mesh axes automatic:
 // partitioning its regions may add collectives over those axes later.
 thread_local bool t_automatic_axes = false;
 
-// The typing of a control-flow op (cond, while_, scan) from its operands':
-// each region's parameters, the vma its outputs must reach, and the op's
-// results. A loop's carries vary over what their init and every step's
-// result vary over (a fixpoint), and over what its predicate varies over
-// (devices then stop at different steps); a cond's results over what any
-// branch's do and what its index varies over. Devices whose predicate or
-// index differ run different code, so the regions may not hold collectives
-// then (they would wait for each other forever).
-struct ControlTyping {
-  std::vector<std::vector<AxisSet>> params, outputs;  // per region, Attrs::regions() order
-  std::vector<AxisSet> results;
-};
-ControlTyping type_control(const Node& n, const std::vector<AxisSet>& in, const DeviceMesh& mesh) {
-  ControlTyping ct;
-  auto outputs_of = [&](const Graph& g, const std::vector<AxisSet>& params) {
+// The typing of a control-flow op (cond, while_, scan) is its rule
+// (ControlRule<op>::typing); this is what the rule may use.
+class Typer final : public RegionTyper {
+ public:
+  explicit Typer(const DeviceMesh& mesh) : mesh_(mesh) {}
+  const DeviceMesh& mesh() const override { return mesh_; }
+  std::vector<AxisSet> outputs_of(const Graph& g, const std::vector<AxisSet>& params) override {
     Vmas v;
-    type_graph(g, params, mesh, v);
+    type_graph(g, params, mesh_, v);
     std::vector<AxisSet> out;
     for (auto& o : g.outputs) out.push_back(v.at(o.get()).at(0));
     return out;
-  };
-  auto no_collectives = [&](const AxisSet& control, const char* what, const std::vector<GraphRef>& regions) {
+  }
+  void no_collectives(const Node& n, const AxisSet& control, const char* what,
+                      const std::vector<GraphRef>& regions) override {
     if (control.empty()) return;
+    const DeviceMesh& mesh = mesh_;
     if (t_automatic_axes)
       throw NotImplementedError(std::string(op_name(n.op)) + " in the body of a shard_map that leaves mesh axes automatic, whose " +
                                 what + " varies over mesh axis '" + mesh.axes()[size_t(*control.begin())].name +
@@ -117,71 +107,15 @@ ControlTyping type_control(const Node& n, const std::vector<AxisSet>& in, const 
         throw NotImplementedError(std::string(op_name(n.op)) + " in a shard_map body whose " + what + " varies over mesh axis '" +
                                   mesh.axes()[size_t(*control.begin())].name +
                                   "' while its regions hold collectives: devices would run different code and never meet");
-  };
-  switch (n.op) {
-    case Op::cond: {
-      const auto& branches = n.attr<attr::Cond>().branches;
-      no_collectives(in[0], "branch index", branches);
-      std::vector<AxisSet> params(in.begin() + 1, in.end());
-      ct.results.assign(branches[0]->outputs.size(), in[0]);
-      for (auto& b : branches) {
-        auto o = outputs_of(*b, params);
-        for (size_t k = 0; k < o.size(); ++k) ct.results[k] = unite(ct.results[k], o[k]);
-      }
-      for (size_t b = 0; b < branches.size(); ++b) ct.params.push_back(params), ct.outputs.push_back(ct.results);
-      break;
-    }
-    case Op::while_: {
-      const auto& w = n.attr<attr::While>();
-      const size_t cc = size_t(w.cond_consts), bc = size_t(w.body_consts);
-      std::vector<AxisSet> carry(in.begin() + std::ptrdiff_t(cc + bc), in.end());
-      std::vector<AxisSet> cp, bp;
-      AxisSet pred;
-      for (;;) {
-        cp.assign(in.begin(), in.begin() + std::ptrdiff_t(cc));
-        bp.assign(in.begin() + std::ptrdiff_t(cc), in.begin() + std::ptrdiff_t(cc + bc));
-        cp.insert(cp.end(), carry.begin(), carry.end());
-        bp.insert(bp.end(), carry.begin(), carry.end());
-        pred = outputs_of(*w.cond, cp).at(0);
-        auto next = outputs_of(*w.body, bp);
-        bool changed = false;
-        for (size_t k = 0; k < carry.size(); ++k) {
-          AxisSet u = unite(unite(carry[k], next[k]), pred);
-          if (u != carry[k]) carry[k] = std::move(u), changed = true;
-        }
-        if (!changed) break;
-      }
-      no_collectives(pred, "predicate", {w.cond, w.body});
-      ct.params = {cp, bp};
-      ct.outputs = {{pred}, carry};
-      ct.results = carry;
-      break;
-    }
-    case Op::scan: {
-      const auto& s = n.attr<attr::Scan>();
-      const size_t c = size_t(s.consts), m = size_t(s.carries);
-      std::vector<AxisSet> carry(in.begin() + std::ptrdiff_t(c), in.begin() + std::ptrdiff_t(c + m)), bp, out;
-      for (;;) {
-        bp.assign(in.begin(), in.begin() + std::ptrdiff_t(c));
-        bp.insert(bp.end(), carry.begin(), carry.end());
-        bp.insert(bp.end(), in.begin() + std::ptrdiff_t(c + m), in.end());
-        out = outputs_of(*s.body, bp);
-        bool changed = false;
-        for (size_t k = 0; k < m; ++k) {
-          AxisSet u = unite(carry[k], out[k]);
-          if (u != carry[k]) carry[k] = std::move(u), changed = true;
-        }
-        if (!changed) break;
-      }
-      for (size_t k = 0; k < m; ++k) out[k] = carry[k];
-      ct.params = {bp};
-      ct.outputs = {out};
-      ct.results = out;
-      break;
-    }
-    default: throw InternalError("not control flow");
   }
-  return ct;
+
+ private:
+  const DeviceMesh& mesh_;
+};
+
+ControlTyping type_control(const Node& n, const std::vector<AxisSet>& in, const DeviceMesh& mesh) {
+  Typer typer(mesh);
+  return control_rules(n.op).typing(typer, n, in);
 }
 
 // The vma of every value of g (nested shard_map bodies too).
