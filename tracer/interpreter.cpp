@@ -175,82 +175,31 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
     }
     std::vector<HostArray> out(static_cast<size_t>(P));
     auto arg = [&](std::int64_t pos, size_t k) -> const HostArray& { return v.at(b->in[k].get())[size_t(pos)].at(0); };
-    auto each_group = [&](const std::vector<int>& axes, auto&& fn) {
-      for (auto& group : collective_groups(mesh, axes)) fn(group);
-    };
-    // The members' values combined with op, in group order.
-    auto reduce_group = [&](Op op, const std::vector<std::int64_t>& group) {
-      HostArray acc = arg(group[0], 0);
-      for (size_t r = 1; r < group.size(); ++r) acc = eval_op(op, attr::None{}, aval_of(acc), {&acc, &arg(group[r], 0)});
-      return acc;
-    };
-    switch (b->op) {
-      case Op::axis_index: {
-        const auto& a = b->attr<attr::AxisIndex>();
-        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
-          for (size_t r = 0; r < group.size(); ++r) {
-            std::int32_t i = std::int32_t(r);
-            out[size_t(group[r])] = host_array(DType::int32, {}, &i);
-          }
-        });
-        break;
+    if (const GroupEval eval_group = group_eval(b->op)) {
+      // Collectives and axis_index: their rule over each group's members
+      // (the whole mesh, in position order, for collective_permute).
+      const CollectiveAxes ca = collective_axes(*b);
+      std::vector<std::vector<std::int64_t>> groups;
+      if (ca.axes) {
+        groups = collective_groups(mesh, *ca.axes);
+      } else {
+        groups.emplace_back();
+        for (std::int64_t pos = 0; pos < P; ++pos) groups[0].push_back(pos);
       }
-      case Op::all_reduce: {
-        const auto& a = b->attr<attr::AllReduce>();
-        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
-          HostArray acc = reduce_group(a.reduce_op, group);
-          for (auto pos : group) out[size_t(pos)] = acc;
-        });
-        break;
+      for (auto& group : groups) {
+        std::vector<const HostArray*> members;
+        for (auto pos : group) members.push_back(b->in.empty() ? nullptr : &arg(pos, 0));
+        std::vector<HostArray> results(group.size());
+        eval_group(*b, members, results);
+        for (size_t r = 0; r < group.size(); ++r) out[size_t(group[r])] = std::move(results[r]);
       }
-      case Op::all_gather: {
-        const auto& a = b->attr<attr::AllGather>();
-        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
-          std::vector<HostArray> parts;
-          for (auto pos : group) parts.push_back(arg(pos, 0));
-          HostArray all = concat(parts, a.dimension);
-          for (auto pos : group) out[size_t(pos)] = all;
-        });
-        break;
-      }
-      case Op::reduce_scatter: {
-        const auto& a = b->attr<attr::ReduceScatter>();
-        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
-          HostArray acc = reduce_group(a.reduce_op, group);
-          for (size_t r = 0; r < group.size(); ++r)
-            out[size_t(group[r])] = chunk(acc, a.dimension, std::int64_t(r), std::int64_t(group.size()));
-        });
-        break;
-      }
-      case Op::all_to_all: {
-        const auto& a = b->attr<attr::AllToAll>();
-        each_group(a.axes, [&](const std::vector<std::int64_t>& group) {
-          const std::int64_t m = std::int64_t(group.size());
-          for (std::int64_t r = 0; r < m; ++r) {
-            std::vector<HostArray> parts;
-            for (std::int64_t k = 0; k < m; ++k) parts.push_back(chunk(arg(group[k], 0), a.split_dimension, r, m));
-            out[size_t(group[r])] = concat(parts, a.concat_dimension);
-          }
-        });
-        break;
-      }
-      case Op::collective_permute: {
-        const auto& a = b->attr<attr::CollectivePermute>();
-        for (std::int64_t pos = 0; pos < P; ++pos) {
-          out[size_t(pos)] = arg(pos, 0);
-          std::fill(out[size_t(pos)].bytes.begin(), out[size_t(pos)].bytes.end(), 0);  // no source: zeros
-        }
-        for (auto [src, dst] : a.pairs) out[size_t(dst)] = arg(src, 0);
-        break;
-      }
-      default: {
-        if (op_family(b->op) == OpFamily::Region || op_family(b->op) == OpFamily::Tuple || b->aval.tuple)
-          throw NotImplementedError(detail::cat(op_name(b->op), " inside a shard_map body"));
-        for (std::int64_t pos = 0; pos < P; ++pos) {
-          std::vector<const HostArray*> ins;
-          for (size_t k = 0; k < b->in.size(); ++k) ins.push_back(&arg(pos, k));
-          out[size_t(pos)] = eval_op(b->op, b->attrs, b->aval, ins);
-        }
+    } else {
+      if (op_family(b->op) == OpFamily::Region || op_family(b->op) == OpFamily::Tuple || b->aval.tuple)
+        throw NotImplementedError(detail::cat(op_name(b->op), " inside a shard_map body"));
+      for (std::int64_t pos = 0; pos < P; ++pos) {
+        std::vector<const HostArray*> ins;
+        for (size_t k = 0; k < b->in.size(); ++k) ins.push_back(&arg(pos, k));
+        out[size_t(pos)] = eval_op(b->op, b->attrs, b->aval, ins);
       }
     }
     for (std::int64_t pos = 0; pos < P; ++pos) pv[size_t(pos)].push_back(std::move(out[size_t(pos)]));
@@ -350,6 +299,14 @@ std::vector<HostArray> interpret(const Graph& g, const std::vector<HostArray>& a
     outs.push_back(std::move(v[0]));
   }
   return outs;
+}
+
+HostArray host_eval(Op op, const Attrs& a, const Aval& out_aval, const std::vector<const HostArray*>& in) {
+  return eval_op(op, a, out_aval, in);
+}
+HostArray host_concat(const std::vector<HostArray>& xs, std::int64_t dim) { return concat(xs, dim); }
+HostArray host_chunk(const HostArray& x, std::int64_t dim, std::int64_t k, std::int64_t n) {
+  return chunk(x, dim, k, n);
 }
 
 HostArray host_array(DType dtype, const Shape& shape, const void* data) {

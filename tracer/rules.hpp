@@ -171,6 +171,14 @@ struct CollectiveAxes {
 };
 CollectiveAxes collective_axes(const Node& n);
 
+// The reference kernel of an op that runs over groups of devices (the
+// collectives and axis_index): each member's result from each member's
+// operand (null for axis_index), in group order. The interpreter forms the
+// groups (collective_axes; collective_permute's: the whole mesh) and runs it
+// per group. group_eval(op) is null for every other op.
+using GroupEval = void (*)(const Node& n, const std::vector<const HostArray*>& members, std::vector<HostArray>& out);
+GroupEval group_eval(Op op);
+
 // Whether g or a region in it holds a collective (axis_index and pvary,
 // which move no data, aside): devices must then run it in step.
 bool has_collectives(const Graph& g);

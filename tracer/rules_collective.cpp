@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tracer/build.hpp"
+#include "tracer/interpreter.hpp"
 #include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
@@ -405,5 +406,96 @@ NodeCost Rule<Op::collective_permute>::cost(const Node& n) {
 TESSEL_COST(axis_index, no_cost)
 TESSEL_COST(pvary, no_cost)
 TESSEL_COST(sharding_constraint, no_cost)
+
+// ------------------------------------------------------------------ reference kernels over groups
+// (GroupEval, run by the interpreter per group of members, in group order.)
+
+template <Op op>
+struct GroupRule;  // defined for the ops that run over groups
+
+namespace {
+Aval aval_of(const HostArray& h) { return Aval{h.dtype, h.shape, false}; }
+// The members' values combined with op, in group order (the compiled
+// collectives' left fold: the same bits).
+HostArray fold(Op op, const std::vector<const HostArray*>& members) {
+  HostArray acc = *members.at(0);
+  for (size_t r = 1; r < members.size(); ++r) acc = host_eval(op, attr::None{}, aval_of(acc), {&acc, members[r]});
+  return acc;
+}
+}  // namespace
+
+template <>
+struct GroupRule<Op::axis_index> {
+  static void eval(const Node&, const std::vector<const HostArray*>& members, std::vector<HostArray>& out) {
+    for (size_t r = 0; r < members.size(); ++r) {
+      const std::int32_t i = std::int32_t(r);
+      out[r] = host_array(DType::int32, {}, &i);
+    }
+  }
+};
+template <>
+struct GroupRule<Op::all_reduce> {
+  static void eval(const Node& n, const std::vector<const HostArray*>& members, std::vector<HostArray>& out) {
+    const HostArray acc = fold(n.attr<attr::AllReduce>().reduce_op, members);
+    for (auto& o : out) o = acc;
+  }
+};
+template <>
+struct GroupRule<Op::all_gather> {
+  static void eval(const Node& n, const std::vector<const HostArray*>& members, std::vector<HostArray>& out) {
+    std::vector<HostArray> parts;
+    for (auto* m : members) parts.push_back(*m);
+    const HostArray all = host_concat(parts, n.attr<attr::AllGather>().dimension);
+    for (auto& o : out) o = all;
+  }
+};
+template <>
+struct GroupRule<Op::reduce_scatter> {
+  static void eval(const Node& n, const std::vector<const HostArray*>& members, std::vector<HostArray>& out) {
+    const auto& a = n.attr<attr::ReduceScatter>();
+    const HostArray acc = fold(a.reduce_op, members);
+    for (size_t r = 0; r < out.size(); ++r) out[r] = host_chunk(acc, a.dimension, std::int64_t(r), std::int64_t(out.size()));
+  }
+};
+template <>
+struct GroupRule<Op::all_to_all> {
+  static void eval(const Node& n, const std::vector<const HostArray*>& members, std::vector<HostArray>& out) {
+    const auto& a = n.attr<attr::AllToAll>();
+    const std::int64_t m = std::int64_t(members.size());
+    for (std::int64_t r = 0; r < m; ++r) {
+      std::vector<HostArray> parts;
+      for (std::int64_t k = 0; k < m; ++k) parts.push_back(host_chunk(*members[size_t(k)], a.split_dimension, r, m));
+      out[size_t(r)] = host_concat(parts, a.concat_dimension);
+    }
+  }
+};
+// The group is the whole mesh in position order; a position no pair sends to gets zeros.
+template <>
+struct GroupRule<Op::collective_permute> {
+  static void eval(const Node& n, const std::vector<const HostArray*>& members, std::vector<HostArray>& out) {
+    for (size_t pos = 0; pos < out.size(); ++pos) {
+      out[pos] = *members[pos];
+      std::fill(out[pos].bytes.begin(), out[pos].bytes.end(), 0);
+    }
+    for (auto [src, dst] : n.attr<attr::CollectivePermute>().pairs) out.at(size_t(dst)) = *members.at(size_t(src));
+  }
+};
+
+namespace {
+template <Op op, OpFamily family>
+constexpr GroupEval group_entry() {
+  if constexpr (family == OpFamily::Collective || op == Op::axis_index)
+    return &GroupRule<op>::eval;
+  else
+    return nullptr;
+}
+const GroupEval kGroupEvals[] = {
+#define TESSEL_X(e, text, family, cost_class, attrs) group_entry<Op::e, OpFamily::family>(),
+    TESSEL_OPS(TESSEL_X)
+#undef TESSEL_X
+};
+}  // namespace
+
+GroupEval group_eval(Op op) { return kGroupEvals[int(op)]; }
 
 }  // namespace tessel
