@@ -255,6 +255,38 @@ Attrs Attrs::with_regions(const std::vector<GraphRef>& regions) const {
       v_);
 }
 
+namespace {
+template <class F>
+constexpr bool names_mesh_field() {
+  using T = std::decay_t<F>;
+  return std::is_same_v<T, MeshRef> || std::is_same_v<T, AxisSharding> ||
+         std::is_same_v<T, std::shared_ptr<const AxisSharding>> || std::is_same_v<T, std::vector<AxisSharding>>;
+}
+template <class A>
+constexpr bool names_mesh() {
+  using Fields = decltype(std::declval<const A&>().fields());
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return (names_mesh_field<std::tuple_element_t<I, Fields>>() || ... || false);
+  }(std::make_index_sequence<std::tuple_size_v<Fields>>{});
+}
+}  // namespace
+
+Attrs Attrs::on_mesh(const MeshRewrite& r) const {
+  return std::visit(
+      [&](const auto& a) -> Attrs {
+        using A = std::decay_t<decltype(a)>;
+        if constexpr (names_mesh<A>()) {
+          static_assert(requires(A& x) { x.on_mesh(r); }, "an attribute struct that names a mesh must say how it moves (on_mesh)");
+          A copy = a;
+          copy.on_mesh(r);
+          return Attrs(std::move(copy));
+        } else {
+          return *this;
+        }
+      },
+      v_);
+}
+
 void Attrs::mismatch() const {
   throw InternalError("a node's attributes are not the struct its op names (variant index " +
                       std::to_string(v_.index()) + ")");

@@ -54,6 +54,17 @@ struct DotDims {
   bool operator==(const DotDims&) const = default;
 };
 
+// Moving a program onto another mesh (the compile driver's common mesh of
+// all its meshes): what the parts of an attribute that name a mesh become.
+class MeshRewrite {
+ public:
+  virtual ~MeshRewrite() = default;
+  virtual const MeshRef& mesh() const = 0;  // the new mesh
+  // Axes of `from`, as the new mesh names them.
+  virtual std::vector<int> axes(const MeshRef& from, const std::vector<int>& axes) const = 0;
+  virtual AxisSharding sharding(const AxisSharding& s) const = 0;
+};
+
 namespace attr {
 
 // Ops without attributes (elementwise ops, reshape, select, ...).
@@ -220,6 +231,7 @@ struct Dot {
 struct Constraint {
   std::shared_ptr<const AxisSharding> sharding;
   auto fields() const { return std::tie(sharding); }
+  void on_mesh(const MeshRewrite& r) { sharding = std::make_shared<const AxisSharding>(r.sharding(*sharding)); }
   void print(std::ostream& os) const;
 };
 // get_tuple_element: which element.
@@ -250,6 +262,12 @@ struct ShardMap {
   // enclosing shard_maps too): its transpose takes the body as it is.
   bool explicit_vma = false;
   auto fields() const { return std::tie(body, mesh, in_specs, out_specs, manual, check_vma, explicit_vma); }
+  void on_mesh(const MeshRewrite& r) {
+    manual = r.axes(mesh, manual);
+    for (auto& s : in_specs) s = r.sharding(s);
+    for (auto& s : out_specs) s = r.sharding(s);
+    mesh = r.mesh();
+  }
   void print(std::ostream& os) const;  // the body prints below the node
 };
 // cond: branches[index] applied to the operands after the index (an int32
@@ -287,6 +305,10 @@ struct AxisIndex {
   MeshRef mesh;
   std::vector<int> axes;
   auto fields() const { return std::tie(mesh, axes); }
+  void on_mesh(const MeshRewrite& r) {
+    axes = r.axes(mesh, axes);
+    mesh = r.mesh();
+  }
   void print(std::ostream& os) const;
 };
 struct AllGather {
@@ -294,6 +316,10 @@ struct AllGather {
   std::vector<int> axes;
   std::int64_t dimension = 0;
   auto fields() const { return std::tie(mesh, axes, dimension); }
+  void on_mesh(const MeshRewrite& r) {
+    axes = r.axes(mesh, axes);
+    mesh = r.mesh();
+  }
   void print(std::ostream& os) const;
 };
 // distributed_lu, distributed_cholesky, distributed_triangular_solve: this device's rows of one matrix
@@ -312,6 +338,10 @@ struct RowBlocked {
   auto fields() const {
     return std::tie(mesh, axes, rows, panel, packed_complex, lower, transpose_a, conjugate_a, unit_diagonal);
   }
+  void on_mesh(const MeshRewrite& r) {
+    axes = r.axes(mesh, axes);
+    mesh = r.mesh();
+  }
   void print(std::ostream& os) const;
 };
 struct AllReduce {
@@ -319,6 +349,10 @@ struct AllReduce {
   std::vector<int> axes;
   Op reduce_op = Op::add;  // add, max or min
   auto fields() const { return std::tie(mesh, axes, reduce_op); }
+  void on_mesh(const MeshRewrite& r) {
+    axes = r.axes(mesh, axes);
+    mesh = r.mesh();
+  }
   void print(std::ostream& os) const;
 };
 struct ReduceScatter {
@@ -327,6 +361,10 @@ struct ReduceScatter {
   std::int64_t dimension = 0;
   Op reduce_op = Op::add;
   auto fields() const { return std::tie(mesh, axes, dimension, reduce_op); }
+  void on_mesh(const MeshRewrite& r) {
+    axes = r.axes(mesh, axes);
+    mesh = r.mesh();
+  }
   void print(std::ostream& os) const;
 };
 struct AllToAll {
@@ -334,6 +372,10 @@ struct AllToAll {
   std::vector<int> axes;
   std::int64_t split_dimension = 0, concat_dimension = 0;
   auto fields() const { return std::tie(mesh, axes, split_dimension, concat_dimension); }
+  void on_mesh(const MeshRewrite& r) {
+    axes = r.axes(mesh, axes);
+    mesh = r.mesh();
+  }
   void print(std::ostream& os) const;
 };
 // collective_permute: (source, target) positions in the whole mesh.
@@ -341,6 +383,7 @@ struct CollectivePermute {
   MeshRef mesh;
   std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
   auto fields() const { return std::tie(mesh, pairs); }
+  void on_mesh(const MeshRewrite& r) { mesh = r.mesh(); }  // positions in the whole mesh: the same on the new one
   void print(std::ostream& os) const;
 };
 
@@ -440,6 +483,10 @@ class Attrs {
   // with those regions replaced (the one place passes reach regions through).
   std::vector<GraphRef> regions() const;
   Attrs with_regions(const std::vector<GraphRef>& regions) const;
+  // The same attributes moved onto another mesh. Every struct with a field
+  // that names a mesh (a MeshRef or a sharding) says how it moves
+  // (on_mesh), or does not build.
+  Attrs on_mesh(const MeshRewrite& r) const;
 
  private:
   [[noreturn]] void mismatch() const;
