@@ -1,9 +1,11 @@
-// The compile pipeline as a script of named passes (docs/architecture.md,
-// principle 6), and the cache of its results:
+// Compiling and running a traced program for user arrays: what the user's
+// layer gives the compile driver (compiler/driver.hpp, the pass script) and
+// takes back. lower() turns arrays, in_shardings and out_shardings into the
+// driver's inputs (the device assignment, each argument's layout) and keeps
+// the compile cache; run() moves arrays into the layouts a program wants and
+// wraps its results as arrays.
 //
-//   traced Graph --unify meshes--> --propagate--> --partition--> --codegen--> Executable
-//
-// Eager ops and jit share it: an eager op is a one-op graph. Each stage can
+// Eager ops and jit share it: an eager op is a one-op graph. Each pass can
 // be dumped as text (TESSEL_DUMP_DIR / config().dump_dir).
 #pragma once
 
@@ -16,8 +18,8 @@
 #include <tessel/array.hpp>
 #include <tessel/sharding.hpp>
 
-#include "runtime/executable.hpp"
-#include "tracer/partition.hpp"
+#include "compiler/program.hpp"
+#include "compiler/program_cache.hpp"
 
 namespace tessel::detail {
 
@@ -30,32 +32,14 @@ struct LowerOptions {
   const Key* graph_key = nullptr;                       // fingerprint(graph), when the caller keeps it
 };
 
-struct CostAnalysis {
-  double flops = 0, transcendentals = 0, bytes_accessed = 0;
-};
+using CostAnalysis = compiler::CostAnalysis;
+using CommStat = compiler::CommStat;
 
-struct CommStat {
-  std::string collective;
-  double bytes_per_device = 0;
-};
-
-// Everything lowering and compiling one program for one set of argument
-// layouts produced; shared by the cache, Lowered and Compiled.
-struct Program {
-  Graph global;
-  std::string global_text;  // traced program with the shardings propagation chose
-  CommonMesh common;
-  ShardingAssignment assignment;
-  PartitionedProgram partitioned;
-  std::string local_text;   // the per-device program
-  std::string thunks_text;
-  std::shared_ptr<rt::Executable> executable;
+// A compiled program (compiler/program.hpp) with its outputs' shardings as
+// the user sees them; shared by the cache, Lowered and Compiled.
+struct Program : compiler::Program {
   std::vector<Sharding> output_user_shardings;
   bool committed_outputs = false;
-  CostAnalysis cost;
-  std::vector<CommStat> communication;
-  std::map<std::string, std::size_t> memory;  // argument, output, temp bytes per device
-  std::size_t peak_bytes = 0;                 // most memory a device holds during a run
 };
 
 // Lowers and compiles `g` for these arguments (cached by program and layouts).
@@ -66,17 +50,14 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args);
 // lower + run.
 std::vector<Array> execute(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt);
 
-// "[0, 1, 2]" for messages.
-std::string ids_str(const std::vector<int>& ids);
-// True when a and b put the same elements of an array of `shape` on the same devices.
-bool same_placement(const AxisSharding& a, const AxisSharding& b, const Shape& shape);
+// "[0, 1, 2]" for messages; whether two shardings place an array's elements alike.
+using compiler::ids_str;
+using compiler::same_placement;
 
 // Number of programs compiled so far (tests: an eager op is compiled once).
 std::size_t compile_count();
 // Programs in the compile cache and the bytes they are counted at.
-struct CacheStats {
-  std::size_t entries = 0, bytes = 0;
-};
+using CacheStats = compiler::CacheStats;
 CacheStats compile_cache_stats();
 
 }  // namespace tessel::detail

@@ -46,7 +46,7 @@ TEST_CASE("public headers include no LLVM, oneDNN or TBB") {
 }
 
 TEST_CASE("LLVM is included only through codegen/llvm_headers.hpp, and oneDNN only in codegen") {
-  for (std::string folder : {"dsl", "tracer", "runtime", "codegen", "samples"}) {
+  for (std::string folder : {"dsl", "tracer", "runtime", "codegen", "compiler", "samples"}) {
     for (auto& f : sources(folder)) {
       CAPTURE(f.string());
       std::string t = read(f);
@@ -70,6 +70,18 @@ TEST_CASE("the tracer includes nothing of LLVM, oneDNN or TBB, nor the other fol
     CHECK_FALSE(includes(t, "codegen/"));
     // Of the public headers, only the vocabulary every layer shares.
     CHECK_FALSE(includes(t, "tessel/(?!core/)"));
+  }
+}
+
+TEST_CASE("the compile driver includes no user-facing header, nor dsl/") {
+  auto files = sources("compiler");
+  REQUIRE(files.size() >= 4);
+  for (auto& f : files) {
+    CAPTURE(f.string());
+    std::string t = read(f);
+    CHECK_FALSE(includes(t, "dsl/"));
+    CHECK_FALSE(includes(t, "tessel/(?!core/)"));
+    CHECK_FALSE(includes(t, "llvm"));
   }
 }
 
