@@ -20,55 +20,38 @@ std::vector<int> common_axes(const CommonMesh& cm, const MeshRef& mesh, const st
                       ": their devices differ");
 }
 
-// Rebuilds g in a fresh table with constraints moved onto the common mesh
-// (shard_maps and the collectives of their bodies too) and out_shardings
-// added as constraints on the outputs.
+namespace {
+// The common mesh as the attributes' on_mesh sees it.
+class ToCommon final : public MeshRewrite {
+ public:
+  explicit ToCommon(const CommonMesh& cm) : cm_(cm) {}
+  const MeshRef& mesh() const override { return cm_.mesh; }
+  std::vector<int> axes(const MeshRef& from, const std::vector<int>& axes) const override {
+    return common_axes(cm_, from, axes);
+  }
+  AxisSharding sharding(const AxisSharding& s) const override { return cm_.rewrite(s); }
+
+ private:
+  const CommonMesh& cm_;
+};
+}  // namespace
+
+// Rebuilds g in a fresh table with every attribute that names a mesh moved
+// onto the common mesh (Attrs::on_mesh: constraints, shard_maps and the
+// collectives of their bodies) and out_shardings added as constraints on
+// the outputs.
 Graph rewrite_for_mesh(const Graph& g, const CommonMesh& cm, const std::vector<std::optional<AxisSharding>>& outs) {
   NodeTable t;
   Graph r;
   r.name = g.name;
   for (auto& p : g.params) r.params.push_back(build::with_operands(t, *p, {}));
+  const ToCommon to_common(cm);
   auto m = rewrite(g, t, r.params, [&](const Node& n, const std::vector<NodeRef>& in) -> NodeRef {
-    switch (n.op) {
-      case Op::sharding_constraint:
-        return build::sharding_constraint(t, in[0], cm.rewrite(*n.attr<attr::Constraint>().sharding));
-      case Op::shard_map: {
-        attr::ShardMap sm = n.attr<attr::ShardMap>();  // its body is rewritten already
-        sm.manual = common_axes(cm, sm.mesh, sm.manual);
-        for (auto& s : sm.in_specs) s = cm.rewrite(s);
-        for (auto& s : sm.out_specs) s = cm.rewrite(s);
-        sm.mesh = cm.mesh;
-        return build::shard_map(t, std::move(sm), in);
-      }
-      case Op::axis_index: {
-        const auto& a = n.attr<attr::AxisIndex>();
-        return build::axis_index(t, cm.mesh, common_axes(cm, a.mesh, a.axes));
-      }
-      case Op::pvary: {
-        const auto& a = n.attr<attr::AxisIndex>();
-        return build::pvary(t, in[0], cm.mesh, common_axes(cm, a.mesh, a.axes));
-      }
-      case Op::all_reduce: {
-        const auto& a = n.attr<attr::AllReduce>();
-        return build::all_reduce(t, in[0], cm.mesh, common_axes(cm, a.mesh, a.axes), a.reduce_op);
-      }
-      case Op::all_gather: {
-        const auto& a = n.attr<attr::AllGather>();
-        return build::all_gather(t, in[0], cm.mesh, common_axes(cm, a.mesh, a.axes), a.dimension);
-      }
-      case Op::reduce_scatter: {
-        const auto& a = n.attr<attr::ReduceScatter>();
-        return build::reduce_scatter(t, in[0], cm.mesh, common_axes(cm, a.mesh, a.axes), a.dimension, a.reduce_op);
-      }
-      case Op::all_to_all: {
-        const auto& a = n.attr<attr::AllToAll>();
-        return build::all_to_all(t, in[0], cm.mesh, common_axes(cm, a.mesh, a.axes), a.split_dimension,
-                                 a.concat_dimension);
-      }
-      case Op::collective_permute:  // positions in the whole mesh: the same on the common one
-        return build::collective_permute(t, in[0], cm.mesh, n.attr<attr::CollectivePermute>().pairs);
-      default: return build::with_operands(t, n, in);
-    }
+    Node moved;  // n (its regions rewritten already) with its attributes on the common mesh
+    moved.op = n.op;
+    moved.aval = n.aval;
+    moved.attrs = n.attrs.on_mesh(to_common);
+    return build::with_operands(t, moved, in);
   });
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     NodeRef o = m.at(g.outputs[i].get());
