@@ -123,7 +123,8 @@ Value* ExprEmitter::compare(Op op, DType t, Value* x, Value* y) {
       case Op::lt: return b.CreateFCmpOLT(x, y);
       case Op::le: return b.CreateFCmpOLE(x, y);
       case Op::gt: return b.CreateFCmpOGT(x, y);
-      default: return b.CreateFCmpOGE(x, y);
+      case Op::ge: return b.CreateFCmpOGE(x, y);
+      default: throw InternalError(std::string(op_name(op)) + " is not a comparison");
     }
   }
   const bool u = t == DType::uint32 || t == DType::bool_;
@@ -133,7 +134,8 @@ Value* ExprEmitter::compare(Op op, DType t, Value* x, Value* y) {
     case Op::lt: return u ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y);
     case Op::le: return u ? b.CreateICmpULE(x, y) : b.CreateICmpSLE(x, y);
     case Op::gt: return u ? b.CreateICmpUGT(x, y) : b.CreateICmpSGT(x, y);
-    default: return u ? b.CreateICmpUGE(x, y) : b.CreateICmpSGE(x, y);
+    case Op::ge: return u ? b.CreateICmpUGE(x, y) : b.CreateICmpSGE(x, y);
+    default: throw InternalError(std::string(op_name(op)) + " is not a comparison");
   }
 }
 
@@ -361,7 +363,8 @@ class Emitter final : public ExprEmitter {
         if (!fl) return b.CreateMul(acc, v);
         return b.CreateFMul(acc, v);
       case Op::reduce_max: return minmax(t, acc, v, true);
-      default: return minmax(t, acc, v, false);
+      case Op::reduce_min: return minmax(t, acc, v, false);
+      default: throw InternalError(std::string(op_name(op)) + " is not a reduction an emitted loop combines");
     }
   }
 

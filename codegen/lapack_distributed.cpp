@@ -2,8 +2,10 @@
 #include "codegen/lapack.hpp"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "codegen/gemm.hpp"
@@ -88,12 +90,72 @@ class RowBlockedThunk : public rt::Thunk {
     n_ = s[1];
     lapack_int(std::max({p_.rows, n_, r_}), n);
     groups_ = collective_groups(*p_.mesh, p_.axes);
+    for (int id : p_.mesh->device_ids()) all_local_ = all_local_ && rt::Runtime::get().is_local(id);
     std::ostringstream os;
     os << op_name(n.op) << ' ' << n.in[0]->aval.str() << " of " << p_.rows << " rows over " << groups_.at(0).size()
        << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
     text_ = os.str();
   }
   bool waits_on_peers() const override { return true; }
+  // A lockstep run (run_all) has every member of every group at hand when
+  // the whole mesh is in this process: each group's protocol then runs as
+  // its phases, each for every member, on this one thread (run_group: the
+  // same calls on the same values as the members' own threads make, so the
+  // same bits), without a meeting. Groups that span processes meet through
+  // the communicator on the devices' threads.
+  bool can_run_all() const override { return all_local_; }
+  void run_all(const std::vector<rt::ExecContext*>& ctxs) const override {
+    with_element(dtype_, p_.packed_complex, [&](auto tag) {
+      for (auto& g : groups_) {
+        std::vector<rt::ExecContext*> members;
+        for (auto pos : g) {
+          auto it = std::find_if(ctxs.begin(), ctxs.end(), [&](const rt::ExecContext* c) { return c->position == pos; });
+          TESSEL_CHECK_INTERNAL(it != ctxs.end(), text_, ": position ", pos, " is not in the lockstep run");
+          members.push_back(*it);
+        }
+        static_cast<const Derived*>(this)->template run_group<decltype(tag)>(members);
+      }
+    });
+  }
+  // f(i) for i in [0, count) in a run_all: side by side on the machine's
+  // cores where the lockstep run spreads positions so (ExecContext::parallel:
+  // the devices' threads would have used them), else one after another;
+  // each under a compute slot.
+  template <class F>
+  static void for_each(const std::vector<rt::ExecContext*>& group, std::int64_t count, F&& f) {
+    if (group[0]->parallel && count > 1) {
+      rt::parallel_for_machine(0, count, 1, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = lo; i < hi; ++i) {
+          rt::ComputeSlot slot;
+          f(i);
+        }
+      });
+    } else {
+      rt::ComputeSlot slot;
+      for (std::int64_t i = 0; i < count; ++i) f(i);
+    }
+  }
+  // f(q) for every member q of the group.
+  template <class F>
+  static void for_members(const std::vector<rt::ExecContext*>& group, F&& f) {
+    for_each(group, std::int64_t(group.size()), std::forward<F>(f));
+  }
+  // The trailing updates of a panel step, the bulk of the work, as chunks of
+  // at most kChunkRows rows of one member: f(q, i0, i1) for its local rows
+  // [i0, i1) of [begin[q], end[q]). Chunks keep the machine's cores evenly
+  // busy where members' shares differ (the rows above a panel have none
+  // left); each row's update is the same computation however rows are
+  // grouped, so the bits do not change.
+  static constexpr std::int64_t kChunkRows = 32;
+  template <class F>
+  static void for_row_chunks(const std::vector<rt::ExecContext*>& group, const std::vector<std::int64_t>& begin,
+                             const std::vector<std::int64_t>& end, F&& f) {
+    std::vector<std::array<std::int64_t, 3>> chunks;
+    for (size_t q = 0; q < begin.size(); ++q)
+      for (std::int64_t i0 = begin[q]; i0 < end[q]; i0 += kChunkRows)
+        chunks.push_back({std::int64_t(q), i0, std::min(end[q], i0 + kChunkRows)});
+    for_each(group, std::int64_t(chunks.size()), [&](std::int64_t c) { f(chunks[size_t(c)][0], chunks[size_t(c)][1], chunks[size_t(c)][2]); });
+  }
   // Bytes of one element as the library sees it (a packed complex: two).
   static std::size_t element_bytes(const Node& n) {
     return dtype_size(n.in[0]->dtype()) * (n.attr<attr::RowBlocked>().packed_complex ? 2 : 1);
@@ -122,6 +184,7 @@ class RowBlockedThunk : public rt::Thunk {
   std::int64_t n_ = 0, r_ = 0;
   std::vector<std::vector<std::int64_t>> groups_;
   std::string text_;
+  bool all_local_ = true;
 };
 
 // distributed_lu: one device's rows of a matrix split by rows over a group
@@ -298,6 +361,102 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
     }
   }
 
+  // The same protocol for a whole group at once (run_all), phase by phase:
+  // the leader gathers and factorises the panel; every member takes the
+  // pivots and its pivot rows; the leader solves U12; the others copy it and
+  // each member copies the old top rows its moved rows receive; each member
+  // updates its rows.
+  template <class T>
+  void run_group(const std::vector<rt::ExecContext*>& group) const {
+    const std::int64_t m = p_.rows, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n);
+    struct Member {
+      T* A;
+      std::int32_t* piv;
+      std::int32_t* perm;
+      T* panel;
+      T* U;
+    };
+    std::vector<Member> M(group.size());
+    for_members(group, [&](std::int64_t q) {
+      const rt::ExecContext* ctx = group[size_t(q)];
+      Member& mb = M[size_t(q)];
+      mb.A = static_cast<T*>(ctx->slots[size_t(writes_[0])]);
+      mb.piv = static_cast<std::int32_t*>(ctx->slots[size_t(writes_[1])]);
+      mb.perm = static_cast<std::int32_t*>(ctx->slots[size_t(writes_[2])]);
+      mb.panel = static_cast<T*>(ctx->slots[size_t(writes_[3])]);
+      mb.U = mb.panel + m * nb;
+      const T* x = static_cast<const T*>(ctx->slots[size_t(in_)]);
+      std::copy(x, x + r * n, mb.A);
+      for (std::int64_t i = 0; i < m; ++i) mb.perm[i] = std::int32_t(i);
+    });
+    auto row = [&](std::int64_t g) { return M[size_t(g / r)].A + (g % r) * n; };  // global row g
+    std::vector<int> ipiv(static_cast<std::size_t>(nb));
+    std::vector<std::int64_t> pperm;
+    for (std::int64_t c0 = 0; c0 < kmax; c0 += nb) {
+      const std::int64_t w = std::min(nb, kmax - c0), c1 = c0 + w, active = m - c0;
+      T* panel = M[0].panel;
+      std::optional<rt::ComputeSlot> slot(std::in_place);  // the leader's part
+      for (std::int64_t g = c0; g < m; ++g)
+        for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row(g)[c0 + j];
+      {
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        int info = 0;
+        Lapack::getrf(int(active), int(w), panel, int(active), ipiv.data(), info);  // info > 0: singular, the factors stand
+      }
+      pperm.resize(std::size_t(active));
+      for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
+      for (std::int64_t i = 0; i < w; ++i) std::swap(pperm[size_t(i)], pperm[size_t(ipiv[size_t(i)] - 1)]);
+      slot.reset();
+      for_members(group, [&](std::int64_t q) {
+        if (q > 0) std::copy(panel, panel + active * w, M[size_t(q)].panel);
+        for (std::int64_t l = 0; l < w; ++l) std::copy(row(c0 + pperm[size_t(l)]), row(c0 + pperm[size_t(l)]) + n, M[size_t(q)].U + l * n);
+      });
+      if (n > c1) {
+        rt::ComputeSlot leader;  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::trsm<T>('R', 'L', 'T', 'U', int(n - c1), int(w), panel, int(active), M[0].U + c1, int(n));
+      }
+      for_members(group, [&](std::int64_t q) {
+        if (q > 0 && n > c1)
+          for (std::int64_t l = 0; l < w; ++l) std::copy(M[0].U + l * n + c1, M[0].U + (l + 1) * n, M[size_t(q)].U + l * n + c1);
+        const std::int64_t off = q * r;
+        for (std::int64_t i = 0; i < r; ++i) {  // old top rows (never written in this phase) into moved rows below
+          const std::int64_t rel = off + i - c0;
+          if (off + i < m && rel >= w && rel < active && pperm[size_t(rel)] != rel)
+            std::copy(row(c0 + pperm[size_t(rel)]), row(c0 + pperm[size_t(rel)]) + n, M[size_t(q)].A + i * n);
+        }
+      });
+      std::vector<std::int64_t> below0(group.size(), 0), below1(group.size(), 0);  // local rows below the panel
+      for_members(group, [&](std::int64_t q) {
+        const Member& mb = M[size_t(q)];
+        const std::int64_t off = q * r;
+        for (std::int64_t i = 0; i < r; ++i) {
+          const std::int64_t rel = off + i - c0;
+          if (off + i >= m || rel < 0 || rel >= active) continue;
+          T* rw = mb.A + i * n;
+          if (rel < w) {
+            std::copy(mb.U + rel * n, mb.U + rel * n + c0, rw);
+            std::copy(mb.U + rel * n + c1, mb.U + (rel + 1) * n, rw + c1);
+          }
+          for (std::int64_t j = 0; j < w; ++j) rw[c0 + j] = mb.panel[j * active + rel];
+          if (rel >= w) {
+            if (below1[size_t(q)] == below0[size_t(q)]) below0[size_t(q)] = i;  // the first (they start empty)
+            below1[size_t(q)] = i + 1;
+          }
+        }
+        for (std::int64_t i = 0; i < w; ++i) mb.piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
+        std::vector<std::int32_t> tail(mb.perm + c0, mb.perm + m);
+        for (std::int64_t i = 0; i < active; ++i) mb.perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
+      });
+      if (n > c1)
+        for_row_chunks(group, below0, below1, [&](std::int64_t q, std::int64_t i0, std::int64_t i1) {
+          const Member& mb = M[size_t(q)];
+          update(mb.A + i0 * n + c1, n, mb.panel + (q * r + i0 - c0), active, mb.U + c1, i1 - i0, n - c1, w,
+                 mb.U + nb * n + i0 * nb);  // this chunk's rows of the member's [r, nb] scratch
+        });
+    }
+  }
+
   // C [rows, cols] -= L [rows, k] (column-major, ld ldl) x U12 [k, cols],
   // C and U12 both of row stride ldc: float and double by tessel's own GEMM
   // on this device's thread, in column chunks of at most nb (scratch
@@ -342,7 +501,6 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
     const std::int64_t n = n_, r = r_, nb = p_.panel, off = q * r, mine_rows = std::max<std::int64_t>(0, std::min(r, n - off));
     T* A = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
     T* panel = static_cast<T*>(ctx.slots[size_t(writes_[1])]);
-    T* scratch = panel + n * nb;
     {
       rt::ComputeSlot slot;
       const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
@@ -359,7 +517,7 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
     auto of = [](const void* p) { return static_cast<const Published*>(p); };
     std::vector<T> send;
     for (std::int64_t c0 = 0; c0 < n; c0 += nb) {
-      const std::int64_t w = std::min(nb, n - c0), c1 = c0 + w, active = n - c0;
+      const std::int64_t w = std::min(nb, n - c0), active = n - c0;
       // 1. The panel, column-major [active, w]: its rows from every member.
       gather_panel<T>(ctx, *group, shared, &mine, sizeof mine, [&](const void* p) { return of(p)->A; }, A, r, n, c0, w, n,
                       factors, send, panel);
@@ -387,30 +545,103 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
         return;
       }
       // 3. This device's rows: L's panel columns, then the trailing update.
-      std::int64_t below0 = -1;
-      for (std::int64_t i = 0; i < mine_rows; ++i) {
-        const std::int64_t rel = off + i - c0;
-        if (rel < 0) continue;
-        for (std::int64_t j = 0; j < w; ++j) A[i * n + c0 + j] = panel[j * active + rel];
-        if (rel >= w && below0 < 0) below0 = i;
-      }
-      if (below0 < 0 || c1 == n) continue;
-      const std::int64_t rows = mine_rows - below0, rel0 = off + below0 - c0, cols = n - c1;
-      T* C = A + below0 * n + c1;
-      if constexpr (is_cx<T>) {
-        // C -= L_mine L21^H. Column-major C^T -= conj(L21) L_mine^T; with the
-        // panel (this device's copy) conjugated, that is P21 P_mine^H.
-        conjugate(panel, active * w);
-        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-        Lapack::gemm_sub<T>('N', 'C', int(cols), int(rows), int(w), panel + w, int(active), panel + rel0, int(active), C,
-                            int(n));
-      } else {
-        subtract_product(C, n, rows, cols, w, panel + rel0, 1, active, panel + w, active, 1, nb, scratch);  // L_mine L21^T
-      }
+      const std::int64_t below0 = panel_columns(A, panel, off, mine_rows, c0, w);
+      if (below0 < mine_rows) trailing(A, panel, off, c0, w, below0, mine_rows, panel + n * nb);
     }
     // Zeros above the diagonal.
     rt::ComputeSlot slot;
     for (std::int64_t i = 0; i < mine_rows; ++i) std::fill(A + i * n + (off + i) + 1, A + (i + 1) * n, T(0));
+  }
+
+
+  // The same protocol for a whole group at once (run_all): the leader
+  // gathers and factorises each panel, the others copy it, each member
+  // updates its rows.
+  template <class T>
+  void run_group(const std::vector<rt::ExecContext*>& group) const {
+    const std::int64_t n = n_, r = r_, nb = p_.panel;
+    std::vector<T*> A(group.size()), panels(group.size());
+    for_members(group, [&](std::int64_t q) {
+      const rt::ExecContext* ctx = group[size_t(q)];
+      A[size_t(q)] = static_cast<T*>(ctx->slots[size_t(writes_[0])]);
+      panels[size_t(q)] = static_cast<T*>(ctx->slots[size_t(writes_[1])]);
+      const T* x = static_cast<const T*>(ctx->slots[size_t(in_)]);
+      std::copy(x, x + r * n, A[size_t(q)]);
+    });
+    auto mine_rows = [&](std::int64_t q) { return std::max<std::int64_t>(0, std::min(r, n - q * r)); };
+    for (std::int64_t c0 = 0; c0 < n; c0 += nb) {
+      const std::int64_t w = std::min(nb, n - c0), active = n - c0;
+      T* panel = panels[0];
+      int info = 0;
+      {
+        rt::ComputeSlot leader;
+        for (std::int64_t g = c0; g < n; ++g)
+          for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = A[size_t(g / r)][(g % r) * n + c0 + j];
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::potrf('L', int(w), panel, int(active), info);
+        if (info == 0 && active > w)  // L21 L11^H = A21
+          Lapack::trsm<T>('R', 'L', 'C', 'N', int(active - w), int(w), panel, int(active), panel + w, int(active));
+      }
+      if (info != 0) {  // not positive definite: NaN everywhere
+        for_members(group, [&](std::int64_t q) { fill_nan(A[size_t(q)], mine_rows(q) * n); });
+        return;
+      }
+      // Every copy before any update: a complex update conjugates its panel in place.
+      for_members(group, [&](std::int64_t q) {
+        if (q > 0) std::copy(panel, panel + active * w, panels[size_t(q)]);
+      });
+      std::vector<std::int64_t> below0(group.size()), end(group.size());
+      for_members(group, [&](std::int64_t q) {
+        end[size_t(q)] = mine_rows(q);
+        below0[size_t(q)] = panel_columns(A[size_t(q)], panels[size_t(q)], q * r, mine_rows(q), c0, w);
+      });
+      for_row_chunks(group, below0, end, [&](std::int64_t q, std::int64_t i0, std::int64_t i1) {
+        T* panel_q = panels[size_t(q)];
+        trailing(A[size_t(q)], panel_q, q * r, c0, w, i0, i1, panel_q + n * nb + i0 * nb);  // this chunk's rows of [r, nb]
+      });
+    }
+    for_members(group, [&](std::int64_t q) {
+      for (std::int64_t i = 0; i < mine_rows(q); ++i) std::fill(A[size_t(q)] + i * n + (q * r + i) + 1, A[size_t(q)] + (i + 1) * n, T(0));
+    });
+  }
+
+  // A device's rows (A, `mine_rows` of them from global row off) at panel
+  // step c0 of width w: L's panel columns from its copy of the panel; returns
+  // the local rows [below0, mine_rows) the trailing update then changes (none:
+  // below0 = mine_rows), its panel copy conjugated for a complex update.
+  template <class T>
+  std::int64_t panel_columns(T* A, T* panel, std::int64_t off, std::int64_t mine_rows, std::int64_t c0, std::int64_t w) const {
+    const std::int64_t n = n_, active = n - c0;
+    std::int64_t below0 = mine_rows;
+    for (std::int64_t i = 0; i < mine_rows; ++i) {
+      const std::int64_t rel = off + i - c0;
+      if (rel < 0) continue;
+      for (std::int64_t j = 0; j < w; ++j) A[i * n + c0 + j] = panel[j * active + rel];
+      if (rel >= w && below0 == mine_rows) below0 = i;
+    }
+    if (c0 + w == n) return mine_rows;
+    // Complex: C -= L_mine L21^H. Column-major C^T -= conj(L21) L_mine^T;
+    // with the panel (this device's copy) conjugated, that is P21 P_mine^H.
+    if constexpr (is_cx<T>)
+      if (below0 < mine_rows) conjugate(panel, active * w);
+    return below0;
+  }
+  // The trailing update of local rows [i0, i1) (below the panel): their
+  // columns from c0 + w minus L_rows L21^T (tessel's GEMM through scratch
+  // [i1 - i0, nb]; complex: the library's, taking its turn).
+  template <class T>
+  void trailing(T* A, const T* panel, std::int64_t off, std::int64_t c0, std::int64_t w, std::int64_t i0, std::int64_t i1,
+                T* scratch) const {
+    const std::int64_t n = n_, nb = p_.panel, c1 = c0 + w, active = n - c0;
+    const std::int64_t rows = i1 - i0, rel0 = off + i0 - c0, cols = n - c1;
+    T* C = A + i0 * n + c1;
+    if constexpr (is_cx<T>) {
+      const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+      Lapack::gemm_sub<T>('N', 'C', int(cols), int(rows), int(w), panel + w, int(active), panel + rel0, int(active), C,
+                          int(n));
+    } else {
+      subtract_product(C, n, rows, cols, w, panel + rel0, 1, active, panel + w, active, 1, nb, scratch);  // L_mine L21^T
+    }
   }
 
 };
@@ -535,6 +766,81 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
       rt::ComputeSlot slot;
       conjugate(X, n * k);
     }
+  }
+
+  // The same solve for a whole group at once (run_all), step by step: the
+  // members' parts of the residual (op(a) = a^T), the owner's sum and solve,
+  // every member's copy of x_j, their residual updates (op(a) = a).
+  template <class T>
+  void run_group(const std::vector<rt::ExecContext*>& group) const {
+    const std::int64_t n = n_, r = r_, k = k_, P = std::int64_t(group.size());
+    std::vector<const T*> A(group.size());
+    std::vector<T*> X(group.size()), scratch(group.size());
+    auto width = [&](std::int64_t j) { return std::clamp<std::int64_t>(n - j * r, 0, r); };
+    for_members(group, [&](std::int64_t q) {
+      const rt::ExecContext& ctx = *group[size_t(q)];
+      A[size_t(q)] = static_cast<const T*>(ctx.slots[size_t(in_)]);
+      T* x = X[size_t(q)] = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
+      scratch[size_t(q)] = writes_.size() > 1 ? static_cast<T*>(ctx.slots[size_t(writes_[1])]) : nullptr;
+      const T* B = static_cast<const T*>(ctx.slots[size_t(b_in_)]);
+      const std::int64_t off = q * r, mine = width(q);
+      std::fill(x, x + n * k, T(0));
+      std::copy(B + off * k, B + (off + mine) * k, x + off * k);
+      if (p_.conjugate_a) conjugate(x + off * k, mine * k);
+    });
+    const bool forward = p_.lower != p_.transpose_a;
+    auto step_of = [&](std::int64_t j) { return forward ? j : P - 1 - j; };
+    for (std::int64_t s = 0; s < P && k > 0; ++s) {
+      const std::int64_t j = step_of(s), w = width(j);
+      if (w == 0) continue;
+      T* Xj = X[size_t(j)] + j * r * k;
+      if (p_.transpose_a) {
+        for_members(group, [&](std::int64_t q) {
+          const std::int64_t mine = width(q);
+          if (q == j || step_of(q) >= s || mine == 0) return;
+          T* part = X[size_t(q)] + j * r * k;  // -a_qj^T x_q
+          std::fill(part, part + w * k, T(0));
+          const T* a_qj = A[size_t(q)] + j * r;
+          const T* xq = X[size_t(q)] + q * r * k;
+          if constexpr (is_cx<T>) {
+            const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+            Lapack::gemm_sub<T>('N', 'T', int(k), int(w), int(mine), xq, int(k), a_qj, int(n), part, int(k));
+          } else {
+            subtract_product(part, k, w, k, mine, a_qj, 1, n, xq, k, 1, chunk(k), scratch[size_t(q)]);
+          }
+        });
+        rt::ComputeSlot owner;
+        for (std::int64_t p = 0; p < P; ++p) {
+          if (p == j || step_of(p) >= s || width(p) == 0) continue;
+          const T* from = X[size_t(p)] + j * r * k;
+          for (std::int64_t i = 0; i < w * k; ++i) Xj[i] += from[i];
+        }
+      }
+      {
+        rt::ComputeSlot owner;
+        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+        Lapack::trsm<T>('R', p_.lower ? 'U' : 'L', p_.transpose_a ? 'T' : 'N', p_.unit_diagonal ? 'U' : 'N', int(k), int(w),
+                        A[size_t(j)] + j * r, int(n), Xj, int(k));
+      }
+      for_members(group, [&](std::int64_t q) {
+        if (q != j) std::copy(Xj, Xj + w * k, X[size_t(q)] + j * r * k);
+      });
+      if (!p_.transpose_a)
+        for_members(group, [&](std::int64_t q) {  // residual rows -= a_qj x_j
+          const std::int64_t mine = width(q);
+          if (q == j || step_of(q) < s || mine == 0) return;
+          T* C = X[size_t(q)] + q * r * k;
+          const T* a_qj = A[size_t(q)] + j * r;
+          const T* xj = X[size_t(q)] + j * r * k;
+          if constexpr (is_cx<T>) {
+            const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+            Lapack::gemm_sub<T>('N', 'N', int(k), int(mine), int(w), xj, int(k), a_qj, int(n), C, int(k));
+          } else {
+            subtract_product(C, k, mine, k, w, a_qj, n, 1, xj, k, 1, chunk(k), scratch[size_t(q)]);
+          }
+        });
+    }
+    if (p_.conjugate_a) for_members(group, [&](std::int64_t q) { conjugate(X[size_t(q)], n * k); });
   }
 
  private:

@@ -48,9 +48,50 @@ void row(const std::string& name, double floor, double ours, double peer) {
   std::fflush(stdout);
 }
 
+// A small matrix on 8 devices: many panel steps, each a few meetings of the
+// group, so what a meeting costs shows. With more device threads than cores
+// a launch runs in lockstep (one thread runs every member's phases, no
+// meeting: RowBlockedThunk::run_all); the devices' own threads meet through
+// the communicator (ts::config().lockstep_launches = false), both in this run.
+void small_matrices() {
+  const int n = 256, reps = 10;
+  const double flops = 2.0 / 3 * double(n) * n * n + 2.0 * n * n;
+  std::printf("\nsolve(A, b), A %d x %d on 8 devices: lockstep against the devices' own threads\n", n, n);
+  std::printf("%-46s %11s %11s %8s %11s %8s %12s\n", "case", "floor (ms)", "tessel (ms)", "x floor", "gesv (ms)", "x gesv",
+              "threads (ms)");
+  const auto all = ts::devices();
+  if (all.size() < 8) return;
+  for (ts::DType t : {ts::float32, ts::float64}) {
+    double floor = flops / (bench::peak_flops() / (t == ts::float64 ? 2 : 1));
+    ts::Array a = (ts::random::normal(ts::random::key(2), {n, n}, ts::float64) +
+                   ts::eye(n, std::nullopt, 0, ts::float64) * 4.0).astype(t);
+    ts::Array b = ts::random::normal(ts::random::key(3), {n}, ts::float64).astype(t);
+    const double peer = t == ts::float32 ? lapack_seconds(a.to_vector<float>(), b.to_vector<float>(), n, reps)
+                                         : lapack_seconds(a.to_vector<double>(), b.to_vector<double>(), n, reps);
+    auto solve = ts::jit([](const ts::Array& a, const ts::Array& b) { return ts::linalg::solve(a, b); });
+    for (const auto& [name, sh] :
+         {std::pair{std::string("8 devices, rows P('x', None)"), ts::NamedSharding(ts::Mesh(all, {8}, {"x"}), P("x", ts::None))},
+          std::pair{std::string("8 devices, 2-D P('x', 'y') on 4 x 2"),
+                    ts::NamedSharding(ts::Mesh(all, {4, 2}, {"x", "y"}), P("x", "y"))}}) {
+      ts::Array ad = ts::device_put(a, sh), bd = ts::device_put(b, ts::NamedSharding(sh.mesh(), P()));
+      solve(ad, bd).block_until_ready();  // compile
+      double ours = bench::seconds([&] { solve(ad, bd).block_until_ready(); }, reps, 0);
+      ts::config().lockstep_launches = false;
+      const double threads = bench::seconds([&] { solve(ad, bd).block_until_ready(); }, reps, 0);
+      ts::config().lockstep_launches = true;
+      const std::string case_name = std::string(ts::dtype_name(t)) + ", " + name;
+      bench::check(case_name, floor, ours);
+      std::printf("%-46s %11.2f %11.2f %8.2f %11.2f %8.2f %12.2f\n", case_name.c_str(), floor * 1e3, ours * 1e3, ours / floor,
+                  peer * 1e3, ours / peer, threads * 1e3);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  small_matrices();
   const int n = argc > 1 && std::strcmp(argv[1], "small") == 0 ? 1024 : 4096;
   const int reps = 3;
   const double flops = 2.0 / 3 * double(n) * n * n + 2.0 * n * n;

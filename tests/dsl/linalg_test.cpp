@@ -660,3 +660,69 @@ TEST_CASE("vmap of grad through lu (along-axis gathers and scatters with per-exa
   Array jitted = ts::jit(ts::vmap(g))(as);
   CHECK(max_abs(jitted - batched) < 1e-10);
 }
+
+TEST_CASE("distributed lu, cholesky and triangular_solve: a lockstep run equals the devices' own threads, bit for bit") {
+  // With more device threads than cores a launch runs in lockstep: one
+  // thread runs each group's protocol phase by phase for every member
+  // (RowBlockedThunk::run_all). The members' own threads, meeting through
+  // the communicator, must give the same bits: the same library calls on
+  // the same values. Real and complex, even and uneven rows, a singular
+  // matrix and one that is not positive definite (NaN everywhere).
+  const auto all = ts::devices();
+  auto bits = [](const Array& a) { return ts::testing::host_of(a).bytes; };
+  for (auto t : {ts::float32, ts::float64, ts::complex64, ts::complex128})
+    for (std::int64_t n : {24, 29, 100})  // 100 on 3 devices: 34 rows each, updated in chunks of 32
+      for (int p : {3, 8}) {
+        CAPTURE(ts::dtype_name(t));
+        CAPTURE(n);
+        CAPTURE(p);
+        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + p), {p}, {"x"});
+        ts::NamedSharding rows_sh(mesh, P("x", ts::None));
+        const bool cx = ts::is_complex(t);
+        auto with_imag = [&](Array re, std::uint32_t seed) {
+          return cx ? (re.astype(t) + rand_mat(seed, re.shape(), ts::float64).astype(t) * ts::array(std::complex<double>(0, 0.5)).astype(t))
+                    : re.astype(t);
+        };
+        Array a0 = with_imag(rand_mat(40, {n, n}, ts::float64, 0.5), 41);
+        Array s0 = spd(42, {n, n}, t);
+        Array sing = rand_mat(43, {n, n}, t);
+        sing = ts::concatenate({sing[ts::slice(0, 4)], sing[ts::slice(0, n - 4)]}, 0);  // repeated rows: singular
+        Array not_pd = s0 - 10 * double(n) * ts::eye(n, std::nullopt, 0, t);
+        Array b0 = with_imag(rand_mat(44, {n, 3}, ts::float64), 45);
+        auto flu = ts::jit([](const Array& x) {
+          auto r = la::lu(x);
+          return std::make_tuple(r.lu, r.pivots, r.permutation);
+        });
+        auto fc = ts::jit([](const Array& x) { return la::cholesky(x); });
+        auto run_both = [&](auto&& f, const char* what) {
+          ts::config().lockstep_launches = true;
+          auto lockstep = f();
+          ts::config().lockstep_launches = false;
+          auto threads = f();
+          ts::config().lockstep_launches = true;
+          CAPTURE(what);
+          REQUIRE(lockstep.size() == threads.size());
+          for (size_t i = 0; i < lockstep.size(); ++i) CHECK(bits(lockstep[i]) == bits(threads[i]));
+        };
+        for (const Array& m : {a0, sing}) {
+          run_both([&] {
+            auto [lu, piv, perm] = flu(ts::device_put(m, rows_sh));
+            return std::vector<Array>{lu, piv, perm};
+          }, "lu");
+        }
+        for (const Array& m : {s0, not_pd})
+          run_both([&] { return std::vector<Array>{fc(ts::device_put(m, rows_sh))}; }, "cholesky");
+        for (int flags = 0; flags < 16; ++flags) {
+          la::TriangularSolveOptions o{.left_side = true, .lower = bool(flags & 1), .transpose_a = bool(flags & 2),
+                                       .unit_diagonal = bool(flags & 4), .conjugate_a = bool(flags & 8)};
+          if (o.conjugate_a && !cx) continue;
+          CAPTURE(flags);
+          auto ft = ts::jit([o](const Array& a, const Array& b) { return la::triangular_solve(a, b, o); });
+          run_both([&] { return std::vector<Array>{ft(ts::device_put(s0, rows_sh), b0)}; }, "triangular_solve");
+          if (flags == 3 && n == 29) {
+            const std::string text = ft.lower(ts::device_put(s0, rows_sh), b0).compile().as_text();
+            CHECK(text.find("distributed-triangular-solve") != std::string::npos);
+          }
+        }
+      }
+}
