@@ -8,14 +8,6 @@
 
 namespace tessel {
 
-namespace {
-template <class V>
-V plus(V v, typename V::value_type x) {
-  v.push_back(x);
-  return v;
-}
-}  // namespace
-
 Aval packed_aval(const Aval& a) {
   if (a.tuple) {
     std::vector<Aval> e;
@@ -29,7 +21,7 @@ Aval packed_aval(const Aval& a) {
 }
 
 NodeRef ComplexBuilder::pack(const Parts& p) {
-  Shape s1 = plus(p.re->shape(), std::int64_t(1));
+  Shape s1 = appended(p.re->shape(), std::int64_t(1));
   NodeRef packed = build::concatenate(t_, {build::reshape(t_, p.re, s1), build::reshape(t_, p.im, s1)},
                                       std::int64_t(p.re->shape().size()));
   parts_of_.emplace(packed.get(), p);

@@ -20,6 +20,13 @@ struct Parts {
   NodeRef re, im;
 };
 
+// v with x appended (a packed value's shape, dims or starts gain the pair's).
+template <class V>
+V appended(V v, typename V::value_type x) {
+  v.push_back(x);
+  return v;
+}
+
 // The packed form of a complex aval (S + [2] of the real dtype); others as they are.
 Aval packed_aval(const Aval& a);
 

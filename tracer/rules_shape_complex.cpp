@@ -10,14 +10,6 @@ namespace tessel {
 // Packed, a complex array is its real array with a trailing [2]: data
 // movement moves the pairs (the same op over one more dimension).
 
-namespace {
-template <class V>
-V plus(V v, typename V::value_type x) {
-  v.push_back(x);
-  return v;
-}
-}  // namespace
-
 TESSEL_COMPLEX_NEVER(parameter)
 NodeRef Rule<Op::constant>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>&) {
   auto l = std::make_shared<Literal>(*n.attr<attr::Constant>().value);
@@ -31,14 +23,14 @@ NodeRef Rule<Op::iota>::expand_complex(ComplexBuilder& b, const Node& n, const s
 }
 NodeRef Rule<Op::broadcast_in_dim>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
   const std::int64_t r = std::int64_t(n.shape().size());
-  return build::broadcast_in_dim(b.table(), ops[0], plus(n.shape(), std::int64_t(2)),
-                                 plus(n.attr<attr::Dimensions>().dims, r));
+  return build::broadcast_in_dim(b.table(), ops[0], appended(n.shape(), std::int64_t(2)),
+                                 appended(n.attr<attr::Dimensions>().dims, r));
 }
 NodeRef Rule<Op::reshape>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
-  return build::reshape(b.table(), ops[0], plus(n.shape(), std::int64_t(2)));
+  return build::reshape(b.table(), ops[0], appended(n.shape(), std::int64_t(2)));
 }
 NodeRef Rule<Op::transpose>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
-  return build::transpose(b.table(), ops[0], plus(n.attr<attr::Dimensions>().dims, std::int64_t(n.shape().size())));
+  return build::transpose(b.table(), ops[0], appended(n.attr<attr::Dimensions>().dims, std::int64_t(n.shape().size())));
 }
 NodeRef Rule<Op::rev>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
   return build::rev(b.table(), ops[0], n.attr<attr::Dimensions>().dims);
@@ -47,7 +39,7 @@ NodeRef Rule<Op::slice>::expand_complex(ComplexBuilder& b, const Node& n, const 
   const auto& s = n.attr<attr::Slice>();
   std::vector<std::int64_t> stride = s.stride;
   if (!stride.empty()) stride.push_back(1);
-  return build::slice(b.table(), ops[0], plus(s.start, std::int64_t(0)), plus(s.limit, std::int64_t(2)), stride);
+  return build::slice(b.table(), ops[0], appended(s.start, std::int64_t(0)), appended(s.limit, std::int64_t(2)), stride);
 }
 NodeRef Rule<Op::pad>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
   const auto& p = n.attr<attr::Pad>();
@@ -62,7 +54,7 @@ NodeRef Rule<Op::concatenate>::expand_complex(ComplexBuilder& b, const Node& n, 
 NodeRef Rule<Op::dynamic_slice>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
   std::vector<NodeRef> starts(ops.begin() + 1, ops.end());
   starts.push_back(build::scalar(b.table(), starts.empty() ? DType::int32 : starts[0]->dtype(), 0));
-  return build::dynamic_slice(b.table(), ops[0], starts, plus(n.attr<attr::DynamicSlice>().sizes, std::int64_t(2)));
+  return build::dynamic_slice(b.table(), ops[0], starts, appended(n.attr<attr::DynamicSlice>().sizes, std::int64_t(2)));
 }
 NodeRef Rule<Op::dynamic_update_slice>::expand_complex(ComplexBuilder& b, const Node&, const std::vector<NodeRef>& ops) {
   std::vector<NodeRef> starts(ops.begin() + 2, ops.end());
