@@ -254,7 +254,7 @@ class ControlThunk final : public rt::Thunk {
   }
   // Its regions' thunks take compute slots (and meet peers) themselves.
   bool waits_on_peers() const override { return true; }
-  // Where every thunk of its regions can (not a distributed factorisation's).
+  // Where every thunk of its regions can (a distributed factorisation over groups that span processes cannot).
   bool can_run_all() const override { return run_all_; }
   std::string describe() const override { return text_; }
   const char* category() const override { return "control"; }
