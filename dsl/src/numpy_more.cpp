@@ -196,6 +196,7 @@ Array geomspace(double start, double stop, std::int64_t num, bool endpoint, DTyp
   return r.astype(dtype);
 }
 Array indices(const Shape& dims, DType dtype) {
+  if (dims.empty()) return zeros({0}, dtype);  // jnp.indices(()): an empty int array of shape (0,)
   std::vector<Array> out;
   for (int d = 0; d < int(dims.size()); ++d) out.push_back(lax::broadcasted_iota(dtype, dims, d));
   return stack(out, 0);

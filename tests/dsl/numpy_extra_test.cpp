@@ -170,3 +170,13 @@ TEST_CASE("take with mode 'wrap' (floor modulo, as jnp.take); frexp, nextafter a
   CHECK(ts::nextafter(ts::array({1}), ts::array({2})).to_vector<float>()[0] == std::nextafter(1.0f, 2.0f));
   CHECK(ts::spacing(ts::array({1})).to_vector<float>()[0] == std::nextafter(1.0f, 2.0f) - 1.0f);
 }
+
+TEST_CASE("indices of no dimensions is an empty array of shape (0,), as jnp.indices(()) and np.indices(())") {
+  ts::Array e = ts::indices({});
+  CHECK(e.shape() == ts::Shape{0});
+  CHECK(e.dtype() == ts::int32);
+  CHECK(ts::indices({}, ts::float32).dtype() == ts::float32);
+  ts::Array two = ts::indices({2, 3});
+  CHECK(two.shape() == ts::Shape{2, 2, 3});
+  CHECK(two.to_vector<int>() == std::vector<int>{0, 0, 0, 1, 1, 1, 0, 1, 2, 0, 1, 2});
+}
