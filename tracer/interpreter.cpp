@@ -10,18 +10,18 @@
 
 namespace tessel {
 
+HostArray host_eval(Op op, const Attrs& a, const Aval& out_aval, const std::vector<const HostArray*>& in) {
+  HostArray out;
+  rules(op).eval(in, a, out_aval, out);
+  return out;
+}
+
 namespace {
 
 // A node's value: one array, or a tuple's elements.
 using Value = InterpValue;  // tracer/control_rules.hpp
 
 std::vector<Value> run(const Graph& g, std::vector<Value> args);
-
-HostArray eval_op(Op op, const Attrs& a, const Aval& out_aval, const std::vector<const HostArray*>& in) {
-  HostArray out;
-  rules(op).eval(in, a, out_aval, out);
-  return out;
-}
 
 // A tuple-valued op's elements from its packed reference result (rule_util::pack_tuple).
 std::vector<HostArray> unpack_tuple(const HostArray& packed, const Aval& tuple) {
@@ -43,26 +43,29 @@ Aval aval_of(const HostArray& h) { return Aval{h.dtype, h.shape, false}; }
 HostArray slice_box(const HostArray& x, const Box& b) {
   Aval o = aval_of(x);
   o.shape = b.extent();
-  return eval_op(Op::slice, attr::Slice{b.start, b.stop, std::vector<std::int64_t>(b.start.size(), 1)}, o, {&x});
+  return host_eval(Op::slice, attr::Slice{b.start, b.stop, std::vector<std::int64_t>(b.start.size(), 1)}, o, {&x});
 }
 
-HostArray concat(const std::vector<HostArray>& xs, std::int64_t dim) {
+}  // namespace
+
+HostArray host_concat(const std::vector<HostArray>& xs, std::int64_t dim) {
   std::vector<const HostArray*> in;
   Aval o = aval_of(xs.at(0));
   o.shape[dim] = 0;
   for (auto& x : xs) in.push_back(&x), o.shape[dim] += x.shape[dim];
   if (xs.size() == 1) return xs[0];
-  return eval_op(Op::concatenate, attr::Dimension{dim}, o, in);
+  return host_eval(Op::concatenate, attr::Dimension{dim}, o, in);
 }
 
-// Block k of n along dim.
-HostArray chunk(const HostArray& x, std::int64_t dim, std::int64_t k, std::int64_t n) {
+HostArray host_chunk(const HostArray& x, std::int64_t dim, std::int64_t k, std::int64_t n) {
   Box b{std::vector<std::int64_t>(x.shape.size(), 0), x.shape};
   const std::int64_t len = x.shape[dim] / n;
   b.start[dim] = k * len;
   b.stop[dim] = (k + 1) * len;
   return slice_box(x, b);
 }
+
+namespace {
 
 
 // The devices of `axes`' group that holds pos, in group order.
@@ -98,13 +101,6 @@ HostArray assemble(const AxisSharding& spec, const Aval& g, const std::vector<Va
 }
 
 std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::vector<PerDevice> params);
-
-// ------------------------------------------------------------------ control flow
-
-// cond, while_ and scan: their rules run them (ControlRule<op>::run).
-PerDevice run_control(const Node& n, const std::vector<const PerDevice*>& in, std::int64_t P, const RunGraph& run_graph) {
-  return control_rules(n.op).run(n, in, P, run_graph);
-}
 
 // A shard_map on every device at once: each device's block of each operand
 // (its value at that device, split by the in_spec), the body run SPMD, and
@@ -155,7 +151,7 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
     if (is_control_flow(b->op)) {
       std::vector<const PerDevice*> in;
       for (auto& x : b->in) in.push_back(&v.at(x.get()));
-      v[b.get()] = run_control(*b, in, P, [&](const Graph& g, std::vector<PerDevice> args) {
+      v[b.get()] = control_rules(b->op).run(*b, in, P, [&](const Graph& g, std::vector<PerDevice> args) {
         return run_spmd(g, mesh, std::move(args));
       });
       continue;
@@ -199,7 +195,7 @@ std::vector<PerDevice> run_spmd(const Graph& body, const DeviceMesh& mesh, std::
       for (std::int64_t pos = 0; pos < P; ++pos) {
         std::vector<const HostArray*> ins;
         for (size_t k = 0; k < b->in.size(); ++k) ins.push_back(&arg(pos, k));
-        out[size_t(pos)] = eval_op(b->op, b->attrs, b->aval, ins);
+        out[size_t(pos)] = host_eval(b->op, b->attrs, b->aval, ins);
       }
     }
     for (std::int64_t pos = 0; pos < P; ++pos) pv[size_t(pos)].push_back(std::move(out[size_t(pos)]));
@@ -250,7 +246,7 @@ std::vector<Value> run(const Graph& g, std::vector<Value> args) {
           std::vector<const PerDevice*> ptrs;
           for (auto* v : in) per.push_back(PerDevice{*v});
           for (auto& p : per) ptrs.push_back(&p);
-          out = run_control(*n, ptrs, 1, [](const Graph& g, std::vector<PerDevice> args) {
+          out = control_rules(n->op).run(*n, ptrs, 1, [](const Graph& g, std::vector<PerDevice> args) {
             std::vector<Value> a;
             for (auto& x : args) a.push_back(std::move(x.at(0)));
             std::vector<PerDevice> r;
@@ -299,14 +295,6 @@ std::vector<HostArray> interpret(const Graph& g, const std::vector<HostArray>& a
     outs.push_back(std::move(v[0]));
   }
   return outs;
-}
-
-HostArray host_eval(Op op, const Attrs& a, const Aval& out_aval, const std::vector<const HostArray*>& in) {
-  return eval_op(op, a, out_aval, in);
-}
-HostArray host_concat(const std::vector<HostArray>& xs, std::int64_t dim) { return concat(xs, dim); }
-HostArray host_chunk(const HostArray& x, std::int64_t dim, std::int64_t k, std::int64_t n) {
-  return chunk(x, dim, k, n);
 }
 
 HostArray host_array(DType dtype, const Shape& shape, const void* data) {

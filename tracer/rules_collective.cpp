@@ -414,12 +414,12 @@ template <Op op>
 struct GroupRule;  // defined for the ops that run over groups
 
 namespace {
-Aval aval_of(const HostArray& h) { return Aval{h.dtype, h.shape, false}; }
 // The members' values combined with op, in group order (the compiled
 // collectives' left fold: the same bits).
 HostArray fold(Op op, const std::vector<const HostArray*>& members) {
   HostArray acc = *members.at(0);
-  for (size_t r = 1; r < members.size(); ++r) acc = host_eval(op, attr::None{}, aval_of(acc), {&acc, members[r]});
+  for (size_t r = 1; r < members.size(); ++r)
+    acc = host_eval(op, attr::None{}, Aval{acc.dtype, acc.shape, false}, {&acc, members[r]});
   return acc;
 }
 }  // namespace
