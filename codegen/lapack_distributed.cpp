@@ -4,6 +4,7 @@
 #include "codegen/lapack.hpp"
 
 #include <optional>
+#include <tuple>
 
 #include "codegen/row_blocked.hpp"
 
@@ -61,7 +62,6 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
     std::vector<T> send;  // across processes: the rows (or panel columns) this device publishes
     std::vector<int> ipiv(static_cast<std::size_t>(nb));
     std::vector<std::int64_t> pperm;
-    std::vector<std::int32_t> tail;
     // In shared memory a member publishes where its rows, panel, pivot rows
     // and pivots are, and the group's first member (the leader) factorises
     // the panel and solves U12 for everyone, who copy them: the library's
@@ -165,26 +165,41 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
       ctx.comm->release(ctx.position, *group);
       // 4. This device's rows.
       rt::ComputeSlot slot;
-      std::int64_t below0 = -1, below1 = -1;  // local rows below the panel
-      for (std::int64_t i = 0; i < r; ++i) {
-        const std::int64_t rel = off + i - c0;
-        if (off + i >= m || rel < 0 || rel >= active) continue;
-        T* row = A + i * n;
-        if (rel < w) {  // a top row: the pivot row, U12 in its trailing part
-          std::copy(U + rel * n, U + rel * n + c0, row);
-          std::copy(U + rel * n + c1, U + (rel + 1) * n, row + c1);
-        }
-        for (std::int64_t j = 0; j < w; ++j) row[c0 + j] = panel[j * active + rel];
-        if (rel >= w) {
-          if (below0 < 0) below0 = i;
-          below1 = i + 1;
-        }
-      }
-      if (below0 >= 0 && n > c1) update(A + below0 * n + c1, n, panel + (off + below0 - c0), active, U + c1, below1 - below0, n - c1, w, U + nb * n);
-      for (std::int64_t i = 0; i < w; ++i) piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
-      tail.assign(perm + c0, perm + m);
-      for (std::int64_t i = 0; i < active; ++i) perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
+      const auto [below0, below1] = own_rows(A, U, panel, piv, perm, off, c0, w, ipiv, pperm);
+      if (below1 > below0 && n > c1)
+        update(A + below0 * n + c1, n, panel + (off + below0 - c0), active, U + c1, below1 - below0, n - c1, w, U + nb * n);
     }
+  }
+
+  // A device's rows at panel step c0 (w columns), but for the trailing
+  // update: each top row takes its pivot row and U12 (from U), each active
+  // row its panel columns; then the step's pivots and permutation. Returns
+  // its local rows [below0, below1) below the panel, which the update changes.
+  template <class T>
+  std::pair<std::int64_t, std::int64_t> own_rows(T* A, const T* U, const T* panel, std::int32_t* piv, std::int32_t* perm,
+                                                 std::int64_t off, std::int64_t c0, std::int64_t w,
+                                                 const std::vector<int>& ipiv,
+                                                 const std::vector<std::int64_t>& pperm) const {
+    const std::int64_t m = p_.rows, n = n_, r = r_, c1 = c0 + w, active = m - c0;
+    std::int64_t below0 = 0, below1 = 0;
+    for (std::int64_t i = 0; i < r; ++i) {
+      const std::int64_t rel = off + i - c0;
+      if (off + i >= m || rel < 0 || rel >= active) continue;
+      T* row = A + i * n;
+      if (rel < w) {  // a top row: the pivot row, U12 in its trailing part
+        std::copy(U + rel * n, U + rel * n + c0, row);
+        std::copy(U + rel * n + c1, U + (rel + 1) * n, row + c1);
+      }
+      for (std::int64_t j = 0; j < w; ++j) row[c0 + j] = panel[j * active + rel];
+      if (rel >= w) {
+        if (below1 == below0) below0 = i;  // the first (the range starts empty)
+        below1 = i + 1;
+      }
+    }
+    for (std::int64_t i = 0; i < w; ++i) piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
+    const std::vector<std::int32_t> tail(perm + c0, perm + m);
+    for (std::int64_t i = 0; i < active; ++i) perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
+    return {below0, below1};
   }
 
   // The same protocol for a whole group at once (run_all), phase by phase:
@@ -252,27 +267,11 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
             std::copy(row(c0 + pperm[size_t(rel)]), row(c0 + pperm[size_t(rel)]) + n, M[size_t(q)].A + i * n);
         }
       });
-      std::vector<std::int64_t> below0(group.size(), 0), below1(group.size(), 0);  // local rows below the panel
+      std::vector<std::int64_t> below0(group.size()), below1(group.size());  // local rows below the panel
       for_members(group, [&](std::int64_t q) {
         const Member& mb = M[size_t(q)];
-        const std::int64_t off = q * r;
-        for (std::int64_t i = 0; i < r; ++i) {
-          const std::int64_t rel = off + i - c0;
-          if (off + i >= m || rel < 0 || rel >= active) continue;
-          T* rw = mb.A + i * n;
-          if (rel < w) {
-            std::copy(mb.U + rel * n, mb.U + rel * n + c0, rw);
-            std::copy(mb.U + rel * n + c1, mb.U + (rel + 1) * n, rw + c1);
-          }
-          for (std::int64_t j = 0; j < w; ++j) rw[c0 + j] = mb.panel[j * active + rel];
-          if (rel >= w) {
-            if (below1[size_t(q)] == below0[size_t(q)]) below0[size_t(q)] = i;  // the first (they start empty)
-            below1[size_t(q)] = i + 1;
-          }
-        }
-        for (std::int64_t i = 0; i < w; ++i) mb.piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
-        std::vector<std::int32_t> tail(mb.perm + c0, mb.perm + m);
-        for (std::int64_t i = 0; i < active; ++i) mb.perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
+        std::tie(below0[size_t(q)], below1[size_t(q)]) =
+            own_rows(mb.A, mb.U, mb.panel, mb.piv, mb.perm, q * r, c0, w, ipiv, pperm);
       });
       if (n > c1)
         for_row_chunks(group, below0, below1, [&](std::int64_t q, std::int64_t i0, std::int64_t i1) {

@@ -83,12 +83,7 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
         if (part) {
           rt::ComputeSlot slot;
           std::fill(Xj, Xj + w * k, T(0));
-          if constexpr (is_cx<T>) {  // column-major: Xj^T -= x_q^T a_qj
-            const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-            Lapack::gemm_sub<T>('N', 'T', int(k), int(w), int(mine), X + off * k, int(k), a_qj, int(n), Xj, int(k));
-          } else {
-            subtract_product(Xj, k, w, k, mine, a_qj, 1, n, X + off * k, k, 1, chunk(k), scratch);
-          }
+          subtract_transposed(Xj, a_qj, X + off * k, w, mine, scratch);
         }
         auto peers = publish(part ? Xj : nullptr, w);
         if (owner) {
@@ -119,12 +114,7 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
       if (!p_.transpose_a && !solved && !owner && mine > 0) {  // this member's residual rows -= a_qj x_j
         rt::ComputeSlot slot;
         T* C = X + off * k;
-        if constexpr (is_cx<T>) {  // column-major: C^T -= x_j^T a_qj^T
-          const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-          Lapack::gemm_sub<T>('N', 'N', int(k), int(mine), int(w), Xj, int(k), a_qj, int(n), C, int(k));
-        } else {
-          subtract_product(C, k, mine, k, w, a_qj, n, 1, Xj, k, 1, chunk(k), scratch);
-        }
+        subtract_block(C, a_qj, Xj, w, mine, scratch);
       }
     }
     if (p_.conjugate_a) {
@@ -167,12 +157,7 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
           std::fill(part, part + w * k, T(0));
           const T* a_qj = A[size_t(q)] + j * r;
           const T* xq = X[size_t(q)] + q * r * k;
-          if constexpr (is_cx<T>) {
-            const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-            Lapack::gemm_sub<T>('N', 'T', int(k), int(w), int(mine), xq, int(k), a_qj, int(n), part, int(k));
-          } else {
-            subtract_product(part, k, w, k, mine, a_qj, 1, n, xq, k, 1, chunk(k), scratch[size_t(q)]);
-          }
+          subtract_transposed(part, a_qj, xq, w, mine, scratch[size_t(q)]);
         });
         rt::ComputeSlot owner;
         for (std::int64_t p = 0; p < P; ++p) {
@@ -197,15 +182,37 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
           T* C = X[size_t(q)] + q * r * k;
           const T* a_qj = A[size_t(q)] + j * r;
           const T* xj = X[size_t(q)] + j * r * k;
-          if constexpr (is_cx<T>) {
-            const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-            Lapack::gemm_sub<T>('N', 'N', int(k), int(mine), int(w), xj, int(k), a_qj, int(n), C, int(k));
-          } else {
-            subtract_product(C, k, mine, k, w, a_qj, n, 1, xj, k, 1, chunk(k), scratch[size_t(q)]);
-          }
+          subtract_block(C, a_qj, xj, w, mine, scratch[size_t(q)]);
         });
     }
     if (p_.conjugate_a) for_members(group, [&](std::int64_t q) { conjugate(X[size_t(q)], n * k); });
+  }
+
+  // A member's part of block j's residual when op(a) = a^T: part [w, k] -=
+  // a_qj^T x_q, for its rows a_qj [mine, w] (row stride n) of a's block
+  // column j and its block x_q [mine, k] (tessel's GEMM through scratch;
+  // complex: the library's, taking its turn; column-major part^T -= x_q^T a_qj).
+  template <class T>
+  void subtract_transposed(T* part, const T* a_qj, const T* xq, std::int64_t w, std::int64_t mine, T* scratch) const {
+    const std::int64_t n = n_, k = k_;
+    if constexpr (is_cx<T>) {
+      const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+      Lapack::gemm_sub<T>('N', 'T', int(k), int(w), int(mine), xq, int(k), a_qj, int(n), part, int(k));
+    } else {
+      subtract_product(part, k, w, k, mine, a_qj, 1, n, xq, k, 1, chunk(k), scratch);
+    }
+  }
+  // A member's residual rows when op(a) = a: C [mine, k] -= a_qj x_j
+  // (column-major C^T -= x_j^T a_qj^T).
+  template <class T>
+  void subtract_block(T* C, const T* a_qj, const T* xj, std::int64_t w, std::int64_t mine, T* scratch) const {
+    const std::int64_t n = n_, k = k_;
+    if constexpr (is_cx<T>) {
+      const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+      Lapack::gemm_sub<T>('N', 'N', int(k), int(mine), int(w), xj, int(k), a_qj, int(n), C, int(k));
+    } else {
+      subtract_product(C, k, mine, k, w, a_qj, n, 1, xj, k, 1, chunk(k), scratch);
+    }
   }
 
  private:

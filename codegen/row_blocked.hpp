@@ -142,8 +142,9 @@ class RowBlockedThunk : public rt::Thunk {
   // at most kChunkRows rows of one member: f(q, i0, i1) for its local rows
   // [i0, i1) of [begin[q], end[q]). Chunks keep the machine's cores evenly
   // busy where members' shares differ (the rows above a panel have none
-  // left); each row's update is the same computation however rows are
-  // grouped, so the bits do not change.
+  // left). tessel's GEMM computes each row alike however rows are grouped,
+  // so the bits do not change; the complex path's library gemm (a serial
+  // OpenBLAS) does too, which tests/dsl/linalg_test.cpp checks.
   static constexpr std::int64_t kChunkRows = 32;
   template <class F>
   static void for_row_chunks(const std::vector<rt::ExecContext*>& group, const std::vector<std::int64_t>& begin,
