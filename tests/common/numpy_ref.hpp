@@ -1,7 +1,8 @@
 // Shared by the NumPy/SciPy reference tests (tests/dsl/surface_ref*_test.cpp):
 // reading tests/data/numpy's JSON numbers (NaN and infinities as strings),
 // splitting inputs over devices, and central differences of tessel's own
-// functions for the gradient cases.
+// functions for the gradient cases (which tests/dsl/autodiff_test.cpp's
+// gradient checks use too, with compare_grads).
 #pragma once
 
 #include <cmath>

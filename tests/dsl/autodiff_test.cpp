@@ -12,7 +12,10 @@
 
 #include <tessel/tessel.hpp>
 
+#include "tests/common/numpy_ref.hpp"
+
 namespace ts = tessel;
+namespace numpy_ref = tessel::testing::numpy_ref;
 using ts::Array;
 using ts::P;
 using Inputs = std::vector<Array>;
@@ -52,45 +55,6 @@ Inputs make_inputs(const GradCase& c, std::uint32_t seed) {
   return xs;
 }
 
-// Central differences of f at xs, per input element.
-std::vector<std::vector<double>> numeric_grad(const GradCase& c, const Inputs& xs) {
-  auto f = ts::jit(c.f);
-  const double h = 1e-6;
-  std::vector<std::vector<double>> g;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    std::vector<double> v = xs[i].to_vector<double>(), gi(v.size());
-    for (size_t j = 0; j < v.size(); ++j) {
-      auto at = [&](double delta) {
-        Inputs ys = xs;
-        std::vector<double> w = v;
-        w[j] += delta;
-        ys[i] = ts::array(w, xs[i].shape());
-        return f(ys).item<double>();
-      };
-      gi[j] = (at(h) - at(-h)) / (2 * h);
-    }
-    g.push_back(gi);
-  }
-  return g;
-}
-
-std::string compare(const Inputs& got, const std::vector<std::vector<double>>& want, double tol) {
-  if (got.size() != want.size()) return "got " + std::to_string(got.size()) + " gradients";
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i].dtype() != ts::float64) return "gradient " + std::to_string(i) + " is " + ts::dtype_name(got[i].dtype());
-    auto g = got[i].to_vector<double>();
-    if (g.size() != want[i].size()) return "gradient " + std::to_string(i) + " has the wrong size";
-    for (size_t j = 0; j < g.size(); ++j)
-      if (!(std::fabs(g[j] - want[i][j]) <= tol * (1 + std::fabs(want[i][j])))) {
-        std::ostringstream os;
-        os.precision(12);
-        os << "input " << i << " element " << j << ": autodiff " << g[j] << ", finite differences " << want[i][j];
-        return os.str();
-      }
-  }
-  return "";
-}
-
 Inputs shard_inputs(const Inputs& xs, int n) {
   std::vector<ts::Device> all = ts::devices();
   ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), "x");
@@ -103,14 +67,14 @@ Inputs shard_inputs(const Inputs& xs, int n) {
 void check_grad(const GradCase& c) {
   CAPTURE(c.name);
   Inputs xs = make_inputs(c, 7);
-  auto want = numeric_grad(c, xs);
+  auto want = numpy_ref::tessel_differences(c.f, xs, 1e-6);  // central differences
   auto g = ts::grad(c.f);
-  CHECK(compare(g(xs), want, c.tol) == "");
+  CHECK(numpy_ref::compare_grads(g(xs), want, c.tol) == "");
   auto jg = ts::jit(g);
   for (int n = 1; n <= 8; ++n) {
     if (c.only_devices && n != c.only_devices) continue;
     CAPTURE(n);
-    CHECK(compare(jg(shard_inputs(xs, n)), want, c.tol) == "");
+    CHECK(numpy_ref::compare_grads(jg(shard_inputs(xs, n)), want, c.tol) == "");
   }
   // Forward mode: the derivative along a random direction.
   Inputs dirs = make_inputs(c, 11);
