@@ -99,7 +99,7 @@ std::string bytes_str(double b) {
 // The devices of a run share the host's memory.
 void check_memory(const Program& p) {
   const std::size_t devices = std::size_t(p.common.mesh->size());
-  if (devices == 0 || p.peak_bytes <= rt::host_memory_bytes() / devices) return;  // fits_host (dsl/src/array.cpp)
+  if (rt::fits_host(p.peak_bytes, devices)) return;
   const double need = double(p.peak_bytes) * double(p.common.mesh->size());
   std::string largest;
   double most = -1;

@@ -542,6 +542,8 @@ std::size_t host_memory_bytes() {
   return bytes;
 }
 
+bool fits_host(std::size_t bytes, std::size_t devices) { return devices == 0 || bytes <= host_memory_bytes() / devices; }
+
 std::string Executable::describe() const {
   std::ostringstream os;
   for (auto& t : thunks) os << "  " << t->describe() << '\n';

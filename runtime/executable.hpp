@@ -159,5 +159,8 @@ LaunchMode choose_launch_mode(const Executable& e, std::size_t local_devices, bo
 
 // The host's physical memory: no run may need more (ResourceExhaustedError).
 std::size_t host_memory_bytes();
+// True when `bytes` on each of `devices` devices fit in the host's memory
+// together (all devices share it): the one rule RESOURCE_EXHAUSTED applies.
+bool fits_host(std::size_t bytes, std::size_t devices);
 
 }  // namespace tessel::rt

@@ -70,12 +70,8 @@ void gather_to_host(const ArrayImpl& a, void* out) {
   }
 }
 
-bool fits_host(std::size_t bytes, std::size_t devices) {
-  return devices == 0 || bytes <= rt::host_memory_bytes() / devices;
-}
-
 void check_allocation(std::size_t bytes, std::size_t devices, const std::string& what) {
-  if (fits_host(bytes, devices)) return;
+  if (rt::fits_host(bytes, devices)) return;
   throw ResourceExhaustedError(cat("RESOURCE_EXHAUSTED: ", what, " needs ", bytes, " bytes on each of ", devices,
                                    " device(s), more than the host's ", rt::host_memory_bytes(), " bytes of memory"));
 }

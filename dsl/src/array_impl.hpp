@@ -52,10 +52,7 @@ rt::Runtime& runtime();
 // The process holding a device (id / devices per process).
 int process_of_device(int id);
 
-// True when `bytes` on each of `devices` devices fit in the host's memory
-// together (all devices share it): the one rule RESOURCE_EXHAUSTED applies.
-bool fits_host(std::size_t bytes, std::size_t devices);
-// RESOURCE_EXHAUSTED unless fits_host; `what` says what needed the memory.
+// RESOURCE_EXHAUSTED unless rt::fits_host; `what` says what needed the memory.
 void check_allocation(std::size_t bytes, std::size_t devices, const std::string& what);
 
 }  // namespace tessel::detail
