@@ -119,40 +119,53 @@ struct Partitioner final : LocalBuilder {
     return build::dynamic_slice(t, x, starts, sizes);
   }
 
-  // One axis moving from the minor end of one dim to the minor end of
-  // another: a single all-to-all (uneven: see below).
+  // Mesh axes moving from the minor end of one dim to the minor end of
+  // another: a single all-to-all over them (uneven: see below).
   NodeRef try_all_to_all(NodeRef x, const Shape& G, const AxisSharding& from, const AxisSharding& to) {
     const int r = int(G.size());
     int src = -1, dst = -1;
+    auto prefix = [](const std::vector<int>& a, const std::vector<int>& b) {  // a strictly begins b
+      return a.size() < b.size() && std::equal(a.begin(), a.end(), b.begin());
+    };
     for (int d = 0; d < r; ++d) {
       const auto& F = from.dims[d];
       const auto& T = to.dims[d];
       if (F == T) continue;
-      if (F.size() == T.size() + 1 && std::equal(T.begin(), T.end(), F.begin()) && src < 0) src = d;
-      else if (T.size() == F.size() + 1 && std::equal(F.begin(), F.end(), T.begin()) && dst < 0) dst = d;
+      if (prefix(T, F) && src < 0) src = d;
+      else if (prefix(F, T) && dst < 0) dst = d;
       else return nullptr;
     }
-    if (src < 0 || dst < 0 || from.dims[src].back() != to.dims[dst].back()) return nullptr;
-    const int m = from.dims[src].back();
+    if (src < 0 || dst < 0) return nullptr;
+    const std::vector<int> moved(from.dims[src].begin() + std::ptrdiff_t(to.dims[src].size()), from.dims[src].end());
+    if (!std::equal(moved.begin(), moved.end(), to.dims[dst].begin() + std::ptrdiff_t(from.dims[dst].size()),
+                    to.dims[dst].end()))
+      return nullptr;
     bool even = true;
     for (int d : {src, dst})
       if (G[d] % tiles(from.dims[d]) != 0 || G[d] % tiles(to.dims[d]) != 0) even = false;
-    if (even) return build::all_to_all(t, x, mesh, {m}, dst, src);
-    // Uneven, one axis from a dim it alone splits to a whole dim: pad the
-    // whole dim to a multiple of the tiles (its padding then ends the last
-    // tile, as every uneven split's does), move, and cut the gathered dim's
-    // padding off. Nested uneven tiles do not line up: those gather.
-    if (from.dims[src].size() != 1 || !from.dims[dst].empty()) return nullptr;
-    const std::int64_t k = tiles({m}), c_dst = ceil_div(G[dst], k);
+    if (even) return build::all_to_all(t, x, mesh, moved, dst, src);
+    // Uneven: the k-way split of a dim's coarse tiles must be its fine tiles
+    // (padding then ends the last tile, as every uneven split's does). It is
+    // where the coarse layout is whole, or its tiles hold k fine tiles
+    // exactly; else the tiles do not line up and the dim is gathered. Pad the
+    // scattered dim's tile to k fine tiles, move, and cut the gathered dim's
+    // padding where it becomes whole.
+    const std::int64_t k = tiles(moved);
+    auto nests = [&](int d, const std::vector<int>& coarse, const std::vector<int>& fine) {
+      return tiles(coarse) == 1 || ceil_div(G[d], tiles(coarse)) == k * ceil_div(G[d], tiles(fine));
+    };
+    if (!nests(src, to.dims[src], from.dims[src]) || !nests(dst, from.dims[dst], to.dims[dst])) return nullptr;
+    const std::int64_t c_dst = ceil_div(G[dst], tiles(to.dims[dst]));
     if (x->shape()[dst] < k * c_dst) {
       std::vector<std::int64_t> lo(r, 0), hi(r, 0);
       hi[dst] = k * c_dst - x->shape()[dst];
       x = build::pad(t, x, build::scalar(t, x->dtype(), 0), lo, hi);
     }
-    x = build::all_to_all(t, x, mesh, {m}, dst, src);
-    if (x->shape()[src] == G[src]) return x;
+    x = build::all_to_all(t, x, mesh, moved, dst, src);
+    const std::int64_t c_src = ceil_div(G[src], tiles(to.dims[src]));
+    if (x->shape()[src] == c_src) return x;
     std::vector<std::int64_t> lo(r, 0), hi = x->shape();
-    hi[src] = G[src];
+    hi[src] = c_src;
     return build::slice(t, x, lo, hi);
   }
 

@@ -9,10 +9,11 @@
 // conj(mask * rfft(c)), mask 1 at the zero (and even n's Nyquist) entry and
 // 2 elsewhere (JAX's rule, unnormalised).
 // Sharding: every dim is a factor of operand and result (the last axis of an
-// rfft/irfft, whose sizes differ, is never split). A transformed axis that
-// is split is handled by the partition rule: its split moves to another dim
-// by one all-to-all, the axis is transformed locally, and the result moves
-// back (pencil decomposition), never gathering the array.
+// rfft/irfft, whose sizes differ, shares one factor: a split of the real
+// axis carries to the half spectrum, padded where uneven). A transformed
+// axis that is split is handled by the partition rule: its split moves to
+// another dim by one all-to-all, the axis is transformed locally, and the
+// result moves back (pencil decomposition), never gathering the array.
 #include <cmath>
 #include <complex>
 #include <algorithm>
@@ -179,8 +180,12 @@ FactorRule Rule<Op::fft>::factors(const Node& n) {
   std::vector<std::vector<int>> op, res;
   for (int d = 0; d < int(s.size()); ++d) {
     if (is_real_kind(p.kind) && d == p.axes.back()) {
-      op.push_back({r.add_factor(s[size_t(d)], false, true)});
-      res.push_back({r.add_factor(o[size_t(d)], false, true)});
+      // The real axis and its half spectrum differ in size but share their
+      // split (the partition rule moves it off the axis for the
+      // real-to-complex step); the smaller size bounds how far it splits.
+      const std::int64_t f = r.add_factor(std::min(s[size_t(d)], o[size_t(d)]));
+      op.push_back({int(f)});
+      res.push_back({int(f)});
     } else {
       int f = r.add_factor(s[size_t(d)]);
       op.push_back({f});
@@ -236,39 +241,86 @@ NodeRef Rule<Op::fft>::batch(NodeTable& t, const Node& n, const std::vector<Node
 }
 
 namespace {
-// Whether `to` is `from` with one mesh axis moved from the minor end of one
-// dim to the minor end of another (one all-to-all when the sizes divide).
+// Whether `to` is `from` with mesh axes moved from the minor end of one dim
+// to the minor end of another (one all-to-all over them).
 bool one_move(const AxisSharding& from, const AxisSharding& to) {
+  auto prefix = [](const std::vector<int>& a, const std::vector<int>& b) {
+    return a.size() < b.size() && std::equal(a.begin(), a.end(), b.begin());
+  };
   int src = -1, dst = -1;
   for (size_t d = 0; d < from.dims.size(); ++d) {
     const auto &F = from.dims[d], &T = to.dims[d];
     if (F == T) continue;
-    if (F.size() == T.size() + 1 && std::equal(T.begin(), T.end(), F.begin()) && src < 0) src = int(d);
-    else if (T.size() == F.size() + 1 && std::equal(F.begin(), F.end(), T.begin()) && dst < 0) dst = int(d);
+    if (prefix(T, F) && src < 0) src = int(d);
+    else if (prefix(F, T) && dst < 0) dst = int(d);
     else return false;
   }
-  return src >= 0 && dst >= 0 && from.dims[size_t(src)].back() == to.dims[size_t(dst)].back();
+  if (src < 0 || dst < 0) return false;
+  const auto &S = from.dims[size_t(src)], &D = to.dims[size_t(dst)];
+  const size_t k = S.size() - to.dims[size_t(src)].size();
+  return k == D.size() - from.dims[size_t(dst)].size() && std::equal(S.end() - std::ptrdiff_t(k), S.end(), D.end() - std::ptrdiff_t(k));
 }
 }  // namespace
 
-// Pencils: a transformed axis that is split has its mesh axes moved, one at
-// a time, to other dims (one all-to-all each: preferring dims not waiting
-// for a transform, then the largest), is transformed locally, and at the end
+// Pencils: a transformed axis that is split has its mesh axes moved to
+// another dim (one all-to-all over them: preferring dims not waiting for a
+// transform, then the largest), is transformed locally, and at the end
 // the moves are undone (or one move reaches the natural layout directly).
-// rfft's real-to-complex step runs first over the axes that are whole (the
-// last axis is never split); irfft's complex-to-real step runs last, on the
-// natural layout, over its last axis alone.
+// A split real axis (rfft's input, irfft's half spectrum) first moves off
+// it. rfft's real-to-complex step then runs over the axes that are whole;
+// irfft's complex-to-real step runs last, over its last axis alone, and its
+// result moves to the natural layout (the split back on the real axis).
 NodeRef Rule<Op::fft>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                              const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
   const auto& p = attrs_of(n);
   NodeTable& t = b.table();
   AxisSharding cur = op_sh[0];
-  std::vector<std::int64_t> split, unsplit;
-  for (auto a : p.axes) (cur.dims[size_t(a)].empty() ? unsplit : split).push_back(a);
-  if (split.empty()) return build::with_operands(t, n, ops);
   NodeRef x = ops[0];
   Shape G = n.in[0]->shape();  // the global shape of the value x holds
   const std::int64_t last = p.axes.back();
+  const bool real = is_real_kind(p.kind);
+  auto transformed = [&](int d) { return std::find(p.axes.begin(), p.axes.end(), std::int64_t(d)) != p.axes.end(); };
+  // Where a mesh axis leaving dim `a` goes: a dim not transformed if any,
+  // else the largest; -1 for a 1-D array (the axis is then gathered).
+  auto destination = [&](int a, const std::vector<bool>& pending) {
+    int dst = -1;
+    for (int d = 0; d < int(G.size()); ++d) {
+      // rfft's last axis is complex once its real-to-complex step ran,
+      // irfft's until its last step: both may hold a moved split meanwhile.
+      if (d == a) continue;
+      auto better = [&](int e) {
+        if (dst < 0) return true;
+        if (pending[size_t(e)] != pending[size_t(dst)]) return !pending[size_t(e)];
+        return G[size_t(e)] > G[size_t(dst)];
+      };
+      if (better(d)) dst = d;
+    }
+    return dst;
+  };
+  std::vector<AxisSharding> trail{cur};
+  // All of dim a's mesh axes move at once: one all-to-all over them.
+  auto move_off = [&](int a, const std::vector<bool>& pending) {
+    if (cur.dims[size_t(a)].empty()) return;
+    const int dst = destination(a, pending);
+    AxisSharding to = cur;
+    if (dst >= 0) to.dims[size_t(dst)].insert(to.dims[size_t(dst)].end(), cur.dims[size_t(a)].begin(), cur.dims[size_t(a)].end());
+    to.dims[size_t(a)].clear();
+    x = b.reshard(x, G, cur, to);
+    cur = to;
+    trail.push_back(cur);
+  };
+  // The real axis must be whole for the real-to-complex (or complex-to-real)
+  // step: its split (carried by the shared factor) moves off it first.
+  if (real && !cur.dims[size_t(last)].empty()) {
+    std::vector<bool> other(G.size(), false);
+    for (int d = 0; d < int(G.size()); ++d) other[size_t(d)] = transformed(d);
+    move_off(int(last), other);
+    trail = {cur};
+  }
+  const AxisSharding moved = cur;  // irfft's layout for its last step
+  std::vector<std::int64_t> split, unsplit;
+  for (auto a : p.axes) (cur.dims[size_t(a)].empty() ? unsplit : split).push_back(a);
+  if (split.empty() && cur.dims == op_sh[0].dims) return build::with_operands(t, n, ops);
   attr::Fft c2c = p;
   c2c.kind = p.kind == attr::FftKind::irfft || p.kind == attr::FftKind::ifft ? attr::FftKind::ifft : attr::FftKind::fft;
   c2c.n = 0;
@@ -290,35 +342,13 @@ NodeRef Rule<Op::fft>::local(LocalBuilder& b, const Node& n, const std::vector<N
   }
   std::vector<bool> pending(G.size(), false);
   for (auto a : split) pending[size_t(a)] = true;
-  std::vector<AxisSharding> trail{cur};
   for (auto a : split) {
-    while (!cur.dims[size_t(a)].empty()) {
-      const int m = cur.dims[size_t(a)].back();
-      int dst = -1;
-      for (int d = 0; d < int(G.size()); ++d) {
-        // rfft's last axis is complex already (its real-to-complex step ran
-        // first), irfft's is complex until its last step: both may hold a
-        // moved split meanwhile, as any axis (all-to-alls, never a gather).
-        if (d == a) continue;
-        auto better = [&](int e) {
-          if (dst < 0) return true;
-          if (pending[size_t(e)] != pending[size_t(dst)]) return !pending[size_t(e)];
-          return G[size_t(e)] > G[size_t(dst)];
-        };
-        if (better(d)) dst = d;
-      }
-      AxisSharding to = cur;
-      to.dims[size_t(a)].pop_back();
-      if (dst >= 0) to.dims[size_t(dst)].push_back(m);  // else (a 1-D array) the axis is gathered
-      x = b.reshard(x, G, cur, to);
-      cur = to;
-      trail.push_back(cur);
-    }
+    move_off(int(a), pending);
     apply(c2c, {a});
     pending[size_t(a)] = false;
   }
   // Back to the input's layout (for irfft: before its complex-to-real step).
-  const AxisSharding& home = p.kind == attr::FftKind::irfft ? op_sh[0] : natural;
+  const AxisSharding& home = p.kind == attr::FftKind::irfft ? moved : natural;
   while (cur.dims != home.dims) {
     if (one_move(cur, home) || trail.size() < 2) {
       x = b.reshard(x, G, cur, home);

@@ -228,4 +228,48 @@ TEST_CASE("sharded rfft2/irfft2 and uneven fft2 move data by all-to-alls, never 
     close(f2(cs), fft::fft2(c), 1e-12);
     CHECK(count(f2.lower(cs).compile().as_text(), "all-gather") == 0);
   }
+  // A split real axis: its split carries to the half spectrum (padded where
+  // uneven) and moves off the axis for the real-to-complex step by an
+  // all-to-all, on a 4x2 mesh and a 1-D mesh, even and uneven shapes.
+  auto mesh2 = ts::make_mesh({4, 2}, {"x", "y"});
+  // (12 rows over 'x' are tiles of 3, over ('x', 'y') tiles of 2: those do
+  // not nest, and moving 'y' onto the rows gathers them; 24 rows nest.)
+  struct Case {
+    ts::Shape shape;
+    ts::Mesh mesh;
+    ts::PartitionSpec spec;
+    bool nests = true;
+  };
+  for (const Case& k : {Case{{16, 16}, mesh2, P("x", "y")}, Case{{64, 64}, mesh2, P("x", "y")},
+                        Case{{24, 10}, mesh2, P("x", "y")}, Case{{12, 10}, mesh2, P("x", "y"), false},
+                        Case{{16, 16}, mesh2, P(ts::None, "y")}, Case{{8, 30}, mesh, P(ts::None, "x")},
+                        Case{{3, 8, 14}, mesh2, P(ts::None, "y", "x")}}) {
+    CAPTURE(ts::shape_str(k.shape));
+    CAPTURE(ts::NamedSharding(k.mesh, k.spec).str());
+    std::vector<double> v;
+    std::int64_t size = 1;
+    for (auto d : k.shape) size *= d;
+    for (std::int64_t i = 0; i < size; ++i) v.push_back(std::cos(0.29 * double(i)) + 0.05 * double(i % 5));
+    auto x = ts::array(v, k.shape);
+    auto xs = ts::device_put(x, ts::NamedSharding(k.mesh, k.spec));
+    auto r2 = ts::jit([](const ts::Array& a) { return fft::rfft2(a); });
+    auto spec = r2(xs);
+    close(spec, fft::rfft2(x), 1e-12);
+    auto rt = r2.lower(xs).compile().as_text();
+    CHECK((count(rt, "all-gather") == 0 || !k.nests));
+    CHECK(count(rt, "all-to-all") >= 1);
+    // The half spectrum keeps the input's split of the real axis.
+    CHECK(spec.sharding() == ts::Sharding(ts::NamedSharding(k.mesh, k.spec)));
+    const std::int64_t rows = k.shape[k.shape.size() - 2], cols = k.shape.back();
+    auto i2 = ts::jit([rows, cols](const ts::Array& a) { return fft::irfft2(a, std::vector<std::int64_t>{rows, cols}); });
+    auto back = i2(spec);
+    close(back, x, 1e-12);
+    CHECK(back.sharding() == ts::Sharding(ts::NamedSharding(k.mesh, k.spec)));
+    CHECK((count(i2.lower(spec).compile().as_text(), "all-gather") == 0 || !k.nests));
+    // The gradient of a loss through both runs the transposed rules split too.
+    auto loss = [rows, cols](const ts::Array& a) {
+      return ts::sum(ts::square(fft::irfft2(fft::rfft2(a) * 0.5, std::vector<std::int64_t>{rows, cols})));
+    };
+    close(ts::jit(ts::grad(loss))(xs), ts::grad(loss)(x), 1e-10);
+  }
 }
