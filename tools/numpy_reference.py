@@ -1061,9 +1061,9 @@ print(f"{path2}: {len(cases2)} cases")
 #     in their inputs (NaN never equals NaN: setxor1d keeps two of them).
 #   - extract with size: JAX's compress: the first `size` selected values,
 #     then fill_value (default 0); size <= the number of elements.
-#   - insert with a scalar index: values of lower rank than x form one
-#     slice (NumPy's and JAX's moveaxis of the values makes same-rank
-#     values along axis 1 insert several slices: not used here).
+#   - insert with a scalar index: values get leading unit dims up to x's
+#     rank and their first axis moves to `axis` (NumPy's and JAX's rule):
+#     values [k, rows] along axis 1 insert k columns.
 cases3 = []
 names3 = set()
 GROUPS3 = {
@@ -1072,9 +1072,11 @@ GROUPS3 = {
     "creation": {"logspace", "geomspace", "indices", "diag_indices", "tril_indices", "triu_indices", "diagflat",
                  "vander", "bartlett", "blackman", "hamming", "hanning", "kaiser", "resize"},
     "indexing": {"unravel_index", "ravel_multi_index", "fill_diagonal", "insert", "delete_", "select", "choose",
-                 "lexsort", "sort_complex", "extract"},
-    "poly": {"polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "convolve", "correlate"},
-    "stats": {"ediff1d", "trapezoid", "vecdot", "matvec", "vecmat", "cov", "corrcoef", "gradient", "unwrap", "interp"},
+                 "lexsort", "sort_complex", "extract", "compress", "place"},
+    "poly": {"polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "convolve", "correlate", "poly",
+             "polydiv"},
+    "stats": {"ediff1d", "trapezoid", "vecdot", "matvec", "vecmat", "cov", "corrcoef", "gradient", "gradient_axes",
+              "unwrap", "interp"},
     "shapes": {"block", "array_split", "hsplit", "vsplit", "dsplit", "unstack", "matrix_transpose", "permute_dims",
                "concat", "broadcast_arrays", "array_equal", "array_equiv"},
     "sets": {"union1d", "intersect1d", "setdiff1d", "setxor1d"},
@@ -1331,13 +1333,30 @@ SC = f32(np.array(7.5))
 for name, x, index, values, axis in (("row_axis0", X, 2, V5, 0), ("column_axis1_neg", X, -1, V7B, 1),
                                      ("scalar_axis1", X, 3, SC, 1), ("flat", X, 5, f32([10, 20, 30]), None),
                                      ("vector_end", V13, 13, f32([1, 2]), None), ("vector_start", V13, 0, SC, 0),
-                                     ("int32_axis0", RI75, 7, i32([9, 9, 9, 9, 9]), 0)):
+                                     ("int32_axis0", RI75, 7, i32([9, 9, 9, 9, 9]), 0),
+                                     ("same_rank_axis1", X, 2, f32(np.arange(14).reshape(2, 7) * 0.5), 1),
+                                     ("same_rank_axis0", X, 7, f32(np.arange(10).reshape(2, 5) - 3.0), 0),
+                                     ("row_broadcast_axis1", X, 0, f32([[1.0], [2.0]]), 1)):
     case3(f"insert/{name}", "insert", [x, values], np.insert(x, index, values, axis), {"index": index, "axis": axis},
           EXACT, dtype_of(x), "np.insert with a scalar index")
 for name, x, index, axis in (("axis0", X, 2, 0), ("axis1_neg", X, -1, 1), ("flat", X, 10, None), ("vector_first", V13, 0, 0),
                              ("vector_last", V13, 12, None), ("int32_axis1", RI75, 0, 1)):
     case3(f"delete_/{name}", "delete_", [x], np.delete(x, index, axis), {"index": index, "axis": axis}, EXACT,
           dtype_of(x), "np.delete with a scalar index")
+
+# place: the true positions of mask take vals in turn, cycling.
+def place_ref(arr, mask, vals):
+    out = arr.copy()
+    np.place(out, mask, vals)
+    return out
+
+
+for name, arr, mask, vals in (("matrix_cycle", X, b8(np.abs(X) > 1.0), f32([10, 20, 30])),
+                              ("vector_exact", V13, b8(np.arange(13) % 4 == 1), f32([-1, -2, -3])),
+                              ("none", V13, b8(np.zeros(13)), f32([5])),
+                              ("int32_scalar_vals", RI75, b8(RI75 > 0), i32([0]))):
+    case3(f"place/{name}", "place", [arr, mask, vals], place_ref(arr, mask, vals), {}, EXACT, dtype_of(arr),
+          "np.place on a copy")
 
 # ------------------------------------------------------------------ select, choose
 SC1 = b8(X > 1.0)
@@ -1397,6 +1416,27 @@ for name, cond, arr in (("matrix", EXC, X), ("vector", EXC13, V13)):
         case3(f"extract/{name}_size_{sname}", "extract", [cond, arr], extract_ref(cond, arr, size, fill),
               {"size": size, "fill_value": fill}, EXACT, source="np.extract, then JAX's size: padded with fill_value or cut")
 
+# compress with a static size (JAX's): the selected slices, then fill_value.
+def compress_ref(cond, arr, axis, size, fill):
+    c = np.compress(cond, arr, axis)
+    ax = 0 if axis is None else axis % arr.ndim
+    n = c.shape[ax]
+    if n >= size:
+        return np.take(c, np.arange(size), axis=ax)
+    pad = list(c.shape)
+    pad[ax] = size - n
+    return np.concatenate([c, np.full(pad, fill, c.dtype)], axis=ax)
+
+
+for name, cond, arr, axis, size, fill in (("axis0_pad", b8([1, 0, 1, 1, 0, 0, 1]), X, 0, 6, 0),
+                                          ("axis1_short_cut", b8([0, 1, 1]), X, 1, 1, 0),
+                                          ("flat_fill", b8(np.arange(13) % 3 == 0), X, None, 7, -2),
+                                          ("axis-1_equal", b8([1, 0, 0, 1, 1]), X, -1, 3, 0),
+                                          ("long_condition", b8([1, 0, 1, 0, 0, 0, 0, 0, 0]), X, 0, 3, 9)):
+    case3(f"compress/{name}_size", "compress", [cond, arr], compress_ref(cond, arr, axis, size, fill),
+          {"axis": axis, "size": size, "fill_value": fill}, EXACT,
+          source="np.compress, then JAX's size: padded with fill_value or cut")
+
 # ------------------------------------------------------------------ polynomials
 P4 = f32([0.5, -1.25, 2.0, 0.75])
 P6 = f32([0.125, 0, -0.5, 1.0, -2.0, 0.25])
@@ -1422,6 +1462,24 @@ case3("polyder/int32", "polyder", [i32([3, -2, 5, 1, 4])], np.polyder(i32([3, -2
 for name, p, m, k in (("m1", P4, 1, 0.0), ("m2_k1.5", P4, 2, 1.5), ("m1_k-2", P6, 1, -2.0), ("int32", PI4, 1, 0.0)):
     case3(f"polyint/{name}", "polyint", [p], np.polyint(p, m, k), {"m": m, "k": k}, SIMPLE, "float32",
           "np.polyint (k appended at every integration); float32 in JAX for int32")
+
+# poly: the coefficients of prod (x - z); polydiv: JAX's remainder keeps
+# u's length (NumPy trims it: here padded back with its leading zeros).
+for name, z in (("vector", f32([0.5, -1.25, 2.0, 3.0])), ("repeated", f32([1.0, 1.0, -2.0])), ("one", f32([2.5])),
+                ("int32", i32([1, -2, 3]))):
+    case3(f"poly/{name}", "poly", [z], np.poly(z), {}, SIMPLE, "float32", "np.poly of a 1-D array of zeros")
+
+
+def polydiv_ref(u, v):
+    q, r = np.polydiv(np.asarray(u, np.float64), np.asarray(v, np.float64))
+    return [q, np.concatenate([np.zeros(len(u) - len(r)), r])]
+
+
+for name, u, v in (("exact", np.polymul(f32([1.0, -2.0, 0.5]), f32([2.0, 1.0])), f32([2.0, 1.0])),
+                   ("remainder", f32([3.0, -1.0, 2.0, 0.5, 4.0]), f32([1.5, -0.5, 2.0])),
+                   ("constant_divisor", f32([1.0, 2.0, 3.0]), f32([4.0])), ("int32", i32([6, -3, 2, 9]), i32([2, 1]))):
+    multi3(f"polydiv/{name}", "polydiv", [u, v], polydiv_ref(u, v), {}, 1e-5, "float32",
+           "np.polydiv (the remainder padded to u's length, as JAX's)")
 
 # ------------------------------------------------------------------ convolve, correlate
 CV13 = f32([1, -2, 0.5, 3, 0, -1.5, 2, 4, -0.25, 1, 0, 2.5, -3])
@@ -1481,6 +1539,19 @@ for name, f, dx, axis in (("vector", V13, 1.0, -1), ("vector_dx0.5", V13, 0.5, -
                           ("matrix_axis-1", X, 1.0, -1), ("two_points", f32(X[:, :2]), 0.25, 1)):
     case3(f"gradient/{name}", "gradient", [f], np.gradient(f, dx, axis=axis), {"dx": dx, "axis": axis}, SIMPLE,
           source="np.gradient (central inside, one-sided at the ends)")
+# Several axes at once (a list of arrays), scalar spacings or coordinates.
+GC7 = f32([0.0, 0.5, 1.5, 1.75, 3.0, 4.5, 5.0])
+GC5 = f32([-1.0, 0.0, 0.25, 2.0, 2.5])
+for name, f, spacing, axes in (("all_axes", X, [], []), ("all_axes_dx", X, [0.5], []),
+                               ("per_axis_dx", X, [2.0, 0.25], [0, 1]), ("coordinates", X, [GC7, GC5], [0, 1]),
+                               ("coordinates_axis1", X, [GC5], [1]), ("mixed", X, [GC7, 3.0], [0, -1]),
+                               ("vector_coordinates", V13[:5].copy(), [GC5], [])):
+    coords = [np.asarray(h) for h in spacing if np.ndim(h) == 1]
+    want = np.gradient(f, *spacing, axis=tuple(axes) if axes else None)
+    want = [want] if isinstance(want, np.ndarray) else want
+    kind = ["coords" if np.ndim(h) == 1 else float(h) for h in spacing]
+    multi3(f"gradient_axes/{name}", "gradient_axes", [f] + coords, want, {"spacing": kind, "axes": axes}, SIMPLE,
+           source="np.gradient over several axes (coordinates: second order on the uneven grid)")
 # Jumps far from odd multiples of pi (the threshold and the boundary of the correction).
 UW13 = f32([0.1, 0.9, 2.5, -2.9, -1.2, 0.4, 2.8, -2.6, -0.1, 5.9, 0.3, -5.5, 1.0])
 UW75 = f32(np.cumsum(X * 1.1, axis=0) % (2 * np.pi) - np.pi)
@@ -1600,7 +1671,8 @@ for name, cond, arr in (("matrix", EXC, X), ("vector", EXC13, V13), ("none", b8(
 for name, cond, arr, axis in (("axis0", b8([1, 0, 1, 1, 0, 0, 1]), X, 0), ("axis1_short", b8([0, 1, 1]), X, 1),
                               ("flat", b8(np.arange(13) % 3 == 0), X, None), ("axis-1", b8([1, 0, 0, 1, 1]), X, -1),
                               ("vector_all", b8(np.ones(13)), V13, 0)):
-    case3(f"compress/{name}", "compress", [cond, arr], np.compress(cond, arr, axis), {"axis": axis}, EXACT,
+    case3(f"compress/{name}", "compress", [cond, arr], np.compress(cond, arr, axis),
+          {"axis": axis, "size": None, "fill_value": 0}, EXACT,
           source="np.compress (a condition shorter than the axis selects from its first part)", group="eager")
 TZ = f32([0, 0, -0.0, 1.5, 0, -2, 0, 3, 0, 0, 0, 4, 0])
 for name, x, trim in (("fb", TZ, "fb"), ("f", TZ, "f"), ("b", TZ, "b"), ("no_zeros", V13[V13 != 0].copy(), "fb"),

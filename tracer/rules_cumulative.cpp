@@ -310,32 +310,39 @@ void Rule<Op::cummin>::transpose(NodeTable&, const Node& n, const NodeRef&, cons
   rule_util::not_linear(n);
 }
 
-// cumlogsumexp: dy[i] = sum over j <= i of exp(x[j] - y[i]) tx[j], with the
-// weights as one [.., n, n] matrix per line (exact, finite for any x; memory
-// n^2 per line).
+// cumlogsumexp: dy[i] = sum over j <= i of exp(x[j] - y[i]) tx[j], which
+// is the linear recurrence dy[i] = a[i] dy[i-1] + b[i] with a[i] =
+// exp(y[i-1] - y[i]) and b[i] = exp(x[i] - y[i]) tx[i], both weights in
+// [0, 1] (y only grows). It runs as a parallel prefix (Hillis-Steele: log2 n
+// steps, each combining every element with the one s before it: (a, b) <-
+// (a' a, a b' + b)), so memory stays O(n) per line (JAX differentiates its
+// associative_scan of logaddexp, the same combine).
 NodeRef Rule<Op::cumlogsumexp>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                     const std::vector<NodeRef>& tx, const NodeRef& y) {
   if (!tx[0]) return nullptr;
   const auto& p = attrs_of(n);
   const Shape& s = x[0]->shape();
-  const std::int64_t r = std::int64_t(s.size()), d = p.dimension, len = s[std::size_t(d)];
-  // w[..., i, j] with i at d and j a new last dim: exp(x[j] - y[i]) where j is in i's prefix.
-  Shape ws = s;
-  ws.push_back(len);
-  std::vector<std::int64_t> xi, yi;
-  for (std::int64_t k = 0; k < r; ++k) {
-    yi.push_back(k);
-    xi.push_back(k == d ? r : k);
+  const std::int64_t d = p.dimension, len = s[std::size_t(d)];
+  // v[i - k] (forward; v[i + k] reversed), `fill` where that is outside.
+  auto before = [&](const NodeRef& v, std::int64_t k, double fill) {
+    std::vector<std::int64_t> lo(s.size(), 0), hi = s, pad_lo(s.size(), 0), pad_hi(s.size(), 0);
+    (p.reverse ? lo : hi)[std::size_t(d)] = p.reverse ? k : len - k;
+    (p.reverse ? pad_hi : pad_lo)[std::size_t(d)] = k;
+    return build::pad(t, build::slice(t, v, lo, hi), build::scalar(t, v->dtype(), fill), pad_lo, pad_hi);
+  };
+  // The first element is x's own (y = x there, weight 1 even at an
+  // infinity, as JAX's scan leaves it), and has no element before it.
+  NodeRef first = build::binary(t, Op::eq, build::iota(t, DType::int32, s, d),
+                                build::broadcast_in_dim(t, build::scalar(t, DType::int32, p.reverse ? double(len - 1) : 0.0), s, {}));
+  NodeRef a = build::select(t, first, ad::zeros_like(t, y),
+                            build::unary(t, Op::exp, build::binary(t, Op::sub, before(y, 1, 0), y)));
+  NodeRef b = build::select(t, first, tx[0], ad::mul(t, build::unary(t, Op::exp, build::binary(t, Op::sub, x[0], y)), tx[0]));
+  for (std::int64_t k = 1; k < len; k *= 2) {
+    NodeRef b_new = build::binary(t, Op::add, ad::mul(t, a, before(b, k, 0)), b);
+    if (2 * k < len) a = ad::mul(t, a, before(a, k, 1));
+    b = b_new;
   }
-  NodeRef xj = build::broadcast_in_dim(t, x[0], ws, xi);
-  NodeRef yv = build::broadcast_in_dim(t, y, ws, yi);
-  NodeRef i = build::iota(t, DType::int32, ws, d), j = build::iota(t, DType::int32, ws, r);
-  NodeRef in_prefix = build::binary(t, p.reverse ? Op::ge : Op::le, j, i);
-  NodeRef w = build::select(t, in_prefix, build::unary(t, Op::exp, build::binary(t, Op::sub, xj, yv)),
-                            ad::zeros_like(t, xj));
-  // dy = sum_j w[..., i, j] tx[..., j]: a broadcast of tx along i, times w, summed over j.
-  NodeRef txj = build::broadcast_in_dim(t, tx[0], ws, xi);
-  return build::reduce(t, Op::reduce_sum, ad::mul(t, txj, w), {r});
+  return b;
 }
 void Rule<Op::cumlogsumexp>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
                                        std::vector<NodeRef>&) {

@@ -272,6 +272,74 @@ Array put_along_axis(const Array& arr, const Array& indices, const Array& values
     return v[0].at(items).set(broadcast_to(v[2], v[1].shape()));
   });
 }
+Array poly(const Array& seq_of_zeros) {
+  Array z = inexact(seq_of_zeros);
+  if (z.ndim() == 0) z = reshape(z, {1});
+  if (z.ndim() == 2 && z.shape()[0] == z.shape()[1] && z.shape()[0] != 0)
+    throw NotImplementedError("poly of a square matrix " + aval_str(z.dtype(), z.shape()) +
+                              " needs its eigenvalues (jnp.linalg.eigvals), which tessel does not compute yet; "
+                              "pass the eigenvalues themselves");
+  if (z.ndim() != 1) throw ValueError("poly: input must be 1d or non-empty square 2d array, got " + shape_str(z.shape()));
+  const std::int64_t n = z.size();
+  if (n == 0) return ones({}, z.dtype());
+  // (x - z0)(x - z1)...: each factor shifts the coefficients and subtracts.
+  return staged("tessel.poly", {z}, [n](const V& v) {
+    Array a = ones({1}, v[0].dtype());
+    for (std::int64_t k = 0; k < n; ++k) {
+      Array zero = zeros({1}, v[0].dtype());
+      a = concatenate({a, zero}, 0) - v[0][k] * concatenate({zero, a}, 0);
+    }
+    return a;
+  });
+}
+std::pair<Array, Array> polydiv(const Array& u, const Array& v, bool trim_leading_zeros) {
+  if (u.ndim() != 1 || v.ndim() != 1 || v.size() == 0)
+    throw ValueError("polydiv: u and v must be 1-D coefficient arrays (v non-empty), got " + shape_str(u.shape()) + " and " +
+                     shape_str(v.shape()));
+  const std::int64_t m = u.size() - 1, n = v.size() - 1;
+  // JAX's long division: q[k] = r[k] / v[0], r[k:k+n+1] -= q[k] v; r keeps
+  // u's length (its leading entries are the eliminated ones).
+  auto qr = detail::staged_many("tessel.polydiv", {u, v}, [m, n](const V& in) {
+    const DType dt = result_type(V{in[0], in[1]});
+    const DType t = is_inexact(dt) ? dt : DType::float32;
+    Array uu = in[0].astype(t), vv = in[1].astype(t);
+    Array scale = 1.0 / vv[0];
+    Array q = zeros({std::max<std::int64_t>(m - n + 1, 1)}, t), r = uu;
+    for (std::int64_t k = 0; k <= m - n; ++k) {
+      Array d = scale * r[k];
+      q = q.at({k}).set(d);
+      r = r.at({slice(k, k + n + 1)}).add(-d * vv);
+    }
+    return V{q, r};
+  });
+  if (!trim_leading_zeros) return {qr[0], qr[1]};
+  if (qr[1].is_tracer())
+    throw ConcretizationError("polydiv: trim_leading_zeros=True needs concrete inputs (the remainder's length depends on them)");
+  // As JAX: leading entries below sqrt(eps) go (at least one entry stays).
+  const bool f64 = real_dtype(qr[1].dtype()) == DType::float64;
+  const double tol = std::sqrt(f64 ? std::numeric_limits<double>::epsilon() : double(std::numeric_limits<float>::epsilon()));
+  auto r = abs(qr[1]).astype(DType::float64).to_vector<double>();
+  std::int64_t lead = 0;
+  while (lead + 1 < std::int64_t(r.size()) && r[std::size_t(lead)] < tol) ++lead;
+  return {qr[0], qr[1][slice(lead, qr[1].size())]};
+}
+Array place(const Array& arr, const Array& mask, const Array& vals, bool inplace) {
+  if (inplace)
+    throw ValueError("place: tessel arrays are immutable and cannot be modified in place; use place(arr, mask, vals, "
+                     "/*inplace=*/false) for the updated copy");
+  if (mask.size() != arr.size())
+    throw ShapeError("place: mask " + shape_str(mask.shape()) + " must have as many elements as arr " +
+                     aval_str(arr.dtype(), arr.shape()));
+  if (vals.size() == 0) throw ValueError("place: vals must not be empty");
+  const std::int64_t nv = vals.size();
+  // The k-th true position of mask takes vals[k mod len(vals)] (NumPy's cycling).
+  return staged("tessel.place", {arr, mask, vals}, [nv](const V& v) {
+    Array m = ravel(v[1]).astype(DType::bool_);
+    Array k = cumsum(m.astype(DType::int32)) - 1;
+    Array got = take(ravel(v[2]).astype(v[0].dtype()), k % int(nv), 0, "clip");
+    return reshape(where(m, got, ravel(v[0])), v[0].shape());
+  });
+}
 Array polyfit(const Array& x, const Array& y, int deg) {
   if (deg < 0) throw ValueError("polyfit: expected deg >= 0, got " + std::to_string(deg));
   if (x.ndim() != 1 || y.ndim() < 1 || y.ndim() > 2 || x.size() != y.shape()[0])

@@ -445,6 +445,49 @@ Array corrcoef(const Array& x, bool rowvar) {
     return is_complex(r.dtype()) ? r : clip(r, -1.0, 1.0);
   });
 }
+std::vector<Array> gradient(const Array& f, const std::vector<Array>& spacing, const std::vector<int>& axes) {
+  std::vector<int> ax;
+  if (axes.empty())
+    for (int d = 0; d < f.ndim(); ++d) ax.push_back(d);
+  for (int d : axes) ax.push_back(norm(d, f.ndim(), "gradient"));
+  for (int d : ax)
+    if (f.shape()[std::size_t(d)] < 2)
+      throw ValueError("gradient: shape of the array too small to calculate a numerical gradient, at least 2 elements "
+                       "required (" + aval_str(f.dtype(), f.shape()) + ", axis " + std::to_string(d) + ")");
+  std::vector<Array> h = spacing;
+  if (h.empty()) h.assign(ax.size(), array(1.0));
+  else if (h.size() == 1) h.assign(ax.size(), spacing[0]);
+  else if (h.size() != ax.size())
+    throw TypeError("gradient: " + std::to_string(spacing.size()) + " spacings for " + std::to_string(ax.size()) +
+                    " axes (give none, one, or one per axis)");
+  std::vector<Array> out;
+  for (std::size_t k = 0; k < ax.size(); ++k) {
+    const int a = ax[k];
+    const std::int64_t n = f.shape()[std::size_t(a)];
+    if (h[k].ndim() == 0) {
+      out.push_back(gradient(f, h[k].astype(DType::float64).item<double>(), a));
+      continue;
+    }
+    // Coordinates along the axis: second-order differences on the uneven grid.
+    if (h[k].ndim() != 1 || h[k].size() != n)
+      throw ValueError("gradient: the spacing for axis " + std::to_string(a) + " must be a scalar or " +
+                       std::to_string(n) + " coordinates, got " + aval_str(h[k].dtype(), h[k].shape()));
+    out.push_back(staged("tessel.gradient_coordinates", {f, h[k]}, [=](const V& v) {
+      Array y = inexact(v[0]);
+      Shape hs(std::size_t(y.ndim()), 1);
+      hs[std::size_t(a)] = n;
+      Array x = reshape(v[1], hs).astype(y.dtype());
+      Array first = (along(y, a, 1, 2) - along(y, a, 0, 1)) / (along(x, a, 1, 2) - along(x, a, 0, 1));
+      Array last = (along(y, a, n - 1, n) - along(y, a, n - 2, n - 1)) / (along(x, a, n - 1, n) - along(x, a, n - 2, n - 1));
+      if (n == 2) return concatenate({first, last}, a);
+      Array d1 = along(x, a, 1, n - 1) - along(x, a, 0, n - 2), d2 = along(x, a, 2, n) - along(x, a, 1, n - 1);
+      Array mid = -d2 / (d1 * (d1 + d2)) * along(y, a, 0, n - 2) + (d2 - d1) / (d1 * d2) * along(y, a, 1, n - 1) +
+                  d1 / (d2 * (d1 + d2)) * along(y, a, 2, n);
+      return concatenate({first, mid, last}, a);
+    }));
+  }
+  return out;
+}
 Array gradient(const Array& f, double dx, int axis) {
   const int a = norm(axis, f.ndim(), "gradient");
   const std::int64_t n = f.shape()[std::size_t(a)];
@@ -535,13 +578,22 @@ Array insert(const Array& x, std::int64_t index, const Array& values, std::optio
   std::int64_t i = index < 0 ? index + n : index;
   if (i < 0 || i > n)
     throw ValueError("insert: index " + std::to_string(index) + " is out of bounds for axis " + std::to_string(a) + " with size " + std::to_string(n));
-  // Values of x's rank give whole slices; fewer dims: one slice, broadcast.
+  // As NumPy's (and JAX's) scalar index: values gets leading unit dims up
+  // to x's rank, its first axis moves to `axis` and counts the new slices,
+  // and it broadcasts against the other dims.
+  if (values.ndim() > x.ndim())
+    throw ValueError("insert: values " + aval_str(values.dtype(), values.shape()) + " have more dims than x " +
+                     aval_str(x.dtype(), x.shape()));
   Array v = values;
-  if (v.ndim() < x.ndim()) {
-    Shape s = x.shape();
-    s[std::size_t(a)] = 1;
-    while (v.ndim() < x.ndim() - 1) v = expand_dims(v, 0);
-    v = broadcast_to(expand_dims(v, a), s);
+  while (v.ndim() < x.ndim()) v = expand_dims(v, 0);
+  v = moveaxis(v, 0, a);
+  Shape s = x.shape();
+  s[std::size_t(a)] = v.shape()[std::size_t(a)];
+  try {
+    v = broadcast_to(v, s);
+  } catch (const Error&) {
+    throw ValueError("insert: values " + aval_str(values.dtype(), values.shape()) + " (as slices along axis " +
+                     std::to_string(a) + ": " + shape_str(v.shape()) + ") do not broadcast to " + shape_str(s));
   }
   return concatenate({along(x, a, 0, i), v.astype(x.dtype()), along(x, a, i, n)}, a);
 }
@@ -634,14 +686,34 @@ Array extract(const Array& condition, const Array& a, NonzeroOptions o) {
   Array n = count_nonzero(condition);
   return where(arange(0, *o.size, 1, DType::int32) < n, vals, full_like(vals, double(o.fill_value)));
 }
-Array compress(const Array& condition, const Array& a, std::optional<int> axis) {
-  if (condition.is_tracer()) throw ConcretizationError("compress: the condition must be concrete (its count sets the result's size)");
+Array compress(const Array& condition, const Array& a, std::optional<int> axis, NonzeroOptions options) {
   if (condition.ndim() != 1)
     throw ValueError("compress: condition must be a 1D array, got " + aval_str(condition.dtype(), condition.shape()));
-  if (!axis) return extract(ravel(condition), ravel(a));
-  const int ax = norm(*axis, a.ndim(), "compress");
-  Array idx = flatnonzero(condition);
-  return take(a, idx, ax, "clip");
+  if (condition.is_tracer() && !options.size)
+    throw ConcretizationError("compress: the condition must be concrete, or give a static size (jnp.compress(..., "
+                              "size=...)): its count sets the result's size");
+  Array arr = axis ? moveaxis(a, norm(*axis, a.ndim(), "compress"), 0) : ravel(a);
+  const std::int64_t n = arr.ndim() == 0 ? 1 : arr.shape()[0], m = condition.size();
+  // As NumPy: a condition longer than the axis may only add false entries.
+  Array cond = condition;
+  if (m > n) {
+    if (!condition.is_tracer() && any(along(condition, 0, n, m)).item<bool>())
+      throw ValueError("compress: condition has " + std::to_string(m) + " entries, and a true one past the " +
+                       std::to_string(n) + " of the axis");
+    cond = along(condition, 0, 0, n);
+  } else if (m < n) {
+    arr = along(arr, 0, 0, m);
+  }
+  Array idx = flatnonzero(cond, options);
+  Array r = take(arr, idx, 0, "clip");
+  if (options.size) {
+    // Padded positions (past the count) take fill_value, as JAX's.
+    Shape s(std::size_t(r.ndim()), 1);
+    s[0] = *options.size;
+    Array keep = reshape(arange(0, *options.size, 1, DType::int32) < count_nonzero(cond), s);
+    r = where(keep, r, full_like(r, double(options.fill_value)));
+  }
+  return axis ? moveaxis(r, 0, norm(*axis, a.ndim(), "compress")) : r;
 }
 Array trim_zeros(const Array& x, const std::string& trim) {
   if (x.is_tracer()) throw ConcretizationError("trim_zeros: the input must be concrete (the result's size depends on it)");

@@ -154,38 +154,76 @@ Array associative_scan(const std::function<Array(const Array&, const Array&)>& f
   return associative_scan([&](const V& p, const V& q) { return V{fn(p[0], q[0])}; }, V{x}, o)[0];
 }
 
-Array reduce(const Array& x, double init, const std::function<Array(const Array&, const Array&)>& fn,
-             const std::vector<int>& dimensions) {
+std::vector<Array> reduce(const std::vector<Array>& operands, const std::vector<Array>& init_values,
+                          const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>& fn,
+                          const std::vector<int>& dimensions) {
+  if (operands.empty()) throw ValueError("lax.reduce: no operands");
+  if (init_values.size() != operands.size())
+    throw ValueError("lax.reduce: " + std::to_string(operands.size()) + " operands and " +
+                     std::to_string(init_values.size()) + " init_values (one each)");
+  const Shape shape = operands[0].shape();
+  for (std::size_t k = 0; k < operands.size(); ++k) {
+    if (operands[k].shape() != shape)
+      throw ShapeError("lax.reduce: operands must have one shape, got " + aval_str(operands[0].dtype(), shape) + " and " +
+                       aval_str(operands[k].dtype(), operands[k].shape()));
+    if (init_values[k].ndim() != 0)
+      throw ShapeError("lax.reduce: init_values must be scalars, got " +
+                       aval_str(init_values[k].dtype(), init_values[k].shape()));
+  }
   std::vector<int> dims;
-  for (int d : dimensions) dims.push_back(norm(d, x.ndim(), "lax.reduce"));
-  return staged("lax.reduce", {x}, [&](const V& v) {
-    Array r = v[0];
+  for (int d : dimensions) dims.push_back(norm(d, int(shape.size()), "lax.reduce"));
+  const std::size_t m = operands.size();
+  V in = operands;
+  in.insert(in.end(), init_values.begin(), init_values.end());
+  auto checked = [&](std::vector<Array> r, const char* where) {
+    if (r.size() != m)
+      throw ValueError(std::string("lax.reduce: computation returned ") + std::to_string(r.size()) + " arrays for " +
+                       std::to_string(m) + " operands (" + where + ")");
+    return r;
+  };
+  return detail::staged_many("lax.reduce", in, [&](const V& v) {
     // Reduced dims last, flattened into one, halved pairwise down to one.
     std::vector<int> perm;
-    for (int d = 0; d < r.ndim(); ++d)
+    for (int d = 0; d < int(shape.size()); ++d)
       if (std::find(dims.begin(), dims.end(), d) == dims.end()) perm.push_back(d);
     Shape kept;
-    for (int d : perm) kept.push_back(r.shape()[std::size_t(d)]);
+    for (int d : perm) kept.push_back(shape[std::size_t(d)]);
     for (int d : dims) perm.push_back(d);
     std::int64_t n = 1;
-    for (int d : dims) n *= r.shape()[std::size_t(d)];
+    for (int d : dims) n *= shape[std::size_t(d)];
     Shape flat = kept;
     flat.push_back(n);
-    r = reshape(transpose(r, perm), flat);
-    const int last = r.ndim() - 1;
-    Array acc = full(kept, init, r.dtype());
+    V r, acc;
+    for (std::size_t k = 0; k < m; ++k) {
+      r.push_back(reshape(transpose(v[k], perm), flat));
+      acc.push_back(broadcast_to(v[m + k].astype(v[k].dtype()), kept));
+    }
     if (n == 0) return acc;
-    auto part = [&](const Array& t, std::int64_t start, std::int64_t stop) {
-      return t.index({ellipsis, slice(start, stop)});
+    const int last = int(flat.size()) - 1;
+    auto part = [&](const V& t, std::int64_t start, std::int64_t stop) {
+      V p;
+      for (auto& a : t) p.push_back(a.index({ellipsis, slice(start, stop)}));
+      return p;
     };
     while (n > 1) {
       const std::int64_t h = n / 2;
-      Array folded = fn(part(r, 0, h), part(r, h, 2 * h));
-      r = n % 2 ? concatenate({folded, part(r, 2 * h, n)}, last) : folded;
-      n = r.shape().back();
+      V folded = checked(fn(part(r, 0, h), part(r, h, 2 * h)), "pairs");
+      if (n % 2) {
+        V rest = part(r, 2 * h, n);
+        for (std::size_t k = 0; k < m; ++k) folded[k] = concatenate({folded[k], rest[k]}, last);
+      }
+      r = folded;
+      n = r[0].shape().back();
     }
-    return fn(acc, squeeze(r, last));
+    V whole;
+    for (auto& a : r) whole.push_back(squeeze(a, last));
+    return checked(fn(acc, whole), "with init_values");
   });
+}
+Array reduce(const Array& x, double init, const std::function<Array(const Array&, const Array&)>& fn,
+             const std::vector<int>& dimensions) {
+  return reduce(std::vector<Array>{x}, std::vector<Array>{full({}, init, x.dtype())},
+                [&](const V& a, const V& b) { return V{fn(a[0], b[0])}; }, dimensions)[0];
 }
 }  // namespace lax
 

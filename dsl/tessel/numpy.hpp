@@ -228,6 +228,12 @@ Array polysub(const Array& a, const Array& b);
 Array polymul(const Array& a, const Array& b);
 Array polyder(const Array& p, int m = 1);
 Array polyint(const Array& p, int m = 1, double k = 0);
+// The coefficients of the polynomial with these zeros (1-D; np.poly).
+Array poly(const Array& seq_of_zeros);
+// (quotient, remainder) of u / v, as JAX's: the remainder keeps u's length
+// unless trim_leading_zeros (concrete inputs) drops leading entries below
+// sqrt(eps).
+std::pair<Array, Array> polydiv(const Array& u, const Array& v, bool trim_leading_zeros = false);
 // np.convolve / np.correlate of 1-D arrays: mode "full", "same" or "valid".
 Array convolve(const Array& a, const Array& v, const std::string& mode = "full");
 Array correlate(const Array& a, const Array& v, const std::string& mode = "valid");
@@ -236,6 +242,10 @@ Array cov(const Array& m, bool rowvar = true, bool bias = false, std::optional<i
 Array corrcoef(const Array& x, bool rowvar = true);
 // Central differences inside, one-sided at the ends, spacing dx, along axis.
 Array gradient(const Array& f, double dx = 1.0, int axis = -1);
+// np.gradient over several axes (empty: every axis), one array per axis.
+// spacing: none (1), one for every axis, or one per axis; each a scalar or
+// the axis's coordinates (second-order accurate on an uneven grid).
+std::vector<Array> gradient(const Array& f, const std::vector<Array>& spacing, const std::vector<int>& axes = {});
 Array unwrap(const Array& p, double discont = -1, int axis = -1, double period = 6.283185307179586);
 Array interp(const Array& x, const Array& xp, const Array& fp, std::optional<double> left = std::nullopt,
              std::optional<double> right = std::nullopt);
@@ -262,7 +272,10 @@ Array setdiff1d(const Array& a, const Array& b, UniqueOptions options = {});
 Array setxor1d(const Array& a, const Array& b, UniqueOptions options = {});
 // The elements of a where condition is true (concrete, or with a static size).
 Array extract(const Array& condition, const Array& a, NonzeroOptions options = {});
-Array compress(const Array& condition, const Array& a, std::optional<int> axis = std::nullopt);
+// a's slices along axis (a flattened without one) where condition holds; a
+// static options.size pads with options.fill_value (and works under jit).
+Array compress(const Array& condition, const Array& a, std::optional<int> axis = std::nullopt,
+               NonzeroOptions options = {});
 Array trim_zeros(const Array& x, const std::string& trim = "fb");
 Array resize(const Array& x, const Shape& new_shape);
 
@@ -313,6 +326,10 @@ std::vector<Array> ix_(const std::vector<Array>& args);
 std::string array_repr(const Array& x);
 // a with the flattened positions ind set to v (JAX's put, never in place).
 Array put(const Array& a, const Array& ind, const Array& v, const std::string& mode = "clip");
+// arr with its elements where mask holds set to vals in turn (cycling), as
+// np.place; JAX requires inplace=False (arrays are immutable), and so does
+// tessel: true raises its ValueError.
+Array place(const Array& arr, const Array& mask, const Array& vals, bool inplace = false);
 // arr with values placed at indices along axis (take_along_axis's inverse; never in place).
 Array put_along_axis(const Array& arr, const Array& indices, const Array& values, int axis);
 // Least-squares polynomial coefficients of degree deg, highest power first (through QR).

@@ -127,7 +127,27 @@ T associative_scan(F fn, const T& elems, AssociativeScanOptions options = {}) {
 // identity init (a pairwise tree of fn over halves).
 Array reduce(const Array& x, double init, const std::function<Array(const Array&, const Array&)>& fn,
              const std::vector<int>& dimensions);
+// lax.reduce of several operands of one shape together (an argmax's values
+// and indices, say): fn combines two lists of slices, elementwise; one
+// scalar init value per operand.
+std::vector<Array> reduce(
+    const std::vector<Array>& operands, const std::vector<Array>& init_values,
+    const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>& fn,
+    const std::vector<int>& dimensions);
+// operands a pytree of arrays (a pair, a struct, a map), init_values a pytree
+// of scalars of the same structure, as JAX's: fn takes and returns pytrees.
+template <class T, class F, std::enable_if_t<!std::is_same_v<T, Array> && !std::is_same_v<T, std::vector<Array>>, int> = 0>
+T reduce(const T& operands, const T& init_values, F fn, const std::vector<int>& dimensions) {
+  const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)> flat =
+      [&](const std::vector<Array>& a, const std::vector<Array>& b) {
+        return tree::flatten(T(fn(tree::unflatten(operands, a), tree::unflatten(operands, b))));
+      };
+  return tree::unflatten(operands, reduce(tree::flatten(operands), tree::flatten(init_values), flat, dimensions));
+}
 }  // namespace lax
+
+// jnp.top_k: lax.top_k.
+using lax::top_k;
 
 }  // namespace tessel
 

@@ -134,6 +134,31 @@ TEST_CASE("sorting, searching, counting, order statistics and set functions") {
   CHECK_TS_ERROR(ts::lexsort({}));
   CHECK_TS_ERROR(ts::lax::associative_scan(add2, x, {.axis = 5}));
   CHECK_TS_ERROR(ts::lax::reduce(x, 0.0, add2, {5}));
+  // compress: a 1-D condition; under jit a static size (JAX's rule).
+  CHECK_THROWS_AS(settle(ts::compress(ts::ones({2, 2}, ts::bool_), x)), ts::ValueError);
+  CHECK_THROWS_AS(ts::jit([](const ts::Array& c, const ts::Array& a) { return ts::compress(c, a, 0); })(
+                      ts::ones({3}, ts::bool_), x),
+                  ts::ConcretizationError);
+  CHECK(ts::jit([](const ts::Array& c, const ts::Array& a) { return ts::compress(c, a, 0, {.size = 2}); })(
+            ts::ones({3}, ts::bool_), x)
+            .shape() == ts::Shape{2, 4});
+  // A true entry past the axis.
+  CHECK_THROWS_AS(settle(ts::compress(ts::ones({5}, ts::bool_), x, 0)), ts::ValueError);
+  // place: never in place; a mask of arr's size; some vals.
+  CHECK_THROWS_AS(settle(ts::place(v, v > 2, ts::ones({1}), true)), ts::ValueError);
+  CHECK_THROWS_AS(settle(ts::place(v, ts::ones({3}, ts::bool_), ts::ones({1}))), ts::ShapeError);
+  CHECK_THROWS_AS(settle(ts::place(v, v > 2, ts::ones({0}))), ts::ValueError);
+  // poly of a square matrix needs a general eigensolver; other shapes are JAX's ValueError.
+  CHECK_THROWS_AS(settle(ts::poly(ts::eye(3))), ts::NotImplementedError);
+  CHECK_THROWS_AS(settle(ts::poly(ts::ones({2, 3}))), ts::ValueError);
+  CHECK_THROWS_AS(settle(ts::polydiv(v, ts::ones({0}))), ts::ValueError);
+  // gradient: spacings none, one or one per axis; coordinates of the axis's length.
+  CHECK_THROWS_AS(settle(ts::gradient(x, {ts::array(1.0), ts::array(1.0), ts::array(1.0)}, {0, 1})), ts::TypeError);
+  CHECK_THROWS_AS(settle(ts::gradient(x, {ts::arange(5.0)}, {0})), ts::ValueError);
+  CHECK_THROWS_AS(settle(ts::gradient(ts::ones({1, 4}), std::vector<ts::Array>{})), ts::ValueError);
+  // insert: values of higher rank, or not broadcasting to the slot.
+  CHECK_THROWS_AS(settle(ts::insert(x, 1, ts::ones({1, 2, 3}), 0)), ts::ValueError);
+  CHECK_THROWS_AS(settle(ts::insert(x, 1, ts::ones({2, 3}), 0)), ts::ValueError);
 }
 
 TEST_CASE("shape helpers, indexing helpers, polynomials and statistics") {

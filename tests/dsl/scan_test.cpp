@@ -313,3 +313,94 @@ TEST_CASE("lax.associative_scan over a pytree: a linear recurrence as pairs, for
   // Leaves of different lengths along the axis: JAX's ValueError.
   CHECK_THROWS_AS(ts::lax::associative_scan(combine, Pair(ts::ones({3}), ts::ones({4}))), ts::ValueError);
 }
+
+TEST_CASE("lax.reduce over a pytree: an argmax as (value, index) pairs, eager, jit and sharded, against a host loop") {
+  // (v1, i1) . (v2, i2): the larger value, the lower index on ties, as
+  // JAX's argmax reduction; init (-inf, 0).
+  using Pair = std::pair<ts::Array, ts::Array>;
+  auto combine = [](const Pair& x, const Pair& y) {
+    ts::Array take_y = (y.first > x.first) | ((y.first == x.first) & (y.second < x.second));
+    return Pair(ts::where(take_y, y.first, x.first), ts::where(take_y, y.second, x.second));
+  };
+  const Pair init(ts::array(-INFINITY), ts::array(0));
+  for (std::int64_t rows : {1, 5, 8}) {
+    for (std::int64_t cols : {1, 6, 13}) {
+      CAPTURE(rows);
+      CAPTURE(cols);
+      std::vector<float> v;
+      std::vector<std::int32_t> idx;
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c) v.push_back(float((r * 7 + c * 5) % 9)), idx.push_back(std::int32_t(c));
+      std::vector<float> want_v(std::size_t(rows), -INFINITY);
+      std::vector<std::int32_t> want_i(std::size_t(rows), 0);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = cols - 1; c >= 0; --c)
+          if (v[std::size_t(r * cols + c)] >= want_v[std::size_t(r)])
+            want_v[std::size_t(r)] = v[std::size_t(r * cols + c)], want_i[std::size_t(r)] = std::int32_t(c);
+      Pair xs(ts::array(v, {rows, cols}), ts::array(idx, {rows, cols}));
+      Pair eager = ts::lax::reduce(xs, init, combine, {1});
+      auto jitted = ts::jit([&](ts::Array a, ts::Array b) { return ts::lax::reduce(Pair(a, b), init, combine, {1}); });
+      ts::Mesh mesh(ts::devices(), {ts::device_count()}, {"x"});
+      for (auto spec : {P("x"), P(ts::None, "x")}) {
+        Pair sharded = jitted(ts::device_put(xs.first, ts::NamedSharding(mesh, spec)),
+                              ts::device_put(xs.second, ts::NamedSharding(mesh, spec)));
+        CHECK(sharded.first.to_vector<float>() == want_v);
+        CHECK(sharded.second.to_vector<std::int32_t>() == want_i);
+      }
+      CHECK(eager.first.to_vector<float>() == want_v);
+      CHECK(eager.second.to_vector<std::int32_t>() == want_i);
+      // The argmax it computes is jnp.argmax's.
+      CHECK(eager.second.to_vector<std::int32_t>() == ts::argmax(xs.first, 1).to_vector<std::int32_t>());
+    }
+  }
+  // One init value per operand, scalars, one shape.
+  auto same = [](const std::vector<ts::Array>& a, const std::vector<ts::Array>&) { return a; };
+  CHECK_THROWS_AS(ts::lax::reduce({ts::ones({3}), ts::ones({3})}, {ts::array(0.0f)}, same, {0}), ts::ValueError);
+  CHECK_THROWS_AS(ts::lax::reduce({ts::ones({3}), ts::ones({4})}, {ts::array(0.0f), ts::array(0.0f)}, same, {0}),
+                  ts::ShapeError);
+  CHECK_THROWS_AS(ts::lax::reduce({ts::ones({3})}, {ts::ones({2})}, same, {0}), ts::ShapeError);
+}
+
+TEST_CASE("cumlogsumexp's derivative takes O(n) memory per line, and matches the O(n^2) sum it stands for") {
+  // d/dx[j] of sum_i w[i] y[i] is sum over i >= j of w[i] exp(x[j] - y[i]):
+  // summed directly on the host in long double (O(n^2)), on a long line with
+  // large and very negative values (weights that underflow).
+  const std::int64_t rows = 16, n = 2048;
+  std::vector<float> xv;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < n; ++i) xv.push_back(float(40.0 * std::sin(0.013 * double(i * (r + 1))) + 0.01 * double(i)));
+  auto x = ts::array(xv, {rows, n});
+  auto loss = [](const ts::Array& a) {
+    auto w = 1.0f + 0.5f * ts::cos(ts::arange(0.0, double(a.shape()[1]), 1.0, ts::float32));  // positive: no cancellation
+    return ts::sum(ts::lax::cumlogsumexp(a, 1) * w);
+  };
+  auto g = ts::jit(ts::grad(loss));
+  const auto mem = g.lower(x).compile().memory_analysis();
+  const double line = double(rows * n * 4);
+  MESSAGE("cumlogsumexp gradient, f32[16, 2048]: peak ", mem.peak_memory_in_bytes, " bytes = ",
+          double(mem.peak_memory_in_bytes) / line, " arrays of the input's size (n^2 weights would be ", double(n), ")");
+  CHECK(double(mem.peak_memory_in_bytes) < 16 * line);
+  auto got = g(x).to_vector<float>();
+  for (std::int64_t r : {std::int64_t(0), std::int64_t(7), rows - 1}) {
+    std::vector<long double> y(static_cast<std::size_t>(n));
+    long double acc = -INFINITY;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const long double v = xv[std::size_t(r * n + i)];
+      const long double m = std::max(acc, v);
+      acc = m + std::log(std::exp(acc - m) + std::exp(v - m));
+      y[std::size_t(i)] = acc;
+    }
+    for (std::int64_t j : {std::int64_t(0), std::int64_t(1), std::int64_t(500), n - 2, n - 1}) {
+      long double want = 0;
+      for (std::int64_t i = j; i < n; ++i)
+        want += (1.0L + 0.5L * std::cos((long double)(float(i)))) * std::exp((long double)xv[std::size_t(r * n + j)] - y[std::size_t(i)]);
+      CAPTURE(r);
+      CAPTURE(j);
+      CHECK(got[std::size_t(r * n + j)] == doctest::Approx(double(want)).epsilon(2e-3).scale(1e-6));
+    }
+  }
+  // The first element's tangent is its own, even at -inf (JAX's scan leaves it).
+  auto jv = ts::jvp([](const ts::Array& a) { return ts::lax::cumlogsumexp(a); }, ts::array(std::vector<double>{-INFINITY, 1.0}),
+                    ts::array(std::vector<double>{3.0, 5.0}));
+  CHECK(jv.second.to_vector<double>() == std::vector<double>{3.0, 5.0});
+}

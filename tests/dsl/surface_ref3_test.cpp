@@ -213,6 +213,7 @@ const std::map<std::string, RefFn>& ops() {
          return ts::choose(x[0], Inputs(x.begin() + 1, x.end()), gets(kw, "mode"));
        }},
       {"lexsort", [](const Inputs& x, const json& kw) { return ts::lexsort(x, geti(kw, "axis")); }},
+      {"place", [](const Inputs& x, const json&) { return ts::place(x[0], x[1], x[2]); }},
       {"sort_complex",
        [](const Inputs& x, const json& kw) -> Array {
          const Array r = ts::sort_complex(maybe_complex(x, kw));
@@ -235,6 +236,12 @@ const std::map<std::string, RefFn>& ops() {
       BINARY("polymul", ts::polymul),
       {"polyder", [](const Inputs& x, const json& kw) { return ts::polyder(x[0], geti(kw, "m")); }},
       {"polyint", [](const Inputs& x, const json& kw) { return ts::polyint(x[0], geti(kw, "m"), getd(kw, "k")); }},
+      UNARY("poly", ts::poly),
+      {"polydiv",
+       [](const Inputs& x, const json& kw) {
+         auto qr = ts::polydiv(x[0], x[1]);
+         return pick({qr.first, qr.second}, kw, "polydiv");
+       }},
       {"convolve", [](const Inputs& x, const json& kw) { return ts::convolve(x[0], x[1], gets(kw, "mode")); }},
       {"correlate", [](const Inputs& x, const json& kw) { return ts::correlate(x[0], x[1], gets(kw, "mode")); }},
       // ---------------------------------------------------- statistics and calculus
@@ -255,6 +262,15 @@ const std::map<std::string, RefFn>& ops() {
       {"corrcoef", [](const Inputs& x, const json& kw) { return ts::corrcoef(x[0], getb(kw, "rowvar")); }},
       {"gradient",
        [](const Inputs& x, const json& kw) { return ts::gradient(x[0], getd(kw, "dx"), geti(kw, "axis")); }},
+      {"gradient_axes",
+       [](const Inputs& x, const json& kw) {
+         // "spacing": a number each, or "coords" for the next input after f.
+         std::vector<Array> spacing;
+         std::size_t next = 1;
+         for (const auto& h : kw.at("spacing")) spacing.push_back(h.is_string() ? x.at(next++) : ts::array(h.get<double>()));
+         if (next != x.size()) throw std::runtime_error("gradient_axes: inputs left over");
+         return pick(ts::gradient(x[0], spacing, kw.at("axes").get<std::vector<int>>()), kw, "gradient_axes");
+       }},
       {"unwrap",
        [](const Inputs& x, const json& kw) {
          // discont null: tessel's default (-1, which means period / 2, as NumPy's and JAX's None).
@@ -303,7 +319,13 @@ const std::map<std::string, RefFn>& ops() {
       SET("setdiff1d", ts::setdiff1d),
       SET("setxor1d", ts::setxor1d),
       // ---------------------------------------------------- eager only
-      {"compress", [](const Inputs& x, const json& kw) { return ts::compress(x[0], x[1], opt_axis(kw)); }},
+      {"compress",
+       [](const Inputs& x, const json& kw) {
+         ts::NonzeroOptions o;
+         o.size = opt_i64(kw, "size");
+         o.fill_value = geti64(kw, "fill_value");
+         return ts::compress(x[0], x[1], opt_axis(kw), o);
+       }},
       {"trim_zeros", [](const Inputs& x, const json& kw) { return ts::trim_zeros(x[0], gets(kw, "trim")); }},
   };
   return table;
@@ -319,7 +341,7 @@ const std::map<std::string, RefFn>& ops() {
 const std::set<std::string> kGroups = {"elementwise", "creation", "indexing", "poly",
                                        "stats",       "shapes",   "sets",     "eager"};
 // The ops whose result's size depends on the values: without a static size they are eager-only.
-const std::set<std::string> kSized = {"extract", "union1d", "intersect1d", "setdiff1d", "setxor1d"};
+const std::set<std::string> kSized = {"extract", "compress", "union1d", "intersect1d", "setdiff1d", "setxor1d"};
 
 const RefFn* find_op(const json& c) {
   const auto op = c.at("op").get<std::string>();
@@ -502,15 +524,16 @@ TEST_CASE("NumPy reference: logspace, geomspace, indices, *_indices, diagflat, v
 }
 
 TEST_CASE("NumPy reference: unravel_index, ravel_multi_index, fill_diagonal, insert, delete_, select, choose, "
-          "lexsort, sort_complex, extract with size") {
+          "lexsort, sort_complex, place, extract and compress with size") {
   run_group("indexing");
 }
 
-TEST_CASE("NumPy reference: polyval, polyadd, polysub, polymul, polyder, polyint, convolve, correlate") {
+TEST_CASE("NumPy reference: polyval, polyadd, polysub, polymul, polyder, polyint, poly, polydiv, convolve, correlate") {
   run_group("poly");
 }
 
-TEST_CASE("NumPy reference: ediff1d, trapezoid, vecdot, matvec, vecmat, cov, corrcoef, gradient, unwrap, interp") {
+TEST_CASE("NumPy reference: ediff1d, trapezoid, vecdot, matvec, vecmat, cov, corrcoef, gradient (one axis, several, "
+          "coordinates), unwrap, interp") {
   run_group("stats");
 }
 
