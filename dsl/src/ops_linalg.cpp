@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <sstream>
 
 #include <tessel/ops.hpp>
 
@@ -155,7 +156,15 @@ NodeRef diagonal_labels(NodeTable& t, NodeRef x, std::string& labels) {
 
 }  // namespace
 
-Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) {
+namespace {
+
+struct EinsumSpec {
+  std::vector<std::string> terms;
+  std::string out;
+};
+
+// Parses and checks subscripts against the operands' ranks.
+EinsumSpec parse_einsum(const std::string& spec_in, const std::vector<Array>& operands_in) {
   std::string spec;
   for (char ch : spec_in)
     if (ch != ' ') spec += ch;
@@ -170,7 +179,8 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
       std::count(spec.begin(), spec.end(), '-') > 1)
     throw ValueError(cat("einsum: subscripts '", spec_in, "' have a stray '-' or '>' (the output follows '->')"));
   std::string lhs = arrow == std::string::npos ? spec : spec.substr(0, arrow);
-  std::vector<std::string> terms;
+  EinsumSpec r;
+  auto& terms = r.terms;
   for (size_t p = 0;;) {
     size_t q = lhs.find(',', p);
     terms.push_back(lhs.substr(p, q == std::string::npos ? std::string::npos : q - p));
@@ -180,7 +190,7 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
   if (terms.size() != operands_in.size())
     throw ValueError("einsum: " + std::to_string(terms.size()) + " terms in '" + spec_in + "' for " +
                      std::to_string(operands_in.size()) + " operands");
-  std::string out;
+  auto& out = r.out;
   if (arrow != std::string::npos) {
     out = spec.substr(arrow + 2);
   } else {
@@ -198,26 +208,137 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
     if (std::int64_t(terms[k].size()) != operands_in[k].ndim())
       throw ShapeError("einsum: term '" + terms[k] + "' has " + std::to_string(terms[k].size()) +
                        " labels for an operand of shape " + shape_str(operands_in[k].shape()));
-  return apply1("tessel.einsum", operands_in, [terms, out](NodeTable& t, const NR& in) {
+  return r;
+}
+
+// The size of each label (the first operand that has it; the contraction
+// checks that they agree).
+std::map<char, std::int64_t> label_sizes(const EinsumSpec& e, const std::vector<Array>& xs) {
+  std::map<char, std::int64_t> size;
+  for (size_t k = 0; k < xs.size(); ++k)
+    for (size_t i = 0; i < e.terms[k].size(); ++i) size.emplace(e.terms[k][i], xs[k].shape()[i]);
+  return size;
+}
+
+std::string unique_labels(const std::string& s) {
+  std::string r;
+  for (char ch : s)
+    if (r.find(ch) == std::string::npos) r += ch;
+  return r;
+}
+
+struct PathStep {
+  int i, j;                   // positions in the current list (i < j); both leave it, the result goes last
+  std::string a, b, result;   // their labels and the result's
+  double flops;               // multiply-adds of the step
+  double grows;               // result size minus the inputs' sizes
+};
+
+// One step's result labels (those the output or another operand needs),
+// its multiply-adds (the product of every label of the pair), and the
+// memory it removes (result size minus the two inputs').
+PathStep make_step(const std::vector<std::string>& labels, int i, int j, const std::string& out,
+                   const std::map<char, std::int64_t>& size) {
+  auto numel_of = [&](const std::string& l) {
+    double n = 1;
+    for (char ch : l) n *= double(size.at(ch));
+    return n;
+  };
+  std::string later = out;
+  for (int k = 0; k < int(labels.size()); ++k)
+    if (k != i && k != j) later += labels[size_t(k)];
+  const std::string &a = labels[size_t(i)], &b = labels[size_t(j)];
+  std::string res;
+  for (char ch : unique_labels(a + b))
+    if (later.find(ch) != std::string::npos) res += ch;
+  return {i, j, a, b, res, numel_of(unique_labels(a + b)), numel_of(res) - numel_of(a) - numel_of(b)};
+}
+
+std::vector<std::string> after(std::vector<std::string> labels, const PathStep& s) {
+  labels.erase(labels.begin() + s.j);
+  labels.erase(labels.begin() + s.i);
+  labels.push_back(s.result);
+  return labels;
+}
+
+// opt_einsum's greedy path: while more than one operand is left, contract
+// the pair whose result removes the most memory, pairs sharing a label
+// first, ties to the fewer multiply-adds, then the earliest pair.
+std::vector<PathStep> greedy_path(std::vector<std::string> labels, const std::string& out,
+                                  const std::map<char, std::int64_t>& size) {
+  std::vector<PathStep> path;
+  while (labels.size() > 1) {
+    bool found = false, found_shared = false;
+    PathStep best{};
+    for (int i = 0; i < int(labels.size()); ++i)
+      for (int j = i + 1; j < int(labels.size()); ++j) {
+        const std::string &a = labels[size_t(i)], &b = labels[size_t(j)];
+        const bool shared = std::any_of(a.begin(), a.end(), [&](char ch) { return b.find(ch) != std::string::npos; });
+        PathStep s = make_step(labels, i, j, out, size);
+        const bool better = !found || (shared && !found_shared) ||
+                            (shared == found_shared && (s.grows < best.grows || (s.grows == best.grows && s.flops < best.flops)));
+        if (better) best = s, found = true, found_shared = shared;
+      }
+    path.push_back(best);
+    labels = after(labels, best);
+  }
+  return path;
+}
+
+// opt_einsum's optimal path: every order of pairwise contractions, the one
+// with the fewest multiply-adds in all (the first such); for few operands.
+void optimal_search(const std::vector<std::string>& labels, const std::string& out,
+                    const std::map<char, std::int64_t>& size, std::vector<PathStep>& cur, double cost,
+                    std::vector<PathStep>& best, double& best_cost) {
+  if (labels.size() <= 1) {
+    if (best_cost < 0 || cost < best_cost) best = cur, best_cost = cost;
+    return;
+  }
+  for (int i = 0; i < int(labels.size()); ++i)
+    for (int j = i + 1; j < int(labels.size()); ++j) {
+      PathStep s = make_step(labels, i, j, out, size);
+      if (best_cost >= 0 && cost + s.flops >= best_cost) continue;
+      cur.push_back(s);
+      optimal_search(after(labels, s), out, size, cur, cost + s.flops, best, best_cost);
+      cur.pop_back();
+    }
+}
+
+// JAX's default ("auto", opt_einsum's): the optimal path for up to four
+// operands, the greedy one beyond.
+std::vector<PathStep> plan_path(std::vector<std::string> labels, const std::string& out,
+                                const std::map<char, std::int64_t>& size, const std::string& optimize) {
+  for (auto& l : labels) l = unique_labels(l);
+  if (optimize == "greedy" || (optimize == "auto" && labels.size() > 4)) return greedy_path(labels, out, size);
+  std::vector<PathStep> cur, best;
+  double best_cost = -1;
+  optimal_search(labels, out, size, cur, 0, best, best_cost);
+  return best;
+}
+
+}  // namespace
+
+Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) {
+  const EinsumSpec e = parse_einsum(spec_in, operands_in);
+  const std::vector<PathStep> path = plan_path(e.terms, e.out, label_sizes(e, operands_in), "auto");
+  return apply1("tessel.einsum", operands_in, [terms = e.terms, out = e.out, path](NodeTable& t, const NR& in) {
     std::vector<NodeRef> xs = in;
     std::vector<std::string> labels = terms;
     for (size_t k = 0; k < xs.size(); ++k) xs[k] = diagonal_labels(t, xs[k], labels[k]);
-    // Contract left to right.
-    NodeRef acc = xs[0];
-    std::string al = labels[0];
-    for (size_t k = 1; k <= xs.size(); ++k) {
+    // Contract pair by pair along the greedy path; the result goes last.
+    for (const PathStep& step : path) {
+      NodeRef x = xs[size_t(step.i)], y = xs[size_t(step.j)];
+      std::string al = labels[size_t(step.i)], bl = labels[size_t(step.j)];
+      xs.erase(xs.begin() + step.j);
+      xs.erase(xs.begin() + step.i);
+      labels.erase(labels.begin() + step.j);
+      labels.erase(labels.begin() + step.i);
       // Labels needed later: the output and the operands still to come.
       std::string later = out;
-      for (size_t m = k; m < xs.size(); ++m) later += labels[m];
-      if (k == xs.size()) {
-        acc = sum_labels(t, acc, al, later);
-        break;
-      }
-      NodeRef b = xs[k];
-      std::string bl = labels[k];
-      acc = sum_labels(t, acc, al, later + bl);
-      b = sum_labels(t, b, bl, later + al);
-      auto [x, y] = operands(t, acc, b, "tessel.einsum");
+      for (auto& l : labels) later += l;
+      x = sum_labels(t, x, al, later + bl);
+      y = sum_labels(t, y, bl, later + al);
+      auto [xp, yp] = operands(t, x, y, "tessel.einsum");
       DotDims d;
       std::string res;
       for (size_t i = 0; i < al.size(); ++i) {
@@ -226,19 +347,27 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
         if (later.find(al[i]) != std::string::npos) d.lhs_batch.push_back(std::int64_t(i)), d.rhs_batch.push_back(std::int64_t(j));
         else d.lhs_contract.push_back(std::int64_t(i)), d.rhs_contract.push_back(std::int64_t(j));
       }
-      for (auto i : d.lhs_batch) res += al[i];
+      for (auto i : d.lhs_batch) res += al[size_t(i)];
       for (size_t i = 0; i < al.size(); ++i)
         if (bl.find(al[i]) == std::string::npos) res += al[i];
       for (size_t j = 0; j < bl.size(); ++j)
         if (al.find(bl[j]) == std::string::npos) res += bl[j];
       for (size_t i = 0; i < d.lhs_batch.size(); ++i)
-        if (x->shape()[d.lhs_batch[i]] != y->shape()[d.rhs_batch[i]])
-          throw ShapeError(cat("einsum: label '", res[i], "' has size ", x->shape()[d.lhs_batch[i]], " in one operand (",
-                               shape_str(x->shape()), ") and ", y->shape()[d.rhs_batch[i]], " in another (",
-                               shape_str(y->shape()), ")"));
-      acc = build::dot_general(t, x, y, d);
-      al = res;
+        if (xp->shape()[size_t(d.lhs_batch[i])] != yp->shape()[size_t(d.rhs_batch[i])])
+          throw ShapeError(cat("einsum: label '", res[i], "' has size ", xp->shape()[size_t(d.lhs_batch[i])],
+                               " in one operand (", shape_str(xp->shape()), ") and ", yp->shape()[size_t(d.rhs_batch[i])],
+                               " in another (", shape_str(yp->shape()), ")"));
+      for (size_t i = 0; i < d.lhs_contract.size(); ++i)
+        if (xp->shape()[size_t(d.lhs_contract[i])] != yp->shape()[size_t(d.rhs_contract[i])])
+          throw ShapeError(cat("einsum: label '", al[size_t(d.lhs_contract[i])], "' has size ",
+                               xp->shape()[size_t(d.lhs_contract[i])], " in one operand (", shape_str(xp->shape()),
+                               ") and ", yp->shape()[size_t(d.rhs_contract[i])], " in another (", shape_str(yp->shape()), ")"));
+      xs.push_back(build::dot_general(t, xp, yp, d));
+      labels.push_back(res);
     }
+    NodeRef acc = xs[0];
+    std::string al = labels[0];
+    acc = sum_labels(t, acc, al, out);
     // Order the remaining labels as the output asks.
     std::vector<std::int64_t> perm;
     for (char ch : out) {
@@ -248,6 +377,34 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
     }
     return build::transpose(t, acc, perm);
   });
+}
+
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(const std::string& subscripts,
+                                                                  const std::vector<Array>& operands,
+                                                                  const std::string& optimize) {
+  if (optimize != "greedy" && optimize != "optimal" && optimize != "auto")
+    throw NotImplementedError("einsum_path: optimize='" + optimize + "' (tessel plans by opt_einsum's 'optimal' and "
+                              "'greedy'; 'auto', JAX's default, is optimal up to four operands, greedy beyond)");
+  const EinsumSpec e = parse_einsum(subscripts, operands);
+  const auto size = label_sizes(e, operands);
+  const std::vector<PathStep> steps = plan_path(e.terms, e.out, size, optimize);
+  std::vector<std::vector<int>> path;
+  std::ostringstream info;
+  double naive = 1, total = 0;
+  std::string all;
+  for (auto& term : e.terms) all += term;
+  for (char ch : unique_labels(all)) naive *= double(size.at(ch));
+  for (auto& s : steps) total += s.flops;
+  info << "  Complete contraction:  " << subscripts << "\n"
+       << "  Naive FLOP count:  " << naive * double(std::max<size_t>(e.terms.size() - 1, 1)) << "\n"
+       << "  Optimized FLOP count:  " << total << "\n"
+       << "  contraction   (positions)\n";
+  for (auto& s : steps) {
+    path.push_back({s.i, s.j});
+    info << "  " << s.a << "," << s.b << "->" << s.result << "   (" << s.i << ", " << s.j << ")\n";
+  }
+  if (steps.empty()) path.push_back({0});  // one operand: opt_einsum's (0,)
+  return {path, info.str()};
 }
 
 }  // namespace tessel

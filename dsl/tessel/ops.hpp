@@ -166,6 +166,14 @@ template <class... A>
 Array einsum(const std::string& subscripts, const Array& first, const A&... rest) {
   return einsum(subscripts, std::vector<Array>{first, rest...});
 }
+// The order einsum contracts in: pairs of positions in the shrinking operand
+// list, each result appended at the end, and a printable account of the
+// steps and their multiply-adds. optimize: "auto" (JAX's default, and
+// einsum's: opt_einsum's optimal path up to four operands, greedy beyond),
+// "optimal" or "greedy".
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(const std::string& subscripts,
+                                                                  const std::vector<Array>& operands,
+                                                                  const std::string& optimize = "auto");
 
 // ---------------------------------------------------------------- sharding
 // jax.lax.with_sharding_constraint: inside jit a hint for the propagation;

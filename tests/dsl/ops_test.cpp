@@ -309,3 +309,43 @@ TEST_CASE("shape and dtype errors name the shapes") {
   CHECK_THROWS_WITH_AS(ts::concatenate({a, b}), doctest::Contains("float32[3,4]"), ts::ShapeError);
   CHECK_THROWS_AS(ts::abs(ts::array(true)), ts::TypeError);
 }
+
+TEST_CASE("einsum contracts in JAX's order (opt_einsum's optimal path up to four operands, greedy beyond), einsum_path") {
+  // A [n, 2] B [2, n] C [n, 2]: left to right builds an n x n intermediate
+  // (2 n^2 + 2 n^2 multiply-adds); B C first is 2 x 2 (4 n + 4 n).
+  const std::int64_t n = 300;
+  std::vector<double> av, bv, cv;
+  for (std::int64_t i = 0; i < 2 * n; ++i)
+    av.push_back(std::sin(0.1 * double(i))), bv.push_back(std::cos(0.07 * double(i))), cv.push_back(0.01 * double(i % 17));
+  auto a = ts::array(av, {n, 2}), b = ts::array(bv, {2, n}), c = ts::array(cv, {n, 2});
+  auto [path, info] = ts::einsum_path("ij,jk,kl->il", {a, b, c});
+  CHECK(path == std::vector<std::vector<int>>{{1, 2}, {0, 1}});
+  CHECK(info.find("jk,kl->jl") != std::string::npos);
+  // The same numbers as the left-to-right product, computed on the host in long double.
+  auto got = ts::einsum("ij,jk,kl->il", a, b, c).to_vector<double>();
+  for (std::int64_t i = 0; i < n; i += 37)
+    for (std::int64_t l = 0; l < 2; ++l) {
+      long double want = 0;
+      for (std::int64_t k = 0; k < n; ++k) {
+        long double ab = 0;
+        for (std::int64_t j = 0; j < 2; ++j) ab += (long double)av[size_t(i * 2 + j)] * bv[size_t(j * n + k)];
+        want += ab * cv[size_t(k * 2 + l)];
+      }
+      CHECK(got[size_t(i * 2 + l)] == doctest::Approx(double(want)).epsilon(1e-12));
+    }
+  // The compiled program does the cheap order's work, not n^2's.
+  auto f = ts::jit([](const ts::Array& x, const ts::Array& y, const ts::Array& z) { return ts::einsum("ij,jk,kl->il", x, y, z); });
+  const double flops = f.lower(a, b, c).compile().cost_analysis().at("flops");
+  CHECK(flops < 0.1 * 2.0 * double(n * n * 2));
+  // Greedy beyond four operands: a chain of five matrices with one cheap end.
+  auto m = [&](std::int64_t r, std::int64_t k) { return ts::ones({r, k}, ts::float64); };
+  auto [gpath, ginfo] = ts::einsum_path("ab,bc,cd,de,ef->af", {m(50, 50), m(50, 50), m(50, 50), m(50, 2), m(2, 50)});
+  CHECK(gpath.size() == 4);
+  CHECK(gpath[0] == std::vector<int>{2, 3});  // cd,de->ce removes the most memory
+  CHECK(ts::einsum("ab,bc,cd,de,ef->af", {m(50, 50), m(50, 50), m(50, 50), m(50, 2), m(2, 50)})
+            .to_vector<double>()[0] == doctest::Approx(50.0 * 50 * 50 * 2));
+  // One operand: opt_einsum's (0,); greedy and optimal by name; others are not planned.
+  CHECK(ts::einsum_path("ii->i", {m(3, 3)}).first == std::vector<std::vector<int>>{{0}});
+  CHECK(ts::einsum_path("ij,jk,kl->il", {a, b, c}, "greedy").first.size() == 2);
+  CHECK_THROWS_AS(ts::einsum_path("ij,jk->ik", {a, b}, "dp"), ts::NotImplementedError);
+}
