@@ -19,6 +19,9 @@ std::unique_ptr<rt::Thunk> lapack_routine(const Node& n, const std::vector<int>&
 // Bytes of workspace lapack_routine's thunk reads after its results (one
 // matrix's column-major copy, for lu, qr, eigh and svd; else 0).
 std::size_t lapack_workspace(const Node& n);
+// eig (tracer/rules_eig.cpp): ?geev of each matrix, its eigenvalues and
+// right eigenvectors written complex (packed).
+std::unique_ptr<rt::Thunk> eig_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
 
 // distributed_lu (tracer/rules_linalg.cpp): reads its matrix rows, writes
 // its three results and then a workspace of distributed_lu_workspace bytes.

@@ -63,6 +63,14 @@ void cheevd_(const char*, const char*, const int*, cf*, const int*, float*, cf*,
              const int*, int*, std::size_t, std::size_t);
 void zheevd_(const char*, const char*, const int*, cd*, const int*, double*, cd*, const int*, double*, const int*,
              int*, const int*, int*, std::size_t, std::size_t);
+void sgeev_(const char*, const char*, const int*, float*, const int*, float*, float*, float*, const int*, float*,
+            const int*, float*, const int*, int*, std::size_t, std::size_t);
+void dgeev_(const char*, const char*, const int*, double*, const int*, double*, double*, double*, const int*, double*,
+            const int*, double*, const int*, int*, std::size_t, std::size_t);
+void cgeev_(const char*, const char*, const int*, cf*, const int*, cf*, cf*, const int*, cf*, const int*, cf*,
+            const int*, float*, int*, std::size_t, std::size_t);
+void zgeev_(const char*, const char*, const int*, cd*, const int*, cd*, cd*, const int*, cd*, const int*, cd*,
+            const int*, double*, int*, std::size_t, std::size_t);
 void cgesdd_(const char*, const int*, const int*, cf*, const int*, float*, cf*, const int*, cf*, const int*, cf*,
              const int*, float*, int*, int*, std::size_t);
 void zgesdd_(const char*, const int*, const int*, cd*, const int*, double*, cd*, const int*, cd*, const int*, cd*,

@@ -160,6 +160,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
       r[std::size_t(op)] = &cumulative_routine;
     r[std::size_t(Op::top_k)] = &top_k_routine;
     for (Op op : {Op::cholesky, Op::triangular_solve, Op::lu, Op::qr, Op::eigh, Op::svd}) r[std::size_t(op)] = &lapack_routine;
+    r[std::size_t(Op::eig)] = &eig_routine;
     r[std::size_t(Op::distributed_lu)] = &distributed_lu_routine;
     r[std::size_t(Op::distributed_cholesky)] = &distributed_cholesky_routine;
     r[std::size_t(Op::distributed_triangular_solve)] = &distributed_triangular_solve_routine;

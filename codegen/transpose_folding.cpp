@@ -53,7 +53,10 @@ Graph fold_transposes_into_dots(const Graph& g) {
       NodeRef b = fold(in[1], d.rhs_batch, d.rhs_contract);
       m[n.get()] = build::dot_general(t, a, b, d);
     } else {
-      m[n.get()] = n->op == Op::parameter ? n : build::with_operands(t, *n, in);
+      // Every other node keeps its aval (a folded dot's is its own): no
+      // re-inference, which a packed complex node (codegen/complex.cpp)
+      // could not pass.
+      m[n.get()] = n->op == Op::parameter ? n : t.make(n->op, std::move(in), n->aval, n->attrs);
     }
   }
   Graph out;

@@ -127,6 +127,7 @@ enum class OpCost : std::uint8_t {
   X(qr, "qr", Library, Never, Linalg)                                           \
   X(eigh, "eigh", Library, Never, Linalg)                                       \
   X(svd, "svd", Library, Never, Linalg)                                         \
+  X(eig, "eig", Library, Never, Linalg)                                         \
   X(fft, "fft", Library, Never, Fft)                                            \
   X(debug_callback, "debug-callback", Library, Never, DebugCallback)            \
   X(dot_general, "dot", Dot, Never, Dot)                                        \

@@ -23,6 +23,7 @@
 #include "tessel/core/errors.hpp"
 #include "tracer/linalg_build.hpp"
 #include "tracer/linalg_kernels.hpp"
+#include "tracer/linalg_rules.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {
@@ -31,99 +32,8 @@ using detail::cat;
 using rule_util::avals_str;
 using rule_util::expect_arity;
 
-namespace {
-
 using namespace linalg_kernels;
-
-// ------------------------------------------------------------- shapes
-
-void expect_matrix(Op op, const Aval& a, bool square) {
-  if (a.shape.size() < 2)
-    throw ShapeError(cat(op_name(op), " needs a matrix (or a batch of them: rank >= 2), got ", a.str()));
-  if (square && a.shape[a.shape.size() - 1] != a.shape[a.shape.size() - 2])
-    throw ShapeError(cat(op_name(op), " needs square matrices, got ", a.str()));
-  if (!is_inexact(a.dtype))
-    throw TypeError(cat(op_name(op), " needs a floating-point or complex array (float32, float64, complex64, complex128), got ",
-                        a.str(), "; convert it first"));
-}
-Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
-Shape with(const Shape& batch, std::initializer_list<std::int64_t> minor) {
-  Shape r = batch;
-  r.insert(r.end(), minor);
-  return r;
-}
-
-// ------------------------------------------------------------- batches, loads and stores
-
-template <class F>
-void each_matrix(std::int64_t batch, F&& f) {
-  for (std::int64_t b = 0; b < batch; ++b) f(b);
-}
-std::int64_t batch_count(const Shape& s) { return numel(batch_of(s)); }
-// f(S{}) with S = C for complex dtypes, R for real ones.
-template <class F>
-void with_scalar(DType t, F&& f) {
-  if (is_complex(t)) f(C{});
-  else f(R{});
-}
-
-// Matrix b (of r x c) of the batch at p, as S (S = C for complex dtypes).
-template <class S>
-Mat<S> load(DType t, const void* p, std::int64_t b, std::int64_t r, std::int64_t c) {
-  Mat<S> m(r, c);
-  visit_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<S, C> && is_complex_v<T>) {
-      const T* x = static_cast<const T*>(p) + b * r * c;
-      for (std::int64_t i = 0; i < r * c; ++i) m.v[std::size_t(i)] = C(R(x[i].real()), R(x[i].imag()));
-    } else if constexpr (std::is_same_v<S, R> && std::is_floating_point_v<T>) {
-      const T* x = static_cast<const T*>(p) + b * r * c;
-      for (std::int64_t i = 0; i < r * c; ++i) m.v[std::size_t(i)] = R(x[i]);
-    }
-  });
-  return m;
-}
-template <class S>
-void store(DType t, void* p, std::int64_t b, const Mat<S>& m) {
-  visit_dtype(t, [&](auto tag) {
-    using T = decltype(tag);
-    T* x = static_cast<T*>(p) + b * m.rows * m.cols;
-    if constexpr (std::is_same_v<S, C> && is_complex_v<T>) {
-      using E = typename T::value_type;
-      for (std::int64_t i = 0; i < m.rows * m.cols; ++i) x[i] = T(E(m.v[size_t(i)].real()), E(m.v[size_t(i)].imag()));
-    } else if constexpr (std::is_same_v<S, R> && std::is_floating_point_v<T>) {
-      for (std::int64_t i = 0; i < m.rows * m.cols; ++i) x[i] = T(m.v[std::size_t(i)]);
-    }
-  });
-}
-// A real vector (eigenvalues, singular values) as a 1 x n matrix.
-Mat<R> row_of(const std::vector<R>& v) {
-  Mat<R> m(1, std::int64_t(v.size()));
-  m.v = v;
-  return m;
-}
-void store_ints(void* p, std::int64_t b, const std::vector<std::int64_t>& v) {
-  auto* x = static_cast<std::int32_t*>(p) + b * std::int64_t(v.size());
-  for (size_t i = 0; i < v.size(); ++i) x[i] = std::int32_t(v[i]);
-}
-
-// Factor rules: the batch dims shared by every participant, each matrix dim
-// a factor of its own that is never split (free: the columns of
-// triangular_solve's right-hand side).
-struct BatchFactors {
-  FactorRule r;
-  std::vector<std::vector<int>> batch;
-  BatchFactors(const Shape& s) {
-    for (size_t d = 0; d + 2 < s.size(); ++d) batch.push_back({r.add_factor(s[d])});
-  }
-  std::vector<std::vector<int>> dims(std::initializer_list<std::int64_t> replicated_sizes) {
-    auto d = batch;
-    for (auto n : replicated_sizes) d.push_back({r.add_factor(n, false, true)});
-    return d;
-  }
-};
-
-}  // namespace
+using namespace linalg_rules;
 
 using la::eye_like;
 using la::mm;

@@ -273,6 +273,21 @@ Eigh eigh(const Array& a, const std::string& UPLO, bool symmetrize_input) {
 
 Array eigvalsh(const Array& a, const std::string& UPLO) { return eigh(a, UPLO).eigenvalues; }
 
+Eig eig(const Array& a, bool compute_left_eigenvectors, bool compute_right_eigenvectors) {
+  if (compute_left_eigenvectors)
+    throw NotImplementedError("eig: left eigenvectors are not computed yet (compute_left_eigenvectors=true); the left "
+                              "eigenvectors of a are the conjugated right eigenvectors of a^H");
+  auto r = detail::apply("tessel.linalg.eig", {a}, [compute_right_eigenvectors](NodeTable& t, const NR& in) {
+    attr::Linalg p;
+    p.compute_uv = compute_right_eigenvectors;
+    NodeRef f = build::linalg(t, Op::eig, {matrices(t, in[0], "eig", true)}, p);
+    return compute_right_eigenvectors ? NR{element(t, f, 0), element(t, f, 1)} : NR{element(t, f, 0)};
+  });
+  return {r[0], compute_right_eigenvectors ? r[1] : Array()};
+}
+
+Array eigvals(const Array& a) { return eig(a, false, false).eigenvalues; }
+
 SVD svd(const Array& a, bool full_matrices) {
   auto r = detail::apply("tessel.linalg.svd", {a}, [full_matrices](NodeTable& t, const NR& in) {
     attr::Linalg p;

@@ -17,6 +17,7 @@ namespace tessel {
 
 using detail::staged;
 using detail::inexact;
+using detail::along;
 constexpr auto norm = detail::axis_in;
 namespace c = detail::compose;
 using V = std::vector<Array>;
@@ -275,10 +276,8 @@ Array put_along_axis(const Array& arr, const Array& indices, const Array& values
 Array poly(const Array& seq_of_zeros) {
   Array z = inexact(seq_of_zeros);
   if (z.ndim() == 0) z = reshape(z, {1});
-  if (z.ndim() == 2 && z.shape()[0] == z.shape()[1] && z.shape()[0] != 0)
-    throw NotImplementedError("poly of a square matrix " + aval_str(z.dtype(), z.shape()) +
-                              " needs its eigenvalues (jnp.linalg.eigvals), which tessel does not compute yet; "
-                              "pass the eigenvalues themselves");
+  // A square matrix: the characteristic polynomial, from its eigenvalues (JAX's).
+  if (z.ndim() == 2 && z.shape()[0] == z.shape()[1] && z.shape()[0] != 0) z = linalg::eigvals(z);
   if (z.ndim() != 1) throw ValueError("poly: input must be 1d or non-empty square 2d array, got " + shape_str(z.shape()));
   const std::int64_t n = z.size();
   if (n == 0) return ones({}, z.dtype());
@@ -322,6 +321,39 @@ std::pair<Array, Array> polydiv(const Array& u, const Array& v, bool trim_leadin
   std::int64_t lead = 0;
   while (lead + 1 < std::int64_t(r.size()) && r[std::size_t(lead)] < tol) ++lead;
   return {qr[0], qr[1][slice(lead, qr[1].size())]};
+}
+Array roots(const Array& p, bool strip_zeros) {
+  if (p.ndim() != 1) throw ValueError("roots: input must be a rank-1 array, got " + aval_str(p.dtype(), p.shape()));
+  Array c = inexact(p);
+  std::int64_t lead = 0, trail = 0;
+  if (strip_zeros) {
+    // As JAX: leading zeros go (they are not roots), which needs the values.
+    if (p.is_tracer())
+      throw ConcretizationError("roots: strip_zeros=true needs a concrete p (the number of roots depends on it); under "
+                                "jit pass strip_zeros=false");
+    auto nz = flatnonzero(p);
+    if (nz.size() == 0) return zeros({0}, complex_dtype(real_dtype(c.dtype())));
+    lead = nz[0].item<std::int64_t>();
+  }
+  // Trailing zeros are roots at 0 (NumPy's); with strip_zeros they are
+  // counted on the values, else each is left to the companion matrix.
+  if (strip_zeros) {
+    auto nz = flatnonzero(p);
+    trail = p.size() - 1 - nz[nz.size() - 1].item<std::int64_t>();
+  }
+  Array q = along(c, 0, lead, p.size() - trail);
+  const std::int64_t n = q.size() - 1;
+  const DType cd = complex_dtype(real_dtype(c.dtype()));
+  if (n < 1) return zeros({trail}, cd);
+  // The companion matrix's eigenvalues (NumPy's and JAX's).
+  Array r = staged("tessel.roots", {q}, [n](const V& v) {
+    Array a = -along(v[0], 0, 1, n + 1) / v[0][0];
+    Array top = reshape(a, {1, n});
+    if (n == 1) return linalg::eigvals(top);
+    Array rest = concatenate({eye(n - 1, n - 1, 0, v[0].dtype()), zeros({n - 1, 1}, v[0].dtype())}, 1);
+    return linalg::eigvals(concatenate({top, rest}, 0));
+  });
+  return trail ? concatenate({r, zeros({trail}, cd)}, 0) : r;
 }
 Array place(const Array& arr, const Array& mask, const Array& vals, bool inplace) {
   if (inplace)

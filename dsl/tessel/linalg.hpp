@@ -56,6 +56,16 @@ struct Eigh {
 Eigh eigh(const Array& a, const std::string& UPLO = "L", bool symmetrize_input = true);
 Array eigvalsh(const Array& a, const std::string& UPLO = "L");
 // jnp.linalg.svd: a = u diag(s) vh, s descending (real, also for complex a).
+// The eigenvalues and right eigenvectors (columns, unit norm) of general
+// square matrices, complex for any input, as jnp.linalg.eig (LAPACK's
+// ?geev; CPU only in JAX too). Their order is the algorithm's. Only the
+// eigenvalues have a derivative (as JAX's).
+struct Eig {
+  Array eigenvalues, eigenvectors;
+};
+Eig eig(const Array& a, bool compute_left_eigenvectors = false, bool compute_right_eigenvectors = true);
+Array eigvals(const Array& a);
+
 struct SVD {
   Array u, s, vh;
 };
@@ -84,3 +94,4 @@ BOOST_HANA_ADAPT_STRUCT(tessel::linalg::SlogDet, sign, logabsdet);
 BOOST_HANA_ADAPT_STRUCT(tessel::linalg::QR, q, r);
 BOOST_HANA_ADAPT_STRUCT(tessel::linalg::Eigh, eigenvalues, eigenvectors);
 BOOST_HANA_ADAPT_STRUCT(tessel::linalg::SVD, u, s, vh);
+BOOST_HANA_ADAPT_STRUCT(tessel::linalg::Eig, eigenvalues, eigenvectors);

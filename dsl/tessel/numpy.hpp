@@ -228,8 +228,13 @@ Array polysub(const Array& a, const Array& b);
 Array polymul(const Array& a, const Array& b);
 Array polyder(const Array& p, int m = 1);
 Array polyint(const Array& p, int m = 1, double k = 0);
-// The coefficients of the polynomial with these zeros (1-D; np.poly).
+// The coefficients of the polynomial with these zeros (1-D), or the
+// characteristic polynomial of a square matrix (np.poly).
 Array poly(const Array& seq_of_zeros);
+// The zeros of the polynomial p (highest power first), complex: the
+// eigenvalues of its companion matrix (np.roots). strip_zeros (JAX's
+// default) drops leading zeros and needs concrete values.
+Array roots(const Array& p, bool strip_zeros = true);
 // (quotient, remainder) of u / v, as JAX's: the remainder keeps u's length
 // unless trim_leading_zeros (concrete inputs) drops leading entries below
 // sqrt(eps).
