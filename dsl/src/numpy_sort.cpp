@@ -100,15 +100,16 @@ std::vector<Array> associative_scan(
                        "(along axis " + std::to_string(o.axis) + "): got shapes " + shape_str(elems[0].shape()) +
                        " and " + shape_str(e.shape()));
   }
-  auto part = [&](const Array& t, std::int64_t start, std::optional<std::int64_t> stop, std::int64_t step) {
+  // t[start:stop:step] along axis ax.
+  auto part = [](const Array& t, int ax, std::int64_t start, std::optional<std::int64_t> stop, std::int64_t step) {
     std::vector<IndexItem> items;
-    for (int d = 0; d < a; ++d) items.push_back(all);
+    for (int d = 0; d < ax; ++d) items.push_back(all);
     items.push_back(slice(start, stop, step));
     return t.index(items);
   };
-  auto parts = [&](const V& t, std::int64_t start, std::optional<std::int64_t> stop, std::int64_t step) {
+  auto parts = [&](const V& t, int ax, std::int64_t start, std::optional<std::int64_t> stop, std::int64_t step) {
     V out;
-    for (auto& x : t) out.push_back(part(x, start, stop, step));
+    for (auto& x : t) out.push_back(part(x, ax, start, stop, step));
     return out;
   };
   auto combine = [&](const V& x, const V& y) {
@@ -118,34 +119,73 @@ std::vector<Array> associative_scan(
                       std::to_string(x.size()));
     return r;
   };
-  std::function<V(const V&)> scan = [&](const V& e) -> V {
-    const std::int64_t n = e[0].shape()[std::size_t(a)];
+  // JAX's parallel prefix along axis ax (O(log n) levels of strided slices).
+  std::function<V(const V&, int)> scan = [&](const V& e, int ax) -> V {
+    const std::int64_t n = e[0].shape()[std::size_t(ax)];
     if (n < 2) return e;
     // Pairs combined, scanned recursively: the results at odd positions.
-    V odd = scan(combine(parts(e, 0, n - 1, 2), parts(e, 1, n, 2)));
+    V odd = scan(combine(parts(e, ax, 0, n - 1, 2), parts(e, ax, 1, n, 2)), ax);
     // Even positions: the odd result before each, combined with the element.
-    const std::int64_t no = odd[0].shape()[std::size_t(a)];
-    V rest = n % 2 == 0 ? combine(parts(odd, 0, no - 1, 1), parts(e, 2, n, 2)) : combine(odd, parts(e, 2, n, 2));
+    const std::int64_t no = odd[0].shape()[std::size_t(ax)];
+    V rest = n % 2 == 0 ? combine(parts(odd, ax, 0, no - 1, 1), parts(e, ax, 2, n, 2)) : combine(odd, parts(e, ax, 2, n, 2));
     V out;
     for (std::size_t k = 0; k < e.size(); ++k) {
-      Array even = concatenate({part(e[k], 0, 1, 1), rest[k]}, a);
+      Array even = concatenate({part(e[k], ax, 0, 1, 1), rest[k]}, ax);
       // Interleave: even[0], odd[0], even[1], odd[1], ...
-      const std::int64_t ne = even.shape()[std::size_t(a)];
-      Array oddp = no < ne ? concatenate({odd[k], part(even, 0, 1, 1)}, a) : odd[k];  // a placeholder, sliced off below
-      Array both = stack({even, oddp}, a + 1);
+      const std::int64_t ne = even.shape()[std::size_t(ax)];
+      Array oddp = no < ne ? concatenate({odd[k], part(even, ax, 0, 1, 1)}, ax) : odd[k];  // a placeholder, sliced off below
+      Array both = stack({even, oddp}, ax + 1);
       Shape s = even.shape();
-      s[std::size_t(a)] = 2 * ne;
-      out.push_back(part(reshape(both, s), 0, n, 1));
+      s[std::size_t(ax)] = 2 * ne;
+      out.push_back(part(reshape(both, s), ax, 0, n, 1));
     }
     return out;
   };
-  return detail::staged_many("lax.associative_scan", elems, [&](const V& v) {
-    if (!o.reverse) return scan(v);
-    V flipped;
-    for (auto& x : v) flipped.push_back(flip(x, a));
-    V r = scan(flipped);
-    for (auto& x : r) x = flip(x, a);
+  auto flipped = [](const V& v, int ax) {
+    V r;
+    for (auto& x : v) r.push_back(flip(x, ax));
     return r;
+  };
+  // The scan along ax, reversed (later elements first) or not.
+  auto scan_dir = [&](const V& v, int ax) { return o.reverse ? flipped(scan(flipped(v, ax), ax), ax) : scan(v, ax); };
+  // In blocks, so that an axis split over devices is never gathered: the
+  // axis as [B, n/B] (B the device count), each block scanned on its own
+  // (on the device that holds it), the blocks' totals (one slice each)
+  // scanned, and each block combined with the total of the blocks before it
+  // (after it, reversed). Any split of the axis over B or fewer devices
+  // keeps whole blocks on each device.
+  const std::int64_t n = elems[0].shape()[std::size_t(a)], B = device_count();
+  const bool blocked = B > 1 && n % B == 0 && n / B >= 2;
+  return detail::staged_many("lax.associative_scan", elems, [&](const V& v) {
+    if (!blocked) return scan_dir(v, a);
+    const std::int64_t m = n / B;
+    V blocks;
+    for (auto& x : v) {
+      Shape s = x.shape();
+      s[std::size_t(a)] = m;
+      s.insert(s.begin() + a, B);
+      blocks.push_back(reshape(x, s));
+    }
+    V inner = scan_dir(blocks, a + 1);
+    // Each block's total: its last scanned element (its first, reversed).
+    V tot = scan_dir(o.reverse ? parts(inner, a + 1, 0, 1, 1) : parts(inner, a + 1, m - 1, m, 1), a);
+    // The total before block b (after it, reversed); the end block's is a
+    // placeholder (any valid value: its own total), masked below.
+    V before;
+    for (auto& t : tot)
+      before.push_back(o.reverse ? concatenate({part(t, a, 1, B, 1), part(t, a, B - 1, B, 1)}, a)
+                                 : concatenate({part(t, a, 0, 1, 1), part(t, a, 0, B - 1, 1)}, a));
+    V wide;
+    for (std::size_t k = 0; k < v.size(); ++k) wide.push_back(broadcast_to(before[k], inner[k].shape()));
+    V comb = combine(wide, inner);
+    V out;
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      Shape bs(inner[k].shape().size(), 1);
+      bs[std::size_t(a)] = B;
+      Array first = reshape(arange(0, B, 1, DType::int32), bs) == (o.reverse ? double(B - 1) : 0.0);
+      out.push_back(reshape(where(first, inner[k], comb[k]), v[k].shape()));
+    }
+    return out;
   });
 }
 
