@@ -326,10 +326,12 @@ void Rule<Op::sort>::eval(const std::vector<const HostArray*>& in, const A& p, c
   rule_util::allocate(out, aval);
   sort_lines(in[0]->dtype, aval.dtype, aval.shape, p.dimension, in[0]->bytes.data(), in[1]->bytes.data(), out.bytes.data());
 }
+// Every dim a factor shared by keys, values and result, the sorted one too:
+// a split of it is handled by the partition rule below.
 FactorRule Rule<Op::sort>::factors(const Node& n) {
   FactorRule r;
   std::vector<std::vector<int>> dims;
-  for (int d = 0; d < n.rank(); ++d) dims.push_back({r.add_factor(n.shape()[d], false, d == attrs_of(n).dimension)});
+  for (int d = 0; d < n.rank(); ++d) dims.push_back({r.add_factor(n.shape()[d])});
   r.operands = {dims, dims};
   r.result = dims;
   return r;
@@ -625,7 +627,33 @@ TESSEL_LOCAL_SAME_OP(reduce_min)
 TESSEL_LOCAL_SAME_OP(reduce_prod)
 TESSEL_LOCAL_SAME_OP(argmax)
 TESSEL_LOCAL_SAME_OP(argmin)
-TESSEL_LOCAL_SAME_OP(sort)
+// A sorted dim that is split: its mesh axes move to another dim by one
+// all-to-all (the largest dim whose tiles they split evenly, else the
+// largest), the lines sort where they are, and the result moves back: the
+// array crosses the mesh once each way and no device holds more than its
+// share, where gathering the dim would give each device every line whole.
+// A 1-D array has no other dim: it is gathered, as before.
+NodeRef Rule<Op::sort>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                              const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  const auto d = std::size_t(attrs_of(n).dimension);
+  const AxisSharding& from = op_sh[0];
+  if (from.dims[d].empty()) return build::with_operands(b.table(), n, ops);
+  const Shape& G = n.shape();
+  const std::int64_t moved = b.tiles(from.dims[d]);
+  int dst = -1;
+  bool dst_even = false;
+  for (int e = 0; e < int(G.size()); ++e) {
+    if (std::size_t(e) == d) continue;
+    const bool even = G[std::size_t(e)] % (b.tiles(from.dims[std::size_t(e)]) * moved) == 0;
+    if (dst < 0 || (even && !dst_even) || (even == dst_even && G[std::size_t(e)] > G[std::size_t(dst)])) dst = e, dst_even = even;
+  }
+  AxisSharding to = from;
+  if (dst >= 0) to.dims[std::size_t(dst)].insert(to.dims[std::size_t(dst)].end(), from.dims[d].begin(), from.dims[d].end());
+  to.dims[d].clear();
+  NodeRef keys = b.reshard(ops[0], G, from, to), values = b.reshard(ops[1], G, op_sh[1], to);
+  NodeRef r = build::with_operands(b.table(), n, {keys, values});
+  return b.reshard(r, G, to, natural);
+}
 TESSEL_LOCAL_SAME_OP(dot_general)
 
 

@@ -398,7 +398,9 @@ FactorRule Rule<Op::reshape>::factors(const Node& n) {
 
 namespace {
 // Dims that keep their full extent share a factor; others are replicated.
-FactorRule windowed(const Node& n, const std::vector<bool>& whole) {
+// split_window: the operand's dims that are not whole may stay split (the
+// partition rule gathers only the window: slice's).
+FactorRule windowed(const Node& n, const std::vector<bool>& whole, bool split_window = false) {
   FactorRule r;
   std::vector<std::vector<int>> op;
   for (int d = 0; d < n.rank(); ++d) {
@@ -407,7 +409,7 @@ FactorRule windowed(const Node& n, const std::vector<bool>& whole) {
       op.push_back({f});
       r.result.push_back({f});
     } else {
-      op.push_back({r.add_factor(n.in[0]->shape()[d], false, true)});
+      op.push_back({r.add_factor(n.in[0]->shape()[d], false, !split_window)});
       r.result.push_back({r.add_factor(n.shape()[d], false, true)});
     }
   }
@@ -428,7 +430,7 @@ FactorRule Rule<Op::rev>::factors(const Node& n) {
 FactorRule Rule<Op::slice>::factors(const Node& n) {
   std::vector<bool> whole(n.rank());
   for (int d = 0; d < n.rank(); ++d) whole[d] = attrs_of(n).start[d] == 0 && attrs_of(n).limit[d] == n.in[0]->shape()[d] && attrs_of(n).stride[d] == 1;
-  return windowed(n, whole);
+  return windowed(n, whole, true);
 }
 
 FactorRule Rule<Op::pad>::factors(const Node& n) {
@@ -664,12 +666,66 @@ NodeRef Rule<Op::reshape>::local(LocalBuilder& b, const Node& n, const std::vect
   return b.reshard(r, n.shape(), replicated(b.device_mesh(), n.rank()), natural);
 }
 // Split dims are whole (the factor rule splits only unsliced dims).
+namespace {
+// The elements start, start + stride, ... (< limit) of dim d, which the
+// operand x (global size G[d] there) splits over `axes`, whole on every
+// device: each device takes the ones its tile holds into a window of m
+// (the most any tile holds; the tables of which are constants), the
+// windows are all-gathered, and the elements are picked from them in
+// order. What moves is the devices' windows, not the dim.
+NodeRef gather_window(LocalBuilder& b, NodeRef x, const Shape& G, const std::vector<int>& axes, int d, std::int64_t start,
+                      std::int64_t limit, std::int64_t stride) {
+  NodeTable& t = b.table();
+  const std::int64_t T = b.tiles(axes), c = (G[std::size_t(d)] + T - 1) / T;
+  const std::int64_t k = limit > start ? (limit - start + stride - 1) / stride : 0;
+  std::vector<std::vector<std::int32_t>> owned(static_cast<std::size_t>(T));
+  std::vector<std::int32_t> pos;
+  for (std::int64_t j = 0; j < k; ++j) {
+    const std::int64_t g = start + j * stride;
+    auto& o = owned[std::size_t(g / c)];
+    pos.push_back(std::int32_t(g / c));  // the tile for now; its window position below
+    o.push_back(std::int32_t(g % c));
+  }
+  std::size_t m = 1;
+  for (auto& o : owned) m = std::max(m, o.size());
+  std::vector<std::size_t> seen(static_cast<std::size_t>(T), 0);
+  for (auto& q : pos) q = std::int32_t(std::size_t(q) * m + seen[std::size_t(q)]++);
+  auto table = [&](const std::vector<std::int32_t>& v, Shape shape) {
+    auto l = std::make_shared<Literal>();
+    l->dtype = DType::int32;
+    l->shape = std::move(shape);
+    l->bytes.resize(v.size() * sizeof(std::int32_t));
+    if (!v.empty()) std::memcpy(l->bytes.data(), v.data(), l->bytes.size());
+    return build::constant(t, l);
+  };
+  std::vector<std::int32_t> rows;
+  for (auto& o : owned)
+    for (std::size_t i = 0; i < m; ++i) rows.push_back(i < o.size() ? o[i] : 0);
+  attr::Indexed how;
+  how.axis = d;
+  how.mode = attr::IndexMode::clip;
+  NodeRef mine = build::dynamic_slice(t, table(rows, {T, std::int64_t(m)}), {b.offset(axes, 1), build::scalar(t, DType::int32, 0)},
+                                      {1, std::int64_t(m)});
+  NodeRef window = build::gather(t, x, build::reshape(t, mine, {std::int64_t(m)}), how);
+  NodeRef all = build::all_gather(t, window, b.device_mesh(), axes, d);
+  return build::gather(t, all, table(pos, {k}), how);
+}
+}  // namespace
+
 NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
-                               const std::vector<AxisSharding>&, const AxisSharding& natural) {
-  std::vector<std::int64_t> lo = attrs_of(n).start, hi = attrs_of(n).limit, step = attrs_of(n).stride;
-  for (int d = 0; d < n.rank(); ++d)
-    if (!natural.dims[d].empty()) lo[d] = 0, hi[d] = ops[0]->shape()[d], step[d] = 1;
-  return build::slice(b.table(), ops[0], lo, hi, step);
+                               const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  const auto& p = attrs_of(n);
+  std::vector<std::int64_t> lo = p.start, hi = p.limit, step = p.stride;
+  NodeRef x = ops[0];
+  for (int d = 0; d < n.rank(); ++d) {
+    if (!natural.dims[d].empty()) {
+      lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;  // a whole dim, split alike
+    } else if (!op_sh[0].dims[d].empty()) {
+      x = gather_window(b, x, n.in[0]->shape(), op_sh[0].dims[d], d, p.start[d], p.limit[d], p.stride[d]);
+      lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;
+    }
+  }
+  return build::slice(b.table(), x, lo, hi, step);
 }
 NodeRef Rule<Op::pad>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                              const std::vector<AxisSharding>&, const AxisSharding& natural) {

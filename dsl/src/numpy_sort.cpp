@@ -1,7 +1,9 @@
 // Sorting, searching, counting, set functions and order statistics
 // (dsl/tessel/sorting.hpp), as compositions of sort, gather, scatter,
 // cumulative sums and fused compare-and-reduce loops.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <limits>
 
 #include <tessel/numpy.hpp>
@@ -13,6 +15,8 @@
 #include "tessel/core/errors.hpp"
 
 namespace tessel {
+
+using detail::along;
 
 using detail::staged;
 constexpr auto norm = detail::axis_in;
@@ -392,6 +396,12 @@ Array quantile_impl(const Array& a, const Array& q, std::optional<int> axis, Met
                     const char* what) {
   if (is_complex(a.dtype())) throw TypeError(std::string(what) + " of a complex array");
   if (a.size() == 0) throw ValueError(std::string(what) + " of an empty array");
+  // A concrete scalar q (median, a fixed percentile) without NaNs to skip:
+  // its two positions are known now, so they are read by static slices,
+  // which a split axis serves from the devices' windows (the positions'
+  // arithmetic below stays the graph's, in x's dtype, bit for bit).
+  std::optional<double> q_now;
+  if (!ignore_nan && !q.is_tracer() && q.ndim() == 0) q_now = q.astype(DType::float64).item<double>();
   return staged(what, {a, q}, [=](const V& v) {
     Array x = is_inexact(v[0].dtype()) ? v[0] : v[0].astype(DType::float32);
     const Shape orig = x.shape();
@@ -417,7 +427,22 @@ Array quantile_impl(const Array& a, const Array& q, std::optional<int> axis, Met
     Array sb = broadcast_to(reshape(s, cat(ones_q, s.shape())), cat(qs, s.shape()));
     const int sax = int(qs.size()) + ax;
     auto at = [&](const Array& i) { return take_along_axis(sb, i.astype(DType::int32), sax, "clip"); };
-    Array vlo = at(lo), vhi = at(hi);
+    Array vlo, vhi;
+    if (q_now && (x.dtype() == DType::float32 || x.dtype() == DType::float64)) {
+      // pos = q * max(n - 1, 0) in x's dtype, as the graph computes it.
+      std::int64_t ilo, ihi;
+      if (x.dtype() == DType::float32) {
+        const float p = float(*q_now) * std::max(float(n) - 1.0f, 0.0f);
+        ilo = std::int64_t(std::floor(p)), ihi = std::int64_t(std::ceil(p));
+      } else {
+        const double p = *q_now * std::max(double(n) - 1.0, 0.0);
+        ilo = std::int64_t(std::floor(p)), ihi = std::int64_t(std::ceil(p));
+      }
+      ilo = std::clamp<std::int64_t>(ilo, 0, n - 1), ihi = std::clamp<std::int64_t>(ihi, 0, n - 1);
+      vlo = along(sb, sax, ilo, ilo + 1), vhi = along(sb, sax, ihi, ihi + 1);
+    } else {
+      vlo = at(lo), vhi = at(hi);
+    }
     Array r;
     switch (m) {
       case Method::linear: r = where(vlo == vhi, vlo, vlo + (vhi - vlo) * (pos - lo)); break;  // inf stays inf

@@ -449,3 +449,102 @@ TEST_CASE("cumlogsumexp's derivative takes O(n) memory per line, and matches the
                     ts::array(std::vector<double>{3.0, 5.0}));
   CHECK(jv.second.to_vector<double>() == std::vector<double>{3.0, 5.0});
 }
+
+TEST_CASE("sort along a split axis moves the split to another dim by all-to-all, never gathering the array") {
+  const auto all = ts::devices();
+  auto count = [](const std::string& text, const std::string& what) {
+    int k = 0;
+    for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++k;
+    return k;
+  };
+  struct Case {
+    std::int64_t rows, cols;
+    int devices;
+    int axis;  // sorted (and split) axis
+  };
+  for (const Case& c : {Case{64, 24, 8, 0}, Case{24, 64, 8, 1}, Case{13, 10, 3, 0}, Case{40, 6, 4, 0}, Case{7, 9, 2, 1}}) {
+    CAPTURE(c.rows);
+    CAPTURE(c.cols);
+    CAPTURE(c.devices);
+    CAPTURE(c.axis);
+    std::vector<float> v;
+    for (std::int64_t i = 0; i < c.rows * c.cols; ++i) v.push_back(float((i * 37 + 11) % 101) - 50.0f);
+    auto x = ts::array(v, {c.rows, c.cols});
+    // Host reference: each line along the axis sorted (and its argsort, stable).
+    std::vector<float> want = v;
+    std::vector<int> want_idx(v.size());
+    const std::int64_t lines = c.axis == 0 ? c.cols : c.rows, len = c.axis == 0 ? c.rows : c.cols;
+    for (std::int64_t l = 0; l < lines; ++l) {
+      auto at = [&](std::int64_t i) { return std::size_t(c.axis == 0 ? i * c.cols + l : l * c.cols + i); };
+      std::vector<int> order(static_cast<std::size_t>(len));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int p, int q) { return v[at(p)] < v[at(q)]; });
+      for (std::int64_t i = 0; i < len; ++i) want[at(i)] = v[at(order[std::size_t(i)])], want_idx[at(i)] = order[std::size_t(i)];
+    }
+    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + c.devices), {c.devices}, {"x"});
+    auto xs = ts::device_put(x, ts::NamedSharding(mesh, c.axis == 0 ? P("x") : P(ts::None, "x")));
+    const int axis = c.axis;
+    auto f = ts::jit([axis](const ts::Array& a) { return ts::sort(a, axis); });
+    auto g = ts::jit([axis](const ts::Array& a) { return ts::argsort(a, axis); });
+    CHECK(f(xs).to_vector<float>() == want);
+    CHECK(g(xs).to_vector<int>() == want_idx);
+    if (c.devices == 8) {
+      const auto text = f.lower(xs).compile().as_text();
+      CHECK(count(text, "all-gather") == 0);
+      CHECK(count(text, "all-to-all(") == 2);  // there and back (the program's lines, not the thunks' list)
+      double moved = 0;
+      for (auto& t : f.lower(xs).compile().communication()) moved += t.bytes_per_device;
+      // Each way, a device keeps 1/8 of its block and receives 7/8 of a block: 2 x 7/8 x 768 bytes.
+      CHECK(moved <= 2 * 0.875 * double(c.rows * c.cols * 4 / 8) + 1);
+    }
+  }
+}
+
+TEST_CASE("a slice of a split dim gathers only the devices' windows of it, not the dim (x[0], x[-1], strided, median)") {
+  const auto all = ts::devices();
+  struct Case {
+    std::int64_t rows;
+    int devices;
+    std::int64_t start, limit, stride;
+  };
+  for (const Case& c : {Case{64, 8, 0, 1, 1}, Case{64, 8, 63, 64, 1}, Case{64, 8, 3, 50, 7}, Case{13, 3, 2, 13, 5},
+                        Case{13, 8, 12, 13, 1}, Case{40, 4, 9, 31, 1}, Case{5, 8, 1, 5, 2}}) {
+    CAPTURE(c.rows);
+    CAPTURE(c.devices);
+    CAPTURE(c.start);
+    CAPTURE(c.stride);
+    std::vector<float> v;
+    for (std::int64_t i = 0; i < c.rows * 6; ++i) v.push_back(float(i) * 0.5f - 7.0f);
+    auto x = ts::array(v, {c.rows, 6});
+    std::vector<float> want;
+    for (std::int64_t r = c.start; r < c.limit; r += c.stride)
+      for (std::int64_t j = 0; j < 6; ++j) want.push_back(v[std::size_t(r * 6 + j)]);
+    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + c.devices), {c.devices}, {"x"});
+    auto xs = ts::device_put(x, ts::NamedSharding(mesh, P("x")));
+    auto f = ts::jit([c](const ts::Array& a) { return a.index({ts::slice(c.start, c.limit, c.stride)}) * 2.0f; });
+    auto got = f(xs).to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == want[i] * 2.0f);
+    if (c.rows == 64 && c.stride == 1) {
+      double moved = 0;
+      for (auto& t : f.lower(xs).compile().communication()) moved += t.bytes_per_device;
+      // One row's window from each of 7 peers (6 floats each), not the 64 x 6 array.
+      CHECK(moved <= 7.0 * 6 * 4);
+    }
+  }
+  // The median along a split axis: the sort moves the split away and back
+  // (two all-to-alls), then the middle rows are windows, not the array.
+  auto mesh = ts::make_mesh({8}, {"x"});
+  std::vector<float> v;
+  for (int i = 0; i < 1024 * 8; ++i) v.push_back(float((i * 7919) % 1000) * 0.01f);
+  auto x = ts::array(v, {1024, 8});
+  auto xs = ts::device_put(x, ts::NamedSharding(mesh, P("x")));
+  auto med = ts::jit([](const ts::Array& a) { return ts::median(a, 0); });
+  CHECK(med(xs).to_vector<float>() == ts::median(x, 0).to_vector<float>());
+  double moved = 0;
+  for (auto& t : med.lower(xs).compile().communication()) moved += t.bytes_per_device;
+  // The array is 32 KiB (gathering the axis: 28 KiB a device). The two
+  // all-to-alls move 7/8 of a device's 4 KiB each; the two middle rows come
+  // as windows (a row from each of 7 peers); the NaN count is one all-reduce.
+  CHECK(moved <= 2 * 0.875 * 4096 + 2 * 7 * 8 * 4 + 8 * 4 * 2);
+}
