@@ -62,13 +62,6 @@ std::size_t work_size(T q) {
 // The ops LAPACK runs on a column-major copy of each matrix.
 bool needs_col(Op op) { return op == Op::lu || op == Op::qr || op == Op::eigh || op == Op::svd; }
 
-// f() while holding the library (blas_lock).
-template <class F>
-void locked(F&& f) {
-  const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-  f();
-}
-
 class LapackThunk final : public rt::Thunk {
  public:
   LapackThunk(const Node& n, std::vector<int> reads, std::vector<int> writes)

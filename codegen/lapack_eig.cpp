@@ -19,12 +19,6 @@ namespace {
 
 using namespace lapack_internal;
 
-template <class F>
-void locked(F&& f) {
-  const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-  f();
-}
-
 class EigThunk final : public rt::Thunk {
  public:
   EigThunk(const Node& n, std::vector<int> reads, std::vector<int> writes)

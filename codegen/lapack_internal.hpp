@@ -199,6 +199,12 @@ void with_element(DType d, bool packed_complex, F&& f) {
     f(double{});
   }
 }
+// f() while holding the library (blas_lock).
+template <class F>
+void locked(F&& f) {
+  const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+  f();
+}
 inline int lapack_int(std::int64_t v, const Node& n) {
   if (v > std::numeric_limits<int>::max())
     throw NotImplementedError(detail::cat(op_name(n.op), " of ", n.in[0]->aval.str(),
