@@ -4,6 +4,7 @@
 // starts are clamped so the window stays inside the operand.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "tracer/build.hpp"
@@ -427,10 +428,29 @@ FactorRule Rule<Op::rev>::factors(const Node& n) {
   return windowed(n, whole);
 }
 
+namespace {
+// A slice's dim that keeps most of the operand's (stride 1, at least half):
+// a shift, whose result stays split like its operand (its factor is
+// shared; the partition rule brings each tile's missing rows from the next
+// device: a halo exchange).
+bool shifted(const Node& n, int d) {
+  const auto& p = n.attr<attr::Slice>();
+  const std::int64_t len = n.in[0]->shape()[std::size_t(d)], k = p.limit[std::size_t(d)] - p.start[std::size_t(d)];
+  return p.stride[std::size_t(d)] == 1 && k < len && 2 * k >= len;
+}
+}  // namespace
+
 FactorRule Rule<Op::slice>::factors(const Node& n) {
   std::vector<bool> whole(n.rank());
   for (int d = 0; d < n.rank(); ++d) whole[d] = attrs_of(n).start[d] == 0 && attrs_of(n).limit[d] == n.in[0]->shape()[d] && attrs_of(n).stride[d] == 1;
-  return windowed(n, whole, true);
+  FactorRule r = windowed(n, whole, true);
+  for (int d = 0; d < n.rank(); ++d)
+    if (shifted(n, d)) {
+      const int f = r.add_factor(n.shape()[std::size_t(d)]);  // the smaller side bounds the split
+      r.operands[0][std::size_t(d)] = {f};
+      r.result[std::size_t(d)] = {f};
+    }
+  return r;
 }
 
 FactorRule Rule<Op::pad>::factors(const Node& n) {
@@ -712,20 +732,74 @@ NodeRef gather_window(LocalBuilder& b, NodeRef x, const Shape& G, const std::vec
 }
 }  // namespace
 
+namespace {
+// x's rows [0, s) along d from the device holding the next tile over `axes`
+// (the last tile's: zeros, past the array's end): one collective permute.
+NodeRef from_next_tile(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d, std::int64_t s) {
+  NodeTable& t = b.table();
+  std::vector<std::int64_t> lo(x->shape().size(), 0), hi = x->shape();
+  hi[std::size_t(d)] = s;
+  NodeRef head = build::slice(t, x, lo, hi);
+  const DeviceMesh& mesh = *b.device_mesh();
+  // Positions by (tile along axes, the other coordinates).
+  auto tile_of = [&](std::int64_t pos) {
+    std::int64_t k = 0;
+    for (int a : axes) k = k * mesh.axes()[std::size_t(a)].size + mesh.coord(pos, a);
+    return k;
+  };
+  auto others = [&](std::int64_t pos) {
+    std::vector<std::int64_t> c;
+    for (int a = 0; a < mesh.num_axes(); ++a)
+      if (std::find(axes.begin(), axes.end(), a) == axes.end()) c.push_back(mesh.coord(pos, a));
+    return c;
+  };
+  std::map<std::pair<std::int64_t, std::vector<std::int64_t>>, std::int64_t> at;
+  for (std::int64_t pos = 0; pos < mesh.size(); ++pos) at[{tile_of(pos), others(pos)}] = pos;
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+  for (std::int64_t pos = 0; pos < mesh.size(); ++pos) {
+    auto it = at.find({tile_of(pos) + 1, others(pos)});
+    if (it != at.end()) pairs.push_back({it->second, pos});
+  }
+  return build::collective_permute(t, head, b.device_mesh(), pairs);
+}
+}  // namespace
+
 NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                                const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
   const auto& p = attrs_of(n);
+  NodeTable& t = b.table();
   std::vector<std::int64_t> lo = p.start, hi = p.limit, step = p.stride;
   NodeRef x = ops[0];
+  AxisSharding have = natural;  // the layout x ends in (dims brought whole are resliced at the end)
   for (int d = 0; d < n.rank(); ++d) {
-    if (!natural.dims[d].empty()) {
+    const auto& A = op_sh[0].dims[std::size_t(d)];
+    if (shifted(n, d) && !A.empty()) {
+      // Result tile j holds rows start + [j co, (j + 1) co). When co is the
+      // operand's tile c and start <= c, that is this tile's rows [start,
+      // c) and the next tile's first start rows.
+      const std::int64_t T = b.tiles(A), len = n.in[0]->shape()[std::size_t(d)];
+      const std::int64_t c = (len + T - 1) / T, co = (n.shape()[std::size_t(d)] + T - 1) / T, s = p.start[std::size_t(d)];
+      if (natural.dims[std::size_t(d)] == A && co == c && s <= c) {
+        if (s > 0) {
+          std::vector<std::int64_t> l0(x->shape().size(), 0), h0 = x->shape();
+          l0[std::size_t(d)] = s;
+          x = build::concatenate(t, {build::slice(t, x, l0, h0), from_next_tile(b, x, A, d, s)}, d);
+        }
+      } else {
+        // Tiles that do not line up: the window, whole, then this device's tile of it.
+        x = gather_window(b, x, n.in[0]->shape(), A, d, p.start[std::size_t(d)], p.limit[std::size_t(d)], 1);
+        have.dims[std::size_t(d)].clear();
+      }
+      lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;
+    } else if (!natural.dims[d].empty()) {
       lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;  // a whole dim, split alike
-    } else if (!op_sh[0].dims[d].empty()) {
-      x = gather_window(b, x, n.in[0]->shape(), op_sh[0].dims[d], d, p.start[d], p.limit[d], p.stride[d]);
+    } else if (!A.empty()) {
+      x = gather_window(b, x, n.in[0]->shape(), A, d, p.start[d], p.limit[d], p.stride[d]);
       lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;
     }
   }
-  return build::slice(b.table(), x, lo, hi, step);
+  x = build::slice(t, x, lo, hi, step);
+  return have.dims == natural.dims ? x : b.reshard(x, n.shape(), have, natural);
 }
 NodeRef Rule<Op::pad>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                              const std::vector<AxisSharding>&, const AxisSharding& natural) {

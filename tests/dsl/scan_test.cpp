@@ -548,3 +548,52 @@ TEST_CASE("a slice of a split dim gathers only the devices' windows of it, not t
   // as windows (a row from each of 7 peers); the NaN count is one all-reduce.
   CHECK(moved <= 2 * 0.875 * 4096 + 2 * 7 * 8 * 4 + 8 * 4 * 2);
 }
+
+TEST_CASE("a shifted slice of a split dim (x[1:], x[:-1], diff) stays split: each device gets its next tile's first rows") {
+  const auto all = ts::devices();
+  for (std::int64_t rows : {64, 13, 9, 40}) {
+    for (int devices : {2, 3, 8}) {
+      for (auto [start, limit] : {std::pair<std::int64_t, std::int64_t>{1, rows}, {0, rows - 1}, {2, rows}, {1, rows - 1}}) {
+        CAPTURE(rows);
+        CAPTURE(devices);
+        CAPTURE(start);
+        CAPTURE(limit);
+        std::vector<float> v;
+        for (std::int64_t i = 0; i < rows * 5; ++i) v.push_back(float(i % 23) * 0.25f - 2.0f);
+        auto x = ts::array(v, {rows, 5});
+        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + devices), {devices}, {"x"});
+        auto xs = ts::device_put(x, ts::NamedSharding(mesh, P("x")));
+        auto f = ts::jit([start, limit](const ts::Array& a) { return a.index({ts::slice(start, limit)}) * 3.0f; });
+        auto got = f(xs).to_vector<float>();
+        std::vector<float> want;
+        for (std::int64_t r = start; r < limit; ++r)
+          for (std::int64_t j = 0; j < 5; ++j) want.push_back(v[std::size_t(r * 5 + j)] * 3.0f);
+        CHECK(got == want);
+        // diff: x[1:] - x[:-1].
+        auto df = ts::jit([](const ts::Array& a) { return ts::diff(a, 1, 0); });
+        CHECK(df(xs).to_vector<float>() == ts::diff(x, 1, 0).to_vector<float>());
+        if (rows == 64 && devices == 8) {
+          double moved = 0;
+          for (auto& t : f.lower(xs).compile().communication()) moved += t.bytes_per_device;
+          // At most `start` rows (5 floats each) from the next device, not the 64 x 5 array.
+          CHECK(moved <= double(start * 5 * 4));
+          double dmoved = 0;
+          for (auto& t : df.lower(xs).compile().communication()) dmoved += t.bytes_per_device;
+          CHECK(dmoved <= 5 * 4);
+          // The result stays split.
+          CHECK(f(xs).sharding() == ts::Sharding(ts::NamedSharding(mesh, P("x"))));
+        }
+      }
+    }
+  }
+  // A 2-D mesh: rows split over 'x', columns over 'y'; the stencil x[2:] - 2 x[1:-1] + x[:-2].
+  auto mesh2 = ts::make_mesh({4, 2}, {"x", "y"});
+  std::vector<float> v;
+  for (int i = 0; i < 32 * 6; ++i) v.push_back(float((i * 13) % 17) - 8.0f);
+  auto x = ts::array(v, {32, 6});
+  auto lap = [](const ts::Array& a) {
+    return a.index({ts::slice(2, 32)}) - 2.0f * a.index({ts::slice(1, 31)}) + a.index({ts::slice(0, 30)});
+  };
+  auto xs = ts::device_put(x, ts::NamedSharding(mesh2, P("x", "y")));
+  CHECK(ts::jit(lap)(xs).to_vector<float>() == lap(x).to_vector<float>());
+}
