@@ -334,11 +334,8 @@ Array roots(const Array& p, bool strip_zeros) {
     auto nz = flatnonzero(p);
     if (nz.size() == 0) return zeros({0}, complex_dtype(real_dtype(c.dtype())));
     lead = nz[0].item<std::int64_t>();
-  }
-  // Trailing zeros are roots at 0 (NumPy's); with strip_zeros they are
-  // counted on the values, else each is left to the companion matrix.
-  if (strip_zeros) {
-    auto nz = flatnonzero(p);
+    // Trailing zeros are roots at 0 (NumPy's): counted on the values here;
+    // without strip_zeros each is left to the companion matrix.
     trail = p.size() - 1 - nz[nz.size() - 1].item<std::int64_t>();
   }
   Array q = along(c, 0, lead, p.size() - trail);
