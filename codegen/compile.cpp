@@ -1,6 +1,7 @@
 #include "codegen/compile.hpp"
 #include "codegen/complex.hpp"
 #include "codegen/library.hpp"
+#include "codegen/narrow_ops.hpp"
 
 #include <cmath>
 #include <algorithm>
@@ -120,6 +121,15 @@ void fold_tiles(DType t, Op op, char* dst, const char* first, const std::vector<
     case DType::uint32: ft = fold::Type::u32; break;
     case DType::float32: ft = fold::Type::f32; break;
     case DType::float64: ft = fold::Type::f64; break;
+    case DType::int8: ft = fold::Type::i8; break;
+    case DType::uint8: ft = fold::Type::u8; break;
+    case DType::int16: ft = fold::Type::i16; break;
+    case DType::uint16: ft = fold::Type::u16; break;
+    case DType::uint64: ft = fold::Type::u64; break;
+    case DType::bfloat16: ft = fold::Type::bf16; break;
+    case DType::float16: ft = fold::Type::f16; break;
+    case DType::float8_e4m3fn: ft = fold::Type::f8e4m3fn; break;
+    case DType::float8_e5m2: ft = fold::Type::f8e5m2; break;
     case DType::complex64:
     case DType::complex128:
       throw InternalError("a complex collective reached the runtime (codegen/complex.cpp makes them real)");
@@ -426,10 +436,16 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   // A program of complex values becomes one of packed pairs of reals, whose
   // ops no longer meet their shape rules (an fft of f32[..., 2]): its graphs
   // are reported as text, not verified.
-  const bool complex = has_complex(program);
-  const Graph expanded = complex ? expand_complex(program) : Graph{};
+  // Reductions, dots and library calls on narrow floats run in float32
+  // (codegen/narrow_ops.hpp).
+  const bool narrow = has_narrow_compute(program);
+  const Graph widened_program = narrow ? widen_narrow_compute(program) : Graph{};
+  if (narrow) report("widen-narrow-floats", nullptr, [&] { return to_text(widened_program); });
+  const Graph& source = narrow ? widened_program : program;
+  const bool complex = has_complex(source);
+  const Graph expanded = complex ? expand_complex(source) : Graph{};
   if (complex) report("expand-complex", nullptr, [&] { return to_text(expanded); });
-  const Graph g = fold_transposes_into_dots(complex ? expanded : program);
+  const Graph g = fold_transposes_into_dots(complex ? expanded : source);
   report("fold-transposes", complex ? nullptr : &g, [&] { return complex ? to_text(g) : std::string(); });
   FusionPlan plan = plan_fusion(g);
   report("plan-fusion", nullptr, [&] { return steps_text(plan.steps); });

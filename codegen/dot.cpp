@@ -99,7 +99,12 @@ void loop_matmul(const T* a, const Operand3& va, const T* b, const Operand3& vb,
       for (std::int64_t k = 0; k < K; ++k) {
         T av = a[bi * va.strides[0] + i * va.strides[1] + k * va.strides[2]];
         const T* brow = b + bi * vb.strides[0] + k * vb.strides[1];
-        for (std::int64_t j = 0; j < N; ++j) crow[j] = T(crow[j] + av * brow[j * vb.strides[2]]);
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          using U = wrap_unsigned_t<T>;  // integer products wrap, never promoted to a signed int
+          for (std::int64_t j = 0; j < N; ++j) crow[j] = T(U(crow[j]) + U(av) * U(brow[j * vb.strides[2]]));
+        } else {
+          for (std::int64_t j = 0; j < N; ++j) crow[j] = T(crow[j] + av * brow[j * vb.strides[2]]);
+        }
       }
     }
 }
@@ -177,10 +182,10 @@ class DotThunk final : public rt::Thunk {
     if (dtype_ == DType::int32 || dtype_ == DType::uint32)  // wrapping: the same bits unsigned
       return run_gemm(static_cast<const std::uint32_t*>(a), static_cast<const std::uint32_t*>(b),
                       static_cast<std::uint32_t*>(c), ctx.machine_wide);
-    if (dtype_ == DType::int64)
+    if (dtype_ == DType::int64 || dtype_ == DType::uint64)
       return run_gemm(static_cast<const std::uint64_t*>(a), static_cast<const std::uint64_t*>(b),
                       static_cast<std::uint64_t*>(c), ctx.machine_wide);
-    visit_dtype(dtype_, [&](auto tag) {
+    visit_wide_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
       loop_matmul(static_cast<const T*>(a), va_, static_cast<const T*>(b), vb_, static_cast<T*>(c));
     });
@@ -193,7 +198,7 @@ class DotThunk final : public rt::Thunk {
  private:
   bool uses_gemm() const {
     return dtype_ == DType::float32 || dtype_ == DType::float64 || dtype_ == DType::int32 || dtype_ == DType::uint32 ||
-           dtype_ == DType::int64;
+           dtype_ == DType::int64 || dtype_ == DType::uint64;
   }
 
   template <class T>

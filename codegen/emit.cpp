@@ -13,6 +13,7 @@
 #include "codegen/llvm_headers.hpp"
 #include "codegen/lowering.hpp"
 #include "codegen/math.hpp"
+#include "codegen/narrow_float.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -34,8 +35,12 @@ constexpr std::int64_t kColumnBlock = 2048;
 llvm::Type* ExprEmitter::reg_type(DType t) {
   switch (t) {
     case DType::bool_: return b.getInt1Ty();
+    case DType::int8: case DType::uint8: return b.getInt8Ty();
+    case DType::int16: case DType::uint16: return b.getInt16Ty();
     case DType::int32: case DType::uint32: return b.getInt32Ty();
-    case DType::int64: return b.getInt64Ty();
+    case DType::int64: case DType::uint64: return b.getInt64Ty();
+    // Narrow floats compute in float32 registers (codegen/narrow_float.hpp).
+    case DType::bfloat16: case DType::float16: case DType::float8_e4m3fn: case DType::float8_e5m2:
     case DType::float32: return b.getFloatTy();
     case DType::float64: return b.getDoubleTy();
     case DType::complex64: case DType::complex128:
@@ -43,12 +48,17 @@ llvm::Type* ExprEmitter::reg_type(DType t) {
   }
   __builtin_unreachable();
 }
-llvm::Type* ExprEmitter::mem_type(DType t) { return t == DType::bool_ ? b.getInt8Ty() : reg_type(t); }
+llvm::Type* ExprEmitter::mem_type(DType t) {
+  if (t == DType::bool_) return b.getInt8Ty();
+  if (is_narrow_float(t)) return b.getIntNTy(unsigned(8 * dtype_size(t)));
+  return reg_type(t);
+}
 Value* ExprEmitter::i64c(std::int64_t v) { return b.getInt64(std::uint64_t(v)); }
 Value* ExprEmitter::constant(DType t, double v) {
+  if (is_narrow_float(t)) return narrow_round(b, llvm::ConstantFP::get(b.getDoubleTy(), v), t);
   if (is_floating(t)) return llvm::ConstantFP::get(reg_type(t), v);
   if (t == DType::bool_) return b.getInt1(v != 0);
-  if (t == DType::uint32) return llvm::ConstantInt::get(reg_type(t), std::uint64_t(std::uint32_t(std::int64_t(v))));
+  if (is_unsigned_int(t)) return llvm::ConstantInt::get(reg_type(t), v >= 0x1p63 ? std::uint64_t(v) : std::uint64_t(std::int64_t(v)));
   return llvm::ConstantInt::get(reg_type(t), std::uint64_t(std::int64_t(v)), true);
 }
 Value* ExprEmitter::literal_scalar(const Literal& l) {
@@ -59,6 +69,7 @@ Value* ExprEmitter::literal_scalar(const Literal& l) {
     std::memcpy(&v, l.bytes.data(), sizeof(T));
     if constexpr (std::is_same_v<T, bool>) return b.getInt1(v);
     else if constexpr (std::is_floating_point_v<T>) return llvm::ConstantFP::get(reg_type(l.dtype), double(v));
+    else if constexpr (is_narrow_float_v<T>) return llvm::ConstantFP::get(b.getFloatTy(), double(float(v)));  // exact
     else if constexpr (is_complex_v<T>) throw InternalError("a complex constant reached the expression emitter");
     else return llvm::ConstantInt::get(reg_type(l.dtype), std::uint64_t(v), std::is_signed_v<T>);
   });
@@ -127,7 +138,7 @@ Value* ExprEmitter::compare(Op op, DType t, Value* x, Value* y) {
       default: throw InternalError(std::string(op_name(op)) + " is not a comparison");
     }
   }
-  const bool u = t == DType::uint32 || t == DType::bool_;
+  const bool u = is_unsigned_int(t) || t == DType::bool_;
   switch (op) {
     case Op::eq: return b.CreateICmpEQ(x, y);
     case Op::ne: return b.CreateICmpNE(x, y);
@@ -143,7 +154,7 @@ Value* ExprEmitter::compare(Op op, DType t, Value* x, Value* y) {
 Value* ExprEmitter::minmax(DType t, Value* x, Value* y, bool is_max) {
   if (is_floating(t)) return b.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, x, y);
   if (t == DType::bool_) return is_max ? b.CreateOr(x, y) : b.CreateAnd(x, y);
-  const bool u = t == DType::uint32;
+  const bool u = is_unsigned_int(t);
   auto id = is_max ? (u ? llvm::Intrinsic::umax : llvm::Intrinsic::smax) : (u ? llvm::Intrinsic::umin : llvm::Intrinsic::smin);
   return b.CreateBinaryIntrinsic(id, x, y);
 }
@@ -153,7 +164,7 @@ Value* ExprEmitter::int_divrem(DType t, Value* x, Value* y, bool div) {
   llvm::Type* ty = reg_type(t);
   Value* zero = llvm::ConstantInt::get(ty, 0);
   Value* is_zero = b.CreateICmpEQ(y, zero);
-  if (t == DType::uint32) {
+  if (is_unsigned_int(t)) {
     Value* safe = b.CreateSelect(is_zero, llvm::ConstantInt::get(ty, 1), y);
     Value* r = div ? b.CreateUDiv(x, safe) : b.CreateURem(x, safe);
     return b.CreateSelect(is_zero, div ? llvm::ConstantInt::get(ty, -1, true) : x, r);
@@ -170,8 +181,17 @@ Value* ExprEmitter::int_divrem(DType t, Value* x, Value* y, bool div) {
 // Conversion with XLA's semantics (tracer/convert.hpp).
 Value* ExprEmitter::convert_value(Value* v, DType from, DType to) {
   if (from == to) return v;
+  // A narrow float's value is a float32 (exact); to one, the exact value is
+  // rounded once: from a float or double directly, from an integer through a
+  // double that rounds as the integer does.
+  if (is_narrow_float(to)) {
+    if (is_narrow_float(from) || is_floating(from)) return narrow_round(b, v, to);
+    return narrow_round(b, int_to_double_for_rounding(b, v, from), to);
+  }
+  if (is_narrow_float(from)) from = DType::float32;
+  if (from == to) return v;
   llvm::Type* tt = reg_type(to);
-  const bool fsigned = from != DType::uint32 && from != DType::bool_;
+  const bool fsigned = !is_unsigned_int(from) && from != DType::bool_;
   if (to == DType::bool_) {
     if (is_floating(from)) return b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
     return b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
@@ -182,7 +202,7 @@ Value* ExprEmitter::convert_value(Value* v, DType from, DType to) {
   }
   // to an integer
   if (is_floating(from)) {
-    const bool tsigned = to != DType::uint32;
+    const bool tsigned = !is_unsigned_int(to);
     unsigned bits = tt->getIntegerBitWidth();
     double lo = tsigned ? -std::ldexp(1.0, int(bits) - 1) : 0.0;
     double hi = tsigned ? std::ldexp(1.0, int(bits) - 1) : std::ldexp(1.0, int(bits));
@@ -285,16 +305,28 @@ class Emitter final : public ExprEmitter {
     Value* p = b.CreateInBoundsGEP(mt, base, linearize(idx, n.shape()));
     Value* v = b.CreateLoad(mt, p);
     if (n.dtype() == DType::bool_) v = b.CreateICmpNE(v, b.getInt8(0));
+    if (is_narrow_float(n.dtype())) v = narrow_decode(b, v, n.dtype());
     return v;
   }
 
   void store(DType t, Value* flat, Value* v) {
     llvm::Type* mt = mem_type(t);
     if (t == DType::bool_) v = b.CreateZExt(v, mt);
+    if (is_narrow_float(t)) v = narrow_encode(b, v, t);  // v is on the grid (value() rounds)
     b.CreateStore(v, b.CreateInBoundsGEP(mt, out_, flat));
   }
 
   // ---------------------------------------------------------------- expressions
+
+  // Whether an op's narrow-float result needs rounding: not when it picks or
+  // moves values already on the grid, or converts (convert_value rounds).
+  static bool rounds(Op op) {
+    switch (op_family(op)) {
+      case OpFamily::Shape: case OpFamily::Select: case OpFamily::Convert: case OpFamily::Annotation:
+        return false;
+      default: return op != Op::constant && op != Op::parameter;
+    }
+  }
 
   Value* value(const NodeRef& n, const Index& idx) override {
     auto base = base_.find(n.get());
@@ -303,6 +335,8 @@ class Emitter final : public ExprEmitter {
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
     Value* v = lower_expr(*this, *n, idx);
+    // A narrow float is rounded at each op's result (codegen/narrow_float.hpp).
+    if (is_narrow_float(n->dtype()) && rounds(n->op)) v = narrow_round(b, v, n->dtype());
     memo_[key] = v;
     return v;
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "codegen/math.hpp"
+#include "codegen/narrow_float.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
@@ -113,7 +114,7 @@ TESSEL_LOWER(abs) {
   const DType t = n.dtype();
   Value* x = e.arg(n, idx, 0);
   if (is_floating(t)) return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  if (t == DType::uint32) return x;
+  if (is_unsigned_int(t)) return x;
   return e.b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, e.b.getFalse());
 }
 TESSEL_LOWER(sign) {
@@ -125,7 +126,7 @@ TESSEL_LOWER(sign) {
     Value* s = b.CreateSelect(b.CreateFCmpOGT(x, zero), one, x);
     return b.CreateSelect(b.CreateFCmpOLT(x, zero), e.constant(t, -1), s);
   }
-  if (t == DType::uint32) return b.CreateZExt(b.CreateICmpNE(x, zero), e.reg_type(t));
+  if (is_unsigned_int(t)) return b.CreateZExt(b.CreateICmpNE(x, zero), e.reg_type(t));
   Value* s = b.CreateSelect(b.CreateICmpSGT(x, zero), one, zero);
   return b.CreateSelect(b.CreateICmpSLT(x, zero), e.constant(t, -1), s);
 }
@@ -195,7 +196,14 @@ TESSEL_LOWER(threefry2x32) {
                     int(n.attr<attr::Word>().word));
 }
 TESSEL_LOWER(convert) { return e.convert_value(e.arg(n, idx, 0), n.in[0]->dtype(), n.dtype()); }
-TESSEL_LOWER(bitcast_convert) { return e.b.CreateBitCast(e.arg(n, idx, 0), e.reg_type(n.dtype())); }
+// A narrow float's bits are its encoding, not its float32 register.
+TESSEL_LOWER(bitcast_convert) {
+  const DType from = n.in[0]->dtype(), to = n.dtype();
+  Value* v = e.arg(n, idx, 0);
+  if (is_narrow_float(from)) v = narrow_encode(e.b, v, from);
+  if (is_narrow_float(to)) return narrow_decode(e.b, e.b.CreateBitCast(v, e.mem_type(to)), to);
+  return e.b.CreateBitCast(v, e.reg_type(to));
+}
 
 // ------------------------------------------------------------------ data movement: the operand at a moved index
 

@@ -16,7 +16,15 @@ namespace tessel {
 
 template <class To, class From>
 To convert_element(From v) {
-  if constexpr (is_complex_v<From>) {
+  if constexpr (is_narrow_float_v<From>) {
+    // Exact in float; from there as any float converts.
+    return convert_element<To>(static_cast<float>(v));
+  } else if constexpr (is_narrow_float_v<To>) {
+    // Rounded once, to nearest even, from the exact value (never through
+    // float: a double or a 64-bit integer would round twice).
+    if constexpr (is_complex_v<From>) return To(v.real());
+    else return To(v);
+  } else if constexpr (is_complex_v<From>) {
     if constexpr (std::is_same_v<To, bool>) return v != From(0);
     else if constexpr (is_complex_v<To>) return To(typename To::value_type(v.real()), typename To::value_type(v.imag()));
     else return convert_element<To>(v.real());

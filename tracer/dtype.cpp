@@ -35,8 +35,16 @@ DType dtype_from_name(const std::string& name) {
   if (name == n) return DType::e;
   TESSEL_DTYPES(TESSEL_X)
 #undef TESSEL_X
-  throw TypeError("unknown dtype name '" + name +
-                  "'; expected one of bool, int32, int64, uint32, float32, float64, complex64, complex128");
+  std::string names;
+#define TESSEL_X(e, n, type, kind) names += std::string(names.empty() ? "" : ", ") + n;
+  TESSEL_DTYPES(TESSEL_X)
+#undef TESSEL_X
+  throw TypeError("unknown dtype name '" + name + "'; expected one of " + names);
+}
+
+void narrow_float_in_kernel(DType t) {
+  throw InternalError(std::string("a reference kernel was given ") + dtype_name(t) +
+                      " values; the interpreter runs ops on narrow floats in float64 (tracer/interpreter.cpp)");
 }
 
 }  // namespace tessel

@@ -7,12 +7,86 @@
 
 #include "tessel/core/errors.hpp"
 #include "tracer/control_rules.hpp"
+#include "tracer/convert.hpp"
 
 namespace tessel {
 
+namespace {
+
+// A tuple-valued op's elements from its packed reference result (rule_util::pack_tuple).
+std::vector<HostArray> unpack_tuple(const HostArray& packed, const Aval& tuple);
+
+bool has_narrow(const Aval& a) {
+  if (a.tuple) return std::any_of(a.elements.begin(), a.elements.end(), has_narrow);
+  return is_narrow_float(a.dtype);
+}
+
+Aval widened(Aval a) {
+  for (auto& e : a.elements) e = widened(e);
+  if (is_narrow_float(a.dtype)) a.dtype = DType::float64;
+  return a;
+}
+
+HostArray converted(const HostArray& x, DType to) {
+  HostArray h;
+  h.dtype = to;
+  h.shape = x.shape;
+  h.bytes.resize(std::size_t(numel(x.shape)) * dtype_size(to));
+  convert_elements(x.dtype, x.bytes.data(), to, h.bytes.data(), numel(x.shape));
+  return h;
+}
+
+// The ops that see a narrow float's bits, not its value.
+bool sees_bits(Op op) {
+  return op == Op::parameter || op == Op::constant || op == Op::convert || op == Op::bitcast_convert ||
+         op == Op::debug_callback;
+}
+
+}  // namespace
+
+// Every op runs here. An op on narrow floats (bfloat16, float16, float8_*)
+// runs on their values in float64 and its narrow results are rounded once,
+// to nearest even: exact arithmetic rounded once for +, -, *, /, sqrt
+// (float64 holds the exact result's rounding), and the reference kernels
+// never see a narrow float (visit_wide_dtype).
+void eval_rule(Op op, const Attrs& a, const Aval& aval, const std::vector<const HostArray*>& in, HostArray& out) {
+  bool narrow = has_narrow(aval);
+  for (auto* x : in) narrow = narrow || (x && is_narrow_float(x->dtype));
+  if (!narrow || sees_bits(op)) {
+    rules(op).eval(in, a, aval, out);
+    return;
+  }
+  std::vector<HostArray> wide;
+  wide.reserve(in.size());
+  std::vector<const HostArray*> args;
+  for (auto* x : in) {
+    if (x && is_narrow_float(x->dtype)) {
+      wide.push_back(converted(*x, DType::float64));
+      args.push_back(&wide.back());
+    } else {
+      args.push_back(x);
+    }
+  }
+  const Aval wa = widened(aval);
+  HostArray w;
+  rules(op).eval(args, a, wa, w);
+  if (!aval.tuple) {
+    out = is_narrow_float(aval.dtype) ? converted(w, aval.dtype) : std::move(w);
+    return;
+  }
+  std::vector<HostArray> parts = unpack_tuple(w, wa);
+  std::vector<const HostArray*> ptrs;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (is_narrow_float(aval.elements[k].dtype)) parts[k] = converted(parts[k], aval.elements[k].dtype);
+    ptrs.push_back(&parts[k]);
+  }
+  out = HostArray{};
+  rule_util::pack_tuple(out, ptrs);
+}
+
 HostArray host_eval(Op op, const Attrs& a, const Aval& out_aval, const std::vector<const HostArray*>& in) {
   HostArray out;
-  rules(op).eval(in, a, out_aval, out);
+  eval_rule(op, a, out_aval, in, out);
   return out;
 }
 
@@ -265,7 +339,7 @@ std::vector<Value> run(const Graph& g, std::vector<Value> args) {
         std::vector<const HostArray*> arrays;
         for (auto* v : in) arrays.push_back(&v->at(0));
         out.emplace_back();
-        rules(n->op).eval(arrays, n->attrs, n->aval, out[0]);
+        eval_rule(n->op, n->attrs, n->aval, arrays, out[0]);
         if (n->aval.tuple) out = unpack_tuple(out[0], n->aval);
       }
     }

@@ -34,6 +34,15 @@ const char* short_dtype(DType t) {
     case DType::float64: return "f64";
     case DType::complex64: return "c64";
     case DType::complex128: return "c128";
+    case DType::bfloat16: return "bf16";
+    case DType::float16: return "f16";
+    case DType::int8: return "s8";
+    case DType::uint8: return "u8";
+    case DType::int16: return "s16";
+    case DType::uint16: return "u16";
+    case DType::uint64: return "u64";
+    case DType::float8_e4m3fn: return "f8e4m3fn";
+    case DType::float8_e5m2: return "f8e5m2";
   }
   __builtin_unreachable();
 }

@@ -24,9 +24,10 @@ inline void expect_matrix(Op op, const Aval& a, bool square) {
     throw ShapeError(cat(op_name(op), " needs a matrix (or a batch of them: rank >= 2), got ", a.str()));
   if (square && a.shape[a.shape.size() - 1] != a.shape[a.shape.size() - 2])
     throw ShapeError(cat(op_name(op), " needs square matrices, got ", a.str()));
-  if (!is_inexact(a.dtype))
-    throw TypeError(cat(op_name(op), " needs a floating-point or complex array (float32, float64, complex64, complex128), got ",
-                        a.str(), "; convert it first"));
+  if (!is_inexact(a.dtype) || is_narrow_float(a.dtype))
+    throw TypeError(cat(op_name(op), " needs a float32, float64, complex64 or complex128 array (LAPACK has no ",
+                        is_narrow_float(a.dtype) ? "16- or 8-bit floats" : "integers", "), got ", a.str(),
+                        "; convert it first"));
 }
 inline Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 inline Shape with(const Shape& batch, std::initializer_list<std::int64_t> minor) {
@@ -53,7 +54,7 @@ void with_scalar(DType t, F&& f) {
 template <class S>
 Mat<S> load(DType t, const void* p, std::int64_t b, std::int64_t r, std::int64_t c) {
   Mat<S> m(r, c);
-  visit_dtype(t, [&](auto tag) {
+  visit_wide_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<S, C> && is_complex_v<T>) {
       const T* x = static_cast<const T*>(p) + b * r * c;
@@ -67,7 +68,7 @@ Mat<S> load(DType t, const void* p, std::int64_t b, std::int64_t r, std::int64_t
 }
 template <class S>
 void store(DType t, void* p, std::int64_t b, const Mat<S>& m) {
-  visit_dtype(t, [&](auto tag) {
+  visit_wide_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     T* x = static_cast<T*>(p) + b * m.rows * m.cols;
     if constexpr (std::is_same_v<S, C> && is_complex_v<T>) {

@@ -1,24 +1,41 @@
 #include "tracer/promotion.hpp"
 
+#include <string>
 #include <vector>
+
+#include "tessel/core/errors.hpp"
 
 namespace tessel {
 
 namespace {
 
 // Lattice nodes.
-enum Node { B1, IW, FW, U32, I32, I64, F32, F64, CW, C64, C128, kNodes };
+enum Node { B1, IW, FW, CW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, F8E4M3, F8E5M2, C64, C128, kNodes };
 
 Node node_of(DType t, bool weak) {
+  if (weak && t != DType::bool_) {
+    if (is_integral(t)) return IW;
+    if (is_floating(t)) return FW;
+    return CW;
+  }
   switch (t) {
     case DType::bool_: return B1;
-    case DType::int32: return weak ? IW : I32;
-    case DType::int64: return weak ? IW : I64;
-    case DType::uint32: return weak ? IW : U32;
-    case DType::float32: return weak ? FW : F32;
-    case DType::float64: return weak ? FW : F64;
-    case DType::complex64: return weak ? CW : C64;
-    case DType::complex128: return weak ? CW : C128;
+    case DType::uint8: return U8;
+    case DType::uint16: return U16;
+    case DType::uint32: return U32;
+    case DType::uint64: return U64;
+    case DType::int8: return I8;
+    case DType::int16: return I16;
+    case DType::int32: return I32;
+    case DType::int64: return I64;
+    case DType::bfloat16: return BF16;
+    case DType::float16: return F16;
+    case DType::float32: return F32;
+    case DType::float64: return F64;
+    case DType::float8_e4m3fn: return F8E4M3;
+    case DType::float8_e5m2: return F8E5M2;
+    case DType::complex64: return C64;
+    case DType::complex128: return C128;
   }
   __builtin_unreachable();
 }
@@ -28,11 +45,18 @@ const std::vector<std::vector<Node>>& upper_sets() {
   static const std::vector<std::vector<Node>> ups = [] {
     std::vector<std::vector<Node>> succ(kNodes);
     succ[B1] = {IW};
-    succ[IW] = {U32, I32};
-    succ[U32] = {I64};
+    succ[IW] = {U8, I8};
+    succ[U8] = {I16, U16};
+    succ[U16] = {I32, U32};
+    succ[U32] = {I64, U64};
+    succ[U64] = {FW};
+    succ[I8] = {I16};
+    succ[I16] = {I32};
     succ[I32] = {I64};
     succ[I64] = {FW};
-    succ[FW] = {F32, CW};
+    succ[FW] = {F8E4M3, F8E5M2, BF16, F16, CW};
+    succ[BF16] = {F32};
+    succ[F16] = {F32};
     succ[F32] = {F64, C64};
     succ[F64] = {C128};
     succ[CW] = {C64};
@@ -80,9 +104,18 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
         // A weak float: float32 (JAX's default float), float64 only when
         // both operands are float64 (weak C++ doubles keep their bits).
         case FW: return {a == DType::float64 && b == DType::float64 ? DType::float64 : DType::float32, true};
+        case U8: return {DType::uint8, false};
+        case U16: return {DType::uint16, false};
         case U32: return {DType::uint32, false};
+        case U64: return {DType::uint64, false};
+        case I8: return {DType::int8, false};
+        case I16: return {DType::int16, false};
         case I32: return {DType::int32, false};
         case I64: return {DType::int64, false};
+        case BF16: return {DType::bfloat16, false};
+        case F16: return {DType::float16, false};
+        case F8E4M3: return {DType::float8_e4m3fn, false};
+        case F8E5M2: return {DType::float8_e5m2, false};
         case F32: return {DType::float32, false};
         case F64: return {DType::float64, false};
         // A weak complex: complex64, complex128 when both operands are of
@@ -97,7 +130,11 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
       }
     }
   }
-  return {DType::float64, false};
+  // JAX's TypePromotionError.
+  throw TypeError(std::string("Input dtypes ('") + dtype_name(a) + "', '" + dtype_name(b) +
+                  "') have no available implicit dtype promotion path. To avoid unintended promotion, 8-bit floats "
+                  "do not support implicit promotion. If you'd like your inputs to be promoted to another type, you "
+                  "can do so explicitly using e.g. x.astype('float32')");
 }
 
 }  // namespace tessel

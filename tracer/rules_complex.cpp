@@ -25,7 +25,7 @@ namespace {
 // Reads a complex array's parts: out[i] = part(x[i]).
 template <class F>
 void complex_parts(const HostArray& x, HostArray& out, F&& f) {
-  visit_dtype(x.dtype, [&](auto tag) {
+  visit_wide_dtype(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_complex_v<T>) {
       using R = typename T::value_type;
@@ -90,7 +90,7 @@ Aval Rule<Op::conj>::infer(const std::vector<Aval>& in, const A&, const Aval&) {
 }
 void Rule<Op::conj>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
-  visit_dtype(aval.dtype, [&](auto tag) {
+  visit_wide_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_complex_v<T>) {
       const T* a = reinterpret_cast<const T*>(in[0]->bytes.data());
@@ -121,7 +121,7 @@ Aval Rule<Op::complex>::infer(const std::vector<Aval>& in, const A&, const Aval&
 }
 void Rule<Op::complex>::eval(const std::vector<const HostArray*>& in, const A&, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
-  visit_dtype(aval.dtype, [&](auto tag) {
+  visit_wide_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_complex_v<T>) {
       using R = typename T::value_type;

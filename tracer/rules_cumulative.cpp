@@ -85,7 +85,7 @@ T combine(Op op, T a, T b) {
     }
   } else {
     // Integers wrap, as XLA's: computed unsigned.
-    using U = std::make_unsigned_t<T>;
+    using U = wrap_unsigned_t<T>;
     switch (op) {
       case Op::cumsum: return T(U(a) + U(b));
       case Op::cumprod: return T(U(a) * U(b));
@@ -100,7 +100,7 @@ T combine(Op op, T a, T b) {
 void cumulative_lines(Op op, DType dtype, const Shape& s, std::int64_t d, bool reverse, const void* in, void* out) {
   const std::int64_t len = s[std::size_t(d)], stride = row_major_strides(s)[std::size_t(d)];
   if (len == 0) return;
-  visit_dtype(dtype, [&](auto tag) {
+  visit_wide_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       throw InternalError("a cumulative op of booleans");

@@ -84,11 +84,11 @@ Aval binary_infer(Op op, Accepts a, const std::vector<Aval>& in, bool to_bool) {
 // Applies f elementwise to typed data: out[i] = f(a[i]) (or f(a[i], b[i])).
 template <class F>
 void map1(const HostArray& a, HostArray& out, F&& f) {
-  visit_dtype(a.dtype, [&](auto tag) {
+  visit_wide_dtype(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     std::int64_t n = numel(a.shape);
     const T* x = reinterpret_cast<const T*>(a.bytes.data());
-    visit_dtype(out.dtype, [&](auto otag) {
+    visit_wide_dtype(out.dtype, [&](auto otag) {
       using O = decltype(otag);
       O* y = reinterpret_cast<O*>(out.bytes.data());
       using R = decltype(f(x[0]));
@@ -102,12 +102,12 @@ void map1(const HostArray& a, HostArray& out, F&& f) {
 
 template <class F>
 void map2(const HostArray& a, const HostArray& b, HostArray& out, F&& f) {
-  visit_dtype(a.dtype, [&](auto tag) {
+  visit_wide_dtype(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     std::int64_t n = numel(a.shape);
     const T* x = reinterpret_cast<const T*>(a.bytes.data());
     const T* y = reinterpret_cast<const T*>(b.bytes.data());
-    visit_dtype(out.dtype, [&](auto otag) {
+    visit_wide_dtype(out.dtype, [&](auto otag) {
       using O = decltype(otag);
       O* z = reinterpret_cast<O*>(out.bytes.data());
       using R = decltype(f(x[0], y[0]));
@@ -122,17 +122,17 @@ void map2(const HostArray& a, const HostArray& b, HostArray& out, F&& f) {
 // Wrapping integer arithmetic without undefined behaviour.
 template <class T>
 T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = wrap_unsigned_t<T>;
   return T(U(a) + U(b));
 }
 template <class T>
 T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = wrap_unsigned_t<T>;
   return T(U(a) - U(b));
 }
 template <class T>
 T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = wrap_unsigned_t<T>;
   return T(U(a) * U(b));
 }
 
@@ -231,15 +231,16 @@ T int_rem(T a, T b) {
 
 template <class T>
 T shl(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  if (U(b) >= sizeof(T) * 8) return T(0);
+  using U = wrap_unsigned_t<T>;
+  if (U(std::make_unsigned_t<T>(b)) >= sizeof(T) * 8) return T(0);
   return T(U(a) << U(b));
 }
 template <class T>
 T shr_logical(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  if (U(b) >= sizeof(T) * 8) return T(0);
-  return T(U(a) >> U(b));
+  using U = wrap_unsigned_t<T>;
+  if (U(std::make_unsigned_t<T>(b)) >= sizeof(T) * 8) return T(0);
+  // a's own bits, zero-extended (an int8's -128 is 0x80, not 0xFFFFFF80).
+  return T(U(std::make_unsigned_t<T>(a)) >> U(b));
 }
 
 }  // namespace

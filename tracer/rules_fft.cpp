@@ -79,7 +79,7 @@ std::vector<LC> to_lc(const HostArray& h) {
 
 // v into out's dtype (a real dtype keeps the real parts).
 void from_lc(const std::vector<LC>& v, HostArray& out) {
-  visit_dtype(out.dtype, [&](auto tag) {
+  visit_wide_dtype(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = reinterpret_cast<T*>(out.bytes.data());
     for (size_t i = 0; i < v.size(); ++i) {
@@ -110,7 +110,8 @@ Aval Rule<Op::fft>::infer(const std::vector<Aval>& in, const A& p, const Aval&) 
       if (!is_complex(x.dtype)) throw TypeError(cat("fft requires a complex operand, got ", avals_str(in)));
       break;
     case attr::FftKind::rfft:
-      if (!is_floating(x.dtype)) throw TypeError(cat("rfft requires a real floating-point operand, got ", avals_str(in)));
+      if (!is_floating(x.dtype) || is_narrow_float(x.dtype))
+        throw TypeError(cat("rfft requires a float32 or float64 operand, got ", avals_str(in)));
       out.dtype = complex_dtype(x.dtype);
       out.shape[size_t(last)] = x.shape[size_t(last)] / 2 + 1;
       break;

@@ -77,7 +77,7 @@ void for_each_indexed(const Shape& xs, const Shape& is, const attr::Indexed& a, 
 }
 
 std::int64_t index_value(DType t, const void* base, std::int64_t i) {
-  return visit_dtype(t, [&](auto tag) -> std::int64_t {
+  return visit_wide_dtype(t, [&](auto tag) -> std::int64_t {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) return std::int64_t(static_cast<const T*>(base)[i]);
     else throw InternalError("a non-integer index array");
@@ -132,7 +132,7 @@ void scatter_kernel(const attr::Indexed& a, DType dtype, const Shape& xs, DType 
                     const void* idx, const void* updates, void* out) {
   std::memcpy(out, x, std::size_t(numel(xs)) * dtype_size(dtype));
   const std::int64_t n = xs[size_t(a.axis)];
-  visit_dtype(dtype, [&](auto tag) {
+  visit_wide_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out);
     const T* u = static_cast<const T*>(updates);

@@ -96,6 +96,8 @@ Literal reduction_identity(Op op, DType t) {
   Literal l;
   l.dtype = t;
   l.bytes.resize(dtype_size(t));
+  // Every dtype, the narrow floats too: padding identities are exact per dtype
+  // (float8_e4m3fn has no infinity: its max identity is its lowest, -448).
   visit_dtype(t, [&](auto tag) {
     using T = decltype(tag);
     T v{};
@@ -125,7 +127,7 @@ namespace {
 // kind: 0 sum, 1 prod, 2 max, 3 min
 void reduce_eval(int kind, const HostArray& x, const attr::Dimensions& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
-  visit_dtype(x.dtype, [&](auto tag) {
+  visit_wide_dtype(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = Acc<T>;
     const std::int64_t n_out = numel(aval.shape);
@@ -140,12 +142,12 @@ void reduce_eval(int kind, const HostArray& x, const attr::Dimensions& p, const 
       A e = A(v[i]);
       if (kind == 0) {
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-          acc[o] = A(std::make_unsigned_t<T>(acc[o]) + std::make_unsigned_t<T>(e));
+          acc[o] = A(wrap_unsigned_t<T>(acc[o]) + wrap_unsigned_t<T>(e));
         else
           acc[o] = A(acc[o] + e);
       } else if (kind == 1) {
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-          acc[o] = A(std::make_unsigned_t<T>(acc[o]) * std::make_unsigned_t<T>(e));
+          acc[o] = A(wrap_unsigned_t<T>(acc[o]) * wrap_unsigned_t<T>(e));
         else
           acc[o] = A(acc[o] * e);
       } else if constexpr (is_complex_v<T>) {
@@ -175,7 +177,7 @@ void arg_eval(bool is_max, const HostArray& x, const attr::ArgReduce& p, const A
   rule_util::allocate(out, aval);
   const std::int64_t axis = p.dimension;
   const std::int64_t stride = row_major_strides(x.shape)[axis];
-  visit_dtype(x.dtype, [&](auto tag) {
+  visit_wide_dtype(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     const std::int64_t n_out = numel(aval.shape);
     std::vector<std::int64_t> best(n_out, -1);
@@ -197,7 +199,7 @@ void arg_eval(bool is_max, const HostArray& x, const attr::ArgReduce& p, const A
         if (e_nan || (is_max ? e > best_v[o] : e < best_v[o])) best[o] = k, best_v[o] = e;
       }
     });
-    visit_dtype(aval.dtype, [&](auto itag) {
+    visit_wide_dtype(aval.dtype, [&](auto itag) {
       using I = decltype(itag);
       I* y = reinterpret_cast<I*>(out.bytes.data());
       for (std::int64_t i = 0; i < n_out; ++i) y[i] = I(std::max<std::int64_t>(best[i], 0));
@@ -295,7 +297,7 @@ void sort_lines(DType key_dtype, DType value_dtype, const Shape& s, std::int64_t
   const char* v = static_cast<const char*>(values);
   char* o = static_cast<char*>(out);
   std::vector<std::int64_t> order(len);
-  visit_dtype(key_dtype, [&](auto tag) {
+  visit_wide_dtype(key_dtype, [&](auto tag) {
     using K = decltype(tag);
     const K* k = static_cast<const K*>(keys);
     // A strict weak order with NaNs after every number.
@@ -399,7 +401,7 @@ void Rule<Op::dot_general>::eval(const std::vector<const HostArray*>& in, const 
   Shape cshape;
   for (auto i : d.lhs_contract) cshape.push_back(a[i]);
   const std::int64_t nc = numel(cshape);
-  visit_dtype(aval.dtype, [&](auto tag) {
+  visit_wide_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = Acc<T>;
     const T* x = reinterpret_cast<const T*>(in[0]->bytes.data());
@@ -420,7 +422,7 @@ void Rule<Op::dot_general>::eval(const std::vector<const HostArray*>& in, const 
         std::int64_t ao = abase, bo = bbase;
         for (size_t i = 0; i < cshape.size(); ++i) ao += cidx[i] * ast[d.lhs_contract[i]], bo += cidx[i] * bst[d.rhs_contract[i]];
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-          acc = A(std::make_unsigned_t<T>(acc) + std::make_unsigned_t<T>(x[ao]) * std::make_unsigned_t<T>(y[bo]));
+          acc = A(wrap_unsigned_t<T>(acc) + wrap_unsigned_t<T>(x[ao]) * wrap_unsigned_t<T>(y[bo]));
         else
           acc = A(acc + A(x[ao]) * A(y[bo]));
         for (int i = int(cshape.size()) - 1; i >= 0; --i) {

@@ -25,7 +25,7 @@ using rule_util::expect_arity;
 void top_k_lines(DType dtype, const Shape& s, std::int64_t k, const void* in, void* values, void* indices) {
   const std::int64_t n = s.empty() ? 1 : s.back();
   const std::int64_t lines = n ? numel(s) / n : 0;
-  visit_dtype(dtype, [&](auto tag) {
+  visit_wide_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_complex_v<T> || std::is_same_v<T, bool>) {
       throw InternalError("top_k of complex or boolean values");

@@ -79,7 +79,7 @@ Aval Rule<Op::iota>::infer(const std::vector<Aval>& in, const A& p, const Aval& 
 }
 void Rule<Op::iota>::eval(const std::vector<const HostArray*>&, const A& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
-  visit_dtype(aval.dtype, [&](auto tag) {
+  visit_wide_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* y = reinterpret_cast<T*>(out.bytes.data());
     for_each_index(aval.shape, [&](std::int64_t f, const std::vector<std::int64_t>& idx) { y[f] = T(idx[p.dimension]); });

@@ -120,8 +120,10 @@ std::string value_text(DType dtype, const Shape& shape, const void* data) {
         out = float_repr(v);
       } else if constexpr (std::is_integral_v<T>) {
         out = std::to_string(v);
+      } else if constexpr (std::is_same_v<T, float16_t>) {
+        out = tessel::detail::float16_repr(v);
       } else {
-        out = float_repr(static_cast<float>(v));  // bfloat16, float16
+        out = tessel::detail::ml_dtypes_text(static_cast<float>(v));  // bfloat16, float8
       }
     });
     return out;

@@ -74,6 +74,8 @@ Array transform(const char* name, FftKind kind, const Array& a, std::vector<int>
       throw ValueError(cat(name, ": ", s_in->size(), " lengths for ", axes.size(), " axes"));
     if (kind == FftKind::rfft) {
       if (is_complex(x->dtype())) throw TypeError(cat(name, " requires real input, got ", x->aval.str()));
+      // 16- and 8-bit floats transform in float32 (complex64 results, as jnp.fft's).
+      if (is_narrow_float(x->dtype())) x = c::cast(t, x, DType::float32, false);
     } else if (!is_complex(x->dtype())) {
       x = c::cast(t, x, complex_dtype(x->dtype()), false);
     }

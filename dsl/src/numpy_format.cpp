@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
@@ -137,8 +138,38 @@ std::string dragon4(T x, bool scientific, int precision) {
   return mant + exp;
 }
 
-template <class T>
+// float16's own digits (F16 below): the shortest that round-trip in float16.
+std::string dragon4_f16(float x, bool scientific) {
+  const std::string sign = std::signbit(x) ? "-" : "";
+  if (x == 0) return sign + (scientific ? "0.e+00" : "0.");
+  const ShortestDecimal d = float16_shortest(float16_t(x).bits);
+  const std::string digits = std::to_string(d.digits);
+  const int n = int(digits.size());
+  if (scientific) {
+    const int e = d.exponent + n - 1;
+    char ex[8];
+    std::snprintf(ex, sizeof ex, "e%c%02d", e < 0 ? '-' : '+', std::abs(e));
+    return sign + digits.substr(0, 1) + "." + digits.substr(1) + ex;
+  }
+  if (d.exponent >= 0) {
+    // Digits ending at or above the units: the exact integer (NumPy's min_digits=0).
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", double(std::fabs(x)));
+    return sign + buf + ".";
+  }
+  const int frac = -d.exponent;
+  return sign + (n > frac ? digits.substr(0, std::size_t(n - frac)) + "." + digits.substr(std::size_t(n - frac))
+                          : "0." + std::string(std::size_t(frac - n), '0') + digits);
+}
+
+// F16: float16 values held as floats, with float16's digits and its own
+// ratio test (NumPy divides the half values in half precision).
+template <class T, bool F16 = false>
 std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plus) {
+  auto dragon = [](T v, bool sci, int precision) {
+    if constexpr (F16) return dragon4_f16(v, sci);
+    else return dragon4(v, sci, precision);
+  };
   // plus: numpy's sign='+' (a complex number's imaginary parts)
   auto sgn = [plus](T v, std::string s) { return plus && !std::signbit(v) ? "+" + s : s; };
   std::vector<T> vals(in.begin(), in.end());
@@ -160,8 +191,10 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plu
         min_val = std::min(min_val, a);
       }
     }
-    if (any && (max_val >= T(1e8) || min_val < T(0.0001) || double(max_val) / double(min_val) > 1000.))
-      exp_format = true;
+    bool ratio_big;
+    if constexpr (F16) ratio_big = float(max_val) / float(min_val) > 1000.25f;  // the half quotient > 1000
+    else ratio_big = double(max_val) / double(min_val) > 1000.;
+    if (any && (max_val >= T(1e8) || min_val < T(0.0001) || ratio_big)) exp_format = true;
   }
   const int precision = 8;
   int pad_left = 0, pad_right = 0, exp_size = -1, sci_precision = 0;
@@ -169,7 +202,7 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plu
     pad_left = pad_right = 0;
   } else if (exp_format) {
     for (T v : finite) {
-      std::string s = sgn(v, dragon4(v, true, precision));
+      std::string s = sgn(v, dragon(v, true, precision));
       auto e = s.find('e');
       std::string mant = s.substr(0, e), ex = s.substr(e + 1);
       auto dot = mant.find('.');
@@ -180,7 +213,7 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plu
     pad_right = exp_size + 2 + sci_precision;
   } else {
     for (T v : finite) {
-      std::string s = sgn(v, dragon4(v, false, precision));
+      std::string s = sgn(v, dragon(v, false, precision));
       auto dot = s.find('.');
       pad_left = std::max(pad_left, int(dot));
       pad_right = std::max(pad_right, int(s.size() - dot - 1));
@@ -208,6 +241,12 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plu
       char buf[128];
       auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, sci_precision);
       std::string s = sgn(v, std::string(buf, r.ptr));
+      if constexpr (F16) {
+        // Shortest digits that already fill the precision stay as they are.
+        std::string shortest = sgn(v, dragon(v, true, precision));
+        auto e0 = shortest.find('e'), d0 = shortest.find('.');
+        if (int(e0 - d0 - 1) == sci_precision) s = shortest;
+      }
       auto e = s.find('e');
       std::string mant = s.substr(0, e), ex = s.substr(e + 1);
       auto dot = mant.find('.');
@@ -217,7 +256,7 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plu
       if (int(digits.size()) < exp_size) digits.insert(0, std::size_t(exp_size) - digits.size(), '0');
       w = std::string(std::max(0, pad_left - int(ip.size())), ' ') + ip + "." + fp + "e" + sign + digits;
     } else {
-      std::string s = sgn(v, dragon4(v, false, precision));
+      std::string s = sgn(v, dragon(v, false, precision));
       auto dot = s.find('.');
       std::string ip = s.substr(0, dot), fp = s.substr(dot + 1);
       w = std::string(std::max(0, pad_left - int(ip.size())), ' ') + ip + "." + fp +
@@ -274,6 +313,10 @@ std::string layout_array(const Shape& shape, const std::vector<std::string>& wor
   return l.recurse(index, next_line_prefix, opt.linewidth - int(opt.suffix.size()));
 }
 
+std::vector<std::string> format_float16(const std::vector<double>& values) {
+  return format_floats_t<float, true>(values, false);
+}
+
 std::vector<std::string> format_floats(const std::vector<double>& values, bool single_precision) {
   return single_precision ? format_floats_t<float>(values, false) : format_floats_t<double>(values, false);
 }
@@ -318,6 +361,14 @@ std::vector<std::string> format_elements(DType dtype, const void* data, const Sh
       std::vector<double> v;
       for (auto i : shown) v.push_back(double(p[i]));
       return format_floats(v, std::is_same_v<T, float>);
+    } else if constexpr (std::is_same_v<T, float16_t>) {
+      std::vector<double> v;
+      for (auto i : shown) v.push_back(double(float(p[i])));
+      return format_float16(v);
+    } else if constexpr (is_narrow_float_v<T>) {
+      std::vector<std::string> words;  // ml_dtypes: each element's own text, unpadded
+      for (auto i : shown) words.push_back(ml_dtypes_text(float(p[i])));
+      return words;
     } else if constexpr (is_complex_v<T>) {
       std::vector<std::complex<double>> v;
       for (auto i : shown) v.push_back(std::complex<double>(p[i]));

@@ -37,6 +37,21 @@ std::vector<std::string> format_ints(const std::vector<std::int64_t>& values);
 std::vector<std::string> format_uints(const std::vector<std::uint64_t>& values);
 std::vector<std::string> format_bools(const std::vector<bool>& values, bool scalar);
 
+// The narrow floats (dsl/src/narrow_format.cpp). A positive finite
+// float16's shortest round-trip decimal: digits * 10^exponent, no trailing
+// zeros in digits (Dragon4 "unique" on float16, ties to the even digit).
+struct ShortestDecimal {
+  std::uint64_t digits;
+  int exponent;
+};
+ShortestDecimal float16_shortest(std::uint16_t bits);
+// ml_dtypes' repr of a bfloat16 or float8 value: "%g" of it as a float, NaN "nan".
+std::string ml_dtypes_text(float value);
+// NumPy's repr of a float16 scalar ("0.1", "65500.0", "6e-08").
+std::string float16_repr(float16_t value);
+// NumPy's FloatingFormat for float16 values (each exactly a float16).
+std::vector<std::string> format_float16(const std::vector<double>& values);
+
 // The formatted, shown elements of typed row-major data.
 std::vector<std::string> format_elements(DType dtype, const void* data, const Shape& shape,
                                          const std::vector<std::int64_t>& shown);

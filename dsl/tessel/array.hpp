@@ -115,8 +115,12 @@ std::string to_string(const Array& x);
 
 template <class T>
 std::vector<T> Array::to_vector() const {
-  static_assert(std::is_arithmetic_v<T> || std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>,
-                "to_vector<T>: T must be an arithmetic type or std::complex<float/double>");
+  static_assert(std::is_arithmetic_v<T> || is_narrow_float_v<T> || std::is_same_v<T, std::complex<float>> ||
+                    std::is_same_v<T, std::complex<double>>,
+                "to_vector<T>: T must be an arithmetic type, a narrow float (ts::bfloat16_t, ...) or "
+                "std::complex<float/double>");
+  static_assert(!std::is_same_v<T, long double> && !std::is_same_v<T, char>,
+                "to_vector<T>: T has no tessel dtype (use double, or std::int8_t)");
   using S = std::conditional_t<std::is_same_v<T, bool>, bool, T>;
   if constexpr (std::is_same_v<T, bool>) {
     std::unique_ptr<bool[]> tmp(new bool[size() > 0 ? size() : 1]);

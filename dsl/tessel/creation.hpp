@@ -29,18 +29,20 @@ struct ScalarType {
 };
 template <class T>
 constexpr ScalarType scalar_type() {
-  static_assert(std::is_arithmetic_v<T> || is_complex_v<T>, "expected an arithmetic or std::complex scalar");
+  static_assert(std::is_arithmetic_v<T> || is_complex_v<T> || is_narrow_float_v<T>,
+                "expected an arithmetic, narrow float or std::complex scalar");
   if constexpr (std::is_same_v<T, std::complex<float>>) return {DType::complex64, false};
   else if constexpr (is_complex_v<T>) return {DType::complex64, true};  // a weak complex, as Python's complex
+  else if constexpr (is_narrow_float_v<T>) return {dtype_of_v<T>, false};
   else if constexpr (std::is_same_v<T, bool>) return {DType::bool_, false};
   else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, long double>) return {DType::float32, true};
   else if constexpr (std::is_same_v<T, float>) return {DType::float32, false};
   else if constexpr (std::is_same_v<T, int>) return {DType::int32, true};
-  else if constexpr (std::is_same_v<T, std::uint32_t>) return {DType::uint32, false};
-  else if constexpr (std::is_signed_v<T> && sizeof(T) <= 4) return {DType::int32, false};
-  else if constexpr (std::is_signed_v<T>) return {DType::int64, false};
-  else if constexpr (sizeof(T) <= 4) return {DType::uint32, false};
-  else return {DType::int64, false};
+  // Other integers keep their width and signedness (NumPy's scalar types).
+  else if constexpr (std::is_signed_v<T>)
+    return {sizeof(T) == 1 ? DType::int8 : sizeof(T) == 2 ? DType::int16 : sizeof(T) == 4 ? DType::int32 : DType::int64, false};
+  else
+    return {sizeof(T) == 1 ? DType::uint8 : sizeof(T) == 2 ? DType::uint16 : sizeof(T) == 4 ? DType::uint32 : DType::uint64, false};
 }
 // A host scalar as `dtype` (weak or not).
 Array scalar_array(double value, DType dtype, bool weak);
@@ -51,44 +53,48 @@ template <class T>
 Array scalar_of(T v, DType dtype, bool weak) {
   if constexpr (is_complex_v<T>) return scalar_array_c(std::complex<double>(v), dtype, weak);
   else if constexpr (std::is_floating_point_v<T>) return scalar_array(double(v), dtype, weak);
+  else if constexpr (is_narrow_float_v<T>) return scalar_array(double(static_cast<float>(v)), dtype, weak);  // exact
   else return scalar_array_i64(std::int64_t(v), dtype, weak);
 }
 }  // namespace detail
 
-// C++ types that are tessel scalars: arithmetic types and std::complex<float/double>.
+// C++ types that are tessel scalars: arithmetic types, tessel's narrow
+// floats (ts::bfloat16_t, ...) and std::complex<float/double>.
 template <class T>
-inline constexpr bool is_host_scalar_v =
-    std::is_arithmetic_v<T> || std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
-
-// The tessel storage type of a C++ element type.
-template <class T>
-using host_storage_t =
-    std::conditional_t<std::is_same_v<T, bool> || std::is_floating_point_v<T> || is_complex_v<T>, std::conditional_t<std::is_same_v<T, long double>, double, T>,
-    std::conditional_t<std::is_signed_v<T>, std::conditional_t<(sizeof(T) <= 4), std::int32_t, std::int64_t>,
-                       std::uint32_t>>;
+inline constexpr bool is_host_scalar_v = std::is_arithmetic_v<T> || is_narrow_float_v<T> ||
+                                         std::is_same_v<T, std::complex<float>> ||
+                                         std::is_same_v<T, std::complex<double>>;
 
 namespace detail {
-// 8- and 16-bit integers have no tessel dtype yet: refuse them rather than
-// widen them silently (NumPy and JAX keep int8 as int8).
 template <class T>
-inline constexpr bool is_narrow_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < 4;
+struct host_storage {
+  // An integer: the fixed-width type of its size and signedness.
+  using type = std::conditional_t<
+      std::is_signed_v<T>,
+      std::conditional_t<sizeof(T) == 1, std::int8_t,
+                         std::conditional_t<sizeof(T) == 2, std::int16_t,
+                                            std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>>>,
+      std::conditional_t<sizeof(T) == 1, std::uint8_t,
+                         std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                            std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>>;
+};
 template <class T>
-void check_host_type() {
-  if constexpr (is_narrow_int_v<T>)
-    throw TypeError(std::string("ts::array: ") + (std::is_signed_v<T> ? "signed" : "unsigned") + " " +
-                    std::to_string(8 * sizeof(T)) +
-                    "-bit integers have no tessel dtype yet (they would silently become 32-bit); convert the values "
-                    "to std::int32_t or std::uint32_t first");
-}
+  requires(std::is_same_v<T, bool> || std::is_floating_point_v<T> || is_complex_v<T> || is_narrow_float_v<T>)
+struct host_storage<T> {
+  using type = std::conditional_t<std::is_same_v<T, long double>, double, T>;
+};
 }  // namespace detail
+
+// The tessel storage type of a C++ element type: its own (long double:
+// double; an integer: the fixed-width one of its size and signedness).
+template <class T>
+using host_storage_t = typename detail::host_storage<T>::type;
 
 // Values (row-major) with a shape; the dtype is T's (float -> float32, double -> float64, ...).
 template <class T>
 Array array(const std::vector<T>& values, const Shape& shape) {
-  static_assert(is_host_scalar_v<T>, "ts::array: values must be arithmetic or std::complex<float/double>");
-  static_assert(is_complex_v<T> || std::is_signed_v<T> || std::is_floating_point_v<T> || sizeof(T) <= 4 || std::is_same_v<T, bool>,
-                "ts::array: 64-bit unsigned integers are not a tessel dtype");
-  detail::check_host_type<T>();
+  static_assert(is_host_scalar_v<T>,
+                "ts::array: values must be arithmetic, a narrow float (ts::bfloat16_t, ...) or std::complex<float/double>");
   using S = host_storage_t<T>;
   if (std::int64_t(values.size()) != numel(shape))
     throw ShapeError("ts::array: " + std::to_string(values.size()) + " values cannot fill shape " + shape_str(shape));
@@ -119,7 +125,6 @@ Array array(std::initializer_list<T> values, const Shape& shape) {
 // JAX; a std::complex<double> a weakly typed complex64).
 template <class T, class = std::enable_if_t<is_host_scalar_v<T>>>
 Array array(T scalar) {
-  detail::check_host_type<T>();
   auto st = detail::scalar_type<T>();
   return detail::scalar_of(scalar, st.dtype, st.weak);
 }

@@ -11,6 +11,7 @@
 #include <tessel/debug.hpp>
 #include <tessel/device.hpp>
 #include <tessel/device_put.hpp>
+#include <tessel/dtype_info.hpp>
 #include <tessel/distributed.hpp>
 #include <tessel/fft.hpp>
 #include <tessel/initializers.hpp>

@@ -173,12 +173,12 @@ TEST_CASE("grad with respect to a C++ integer or floating-point argument is a Ty
   CHECK(host(ts::grad<0>(f)(ts::ones({3}), 2)) == std::vector<float>{2, 2, 2});
 }
 
-TEST_CASE("ts::array of 8- and 16-bit integers is a TypeError until those dtypes exist") {
-  CHECK_THROWS_AS(ts::array(std::vector<std::int8_t>{1, 2}), ts::TypeError);
-  CHECK_THROWS_AS(ts::array(std::vector<std::uint8_t>{1, 2}), ts::TypeError);
-  CHECK_THROWS_AS(ts::array(std::vector<std::int16_t>{1, 2}), ts::TypeError);
-  CHECK_THROWS_AS(ts::array(std::vector<std::uint16_t>{1, 2}), ts::TypeError);
-  CHECK_THROWS_AS(ts::array(std::int8_t(3)), ts::TypeError);
+TEST_CASE("ts::array of 8- and 16-bit integers keeps their dtype (no silent widening)") {
+  CHECK(ts::array(std::vector<std::int8_t>{1, 2}).dtype() == ts::int8);
+  CHECK(ts::array(std::vector<std::uint8_t>{1, 2}).dtype() == ts::uint8);
+  CHECK(ts::array(std::vector<std::int16_t>{1, 2}).dtype() == ts::int16);
+  CHECK(ts::array(std::vector<std::uint16_t>{1, 2}).dtype() == ts::uint16);
+  CHECK(ts::array(std::int8_t(3)).dtype() == ts::int8);
   CHECK(ts::array(std::vector<std::int32_t>{1, 2}).dtype() == ts::int32);
   CHECK(ts::array(std::vector<bool>{true}).dtype() == ts::bool_);
 }

@@ -1,0 +1,150 @@
+#include "codegen/narrow_float.hpp"
+
+#include <cmath>
+
+#include "tessel/core/errors.hpp"
+
+namespace tessel::codegen {
+
+namespace {
+
+using llvm::Value;
+
+struct Format {
+  int mant;       // stored mantissa bits
+  int ebits;      // exponent bits
+  int bias;
+  bool ieee;      // all-ones exponent is inf/NaN (float8_e4m3fn: only S.1111.111 is NaN)
+  double max;     // largest finite
+  int emin() const { return 1 - bias; }
+  int width() const { return 1 + ebits + mant; }
+};
+
+Format format_of(DType t) {
+  switch (t) {
+    case DType::bfloat16: return {7, 8, 127, true, std::ldexp(255.0, 120)};
+    case DType::float16: return {10, 5, 15, true, 65504.0};
+    case DType::float8_e4m3fn: return {3, 4, 7, false, 448.0};
+    case DType::float8_e5m2: return {2, 5, 15, true, 57344.0};
+    default: throw InternalError(std::string(dtype_name(t)) + " is not a narrow float");
+  }
+}
+
+}  // namespace
+
+Value* narrow_round(llvm::IRBuilderBase& b, Value* x, DType t) {
+  const Format f = format_of(t);
+  llvm::IRBuilderBase::FastMathFlagGuard guard(b);
+  b.setFastMathFlags(llvm::FastMathFlags());  // (ax + C) - C must round
+  llvm::Type* ft = x->getType();
+  const bool dbl = ft->isDoubleTy();
+  const int src_mant = dbl ? 52 : 23;
+  llvm::Type* it = dbl ? b.getInt64Ty() : b.getInt32Ty();
+  auto ic = [&](std::uint64_t v) { return llvm::ConstantInt::get(it, v); };
+  auto fc = [&](double v) { return llvm::ConstantFP::get(ft, v); };
+  const int sh = src_mant - f.mant;
+  // Normal range: round the source's mantissa to f.mant bits (a carry
+  // into the exponent is the right answer).
+  Value* ix = b.CreateBitCast(x, it);
+  Value* lsb = b.CreateAnd(b.CreateLShr(ix, ic(std::uint64_t(sh))), ic(1));
+  Value* r = b.CreateAdd(b.CreateAdd(ix, ic((std::uint64_t(1) << (sh - 1)) - 1)), lsb);
+  r = b.CreateAnd(r, ic(~((std::uint64_t(1) << sh) - 1)));
+  Value* y_norm = b.CreateBitCast(r, ft);
+  // Below the format's smallest normal: to a multiple of its quantum, by
+  // the addition that rounds there.
+  Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* c = fc(std::ldexp(1.0, f.emin() - f.mant + src_mant));
+  Value* y_sub = b.CreateFSub(b.CreateFAdd(ax, c), c);
+  y_sub = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, y_sub, x);
+  Value* y = b.CreateSelect(b.CreateFCmpOLT(ax, fc(std::ldexp(1.0, f.emin()))), y_sub, y_norm);
+  // Beyond the largest finite (inf included): inf, or NaN without one.
+  Value* over = b.CreateFCmpOGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, y), fc(f.max));
+  Value* big = f.ieee ? b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fc(HUGE_VAL), x) : fc(std::nan(""));
+  y = b.CreateSelect(over, big, y);
+  y = b.CreateSelect(b.CreateFCmpUNO(x, x), fc(std::nan("")), y);
+  return dbl ? b.CreateFPTrunc(y, b.getFloatTy()) : y;  // exact: y is on the grid
+}
+
+Value* narrow_encode(llvm::IRBuilderBase& b, Value* y, DType t) {
+  const Format f = format_of(t);
+  llvm::Type* nt = b.getIntNTy(unsigned(f.width()));
+  llvm::Type* i32 = b.getInt32Ty();
+  auto c32 = [&](std::uint32_t v) { return b.getInt32(v); };
+  Value* fb = b.CreateBitCast(y, i32);
+  if (t == DType::bfloat16) {
+    // The top half of the float (exact on the grid, subnormals too); NaN quiet.
+    Value* top = b.CreateLShr(fb, c32(16));
+    top = b.CreateSelect(b.CreateFCmpUNO(y, y), b.CreateOr(b.CreateAnd(top, c32(0x8000u)), c32(0x7FC0u)), top);
+    return b.CreateTrunc(top, nt);
+  }
+  Value* sign = b.CreateShl(b.CreateLShr(fb, c32(31)), c32(std::uint32_t(f.width() - 1)));
+  Value* a = b.CreateAnd(fb, c32(0x7FFFFFFFu));
+  // Normal: the exponent rebiased, the mantissa's top bits (the rest are 0).
+  Value* field = b.CreateAdd(b.CreateLShr(a, c32(23)), c32(std::uint32_t(f.bias - 127)));
+  Value* m = b.CreateAnd(b.CreateLShr(a, c32(std::uint32_t(23 - f.mant))), c32((1u << f.mant) - 1));
+  Value* normal = b.CreateOr(b.CreateShl(field, c32(std::uint32_t(f.mant))), m);
+  // Subnormal: the value in quanta.
+  Value* ay = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, y);
+  Value* sub = b.CreateFPToUI(b.CreateFMul(ay, llvm::ConstantFP::get(b.getFloatTy(), std::ldexp(1.0, f.mant - f.emin()))), i32);
+  Value* is_sub = b.CreateFCmpOLT(ay, llvm::ConstantFP::get(b.getFloatTy(), std::ldexp(1.0, f.emin())));
+  Value* enc = b.CreateSelect(is_sub, sub, normal);
+  const std::uint32_t emask = (1u << f.ebits) - 1;
+  if (f.ieee) {
+    Value* is_inf = b.CreateICmpEQ(a, c32(0x7F800000u));
+    enc = b.CreateSelect(is_inf, c32(emask << f.mant), enc);
+  }
+  // The quiet NaN: all-ones exponent, the mantissa's top bit (e4m3fn: all ones).
+  const std::uint32_t nan = f.ieee ? (emask << f.mant) | (1u << (f.mant - 1)) : (1u << (f.width() - 1)) - 1;
+  enc = b.CreateSelect(b.CreateFCmpUNO(y, y), c32(nan), enc);
+  return b.CreateTrunc(b.CreateOr(enc, sign), nt);
+}
+
+Value* narrow_decode(llvm::IRBuilderBase& b, Value* bits, DType t) {
+  const Format f = format_of(t);
+  llvm::Type* i32 = b.getInt32Ty();
+  llvm::Type* flt = b.getFloatTy();
+  auto c32 = [&](std::uint32_t v) { return b.getInt32(v); };
+  Value* x = b.CreateZExt(bits, i32);
+  if (t == DType::bfloat16) return b.CreateBitCast(b.CreateShl(x, c32(16)), flt);  // the top half of a float
+  Value* sign = b.CreateShl(b.CreateLShr(x, c32(std::uint32_t(f.width() - 1))), c32(31));
+  const std::uint32_t emask = (1u << f.ebits) - 1, mmask = (1u << f.mant) - 1;
+  Value* field = b.CreateAnd(b.CreateLShr(x, c32(std::uint32_t(f.mant))), c32(emask));
+  Value* m = b.CreateAnd(x, c32(mmask));
+  Value* normal = b.CreateOr(b.CreateShl(b.CreateAdd(field, c32(std::uint32_t(127 - f.bias))), c32(23)),
+                             b.CreateShl(m, c32(std::uint32_t(23 - f.mant))));
+  Value* v = b.CreateBitCast(b.CreateOr(normal, sign), flt);
+  Value* sub = b.CreateFMul(b.CreateUIToFP(m, flt), llvm::ConstantFP::get(flt, std::ldexp(1.0, f.emin() - f.mant)));
+  sub = b.CreateBitCast(b.CreateOr(b.CreateBitCast(sub, i32), sign), flt);
+  v = b.CreateSelect(b.CreateICmpEQ(field, c32(0)), sub, v);
+  Value* nan = llvm::ConstantFP::get(flt, std::nan(""));
+  if (f.ieee) {
+    Value* special = b.CreateICmpEQ(field, c32(emask));
+    Value* inf = b.CreateBitCast(b.CreateOr(c32(0x7F800000u), sign), flt);
+    v = b.CreateSelect(special, b.CreateSelect(b.CreateICmpEQ(m, c32(0)), inf, nan), v);
+  } else {
+    v = b.CreateSelect(b.CreateICmpEQ(b.CreateAnd(x, c32((1u << (f.width() - 1)) - 1)), c32((1u << (f.width() - 1)) - 1)), nan, v);
+  }
+  return v;
+}
+
+Value* int_to_double_for_rounding(llvm::IRBuilderBase& b, Value* v, DType from) {
+  llvm::Type* dt = b.getDoubleTy();
+  const bool sgn = !is_unsigned_int(from) && from != DType::bool_;
+  if (dtype_size(from) < 8) return sgn ? b.CreateSIToFP(v, dt) : b.CreateUIToFP(v, dt);
+  llvm::Type* i64 = b.getInt64Ty();
+  auto c = [&](std::uint64_t x) { return llvm::ConstantInt::get(i64, x); };
+  Value* neg = sgn ? b.CreateICmpSLT(v, c(0)) : b.getFalse();
+  Value* u = sgn ? b.CreateSelect(neg, b.CreateSub(c(0), v), v) : v;  // |v| as unsigned (INT64_MIN too)
+  // Keep the top 53 significant bits; any dropped bit sets the last kept one.
+  Value* lz = b.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, u, b.getFalse());
+  Value* sh = b.CreateSub(c(11), b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, lz, c(11)));  // 64 - 53 - lz, at least 0
+  Value* kept = b.CreateLShr(u, sh);
+  Value* dropped = b.CreateAnd(u, b.CreateSub(b.CreateShl(c(1), sh), c(1)));
+  kept = b.CreateOr(kept, b.CreateZExt(b.CreateICmpNE(dropped, c(0)), i64));
+  Value* d = b.CreateUIToFP(kept, dt);  // exact: at most 53 bits
+  Value* scale = b.CreateBitCast(b.CreateShl(b.CreateAdd(sh, c(1023)), c(52)), dt);  // 2^sh
+  d = b.CreateFMul(d, scale);
+  return b.CreateSelect(neg, b.CreateFNeg(d), d);
+}
+
+}  // namespace tessel::codegen

@@ -1,0 +1,85 @@
+#include "codegen/narrow_ops.hpp"
+
+#include "tessel/core/errors.hpp"
+#include "tracer/build.hpp"
+#include "tracer/rewrite.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel::codegen {
+
+namespace {
+
+bool narrow(const Aval& a) {
+  if (a.tuple) {
+    for (auto& e : a.elements)
+      if (narrow(e)) return true;
+    return false;
+  }
+  return is_narrow_float(a.dtype);
+}
+
+Aval widened(Aval a) {
+  for (auto& e : a.elements) e = widened(e);
+  a.dtype = compute_dtype(a.dtype);
+  return a;
+}
+
+// The families computed natively on narrow floats: elementwise math (in
+// float32 registers, rounded per op), data movement, annotations, tuples,
+// control flow (their bodies are rewritten on their own) and collectives.
+bool native(Op op) {
+  switch (op_family(op)) {
+    case OpFamily::Reduce: case OpFamily::Dot: return false;
+    case OpFamily::Library: return op == Op::debug_callback;  // a callback sees the narrow values
+    default: return true;
+  }
+}
+
+bool rewritten(const Node& n) {
+  if (native(n.op)) return false;
+  if (narrow(n.aval)) return true;
+  for (auto& x : n.in)
+    if (narrow(x->aval)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool has_narrow_compute(const Graph& g) {
+  bool any = false;
+  for_each_graph(g, [&](const Graph& r) {
+    for (auto& n : r.topo_order()) any = any || rewritten(*n);
+  });
+  return any;
+}
+
+Graph widen_narrow_compute(const Graph& g) {
+  NodeTable t;
+  std::vector<NodeRef> params;
+  for (auto& p : g.params) params.push_back(t.make(p->op, {}, p->aval, p->attrs));
+  auto m = rewrite(g, t, params, [&](const Node& n, const std::vector<NodeRef>& ops) -> NodeRef {
+    if (n.op == Op::get_tuple_element) return build::get_tuple_element(t, ops[0], n.attr<attr::TupleIndex>().index);
+    if (!rewritten(n)) return build::with_operands(t, n, ops);
+    std::vector<NodeRef> wide;
+    for (auto& x : ops) wide.push_back(is_narrow_float(x->dtype()) && !x->aval.tuple ? build::convert(t, x, DType::float32) : x);
+    NodeRef w = t.make(n.op, wide, widened(n.aval), n.attrs);
+    if (!n.aval.tuple) return is_narrow_float(n.dtype()) ? build::convert(t, w, n.dtype()) : w;
+    // Several results: a tuple of each one converted back, which the
+    // get_tuple_elements above fold away.
+    std::vector<NodeRef> parts;
+    for (size_t k = 0; k < n.aval.elements.size(); ++k) {
+      NodeRef e = build::get_tuple_element(t, w, std::int64_t(k));
+      const DType d = n.aval.elements[k].dtype;
+      parts.push_back(is_narrow_float(d) ? build::convert(t, e, d) : e);
+    }
+    return build::tuple(t, parts);
+  });
+  Graph out;
+  out.name = g.name;
+  out.params = params;
+  for (auto& o : g.outputs) out.outputs.push_back(m.at(o.get()));
+  for (auto& e : g.effects) out.effects.push_back(m.at(e.get()));
+  return out;
+}
+
+}  // namespace tessel::codegen

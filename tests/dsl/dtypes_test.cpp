@@ -1,0 +1,388 @@
+// The 8- and 16-bit dtypes and uint64 (issue 38): names, JAX's promotion
+// table, host values in and out, conversions rounding once, and every op in
+// every new dtype against the reference interpreter on 1..8 devices.
+//
+// The interpreter runs an op on narrow floats in float64 and rounds once
+// (tracer/interpreter.cpp); compiled code computes in float32 and rounds at
+// each op's result (codegen/narrow_float.hpp). For +, -, *, /, sqrt, the
+// comparisons and everything that moves or picks values, both are exact
+// roundings of the same value: the results must be equal bit for bit. Only
+// the transcendental functions (float32's own error before the rounding)
+// and sums (float32 partial sums, one rounding per device) get a tolerance.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include <nlohmann/json.hpp>
+#include <tessel/tessel.hpp>
+
+#include "tests/common/golden.hpp"
+#include "tests/common/interp_check.hpp"
+#include "tracer/promotion.hpp"
+
+namespace ts = tessel;
+using ts::P;
+using tessel::testing::host_of;
+
+namespace {
+
+const std::vector<ts::DType> kNew = {ts::bfloat16, ts::float16, ts::float8_e4m3fn, ts::float8_e5m2, ts::int8,
+                                     ts::uint8,    ts::int16,   ts::uint16,        ts::uint64};
+
+// One element's bits equal (any NaN matches any NaN).
+std::string same_bits(const ts::HostArray& got, const ts::HostArray& want) {
+  if (got.dtype != want.dtype || got.shape != want.shape)
+    return "aval " + ts::aval_str(got.dtype, got.shape) + " vs " + ts::aval_str(want.dtype, want.shape);
+  const std::size_t es = ts::dtype_size(got.dtype);
+  for (std::int64_t i = 0; i < ts::numel(got.shape); ++i) {
+    const double a = got.as_double(i), b = want.as_double(i);
+    if (std::memcmp(got.bytes.data() + i * es, want.bytes.data() + i * es, es) != 0 && !(a != a && b != b))
+      return "element " + std::to_string(i) + " of " + ts::aval_str(got.dtype, got.shape) + ": got " +
+             std::to_string(a) + ", want " + std::to_string(b);
+  }
+  return "";
+}
+
+// fn's outputs under jit, on args as given (sharded), against the
+// interpreter's; outputs listed in `exact` bit for bit, the others within
+// `ulps` units of the narrow dtype's last place (relative).
+void check_against_interpreter(const std::function<std::vector<ts::Array>(const std::vector<ts::Array>&)>& fn,
+                               const std::vector<ts::Array>& args, const std::vector<bool>& exact, double ulps) {
+  auto tr = ts::detail::trace("f", args, [&](const std::vector<ts::Array>& xs, std::function<std::any(const std::vector<ts::Array>&)>&) {
+    return fn(xs);
+  });
+  const ts::Graph& g = *std::static_pointer_cast<ts::Graph>(tr.graph);
+  std::vector<ts::HostArray> hosts;
+  for (auto& a : args) hosts.push_back(host_of(a));
+  for (auto& a : tr.captured) hosts.push_back(host_of(a));
+  const auto want = ts::interpret(g, hosts);
+  const auto got = ts::jit(fn)(args);
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    CAPTURE(k);
+    const ts::HostArray h = host_of(got[k]);
+    if (exact.at(k)) {
+      CHECK(same_bits(h, want[k]) == "");
+    } else {
+      const double eps = ts::is_floating(h.dtype) ? ts::finfo(h.dtype).eps : 0.0;
+      CHECK(ts::testing::compare_arrays(h, want[k], ulps * eps, ulps * eps) == "");
+    }
+  }
+}
+
+ts::Array random_of(std::mt19937& rng, const ts::Shape& s, ts::DType t, double lo, double hi) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(std::size_t(ts::numel(s)));
+  for (auto& e : v) e = ts::is_floating(t) ? u(rng) : std::floor(u(rng));
+  return ts::astype(ts::array(v, s), t);
+}
+
+}  // namespace
+
+TEST_CASE("dtypes: the new dtypes have NumPy's names, sizes and kinds") {
+  struct Want {
+    ts::DType t;
+    const char* name;
+    std::size_t size;
+    char kind;
+  };
+  for (auto w : std::vector<Want>{{ts::bfloat16, "bfloat16", 2, 'f'}, {ts::float16, "float16", 2, 'f'},
+                                  {ts::float8_e4m3fn, "float8_e4m3fn", 1, 'f'}, {ts::float8_e5m2, "float8_e5m2", 1, 'f'},
+                                  {ts::int8, "int8", 1, 'i'}, {ts::uint8, "uint8", 1, 'u'}, {ts::int16, "int16", 2, 'i'},
+                                  {ts::uint16, "uint16", 2, 'u'}, {ts::uint64, "uint64", 8, 'u'}}) {
+    CAPTURE(w.name);
+    CHECK(std::string(ts::dtype_name(w.t)) == w.name);
+    CHECK(ts::dtype_from_name(w.name) == w.t);
+    CHECK(ts::dtype_size(w.t) == w.size);
+    CHECK(ts::dtype_kind(w.t) == w.kind);
+  }
+  CHECK_THROWS_AS(ts::dtype_from_name("float8_e4m3"), ts::TypeError);
+}
+
+TEST_CASE("dtypes: promote_types equals JAX's table, weak types included, float8 refusing other floats") {
+  const auto data = ts::testing::jax_fact("promotion.json");
+  int n = 0;
+  for (const auto& c : data["cases"]) {
+    const ts::DType a = ts::dtype_from_name(c["a"]), b = ts::dtype_from_name(c["b"]);
+    const bool aw = c["a_weak"], bw = c["b_weak"];
+    CAPTURE(c.dump());
+    if (c.contains("error")) {
+      CHECK_THROWS_AS(ts::promote_types(a, aw, b, bw), ts::TypeError);
+    } else {
+      const auto r = ts::promote_types(a, aw, b, bw);
+      CHECK(std::string(ts::dtype_name(r.dtype)) == c["dtype"].get<std::string>());
+      CHECK(r.weak == c["weak"].get<bool>());
+    }
+    ++n;
+  }
+  CHECK(n == 400);
+  // Through the arrays: int8 + uint8 is int16, bf16 + f16 is f32, a float8
+  // with float32 is JAX's TypePromotionError.
+  auto i8 = ts::array(std::vector<std::int8_t>{1, -2});
+  auto u8 = ts::array(std::vector<std::uint8_t>{200, 3});
+  CHECK((i8 + u8).dtype() == ts::int16);
+  CHECK((i8 + u8).to_vector<std::int16_t>() == std::vector<std::int16_t>{201, 1});
+  CHECK((ts::astype(i8, ts::bfloat16) + ts::astype(i8, ts::float16)).dtype() == ts::float32);
+  CHECK((i8 + 1).dtype() == ts::int8);
+  CHECK((ts::astype(i8, ts::float8_e4m3fn) * 2.0).dtype() == ts::float8_e4m3fn);
+  CHECK_THROWS_AS(ts::astype(i8, ts::float8_e4m3fn) + ts::astype(i8, ts::float32), ts::TypeError);
+}
+
+TEST_CASE("dtypes: host values keep their dtype in and out") {
+  auto i8 = ts::array(std::vector<std::int8_t>{-128, 0, 127});
+  CHECK(i8.dtype() == ts::int8);
+  CHECK(i8.to_vector<std::int8_t>() == std::vector<std::int8_t>{-128, 0, 127});
+  auto u8 = ts::array(std::vector<std::uint8_t>{0, 255});
+  CHECK(u8.dtype() == ts::uint8);
+  CHECK(u8.to_vector<std::uint8_t>() == std::vector<std::uint8_t>{0, 255});
+  auto i16 = ts::array(std::vector<std::int16_t>{-32768, 32767});
+  CHECK(i16.dtype() == ts::int16);
+  auto u16 = ts::array(std::vector<std::uint16_t>{65535});
+  CHECK(u16.dtype() == ts::uint16);
+  CHECK(u16.item<std::uint16_t>() == 65535);
+  const std::uint64_t big = std::numeric_limits<std::uint64_t>::max();
+  auto u64 = ts::array(std::vector<std::uint64_t>{big, 1});
+  CHECK(u64.dtype() == ts::uint64);
+  CHECK(u64.to_vector<std::uint64_t>() == std::vector<std::uint64_t>{big, 1});
+  CHECK(ts::array(big).dtype() == ts::uint64);
+  CHECK(ts::array(std::int8_t(3)).dtype() == ts::int8);
+  std::vector<ts::bfloat16_t> b = {ts::bfloat16_t(1.5f), ts::bfloat16_t(-0.0f), ts::bfloat16_t(3e38f)};
+  auto bf = ts::array(b);
+  CHECK(bf.dtype() == ts::bfloat16);
+  auto back = bf.to_vector<ts::bfloat16_t>();
+  for (size_t i = 0; i < b.size(); ++i) CHECK(back[i].bits == b[i].bits);
+  CHECK(float(ts::array(ts::float16_t(0.5f)).item<ts::float16_t>()) == 0.5f);
+  // Reading narrow values as another type converts them (exactly).
+  CHECK(bf.to_vector<float>() == std::vector<float>{1.5f, -0.0f, float(ts::bfloat16_t(3e38f))});
+}
+
+TEST_CASE("dtypes: astype rounds once to nearest even, saturates to integers, NaN to 0, under jit and eagerly") {
+  // 1 + 2^-8 + 2^-40 is above bfloat16's midpoint between 1 and 1 + 2^-7:
+  // rounded through float32 it would land on the midpoint and go down.
+  const double above_mid = 1 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40);
+  // 2^60 + 2^52 + 1 as int64: the same trap for a 64-bit integer.
+  const std::int64_t big = (std::int64_t(1) << 60) + (std::int64_t(1) << 52) + 1;
+  auto f64 = ts::array(std::vector<double>{above_mid, 464.0, 464.5, 1e6, -0.0, NAN, 300.7, -1e10});
+  auto i64 = ts::array(std::vector<std::int64_t>{big, -big, 255});
+  for (bool eager : {false, true}) {
+    CAPTURE(eager);
+    auto cvt = [&](const ts::Array& x, ts::DType t) {
+      return eager ? ts::astype(x, t) : ts::jit([t](ts::Array a) { return ts::astype(a, t); })(x);
+    };
+    auto as = [&](const ts::Array& x) { return ts::astype(x, ts::float64).to_vector<double>(); };
+    auto bf = as(cvt(f64, ts::bfloat16));
+    CHECK(bf[0] == 1 + std::ldexp(1.0, -7));
+    CHECK(bf[3] == 999424.0);  // 1e6 to 8 bits of precision
+    CHECK(std::signbit(bf[4]));
+    CHECK(std::isnan(bf[5]));
+    auto e4 = as(cvt(f64, ts::float8_e4m3fn));
+    CHECK(e4[1] == 448.0);        // the tie goes to the even 448
+    CHECK(std::isnan(e4[2]));     // past it: no infinity in e4m3fn, NaN
+    CHECK(std::isnan(e4[3]));
+    auto e5 = as(cvt(f64, ts::float8_e5m2));
+    CHECK(std::isinf(e5[3]));
+    auto i8 = cvt(f64, ts::int8).to_vector<std::int8_t>();
+    CHECK(i8 == std::vector<std::int8_t>{1, 127, 127, 127, 0, 0, 127, -128});
+    auto u16 = cvt(f64, ts::uint16).to_vector<std::uint16_t>();
+    CHECK(u16 == std::vector<std::uint16_t>{1, 464, 464, 65535, 0, 0, 300, 0});
+    auto bfi = as(cvt(i64, ts::bfloat16));
+    CHECK(bfi[0] == std::ldexp(1.0, 60) + std::ldexp(1.0, 53));  // up: 2^52 + 1 is past the midpoint
+    CHECK(bfi[1] == -(std::ldexp(1.0, 60) + std::ldexp(1.0, 53)));
+    CHECK(bfi[2] == 255.0);
+    auto h = as(cvt(cvt(f64, ts::bfloat16), ts::float16));
+    CHECK(h[0] == 1 + std::ldexp(1.0, -7));
+    CHECK(std::isinf(h[3]));  // 999424 is past float16's 65504
+    auto u64 = cvt(ts::array(std::vector<double>{1.8e19, -1.0, 5.5}), ts::uint64).to_vector<std::uint64_t>();
+    CHECK(u64[0] == std::uint64_t(1.8e19));
+    CHECK(u64[1] == 0);
+    CHECK(u64[2] == 5);
+  }
+}
+
+TEST_CASE("dtypes: every op in every new dtype equals the reference interpreter on 1..8 devices, even and uneven") {
+  std::mt19937 rng(38);
+  const int max_devices = std::min(8, ts::device_count());
+  const std::vector<ts::Shape> shapes = {{8, 3}, {7, 5}};
+  int checked = 0;
+  for (ts::DType t : kNew) {
+    const bool fl = ts::is_floating(t), uns = ts::is_unsigned_int(t);
+    for (const auto& shape : shapes) {
+      const double lo = fl ? -3 : uns ? 0 : -9, hi = fl ? 3 : 18;
+      ts::Array xh = random_of(rng, shape, t, lo, hi), yh = random_of(rng, shape, t, lo, hi);
+      if (!fl) yh = ts::where(yh == ts::astype(ts::zeros({}), t), ts::astype(ts::ones({}), t), yh);
+      for (int k = 1; k <= max_devices; ++k) {
+        CAPTURE(ts::dtype_name(t));
+        CAPTURE(ts::shape_str(shape));
+        CAPTURE(k);
+        const auto all = ts::devices();
+        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + k), {k}, {"x"});
+        ts::Array x = ts::device_put(xh, ts::NamedSharding(mesh, P("x")));
+        ts::Array y = ts::device_put(yh, ts::NamedSharding(mesh, P("x")));
+        std::vector<bool> exact;
+        auto fn = [&](const std::vector<ts::Array>& a) {
+          const ts::Array& u = a[0];
+          const ts::Array& v = a[1];
+          std::vector<ts::Array> out = {u + v, u - v, u * v, ts::maximum(u, v), ts::minimum(u, v), -u,
+                                        ts::abs(u), ts::sign(u), u < v, u == v, ts::where(u < v, u, v),
+                                        ts::max(u, 0), ts::argmax(u, 0), ts::sort(u, 0),
+                                        ts::transpose(u), ts::concatenate({u, v}, 0), ts::astype(u, ts::float32),
+                                        ts::astype(ts::astype(u, ts::float32) * 0.75f, t), u[ts::slice(1, 5)],
+                                        // fused chains: rounded at each op, as the interpreter rounds
+                                        (u * v + u) * v - u, (u + v) * (u - v)};
+          exact.assign(out.size(), true);
+          if (fl) {
+            for (auto r : {u / v, ts::sqrt(ts::abs(u)), ts::floor(u), ts::round(u)}) out.push_back(r), exact.push_back(true);
+            for (auto r : {ts::exp(u), ts::sin(u), ts::tanh(u), ts::log(ts::abs(u) + 1), ts::sum(u, 0), ts::cumsum(u, 0),
+                           ts::matmul(u, ts::transpose(v))})
+              out.push_back(r), exact.push_back(false);
+          } else {
+            for (auto r : {u & v, u | v, u ^ v, ts::fmod(u, v), ts::floor_divide(u, v), ts::sum(u, 0), ts::cumsum(u, 0),
+                           ts::matmul(u, ts::transpose(v)), ts::left_shift(u, ts::astype(ts::abs(v) % 9, t)),
+                           ts::lax::shift_right_logical(u, ts::astype(ts::abs(v) % 9, t))})
+              out.push_back(r), exact.push_back(true);
+          }
+          return out;
+        };
+        fn({xh, yh});  // fills `exact`
+        // Sums: float32 partial sums per device, each rounded, then a fold
+        // in the dtype: a few units in the last place.
+        check_against_interpreter(fn, {x, y}, exact, 4.0);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == int(kNew.size()) * 2 * max_devices);
+}
+
+TEST_CASE("dtypes: arrays print as NumPy with ml_dtypes prints them") {
+  auto bits16 = [](ts::DType t, std::vector<std::uint16_t> b) {
+    return ts::lax::bitcast_convert_type(ts::array(b), t);
+  };
+  auto of = [](std::vector<double> v, ts::DType t) { return ts::astype(ts::array(v), t); };
+  // bfloat16 and the float8s: each element "%g" of its value, unpadded.
+  CHECK(of({1.5, 2}, ts::bfloat16).str() == "Array([1.5, 2], dtype=bfloat16)");
+  CHECK(ts::astype(ts::array(0.1), ts::bfloat16).str() == "Array(0.100098, dtype=bfloat16)");
+  CHECK(of({3.14159}, ts::bfloat16).str() == "Array([3.14062], dtype=bfloat16)");
+  CHECK(of({1e6, 1048576}, ts::bfloat16).str() == "Array([999424, 1.04858e+06], dtype=bfloat16)");
+  CHECK(of({INFINITY, -INFINITY, NAN, -0.0}, ts::bfloat16).str() == "Array([inf, -inf, nan, -0], dtype=bfloat16)");
+  CHECK(of({0.001, 1000}, ts::bfloat16).str() == "Array([0.000999451, 1000], dtype=bfloat16)");
+  CHECK(ts::reshape(of({1.5, -2, 0.25, 1000}, ts::bfloat16), {2, 2}).str() ==
+        "Array([[1.5, -2],\n       [0.25, 1000]], dtype=bfloat16)");
+  CHECK(of({0.1, 0.3, 3.14159}, ts::float8_e4m3fn).str() == "Array([0.101562, 0.3125, 3.25], dtype=float8_e4m3fn)");
+  CHECK(of({std::ldexp(1.0, -9), std::ldexp(1.0, -6)}, ts::float8_e4m3fn).str() ==
+        "Array([0.00195312, 0.015625], dtype=float8_e4m3fn)");
+  CHECK(of({std::ldexp(1.0, -16), std::ldexp(1.0, -14)}, ts::float8_e5m2).str() ==
+        "Array([1.52588e-05, 6.10352e-05], dtype=float8_e5m2)");
+  CHECK(of({3.14159, 1000}, ts::float8_e5m2).str() == "Array([3, 1024], dtype=float8_e5m2)");
+  // float16: NumPy's float format with float16's shortest digits.
+  CHECK(of({1, 2}, ts::float16).str() == "Array([1., 2.], dtype=float16)");
+  CHECK(of({1.5, 2, 3.14159}, ts::float16).str() == "Array([1.5 , 2.  , 3.14], dtype=float16)");
+  CHECK(of({0.1, 0.2, 0.3}, ts::float16).str() == "Array([0.1, 0.2, 0.3], dtype=float16)");
+  CHECK(of({65504}, ts::float16).str() == "Array([65504.], dtype=float16)");
+  CHECK(of({65504, 1}, ts::float16).str() == "Array([6.55e+04, 1.00e+00], dtype=float16)");
+  CHECK(bits16(ts::float16, {0x0001}).str() == "Array([6.e-08], dtype=float16)");
+  CHECK(of({INFINITY, -INFINITY, NAN}, ts::float16).str() == "Array([ inf, -inf,  nan], dtype=float16)");
+  CHECK(bits16(ts::float16, {0x53d2, 0x2c01}).str() == "Array([62.56   ,  0.06256], dtype=float16)");
+  CHECK(of({40032}, ts::float16).str() == "Array([40032.], dtype=float16)");
+  CHECK(of({1000.5, 1.03125, 0.5}, ts::float16).str() == "Array([1.0005e+03, 1.0312e+00, 5.0000e-01], dtype=float16)");
+  CHECK(of({0.1, 1000.5}, ts::float16).str() == "Array([9.9976e-02, 1.0005e+03], dtype=float16)");
+  CHECK(ts::astype(ts::array(0.1), ts::float16).str() == "Array(0.1, dtype=float16)");
+  // The integers: right-aligned to the widest.
+  CHECK(ts::array(std::vector<std::int8_t>{-128, 127, 0}).str() == "Array([-128,  127,    0], dtype=int8)");
+  CHECK(ts::array(std::vector<std::uint64_t>{0, 18446744073709551615ull}).str() ==
+        "Array([                   0, 18446744073709551615], dtype=uint64)");
+  CHECK(ts::array(std::vector<std::uint16_t>{0, 65535}).str() == "Array([    0, 65535], dtype=uint16)");
+}
+
+TEST_CASE("dtypes: finfo and iinfo give NumPy's and ml_dtypes' values") {
+  auto bf = ts::finfo(ts::bfloat16);
+  CHECK(bf.bits == 16);
+  CHECK(bf.eps == std::ldexp(1.0, -7));
+  CHECK(bf.epsneg == std::ldexp(1.0, -8));
+  CHECK(bf.max == std::ldexp(255.0, 120));
+  CHECK(bf.min == -bf.max);
+  CHECK(bf.tiny == std::ldexp(1.0, -126));
+  CHECK(bf.smallest_subnormal == std::ldexp(1.0, -133));
+  CHECK(bf.precision == 2);
+  CHECK(bf.resolution == double(float(ts::bfloat16_t(0.01))));
+  CHECK(bf.nmant == 7);
+  CHECK(bf.nexp == 8);
+  CHECK(bf.maxexp == 128);
+  CHECK(bf.minexp == -126);
+  auto h = ts::finfo(ts::float16);
+  CHECK(h.max == 65504.0);
+  CHECK(h.eps == std::ldexp(1.0, -10));
+  CHECK(h.tiny == std::ldexp(1.0, -14));
+  CHECK(h.smallest_subnormal == std::ldexp(1.0, -24));
+  CHECK(h.precision == 3);
+  CHECK(h.maxexp == 16);
+  auto e4 = ts::finfo(ts::float8_e4m3fn);
+  CHECK(e4.max == 448.0);
+  CHECK(e4.eps == 0.125);
+  CHECK(e4.tiny == std::ldexp(1.0, -6));
+  CHECK(e4.smallest_subnormal == std::ldexp(1.0, -9));
+  CHECK(e4.maxexp == 9);
+  CHECK(e4.precision == 1);
+  auto e5 = ts::finfo(ts::float8_e5m2);
+  CHECK(e5.max == 57344.0);
+  CHECK(e5.eps == 0.25);
+  CHECK(e5.maxexp == 16);
+  CHECK(e5.minexp == -14);
+  auto f = ts::finfo(ts::float32);
+  CHECK(f.eps == double(std::numeric_limits<float>::epsilon()));
+  CHECK(f.precision == 6);
+  CHECK(f.resolution == double(1e-6f));
+  CHECK(ts::finfo(ts::complex128).dtype == ts::float64);
+  CHECK_THROWS_AS(ts::finfo(ts::int8), ts::ValueError);
+  auto i8 = ts::iinfo(ts::int8);
+  CHECK(i8.min == -128);
+  CHECK(i8.max == 127u);
+  CHECK(i8.bits == 8);
+  CHECK(ts::iinfo(ts::uint64).max == std::numeric_limits<std::uint64_t>::max());
+  CHECK(ts::iinfo(ts::uint16).min == 0);
+  CHECK_THROWS_AS(ts::iinfo(ts::float32), ts::ValueError);
+}
+
+TEST_CASE("dtypes: can_cast, isdtype and issubdtype follow NumPy") {
+  // np.can_cast(a, b) (safe), as NumPy 1.24 answers for its own types.
+  CHECK(ts::can_cast(ts::int8, ts::float16));
+  CHECK_FALSE(ts::can_cast(ts::int16, ts::float16));
+  CHECK(ts::can_cast(ts::uint16, ts::float32));
+  CHECK_FALSE(ts::can_cast(ts::int32, ts::float32));
+  CHECK(ts::can_cast(ts::int64, ts::float64));
+  CHECK(ts::can_cast(ts::uint8, ts::int16));
+  CHECK_FALSE(ts::can_cast(ts::uint8, ts::int8));
+  CHECK_FALSE(ts::can_cast(ts::int8, ts::uint64));
+  CHECK(ts::can_cast(ts::float16, ts::float32));
+  CHECK(ts::can_cast(ts::float32, ts::complex64));
+  CHECK_FALSE(ts::can_cast(ts::float64, ts::complex64));
+  CHECK(ts::can_cast(ts::bool_, ts::int8));
+  CHECK_FALSE(ts::can_cast(ts::float32, ts::int64));
+  // bfloat16 and float16 hold each other's values in neither direction.
+  CHECK_FALSE(ts::can_cast(ts::bfloat16, ts::float16));
+  CHECK_FALSE(ts::can_cast(ts::float16, ts::bfloat16));
+  CHECK(ts::can_cast(ts::bfloat16, ts::float32));
+  CHECK(ts::can_cast(ts::float8_e4m3fn, ts::float16));
+  CHECK_FALSE(ts::can_cast(ts::float8_e5m2, ts::float8_e4m3fn));
+  CHECK(ts::can_cast(ts::float64, ts::float32, "same_kind"));
+  CHECK_FALSE(ts::can_cast(ts::float32, ts::int32, "same_kind"));
+  CHECK(ts::can_cast(ts::float32, ts::int32, "unsafe"));
+  CHECK_FALSE(ts::can_cast(ts::int32, ts::int64, "no"));
+  CHECK_THROWS_AS(ts::can_cast(ts::int32, ts::int64, "sometimes"), ts::ValueError);
+  CHECK(ts::isdtype(ts::bfloat16, "real floating"));
+  CHECK(ts::isdtype(ts::uint8, "unsigned integer"));
+  CHECK(ts::isdtype(ts::int16, std::vector<std::string>{"bool", "integral"}));
+  CHECK_FALSE(ts::isdtype(ts::bool_, "numeric"));
+  CHECK(ts::isdtype(ts::float16, "float16"));
+  CHECK_THROWS_AS(ts::isdtype(ts::float16, "floaty"), ts::ValueError);
+  CHECK(ts::issubdtype(ts::bfloat16, "floating"));
+  CHECK(ts::issubdtype(ts::float8_e5m2, "inexact"));
+  CHECK(ts::issubdtype(ts::uint64, "unsignedinteger"));
+  CHECK_FALSE(ts::issubdtype(ts::int8, "unsignedinteger"));
+  CHECK(ts::issubdtype(ts::complex64, "number"));
+  CHECK(ts::issubdtype(ts::int8, ts::int8));
+  CHECK_THROWS_AS(ts::issubdtype(ts::int8, "whole"), ts::ValueError);
+}
