@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include <tessel/dtype_info.hpp>
 #include <tessel/ops.hpp>
 
 #include "dsl/src/compose.hpp"
@@ -21,32 +22,56 @@ using detail::cat;
 
 namespace {
 
-// Promoted operands for a product.
-std::pair<NodeRef, NodeRef> operands(NodeTable& t, const NodeRef& a, const NodeRef& b, const char* what) {
+// Promoted operands for a product, in the dtype it computes in: the
+// preferred element type when that holds every operand value (bfloat16 to
+// float32, int8 to int32) or the operands are integers and it is a float.
+std::pair<NodeRef, NodeRef> operands(NodeTable& t, const NodeRef& a, const NodeRef& b, const char* what,
+                                     std::optional<DType> preferred = std::nullopt) {
   PromotedType pt = promote_types(a->dtype(), a->aval.weak_type, b->dtype(), b->aval.weak_type);
   if (pt.dtype == DType::bool_) pt = {DType::int32, pt.weak};
+  if (preferred) {
+    if (is_inexact(pt.dtype) && !is_inexact(*preferred))
+      throw TypeError(cat(what, ": preferred_element_type ", dtype_name(*preferred), " is not a floating type for ",
+                          dtype_name(pt.dtype), " operands"));
+    if (is_complex(pt.dtype) && !is_complex(*preferred))
+      throw TypeError(cat(what, ": preferred_element_type ", dtype_name(*preferred), " is not complex for ",
+                          dtype_name(pt.dtype), " operands"));
+    if (can_cast(pt.dtype, *preferred, "safe") || (!is_inexact(pt.dtype) && is_inexact(*preferred)))
+      pt = {*preferred, false};
+  }
   return {c::cast(t, a, pt.dtype, pt.weak), c::cast(t, b, pt.dtype, pt.weak)};
+}
+
+// The product's result as the preferred element type (a narrower one rounds it).
+NodeRef finish(NodeTable& t, const NodeRef& r, std::optional<DType> preferred) {
+  return preferred ? c::cast(t, r, *preferred, false) : r;
 }
 
 }  // namespace
 
-Array dot(const Array& a, const Array& b) {
-  return apply1("tessel.dot", {a, b}, [](NodeTable& t, const NR& in) {
-    auto [x, y] = operands(t, in[0], in[1], "tessel.dot");
-    if (x->rank() == 0 || y->rank() == 0) return c::binary(t, Op::mul, x, y, "tessel.dot");
+Array dot(const Array& a, const Array& b) { return dot(a, b, DotOptions{}); }
+
+Array dot(const Array& a, const Array& b, const DotOptions& options) {
+  const auto pref = options.preferred_element_type;
+  return apply1("tessel.dot", {a, b}, [pref](NodeTable& t, const NR& in) {
+    auto [x, y] = operands(t, in[0], in[1], "tessel.dot", pref);
+    if (x->rank() == 0 || y->rank() == 0) return finish(t, c::binary(t, Op::mul, x, y, "tessel.dot"), pref);
     // numpy.dot: the last dim of a with the second-to-last of b (or its only one).
     std::int64_t ca = x->rank() - 1, cb = y->rank() == 1 ? 0 : y->rank() - 2;
     if (x->shape()[ca] != y->shape()[cb])
       throw ShapeError("dot: shapes " + shape_str(x->shape()) + " and " + shape_str(y->shape()) +
                        " not aligned: " + std::to_string(x->shape()[ca]) + " (dim " + std::to_string(ca) +
                        ") != " + std::to_string(y->shape()[cb]) + " (dim " + std::to_string(cb) + ")");
-    return build::dot_general(t, x, y, DotDims{{ca}, {cb}, {}, {}});
+    return finish(t, build::dot_general(t, x, y, DotDims{{ca}, {cb}, {}, {}}), pref);
   });
 }
 
-Array matmul(const Array& a, const Array& b) {
-  return apply1("tessel.matmul", {a, b}, [](NodeTable& t, const NR& in) {
-    auto [x, y] = operands(t, in[0], in[1], "tessel.matmul");
+Array matmul(const Array& a, const Array& b) { return matmul(a, b, DotOptions{}); }
+
+Array matmul(const Array& a, const Array& b, const DotOptions& options) {
+  const auto pref = options.preferred_element_type;
+  return apply1("tessel.matmul", {a, b}, [pref](NodeTable& t, const NR& in) {
+    auto [x, y] = operands(t, in[0], in[1], "tessel.matmul", pref);
     if (x->rank() == 0 || y->rank() == 0)
       throw ShapeError(cat("matmul: operands must not be scalars (rank 0), got shapes ", shape_str(x->shape()),
                            " and ", shape_str(y->shape())));
@@ -71,7 +96,7 @@ Array matmul(const Array& a, const Array& b) {
     Shape out = batch;
     if (!xv) out.push_back(x->shape()[nb]);
     if (!yv) out.push_back(y->shape()[nb + 1]);
-    return build::reshape(t, r, out);
+    return finish(t, build::reshape(t, r, out), pref);
   });
 }
 
@@ -110,9 +135,14 @@ Array outer(const Array& a, const Array& b) {
 
 namespace lax {
 Array dot_general(const Array& a, const Array& b, const DotDimensionNumbers& d) {
-  return apply1("lax.dot_general", {a, b}, [d](NodeTable& t, const NR& in) {
-    auto [x, y] = operands(t, in[0], in[1], "lax.dot_general");
-    return build::dot_general(t, x, y, DotDims{d.lhs_contracting, d.rhs_contracting, d.lhs_batch, d.rhs_batch});
+  return dot_general(a, b, d, DotOptions{});
+}
+Array dot_general(const Array& a, const Array& b, const DotDimensionNumbers& d, const DotOptions& options) {
+  const auto pref = options.preferred_element_type;
+  return apply1("lax.dot_general", {a, b}, [d, pref](NodeTable& t, const NR& in) {
+    auto [x, y] = operands(t, in[0], in[1], "lax.dot_general", pref);
+    return finish(t, build::dot_general(t, x, y, DotDims{d.lhs_contracting, d.rhs_contracting, d.lhs_batch, d.rhs_batch}),
+                  pref);
   });
 }
 }  // namespace lax
@@ -319,9 +349,14 @@ std::vector<PathStep> plan_path(std::vector<std::string> labels, const std::stri
 }  // namespace
 
 Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) {
+  return einsum(spec_in, operands_in, DotOptions{});
+}
+
+Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in, const DotOptions& options) {
   const EinsumSpec e = parse_einsum(spec_in, operands_in);
   const std::vector<PathStep> path = plan_path(e.terms, e.out, label_sizes(e, operands_in), "auto");
-  return apply1("tessel.einsum", operands_in, [terms = e.terms, out = e.out, path](NodeTable& t, const NR& in) {
+  const auto pref = options.preferred_element_type;
+  return apply1("tessel.einsum", operands_in, [terms = e.terms, out = e.out, path, pref](NodeTable& t, const NR& in) {
     std::vector<NodeRef> xs = in;
     std::vector<std::string> labels = terms;
     for (size_t k = 0; k < xs.size(); ++k) xs[k] = diagonal_labels(t, xs[k], labels[k]);
@@ -338,7 +373,7 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
       for (auto& l : labels) later += l;
       x = sum_labels(t, x, al, later + bl);
       y = sum_labels(t, y, bl, later + al);
-      auto [xp, yp] = operands(t, x, y, "tessel.einsum");
+      auto [xp, yp] = operands(t, x, y, "tessel.einsum", pref);
       DotDims d;
       std::string res;
       for (size_t i = 0; i < al.size(); ++i) {
@@ -375,7 +410,7 @@ Array einsum(const std::string& spec_in, const std::vector<Array>& operands_in) 
       if (p == std::string::npos) throw ValueError(std::string("einsum: output label '") + ch + "' is in no operand");
       perm.push_back(std::int64_t(p));
     }
-    return build::transpose(t, acc, perm);
+    return finish(t, build::transpose(t, acc, perm), pref);
   });
 }
 

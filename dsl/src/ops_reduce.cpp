@@ -77,7 +77,12 @@ Array prod(const Array& x, Axes axis, bool keepdims) {
 }
 Array mean(const Array& x, Axes axis, bool keepdims) {
   return apply1("tessel.mean", {x}, [=](NodeTable& t, const NR& in) {
-    return mean_node(t, in[0], c::norm_axes(axis, in[0]->rank(), "tessel.mean"), keepdims);
+    // 16- and 8-bit floats are computed in float32 and rounded once (jnp's
+    // upcast_f16_for_computation).
+    const DType dt = in[0]->dtype();
+    NodeRef x = is_narrow_float(dt) ? c::cast(t, in[0], DType::float32, false) : in[0];
+    NodeRef m = mean_node(t, x, c::norm_axes(axis, in[0]->rank(), "tessel.mean"), keepdims);
+    return is_narrow_float(dt) ? c::cast(t, m, dt, false) : m;
   });
 }
 Array argmax(const Array& x, std::optional<int> axis, bool keepdims) {
@@ -115,13 +120,16 @@ Array var(const Array& x, Axes axis, int ddof, bool keepdims) {
   return apply1("tessel.var", {x}, [=](NodeTable& t, const NR& in) {
     auto axes = c::norm_axes(axis, in[0]->rank(), "tessel.var");
     NodeRef f = c::to_inexact(t, in[0]);
+    const DType narrow = is_narrow_float(f->dtype()) ? f->dtype() : DType::float32;
+    if (is_narrow_float(f->dtype())) f = c::cast(t, f, DType::float32, false);  // in float32, rounded once
     NodeRef m = c::broadcast_to(t, mean_node(t, f, axes, true), f->shape());
     NodeRef d = build::binary(t, Op::sub, f, m);
     // |d|^2: a complex array's variance is real (NumPy's and JAX's)
     NodeRef d2 = is_complex(d->dtype()) ? build::unary(t, Op::real, build::binary(t, Op::mul, d, build::unary(t, Op::conj, d)))
                                         : build::binary(t, Op::mul, d, d);
     NodeRef s = c::reduce(t, Op::reduce_sum, d2, axes, keepdims);
-    return build::binary(t, Op::div, s, c::full_like(t, s, double(count(f->shape(), axes) - ddof)));
+    NodeRef v = build::binary(t, Op::div, s, c::full_like(t, s, double(count(f->shape(), axes) - ddof)));
+    return is_narrow_float(narrow) ? c::cast(t, v, narrow, false) : v;
   });
 }
 Array std(const Array& x, Axes axis, int ddof, bool keepdims) { return sqrt(var(x, axis, ddof, keepdims)); }

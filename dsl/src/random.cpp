@@ -1,5 +1,6 @@
 // ts::random after jax/_src/prng.py and jax/_src/random.py: the same
 // counters, the same bit manipulations, in both partitionable modes.
+#include <tessel/dtype_info.hpp>
 #include <tessel/random.hpp>
 
 #include <cmath>
@@ -93,6 +94,23 @@ NodeRef bits64(NodeTable& t, const NodeRef& key, const Shape& shape) {
   return build::binary(t, Op::or_, shifted, l);
 }
 
+// 8 or 16 random bits per element of `shape` (uint8 or uint16), as
+// jax.random.bits draws them: partitionable, the low bits of the 32-bit
+// draw; else the flat stream's 32-bit words cut in 32/width pieces, the low
+// piece first, word after word.
+NodeRef bits_narrow(NodeTable& t, const NodeRef& key, const Shape& shape, int width) {
+  const DType out = width == 8 ? DType::uint8 : DType::uint16;
+  if (partitionable()) return build::convert(t, bits32(t, key, shape), out);
+  const std::int64_t n = numel(shape), per = 32 / width, words = (std::int64_t(width) * n + 31) / 32;
+  NodeRef w = build::reshape(t, flat_counter_bits(t, key, words), {words, 1});
+  w = build::broadcast_in_dim(t, w, {words, per}, {0, 1});
+  NodeRef shifts = build::binary(t, Op::mul, build::iota(t, DType::uint32, {words, per}, 1), u32(t, width, {words, per}));
+  NodeRef pieces = build::binary(t, Op::and_, build::binary(t, Op::shift_right_logical, w, shifts),
+                                 u32(t, double((1u << width) - 1), {words, per}));
+  NodeRef flat = build::slice(t, build::reshape(t, pieces, {words * per}), {0}, {n});
+  return build::reshape(t, build::convert(t, flat, out), shape);
+}
+
 NodeRef split_node(NodeTable& t, const NodeRef& key, std::int64_t num) {
   if (partitionable()) {
     auto [w0, w1] = block(t, key, u32(t, 0, {num}), build::iota(t, DType::uint32, {num}, 0));
@@ -136,8 +154,26 @@ NodeRef uniform_node(NodeTable& t, const NodeRef& key, const Shape& shape, DType
     m = build::binary(t, Op::or_, m, one_bits);
     NodeRef f = build::bitcast_convert(t, m, DType::float64);
     floats = build::binary(t, Op::sub, f, c::full_like(t, f, 1.0));
+  } else if (is_narrow_float(dtype)) {
+    // jax.random._uniform: the format's own width of bits (8 at least when
+    // the mantissa is narrower), the top mantissa bits under 1.0's exponent.
+    const FInfo fi = finfo(dtype);
+    const int rng_bits = fi.nmant < 8 ? 8 : fi.bits;
+    const DType ut = fi.bits == 8 ? DType::uint8 : DType::uint16;
+    NodeRef b = build::convert(t, bits_narrow(t, key, shape, rng_bits), ut);
+    auto uc = [&](double v) { return build::broadcast_in_dim(t, build::scalar(t, ut, v), shape, {}); };
+    NodeRef one = build::scalar(t, dtype, 1.0);
+    const std::uint64_t one_bits = visit_dtype(dtype, [](auto tag) -> std::uint64_t {
+      using T = decltype(tag);
+      if constexpr (is_narrow_float_v<T>) return T(1.0f).bits;
+      else return 0;
+    });
+    NodeRef m = build::binary(t, Op::or_, build::binary(t, Op::shift_right_logical, b, uc(rng_bits - fi.nmant)), uc(double(one_bits)));
+    NodeRef f = build::bitcast_convert(t, m, dtype);
+    floats = build::binary(t, Op::sub, f, build::broadcast_in_dim(t, one, shape, {}));
   } else {
-    throw TypeError(std::string("uniform: dtype must be float32 or float64, got ") + dtype_name(dtype));
+    throw TypeError(std::string("uniform: dtype must be a float dtype (float32, float64, bfloat16, float16, "
+                                "float8_e4m3fn, float8_e5m2), got ") + dtype_name(dtype));
   }
   NodeRef lo = build::broadcast_in_dim(t, minval, shape, {}), hi = build::broadcast_in_dim(t, maxval, shape, {});
   NodeRef v = build::binary(t, Op::add, build::binary(t, Op::mul, floats, build::binary(t, Op::sub, hi, lo)), lo);
@@ -180,7 +216,11 @@ Array bits(const Array& k, const Shape& shape, DType dtype) {
   return apply1("random.bits", {k}, [shape, dtype](NodeTable& t, const NR& in) {
     if (dtype == DType::uint32) return bits32(t, in[0], shape);
     if (dtype == DType::int64) return bits64(t, in[0], shape);
-    throw TypeError(std::string("random.bits: dtype must be uint32 or int64 (64 bits), got ") + dtype_name(dtype));
+    if (dtype == DType::uint64) return build::bitcast_convert(t, bits64(t, in[0], shape), DType::uint64);
+    if (dtype == DType::uint8) return bits_narrow(t, in[0], shape, 8);
+    if (dtype == DType::uint16) return bits_narrow(t, in[0], shape, 16);
+    throw TypeError(std::string("random.bits: dtype must be uint8, uint16, uint32, uint64 or int64 (64 bits), got ") +
+                    dtype_name(dtype));
   });
 }
 
@@ -195,7 +235,9 @@ Array normal(const Array& k, const Shape& shape, DType dtype) {
   check_key(k);
   return apply1("random.normal", {k}, [=](NodeTable& t, const NR& in) {
     // u in (-1, 1): the float just above -1, as JAX.
-    double lo = dtype == DType::float32 ? double(std::nextafter(-1.0f, 0.0f)) : std::nextafter(-1.0, 0.0);
+    double lo = dtype == DType::float32 ? double(std::nextafter(-1.0f, 0.0f))
+                : is_narrow_float(dtype)   ? -1.0 + finfo(dtype).epsneg  // the dtype's next value above -1
+                                           : std::nextafter(-1.0, 0.0);
     NodeRef u = uniform_node(t, in[0], shape, dtype, scalar_of(t, dtype, lo), scalar_of(t, dtype, 1.0));
     return build::binary(t, Op::mul, c::full_like(t, u, std::sqrt(2.0)), build::unary(t, Op::erf_inv, u));
   });

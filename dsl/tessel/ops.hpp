@@ -156,12 +156,24 @@ Array triu(const Array& x, int k = 0);
 Array copy(const Array& x);
 
 // ---------------------------------------------------------------- linear algebra
+// A product's keyword arguments (lax.dot_general's): preferred_element_type
+// is the result's dtype and the one its products and sums are computed in
+// (bfloat16 operands with float32: float32 accumulation; int8 with int32:
+// int32). A narrower one than the operands' (float32 operands, bfloat16)
+// rounds the result computed in the operands' dtype. A float product with
+// an integer preferred_element_type is a TypeError.
+struct DotOptions {
+  std::optional<DType> preferred_element_type;
+};
 Array dot(const Array& a, const Array& b);
+Array dot(const Array& a, const Array& b, const DotOptions& options);
 Array matmul(const Array& a, const Array& b);
+Array matmul(const Array& a, const Array& b, const DotOptions& options);
 Array tensordot(const Array& a, const Array& b, int axes = 2);
 Array tensordot(const Array& a, const Array& b, const std::pair<std::vector<int>, std::vector<int>>& axes);
 Array outer(const Array& a, const Array& b);
 Array einsum(const std::string& subscripts, const std::vector<Array>& operands);
+Array einsum(const std::string& subscripts, const std::vector<Array>& operands, const DotOptions& options);
 template <class... A>
 Array einsum(const std::string& subscripts, const Array& first, const A&... rest) {
   return einsum(subscripts, std::vector<Array>{first, rest...});
@@ -185,6 +197,7 @@ struct DotDimensionNumbers {
   std::vector<std::int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
 };
 Array dot_general(const Array& a, const Array& b, const DotDimensionNumbers& dims);
+Array dot_general(const Array& a, const Array& b, const DotDimensionNumbers& dims, const DotOptions& options);
 Array convert_element_type(const Array& x, DType dtype);
 Array iota(DType dtype, std::int64_t size);
 Array broadcasted_iota(DType dtype, const Shape& shape, int dimension);

@@ -386,3 +386,97 @@ TEST_CASE("dtypes: can_cast, isdtype and issubdtype follow NumPy") {
   CHECK(ts::issubdtype(ts::int8, ts::int8));
   CHECK_THROWS_AS(ts::issubdtype(ts::int8, "whole"), ts::ValueError);
 }
+
+TEST_CASE("dtypes: preferred_element_type: bfloat16 products accumulate in float32, int8 in int32") {
+  std::mt19937 rng(7);
+  // bfloat16 operands whose float32 dot differs from one rounded in bfloat16.
+  const ts::Shape sa = {4, 64}, sb = {64, 3};
+  ts::Array a = random_of(rng, sa, ts::bfloat16, -2, 2), b = random_of(rng, sb, ts::bfloat16, -2, 2);
+  const auto av = ts::astype(a, ts::float64).to_vector<double>(), bv = ts::astype(b, ts::float64).to_vector<double>();
+  std::vector<double> want(12, 0.0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 64; ++k) want[size_t(i * 3 + j)] += av[size_t(i * 64 + k)] * bv[size_t(k * 3 + j)];
+  const ts::DotOptions f32{.preferred_element_type = ts::float32};
+  for (bool jit : {false, true}) {
+    CAPTURE(jit);
+    ts::Array m = jit ? ts::jit([&](ts::Array x, ts::Array y) { return ts::matmul(x, y, f32); })(a, b) : ts::matmul(a, b, f32);
+    CHECK(m.dtype() == ts::float32);
+    const auto got = ts::astype(m, ts::float64).to_vector<double>();
+    for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+    CHECK(ts::einsum("ik,kj->ij", {a, b}, f32).dtype() == ts::float32);
+    CHECK(ts::dot(a, b, f32).dtype() == ts::float32);
+    // Without it: a bfloat16 result, the float32 value rounded once.
+    ts::Array r = ts::matmul(a, b);
+    CHECK(r.dtype() == ts::bfloat16);
+    const auto rv = ts::astype(r, ts::float64).to_vector<double>();
+    for (size_t i = 0; i < want.size(); ++i) CHECK(rv[i] == double(float(ts::bfloat16_t(float(got[i])))));
+  }
+  // int8 x int8 -> int32: no wrap in int8.
+  auto i8 = ts::array(std::vector<std::int8_t>{127, 127, -128, 100}, {2, 2});
+  auto p = ts::matmul(i8, i8, {.preferred_element_type = ts::int32});
+  CHECK(p.dtype() == ts::int32);
+  CHECK(p.to_vector<std::int32_t>() == std::vector<std::int32_t>{127 * 127 - 127 * 128, 127 * 127 + 127 * 100,
+                                                                  -128 * 127 - 128 * 100, -128 * 127 + 100 * 100});
+  CHECK(ts::lax::dot_general(i8, i8, {{1}, {0}, {}, {}}, {.preferred_element_type = ts::int32}).dtype() == ts::int32);
+  // Narrower than the operands: computed in float32, rounded once.
+  auto f = ts::array(std::vector<float>{1.001f, 2.003f}, {1, 2});
+  auto g = ts::array(std::vector<float>{3.007f, 4.009f}, {2, 1});
+  CHECK(ts::matmul(f, g, {.preferred_element_type = ts::bfloat16}).item<ts::bfloat16_t>().bits ==
+        ts::bfloat16_t(1.001f * 3.007f + 2.003f * 4.009f).bits);
+  CHECK_THROWS_AS(ts::matmul(f, g, {.preferred_element_type = ts::int32}), ts::TypeError);
+}
+
+TEST_CASE("dtypes: random bits of 8 and 16 bits and narrow-float draws, as jax.random draws them") {
+  // JAX's 8- and 16-bit draws come from its 32-bit stream (checked against
+  // JAX's own values elsewhere: tests/data/jax/prng.json): partitionable,
+  // the low bits of each element's 32-bit draw; else each 32-bit word of the
+  // flat stream cut in pieces, the low piece first.
+  for (bool part : {true, false}) {
+  CAPTURE(part);
+  const bool saved = ts::config().threefry_partitionable;
+  ts::config().threefry_partitionable = part;
+  auto key = ts::random::key(42);
+  const ts::Shape shape = {3, 5};
+  auto b32 = ts::random::bits(key, shape, ts::uint32).to_vector<std::uint32_t>();
+  auto b16 = ts::random::bits(key, shape, ts::uint16).to_vector<std::uint16_t>();
+  auto b8 = ts::random::bits(key, shape, ts::uint8).to_vector<std::uint8_t>();
+  REQUIRE(b16.size() == 15);
+  if (part) {
+    for (size_t i = 0; i < 15; ++i) {
+      CHECK(b16[i] == std::uint16_t(b32[i]));
+      CHECK(b8[i] == std::uint8_t(b32[i]));
+    }
+  } else {
+    // The flat stream of 8 (for 16 bits) and 4 (for 8 bits) words.
+    auto w16 = ts::random::bits(key, {8}, ts::uint32).to_vector<std::uint32_t>();
+    for (size_t i = 0; i < 15; ++i) CHECK(b16[i] == std::uint16_t(w16[i / 2] >> (16 * (i % 2))));
+    auto w8 = ts::random::bits(key, {4}, ts::uint32).to_vector<std::uint32_t>();
+    for (size_t i = 0; i < 15; ++i) CHECK(b8[i] == std::uint8_t(w8[i / 4] >> (8 * (i % 4))));
+  }
+  // uniform: the top mantissa bits under 1.0's exponent, minus 1. With
+  // fewer than 8 mantissa bits JAX draws 8 bits: bfloat16's 7 come from 8.
+  auto u = ts::random::uniform(key, shape, ts::bfloat16).to_vector<ts::bfloat16_t>();
+  for (size_t i = 0; i < 15; ++i) {
+    const float want = float(ts::bfloat16_t::from_bits(std::uint16_t((b8[i] >> 1) | 0x3F80))) - 1.0f;
+    CHECK(float(u[i]) == want);
+  }
+  auto h = ts::random::uniform(key, shape, ts::float16, -2.0, 2.0).to_vector<ts::float16_t>();
+  for (size_t i = 0; i < 15; ++i) {
+    const float base = float(ts::float16_t::from_bits(std::uint16_t((b16[i] >> 6) | 0x3C00))) - 1.0f;
+    const float want = std::max(-2.0f, float(ts::float16_t(float(ts::float16_t(base * 4.0f)) - 2.0f)));
+    CHECK(float(h[i]) == want);
+  }
+  // float8: 8 bits drawn, the top mantissa bits (3 for e4m3fn) under 1.0.
+  auto e4 = ts::random::uniform(key, shape, ts::float8_e4m3fn).to_vector<ts::float8_e4m3fn_t>();
+  for (size_t i = 0; i < 15; ++i)
+    CHECK(float(e4[i]) == float(ts::float8_e4m3fn_t::from_bits(std::uint8_t((b8[i] >> 5) | 0x38))) - 1.0f);
+  // normal: in the dtype, finite, of about unit spread over many draws.
+  auto n = ts::astype(ts::random::normal(ts::random::key(1), {4096}, ts::bfloat16), ts::float64);
+  CHECK(ts::all(ts::isfinite(n)).item<bool>());
+  CHECK(std::fabs(ts::mean(n).item<double>()) < 0.1);
+  CHECK(std::fabs(ts::std(n).item<double>() - 1.0) < 0.1);
+  CHECK_THROWS_AS(ts::random::bits(key, shape, ts::int8), ts::TypeError);
+  ts::config().threefry_partitionable = saved;
+  }
+}
