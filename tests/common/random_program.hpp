@@ -17,7 +17,7 @@ namespace tessel::random_program {
 namespace ts = tessel;
 
 enum class K { Unary, Binary, Bcast, Reduce, Transpose, Reshape, Dot, Slice, Concat, Where, Cast, Argmax, Set,
-               Constraint, Pad, Flip, Softmax, Loop, Branch, ScanRows };
+               Constraint, Pad, Flip, Softmax, Loop, Branch, ScanRows, Narrow };
 
 struct Instr {
   K kind;
@@ -69,7 +69,7 @@ inline Program generate(std::mt19937& rng, int n_ops, const std::vector<std::str
     const ts::Shape s = pool[in.a];
     const int r = int(s.size());
     ts::Shape out = s;
-    in.kind = K(pick(rng, 20));
+    in.kind = K(pick(rng, 21));
     switch (in.kind) {
       case K::Unary: in.which = pick(rng, 15); break;
       case K::Binary: in.b = same_shape(in.a); in.which = pick(rng, 6); break;
@@ -129,6 +129,7 @@ inline Program generate(std::mt19937& rng, int n_ops, const std::vector<std::str
         break;
       }
       case K::Cast: break;
+      case K::Narrow: in.which = pick(rng, 6); break;
       case K::Argmax: {
         if (r == 0) continue;
         in.axis = pick(rng, r);
@@ -236,6 +237,19 @@ inline std::vector<ts::Array> replay(const Program& p, const std::vector<ts::Arr
       }
       case K::Concat: y = ts::concatenate({x, pool[in.b]}, in.axis); break;
       case K::Cast: y = ts::astype(ts::astype(x * 4.0, ts::int32), ts::float32) * 0.25; break;
+      case K::Narrow: {
+        // Arithmetic in a 16- or 8-bit dtype (rounded, or wrapping, at each op), back to float32.
+        static const ts::DType narrow[] = {ts::bfloat16, ts::float16, ts::float8_e4m3fn, ts::float8_e5m2, ts::int8, ts::uint16};
+        const ts::DType t = narrow[in.which];
+        if (ts::is_floating(t)) {
+          ts::Array n = ts::astype(x, t);
+          y = ts::astype(n * n - n * 0.5 + ts::max(n), ts::float32);
+        } else {
+          ts::Array n = ts::astype(x * 8.0, t);
+          y = ts::astype(n * n + n, ts::float32) * 0.125;
+        }
+        break;
+      }
       case K::Argmax: y = ts::astype(ts::argmax(x, in.axis), ts::float32); break;
       case K::Set: {
         std::vector<ts::IndexItem> items;
