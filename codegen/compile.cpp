@@ -446,7 +446,8 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   const Graph expanded = complex ? expand_complex(source) : Graph{};
   if (complex) report("expand-complex", nullptr, [&] { return to_text(expanded); });
   const Graph g = fold_transposes_into_dots(complex ? expanded : source);
-  report("fold-transposes", complex ? nullptr : &g, [&] { return complex ? to_text(g) : std::string(); });
+  report("fold-transposes", complex || narrow ? nullptr : &g,
+         [&] { return complex || narrow ? to_text(g) : std::string(); });
   FusionPlan plan = plan_fusion(g);
   report("plan-fusion", nullptr, [&] { return steps_text(plan.steps); });
   sink_collectives(plan.steps);

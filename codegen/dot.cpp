@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "codegen/gemm.hpp"
+#include "codegen/gemm_bf16.hpp"
+#include "codegen/host.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
@@ -132,12 +134,17 @@ class DotThunk final : public rt::Thunk {
     const Shape& a = n.in[0]->shape();
     const Shape& b = n.in[1]->shape();
     dtype_ = n.dtype();
+    in_dtype_ = n.in[0]->dtype();
     va_ = view(a, d.lhs_batch, free_dims(int(a.size()), d.lhs_batch, d.lhs_contract), d.lhs_contract);
     vb_ = view(b, d.rhs_batch, d.rhs_contract, free_dims(int(b.size()), d.rhs_batch, d.rhs_contract));
     std::ostringstream os;
     os << "dot " << n.in[0]->aval.str() << " x " << n.in[1]->aval.str() << " -> " << n.aval.str() << " as ["
        << va_.dims[0] << ',' << va_.dims[1] << ',' << va_.dims[2] << "]x[" << vb_.dims[1] << ',' << vb_.dims[2] << ']'
-       << (uses_gemm() ? std::string(" (gemm ") + gemm::isa_name(gemm::best_isa()) + ")" : std::string(" (loop)"))
+       << (uses_gemm() ? std::string(" (gemm ") +
+                             (in_dtype_ == DType::bfloat16 ? (bf16_native() ? "avx512_bf16" : "bf16 via f32")
+                                                           : gemm::isa_name(gemm::best_isa())) +
+                             ")"
+                       : std::string(" (loop)"))
        << (va_.needs_copy ? " lhs-copy" : "") << (vb_.needs_copy ? " rhs-copy" : "");
     text_ = os.str();
     if (uses_gemm()) {
@@ -158,7 +165,7 @@ class DotThunk final : public rt::Thunk {
     const void* a = ctx.slots[lhs_];
     const void* b = ctx.slots[rhs_];
     void* c = ctx.slots[out_];
-    const std::size_t es = dtype_size(dtype_);
+    const std::size_t es = dtype_size(in_dtype_);
     // Operands in the product's order: blocks from the device pool, reused
     // from call to call (a std::vector's fresh pages were faulted in every
     // call of the MLP step's backward products).
@@ -173,6 +180,7 @@ class DotThunk final : public rt::Thunk {
       permute_copy(b, p, vb_.shape, vb_.perm, es);
       b = p;
     }
+    if (in_dtype_ == DType::bfloat16) return run_bf16(a, b, static_cast<float*>(c), ctx.machine_wide);
     if (dtype_ == DType::float32)
       return run_gemm(static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c),
                       ctx.machine_wide);
@@ -197,8 +205,57 @@ class DotThunk final : public rt::Thunk {
 
  private:
   bool uses_gemm() const {
-    return dtype_ == DType::float32 || dtype_ == DType::float64 || dtype_ == DType::int32 || dtype_ == DType::uint32 ||
+    return in_dtype_ == DType::bfloat16 || dtype_ == DType::float32 || dtype_ == DType::float64 || dtype_ == DType::int32 || dtype_ == DType::uint32 ||
            dtype_ == DType::int64 || dtype_ == DType::uint64;
+  }
+
+  // bfloat16 x bfloat16 -> float32 (the mixed dot of codegen/narrow_ops.hpp):
+  // on AVX512_BF16's dot-product instruction, else through float32 copies.
+  void run_bf16(const void* a, const void* b, float* c, bool wide) const {
+    if (bf16_native()) {
+      gemm::OperandsBf16 op;
+      op.batch = va_.dims[0], op.m = va_.dims[1], op.k = va_.dims[2], op.n = vb_.dims[2];
+      op.a = static_cast<const std::uint16_t*>(a), op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
+      op.b = static_cast<const std::uint16_t*>(b), op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
+      op.c = c;
+      gemm::ParallelFor parallel = [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
+        if (wide) rt::parallel_for_machine(0, n, 1, task);
+        else rt::parallel_for(0, n, 1, task);
+      };
+      return gemm::matmul_bf16_avx512(op, wide ? rt::ComputeSlot::machine_threads() : threads_, gemm::run_parallel,
+                                      &parallel);
+    }
+    // Without the instruction: the operands' values as float32 (exact), in
+    // their strided layout, then the float32 GEMM.
+    auto widen = [](const void* src, const Operand3& v, PoolBlock& blk) {
+      const std::int64_t n = v.dims[0] * v.dims[1] * v.dims[2];
+      float* dst = static_cast<float*>(blk.take(std::size_t(n) * sizeof(float)));
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      std::int64_t f = 0;
+      for (std::int64_t i = 0; i < v.dims[0]; ++i)
+        for (std::int64_t j = 0; j < v.dims[1]; ++j)
+          for (std::int64_t k = 0; k < v.dims[2]; ++k)
+            dst[f++] = float(bfloat16_t::from_bits(s[i * v.strides[0] + j * v.strides[1] + k * v.strides[2]]));
+      return dst;
+    };
+    PoolBlock wa, wb;
+    const float* fa = widen(a, va_, wa);
+    const float* fb = widen(b, vb_, wb);
+    gemm::Operands<float> op;
+    op.batch = va_.dims[0], op.m = va_.dims[1], op.k = va_.dims[2], op.n = vb_.dims[2];
+    op.a = fa, op.a_bs = op.m * op.k, op.a_rs = op.k, op.a_cs = 1;
+    op.b = fb, op.b_bs = op.k * op.n, op.b_rs = op.n, op.b_cs = 1;
+    op.c = c;
+    gemm::matmul(op, wide ? rt::ComputeSlot::machine_threads() : threads_,
+                 [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
+                   if (wide) rt::parallel_for_machine(0, n, 1, task);
+                   else rt::parallel_for(0, n, 1, task);
+                 });
+  }
+
+  static bool bf16_native() {
+    static const bool yes = host_cpu().has("avx512bf16") && host_cpu().has("avx512f") && !avx512_disabled();
+    return yes;
   }
 
   template <class T>
@@ -219,7 +276,7 @@ class DotThunk final : public rt::Thunk {
   static constexpr double kMachineWideFlops = 2.0 * 512 * 512 * 512;
   int lhs_, rhs_, out_, threads_;
   rt::ComputeSlot::Width width_ = rt::ComputeSlot::Width::device;
-  DType dtype_;
+  DType dtype_, in_dtype_;
   Operand3 va_, vb_;
   std::string text_;
 };

@@ -45,10 +45,18 @@ bool rewritten(const Node& n) {
 
 }  // namespace
 
+// A float32 dot of converted bfloat16 operands.
+bool mixed_dot(const Node& n) {
+  if (n.op != Op::dot_general || n.dtype() != DType::float32) return false;
+  for (auto& x : n.in)
+    if (!(x->op == Op::convert && x->in[0]->dtype() == DType::bfloat16)) return false;
+  return true;
+}
+
 bool has_narrow_compute(const Graph& g) {
   bool any = false;
   for_each_graph(g, [&](const Graph& r) {
-    for (auto& n : r.topo_order()) any = any || rewritten(*n);
+    for (auto& n : r.topo_order()) any = any || rewritten(*n) || mixed_dot(*n);
   });
   return any;
 }
@@ -59,6 +67,21 @@ Graph widen_narrow_compute(const Graph& g) {
   for (auto& p : g.params) params.push_back(t.make(p->op, {}, p->aval, p->attrs));
   auto m = rewrite(g, t, params, [&](const Node& n, const std::vector<NodeRef>& ops) -> NodeRef {
     if (n.op == Op::get_tuple_element) return build::get_tuple_element(t, ops[0], n.attr<attr::TupleIndex>().index);
+    if (n.op == Op::dot_general) {
+      // bfloat16 operands (or float32 converts of them, as a float32
+      // preferred_element_type makes) multiply as bfloat16 into float32:
+      // the mixed form the GEMM runs natively (codegen/dot.cpp).
+      auto source = [](const NodeRef& x) -> NodeRef {
+        if (x->dtype() == DType::bfloat16) return x;
+        if (x->op == Op::convert && x->dtype() == DType::float32 && x->in[0]->dtype() == DType::bfloat16) return x->in[0];
+        return nullptr;
+      };
+      NodeRef a = source(ops[0]), b = source(ops[1]);
+      if (a && b && (n.dtype() == DType::float32 || n.dtype() == DType::bfloat16)) {
+        NodeRef w = t.make(Op::dot_general, {a, b}, Aval{DType::float32, n.shape(), false}, n.attrs);
+        return n.dtype() == DType::float32 ? w : build::convert(t, w, n.dtype());
+      }
+    }
     if (!rewritten(n)) return build::with_operands(t, n, ops);
     std::vector<NodeRef> wide;
     for (auto& x : ops) wide.push_back(is_narrow_float(x->dtype()) && !x->aval.tuple ? build::convert(t, x, DType::float32) : x);

@@ -7,6 +7,13 @@
 // movement and collectives keep the narrow type (codegen/narrow_float.hpp,
 // codegen/fold.hpp). The reference interpreter does the same in float64
 // (tracer/interpreter.cpp).
+//
+// One exception: a dot of bfloat16 operands (or of their float32 converts,
+// as preferred_element_type = float32 writes it) becomes a *mixed* dot,
+// bfloat16 x bfloat16 -> float32, which codegen/dot.cpp runs on the CPU's
+// bfloat16 dot-product instructions (or converts, without them). The mixed
+// form exists only here, after the reference interpreter's graphs: its
+// graphs are dumped but not verified against the dot's shape rule.
 #pragma once
 
 #include "tracer/ir.hpp"

@@ -51,7 +51,10 @@ Graph fold_transposes_into_dots(const Graph& g) {
       DotDims d = n->attr<attr::Dot>().dims;
       NodeRef a = fold(in[0], d.lhs_batch, d.lhs_contract);
       NodeRef b = fold(in[1], d.rhs_batch, d.rhs_contract);
-      m[n.get()] = build::dot_general(t, a, b, d);
+      // The folded dot keeps its aval: the layout of its result is the same,
+      // and a mixed bfloat16 x bfloat16 -> float32 dot (codegen/narrow_ops.hpp)
+      // keeps its float32 result.
+      m[n.get()] = t.make(Op::dot_general, {a, b}, n->aval, attr::Dot{d});
     } else {
       // Every other node keeps its aval (a folded dot's is its own): no
       // re-inference, which a packed complex node (codegen/complex.cpp)

@@ -274,3 +274,7 @@ void effects_barrier() {
 }
 
 }  // namespace tessel
+
+namespace tessel::detail {
+std::string numpy_str(DType dtype, const Shape& shape, const void* data) { return debug::value_text(dtype, shape, data); }
+}  // namespace tessel::detail

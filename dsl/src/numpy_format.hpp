@@ -52,6 +52,10 @@ std::string float16_repr(float16_t value);
 // NumPy's FloatingFormat for float16 values (each exactly a float16).
 std::vector<std::string> format_float16(const std::vector<double>& values);
 
+// NumPy's str() of typed row-major values: np.array2string's words joined by
+// spaces, a 0-d array as its scalar (dsl/src/debug_print.cpp).
+std::string numpy_str(DType dtype, const Shape& shape, const void* data);
+
 // The formatted, shown elements of typed row-major data.
 std::vector<std::string> format_elements(DType dtype, const void* data, const Shape& shape,
                                          const std::vector<std::int64_t>& shown);

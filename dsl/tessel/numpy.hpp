@@ -297,6 +297,27 @@ Array nextafter(const Array& a, const Array& b);
 Array spacing(const Array& x);
 // The number of 1 bits of each integer (of |x| for signed, as NumPy's bitwise_count).
 Array bitwise_count(const Array& x);
+// jnp.packbits: each element > 0 a bit, eight to a uint8 along `axis` (the
+// flattened array without one), zero-padded; bitorder "big" (the first
+// element in the high bit) or "little". jnp.unpackbits: the bits of a uint8
+// array, `count` of them along the axis (zero-padded or cut; all without).
+Array packbits(const Array& x, std::optional<int> axis = std::nullopt, const std::string& bitorder = "big");
+Array unpackbits(const Array& x, std::optional<int> axis = std::nullopt, std::optional<std::int64_t> count = std::nullopt,
+                 const std::string& bitorder = "big");
+// jnp.frombuffer: `count` elements (all: -1) of `dtype` from raw bytes
+// (native byte order), starting `offset` bytes in. ValueError when the bytes
+// are not a whole number of elements or fewer than asked.
+Array frombuffer(const void* data, std::size_t size, DType dtype = DType::float32, std::int64_t count = -1,
+                 std::int64_t offset = 0);
+Array frombuffer(const std::string& buffer, DType dtype = DType::float32, std::int64_t count = -1, std::int64_t offset = 0);
+// jnp.fromstring with its (keyword-only, required) `sep`: numbers separated
+// by `sep` (whitespace around them ignored; sep " " means any whitespace),
+// `count` of them (all: -1), parsed as `dtype`. ValueError for text that is
+// not such numbers.
+Array fromstring(const std::string& string, const std::string& sep, DType dtype = DType::float32,
+                 std::int64_t count = -1);
+// jnp.array_str: NumPy's str() of the values ("[1. 2. 3.]").
+std::string array_str(const Array& x);
 
 // ---------------------------------------------------------------- unique with extras
 struct UniqueCounts {

@@ -480,3 +480,59 @@ TEST_CASE("dtypes: random bits of 8 and 16 bits and narrow-float draws, as jax.r
   ts::config().threefry_partitionable = saved;
   }
 }
+
+TEST_CASE("dtypes: packbits and unpackbits give NumPy's bytes (uint8)") {
+  // Values from NumPy 1.24 (np.packbits / np.unpackbits on these arrays).
+  auto a = ts::array(std::vector<std::int32_t>{1, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 1, 1}, {2, 9});
+  auto u8 = [](const ts::Array& x) {
+    CHECK(x.dtype() == ts::uint8);
+    auto v = x.to_vector<std::uint8_t>();
+    return std::vector<int>(v.begin(), v.end());
+  };
+  CHECK(u8(ts::packbits(a)) == std::vector<int>{178, 181, 192});
+  CHECK(u8(ts::packbits(a, 1)) == std::vector<int>{178, 128, 107, 128});
+  CHECK(u8(ts::packbits(a, 0)) == std::vector<int>{128, 64, 192, 128, 64, 0, 192, 64, 192});
+  CHECK(u8(ts::packbits(a, -1, "little")) == std::vector<int>{77, 1, 214, 1});
+  // JAX packs elements > 0 (a negative one is a 0 bit, where NumPy packs any nonzero).
+  CHECK(u8(ts::packbits(ts::array(std::vector<std::int8_t>{-1, 1}))) == std::vector<int>{64});
+  CHECK(ts::jit([](ts::Array x) { return ts::packbits(x, 1); })(a).to_vector<std::uint8_t>() ==
+        ts::packbits(a, 1).to_vector<std::uint8_t>());
+  auto u = ts::array(std::vector<std::uint8_t>{2, 255, 7, 128}, {2, 2});
+  CHECK(u8(ts::unpackbits(u)) == std::vector<int>{0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                  0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0});
+  CHECK(u8(ts::unpackbits(u, 1, 11)) == std::vector<int>{0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0});
+  CHECK(u8(ts::unpackbits(u, 0, 3, "little")) == std::vector<int>{0, 1, 1, 1, 0, 1});
+  CHECK(ts::unpackbits(u, 0, 20).shape() == ts::Shape{20, 2});
+  CHECK_THROWS_AS(ts::unpackbits(ts::array(std::vector<std::int32_t>{1})), ts::TypeError);
+  CHECK_THROWS_AS(ts::packbits(ts::ones({2})), ts::TypeError);
+  CHECK_THROWS_AS(ts::packbits(a, 0, "middle"), ts::ValueError);
+  CHECK_THROWS_AS(ts::packbits(a, 2), ts::ValueError);
+}
+
+TEST_CASE("dtypes: frombuffer, fromstring and array_str as NumPy's") {
+  const std::vector<std::int16_t> v = {1, -2, 300, -32768};
+  std::string bytes(reinterpret_cast<const char*>(v.data()), v.size() * 2);
+  auto a = ts::frombuffer(bytes, ts::int16);
+  CHECK(a.dtype() == ts::int16);
+  CHECK(a.to_vector<std::int16_t>() == v);
+  CHECK(ts::frombuffer(bytes, ts::int16, 2, 2).to_vector<std::int16_t>() == std::vector<std::int16_t>{-2, 300});
+  CHECK(ts::frombuffer(bytes, ts::uint8).size() == 8);
+  const std::vector<ts::bfloat16_t> h = {ts::bfloat16_t(1.5f), ts::bfloat16_t(-2.0f)};
+  auto hb = ts::frombuffer(h.data(), 4, ts::bfloat16);
+  CHECK(hb.to_vector<float>() == std::vector<float>{1.5f, -2.0f});
+  CHECK_THROWS_AS(ts::frombuffer(bytes, ts::float32, -1, 2), ts::ValueError);  // 6 bytes: not whole float32s
+  CHECK_THROWS_AS(ts::frombuffer(bytes, ts::int16, 5), ts::ValueError);
+  CHECK_THROWS_AS(ts::frombuffer(bytes, ts::int16, -1, 9), ts::ValueError);
+  // np.fromstring('1 2  3.5', sep=' ') and with a comma.
+  CHECK(ts::fromstring("1 2  3.5", " ").to_vector<float>() == std::vector<float>{1, 2, 3.5f});
+  CHECK(ts::fromstring(" 1, 2 ,3 ", ",", ts::int8).to_vector<std::int8_t>() == std::vector<std::int8_t>{1, 2, 3});
+  CHECK(ts::fromstring("4 5 6", " ", ts::float32, 2).to_vector<float>() == std::vector<float>{4, 5});
+  CHECK_THROWS_AS(ts::fromstring("1 x 3", " "), ts::ValueError);
+  CHECK_THROWS_AS(ts::fromstring("1 2", " ", ts::float32, 3), ts::ValueError);
+  CHECK_THROWS_AS(ts::fromstring("1 2", ""), ts::ValueError);
+  // np.array_str
+  CHECK(ts::array_str(ts::array(std::vector<float>{1, 2, 3})) == "[1. 2. 3.]");
+  CHECK(ts::array_str(ts::astype(ts::array(std::vector<float>{1.5f, 2}), ts::bfloat16)) == "[1.5 2]");
+  CHECK(ts::array_str(ts::array(std::vector<std::int8_t>{-1, 10}, {1, 2})) == "[[-1 10]]");
+  CHECK(ts::array_str(ts::array(1.5f)) == "1.5");
+}

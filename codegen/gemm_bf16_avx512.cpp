@@ -1,0 +1,255 @@
+// The bfloat16 matrix-product kernel for AVX512_BF16 (gemm_bf16.hpp), compiled
+// with -mavx512f -mavx512vl -mavx512bw -mavx512bf16. Like gemm_kernel.inc,
+// everything but the entry point is in an anonymous namespace and uses no
+// out-of-line library templates: code compiled for AVX-512 must not be merged
+// by the linker into callers that run on other machines.
+//
+// Packed operands hold bfloat16 pairs along k as 32-bit words, low half the
+// even k: a B sliver is kp x NR words (word [q][j] = B[2q][j], B[2q+1][j]), an
+// A sliver kp x MR words (word [q][i] = A[i][2q], A[i][2q+1]), kp = ceil(kc/2).
+// The micro-kernel's step over one pair: 2 B vectors, MR broadcasts (folded
+// into vdpbf16ps's {1to16} operand), 2*MR vdpbf16ps into an MR x NR tile of
+// float32 accumulators (24 of 32 zmm).
+//
+// Blocks: KC 512 (a B sliver, 256 x 32 words, is 32 KiB: in L1), MC 240 (an A
+// block 240 KiB of a 2 MiB L2), NC 2048 (a B panel 2 MiB, in L3).
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "codegen/gemm_bf16.hpp"
+
+namespace tessel::codegen::gemm {
+namespace {
+
+using i64 = std::int64_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+
+constexpr int MR = 12;     // tile rows
+constexpr int NR = 32;     // tile columns: two zmm of 16 floats
+constexpr i64 KC = 512;    // depth of a packed block (even: pairs never straddle blocks)
+constexpr i64 MC = 240;    // rows of a packed A block, a multiple of MR
+constexpr i64 NC = 2048;   // columns of a task's packed B panel, at most
+
+inline i64 min_i(i64 a, i64 b) { return a < b ? a : b; }
+inline i64 div_up(i64 a, i64 b) { return (a + b - 1) / b; }
+
+// The pair (x[0], x[ks]) as one word; x[ks] is read only when `two`.
+inline u32 pair(const u16* x, i64 ks, bool two) { return u32(x[0]) | (two ? u32(x[ks]) << 16 : 0u); }
+
+// 16 pairs (lo[j], hi[j]) for the j set in `mask` (zeros elsewhere); hi may be null (zeros).
+// (The maskz forms: GCC 12's unmasked ones warn -Wmaybe-uninitialized from its own headers.)
+inline __m512i pairs16(const u16* lo, const u16* hi, __mmask16 mask) {
+  const __m512i l = _mm512_maskz_cvtepu16_epi32(mask, _mm256_maskz_loadu_epi16(mask, lo));
+  if (!hi) return l;
+  const __m512i h = _mm512_maskz_cvtepu16_epi32(mask, _mm256_maskz_loadu_epi16(mask, hi));
+  return _mm512_or_si512(l, _mm512_maskz_slli_epi32(mask, h, 16));
+}
+
+inline __mmask16 first_lanes(i64 n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
+
+// One MR x NR tile: C (ldc apart) = or += A sliver . B sliver over kp pairs.
+__attribute__((always_inline)) inline void micro_kernel(i64 kp, const u32* __restrict ap, const u32* __restrict bp,
+                                                        float* __restrict c, i64 ldc, bool accumulate) {
+  __m512 acc[MR][2];
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i) {  // the tile is read or written after the loop: fetch it now
+    __builtin_prefetch(c + i * ldc, 1);
+    __builtin_prefetch(c + i * ldc + 16, 1);
+  }
+#pragma GCC unroll 2
+  for (i64 q = 0; q < kp; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_load_si512(bp + q * NR);
+    const __m512bh b1 = (__m512bh)_mm512_load_si512(bp + q * NR + 16);
+#pragma GCC unroll 32
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh a = (__m512bh)_mm512_set1_epi32(int(ap[q * MR + i]));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], a, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], a, b1);
+    }
+  }
+#pragma GCC unroll 32
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      float* dst = c + i * ldc + h * 16;
+      _mm512_storeu_ps(dst, accumulate ? _mm512_add_ps(acc[i][h], _mm512_loadu_ps(dst)) : acc[i][h]);
+    }
+}
+
+// A tile cut by C's edge: computed whole into scratch, then its mr x nr part written or added.
+void edge_kernel(i64 kp, const u32* ap, const u32* bp, float* c, i64 ldc, bool accumulate, i64 mr, i64 nr) {
+  alignas(64) float tile[MR * NR];
+  micro_kernel(kp, ap, bp, tile, NR, false);
+  for (i64 i = 0; i < mr; ++i)
+    for (i64 j = 0; j < nr; ++j) c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i * NR + j] : tile[i * NR + j];
+}
+
+// A[rows, 0:kc] (element (i, p) at a[i*rs + p*cs]) into MR-row slivers of pairs, zero-padded to MR rows.
+void pack_a(const u16* a, i64 rs, i64 cs, i64 rows, i64 kc, u32* out) {
+  const i64 kp = div_up(kc, 2);
+  for (i64 r0 = 0; r0 < rows; r0 += MR) {
+    const i64 mr = min_i(MR, rows - r0);
+    u32* dst = out + r0 * kp;
+    if (rs == 1) {
+      // Column-major A (a transposed operand): the rows of k 2q and 2q+1 are contiguous.
+      const __mmask16 mask = first_lanes(mr);
+      for (i64 q = 0; q < kp; ++q) {
+        const u16* lo = a + r0 + 2 * q * cs;
+        const __m512i v = pairs16(lo, 2 * q + 1 < kc ? lo + cs : nullptr, mask);
+        _mm512_mask_storeu_epi32(dst + q * MR, first_lanes(MR), v);  // lanes past mr are zero
+      }
+    } else {
+      // Row by row: with cs == 1 a pair is one 32-bit load.
+      for (i64 i = 0; i < MR; ++i) {
+        const u16* row = a + (r0 + i) * rs;
+        for (i64 q = 0; q < kp; ++q)
+          dst[q * MR + i] = i < mr ? pair(row + 2 * q * cs, cs, 2 * q + 1 < kc) : 0u;
+      }
+    }
+  }
+}
+
+// B[0:kc, cols] (element (p, j) at b[p*rs + j*cs]) into NR-column slivers of pairs, zero-padded to NR columns.
+void pack_b(const u16* b, i64 rs, i64 cs, i64 kc, i64 cols, u32* out) {
+  const i64 kp = div_up(kc, 2);
+  if (cs == 1) {
+    // Row-major B: two rows at a time, read in order (see gemm_kernel.inc's pack_b), 16 columns per vector.
+    for (i64 q = 0; q < kp; ++q) {
+      const u16* lo = b + 2 * q * rs;
+      const u16* hi = 2 * q + 1 < kc ? lo + rs : nullptr;
+      for (i64 j = 0; j < cols; j += 16) {
+        const i64 sliver = j / NR, h = j % NR;
+        _mm512_store_si512(out + sliver * NR * kp + q * NR + h,
+                           pairs16(lo + j, hi ? hi + j : nullptr, first_lanes(cols - j)));
+      }
+      if (cols % NR && cols % NR <= 16)  // the last sliver's second half: zeros
+        _mm512_store_si512(out + (cols / NR) * NR * kp + q * NR + 16, _mm512_setzero_si512());
+    }
+  } else {
+    // Transposed or strided B: sliver by sliver, column by column (with rs == 1 a pair is one 32-bit load).
+    for (i64 c0 = 0; c0 < cols; c0 += NR) {
+      u32* dst = out + c0 * kp;
+      const i64 nr = min_i(NR, cols - c0);
+      for (i64 j = 0; j < NR; ++j) {
+        const u16* col = b + (c0 + j) * cs;
+        for (i64 q = 0; q < kp; ++q) dst[q * NR + j] = j < nr ? pair(col + 2 * q * rs, rs, 2 * q + 1 < kc) : 0u;
+      }
+    }
+  }
+}
+
+// Per-thread packing buffers, grown on demand and kept (as gemm_kernel.inc's).
+struct PackBuffers {
+  void* a = nullptr;
+  void* b = nullptr;
+  std::size_t a_bytes = 0, b_bytes = 0;
+  ~PackBuffers() {
+    std::free(a);
+    std::free(b);
+  }
+  static u32* grow(void*& p, std::size_t& have, std::size_t want) {
+    if (have < want) {
+      std::free(p);
+      want = (want + 4095) / 4096 * 4096;
+      p = std::aligned_alloc(4096, want);
+      if (!p) std::abort();
+      have = want;
+    }
+    return static_cast<u32*>(p);
+  }
+};
+thread_local PackBuffers tls_pack;
+
+// How C is cut into tasks (gemm_kernel.inc's make_grid).
+struct Grid {
+  i64 tm = 1, tn = 1;      // tasks along rows and columns
+  i64 rows = 0, cols = 0;  // a task's extent (a multiple of MR / NR except the last)
+};
+
+Grid make_grid(i64 batch, i64 m, i64 n, int threads) {
+  Grid g;
+  g.tn = div_up(n, NC);
+  // 3 tasks per thread, so that the last wave is short; cut the dimension
+  // whose task extent is larger (rows repack B, columns repack A).
+  const i64 want = threads <= 1 ? 1 : 3 * i64(threads);
+  while (batch * g.tm * g.tn < want) {
+    const i64 row_tiles = div_up(div_up(m, g.tm), MR), col_tiles = div_up(div_up(n, g.tn), NR);
+    if (row_tiles <= 1 && col_tiles <= 1) break;
+    if (row_tiles * MR >= col_tiles * NR && row_tiles > 1) ++g.tm;
+    else if (col_tiles > 1) ++g.tn;
+    else ++g.tm;
+  }
+  g.rows = div_up(div_up(m, g.tm), MR) * MR;
+  g.cols = div_up(div_up(n, g.tn), NR) * NR;
+  g.tm = div_up(m, g.rows);
+  g.tn = div_up(n, g.cols);
+  return g;
+}
+
+// One task: C[r0:r0+rows, c0:c0+cols] of batch element bi.
+void run_task(const OperandsBf16& op, i64 bi, i64 r0, i64 rows, i64 c0, i64 cols) {
+  const u16* a = op.a + bi * op.a_bs + r0 * op.a_rs;
+  const u16* b = op.b + bi * op.b_bs + c0 * op.b_cs;
+  float* c = op.c + bi * op.m * op.n + r0 * op.n + c0;
+  const i64 ldc = op.n;
+  if (op.k == 0) {
+    for (i64 i = 0; i < rows; ++i)
+      for (i64 j = 0; j < cols; ++j) c[i * ldc + j] = 0.0f;
+    return;
+  }
+  const i64 kc_max = min_i(KC, op.k), kp_max = div_up(kc_max, 2);
+  const i64 mc = min_i(MC, div_up(rows, MR) * MR);
+  u32* bp = PackBuffers::grow(tls_pack.b, tls_pack.b_bytes, sizeof(u32) * kp_max * div_up(cols, NR) * NR);
+  u32* ap = PackBuffers::grow(tls_pack.a, tls_pack.a_bytes, sizeof(u32) * kp_max * mc);
+  for (i64 k0 = 0; k0 < op.k; k0 += KC) {
+    const i64 kc = min_i(KC, op.k - k0), kp = div_up(kc, 2);
+    const bool accumulate = k0 > 0;
+    pack_b(b + k0 * op.b_rs, op.b_rs, op.b_cs, kc, cols, bp);
+    for (i64 i0 = 0; i0 < rows; i0 += mc) {
+      const i64 mb = min_i(mc, rows - i0);
+      pack_a(a + i0 * op.a_rs + k0 * op.a_cs, op.a_rs, op.a_cs, mb, kc, ap);
+      for (i64 j = 0; j < cols; j += NR) {
+        const i64 nr = min_i(NR, cols - j);
+        const u32* bs = bp + j * kp;
+        for (i64 i = 0; i < mb; i += MR) {
+          const i64 mr = min_i(MR, mb - i);
+          float* ct = c + (i0 + i) * ldc + j;
+          const u32* as = ap + i * kp;
+          if (mr == MR && nr == NR) micro_kernel(kp, as, bs, ct, ldc, accumulate);
+          else edge_kernel(kp, as, bs, ct, ldc, accumulate, mr, nr);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_bf16_avx512(const OperandsBf16& op, int threads, ParallelForFn parallel, void* parallel_ctx) {
+  if (op.batch == 0 || op.m == 0 || op.n == 0) return;
+  struct Ctx {
+    const OperandsBf16* op;
+    Grid g;
+  } ctx{&op, make_grid(op.batch, op.m, op.n, threads)};
+  auto task = [](void* p, i64 lo, i64 hi) {
+    const Ctx& c = *static_cast<const Ctx*>(p);
+    const i64 per_batch = c.g.tm * c.g.tn;
+    for (i64 t = lo; t < hi; ++t) {
+      const i64 bi = t / per_batch, rest = t % per_batch, ti = rest / c.g.tn, tj = rest % c.g.tn;
+      const i64 r0 = ti * c.g.rows, c0 = tj * c.g.cols;
+      run_task(*c.op, bi, r0, min_i(c.g.rows, c.op->m - r0), c0, min_i(c.g.cols, c.op->n - c0));
+    }
+  };
+  const i64 tasks = op.batch * ctx.g.tm * ctx.g.tn;
+  if (tasks == 1) task(&ctx, 0, 1);
+  else parallel(parallel_ctx, tasks, task, &ctx);
+}
+
+}  // namespace tessel::codegen::gemm
