@@ -43,4 +43,11 @@ struct OperandsBf16 {
 // one has work); parallel(ctx, n, task, task_ctx) runs task over [0, n).
 void matmul_bf16_avx512(const OperandsBf16& op, int threads, ParallelForFn parallel, void* ctx);
 
+// The FLOP rate of vdpbf16ps over that of a float32 FMA on this core,
+// measured with the instructions themselves (about 2 ms). codegen/dot.cpp
+// runs bfloat16 products on matmul_bf16_avx512 only where this is well
+// above 1; elsewhere (Sapphire and Emerald Rapids: about 0.5) the float32
+// GEMM on converted operands is faster.
+double bf16_dot_rate_over_fma();
+
 }  // namespace tessel::codegen::gemm

@@ -7,9 +7,9 @@
 // Packed operands hold bfloat16 pairs along k as 32-bit words, low half the
 // even k: a B sliver is kp x NR words (word [q][j] = B[2q][j], B[2q+1][j]), an
 // A sliver kp x MR words (word [q][i] = A[i][2q], A[i][2q+1]), kp = ceil(kc/2).
-// The micro-kernel's step over one pair: 2 B vectors, MR broadcasts (folded
-// into vdpbf16ps's {1to16} operand), 2*MR vdpbf16ps into an MR x NR tile of
-// float32 accumulators (24 of 32 zmm).
+// The micro-kernel's step over one pair: 2 B vectors, MR broadcasts (GCC emits
+// vpbroadcastd from memory: load ports only), 2*MR vdpbf16ps into an MR x NR
+// tile of float32 accumulators (24 of 32 zmm).
 //
 // Blocks: KC 512 (a B sliver, 256 x 32 words, is 32 KiB: in L1), MC 240 (an A
 // block 240 KiB of a 2 MiB L2), NC 2048 (a B panel 2 MiB, in L3).
@@ -18,7 +18,7 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
+#include <ctime>
 
 #include "codegen/gemm_bf16.hpp"
 
@@ -250,6 +250,53 @@ void matmul_bf16_avx512(const OperandsBf16& op, int threads, ParallelForFn paral
   const i64 tasks = op.batch * ctx.g.tm * ctx.g.tn;
   if (tasks == 1) task(&ctx, 0, 1);
   else parallel(parallel_ctx, tasks, task, &ctx);
+}
+
+}  // namespace tessel::codegen::gemm
+
+// ------------------------------------------------------------------ does it pay?
+
+namespace tessel::codegen::gemm {
+
+namespace {
+
+double now_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Flops per second of 12 independent chains of `step` on this core, run for
+// about a millisecond after a warm-up (the AVX-512 clocks settle).
+template <class Step>
+double chain_rate(Step step, double flops_per_step) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i) * 1e-3f);
+  long iters = 256, done = 0;
+  double t = 0;
+  for (int round = 0; round < 16 && t < 1e-3; ++round) {
+    const double t0 = now_seconds();
+    for (long k = 0; k < iters; ++k)
+      for (int i = 0; i < 12; ++i) acc[i] = step(acc[i]);
+    const double dt = now_seconds() - t0;
+    if (round >= 2) t += dt, done += iters;  // the first rounds warm up
+    iters *= 2;
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  volatile float sink = _mm512_reduce_add_ps(s);
+  (void)sink;
+  return t > 0 ? double(done) * 12 * flops_per_step / t : 0.0;
+}
+
+}  // namespace
+
+double bf16_dot_rate_over_fma() {
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_set1_epi32(0x33803380);
+  const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+  const double dot = chain_rate([&](__m512 acc) { return _mm512_dpbf16_ps(acc, a, b); }, 64);
+  const double fma = chain_rate([&](__m512 acc) { return _mm512_fmadd_ps(acc, x, y); }, 32);
+  return fma > 0 ? dot / fma : 0.0;
 }
 
 }  // namespace tessel::codegen::gemm

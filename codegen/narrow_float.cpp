@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "codegen/host.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
@@ -30,6 +31,13 @@ Format format_of(DType t) {
   }
 }
 
+// F16C's conversions (vcvtps2ph, vcvtph2ps): LLVM emits them for half
+// conversions on a CPU that has them.
+bool has_f16c() {
+  static const bool yes = host_cpu().has("f16c");
+  return yes;
+}
+
 }  // namespace
 
 Value* narrow_round(llvm::IRBuilderBase& b, Value* x, DType t) {
@@ -38,6 +46,21 @@ Value* narrow_round(llvm::IRBuilderBase& b, Value* x, DType t) {
   b.setFastMathFlags(llvm::FastMathFlags());  // (ax + C) - C must round
   llvm::Type* ft = x->getType();
   const bool dbl = ft->isDoubleTy();
+  if (!dbl && t == DType::bfloat16) {
+    // bfloat16 has float's exponent range: rounding the float's bits at bit
+    // 16 is exact for subnormals too, and a carry past the largest finite
+    // value makes the infinity. Only a NaN needs its own case (its payload
+    // could round away).
+    llvm::Type* i32 = b.getInt32Ty();
+    Value* ix = b.CreateBitCast(x, i32);
+    Value* lsb = b.CreateAnd(b.CreateLShr(ix, b.getInt32(16)), b.getInt32(1));
+    Value* r = b.CreateAnd(b.CreateAdd(b.CreateAdd(ix, b.getInt32(0x7FFF)), lsb), b.getInt32(0xFFFF0000u));
+    return b.CreateSelect(b.CreateFCmpUNO(x, x), llvm::ConstantFP::get(ft, std::nan("")), b.CreateBitCast(r, ft));
+  }
+  // Not float16 by fptrunc and fpext, though F16C rounds right: the
+  // backend fuses a multiply and an add across an fpext (AllowFPOpFusion,
+  // codegen/jit.cpp), which would skip the rounding between them. The
+  // integer ops below are opaque to it.
   const int src_mant = dbl ? 52 : 23;
   llvm::Type* it = dbl ? b.getInt64Ty() : b.getInt32Ty();
   auto ic = [&](std::uint64_t v) { return llvm::ConstantInt::get(it, v); };
@@ -67,6 +90,8 @@ Value* narrow_round(llvm::IRBuilderBase& b, Value* x, DType t) {
 
 Value* narrow_encode(llvm::IRBuilderBase& b, Value* y, DType t) {
   const Format f = format_of(t);
+  if (t == DType::float16 && has_f16c())  // exact: y is on the grid
+    return b.CreateBitCast(b.CreateFPTrunc(y, b.getHalfTy()), b.getInt16Ty());
   llvm::Type* nt = b.getIntNTy(unsigned(f.width()));
   llvm::Type* i32 = b.getInt32Ty();
   auto c32 = [&](std::uint32_t v) { return b.getInt32(v); };
@@ -101,6 +126,7 @@ Value* narrow_encode(llvm::IRBuilderBase& b, Value* y, DType t) {
 
 Value* narrow_decode(llvm::IRBuilderBase& b, Value* bits, DType t) {
   const Format f = format_of(t);
+  if (t == DType::float16 && has_f16c()) return b.CreateFPExt(b.CreateBitCast(bits, b.getHalfTy()), b.getFloatTy());
   llvm::Type* i32 = b.getInt32Ty();
   llvm::Type* flt = b.getFloatTy();
   auto c32 = [&](std::uint32_t v) { return b.getInt32(v); };

@@ -267,7 +267,8 @@ inline double torch_seconds(const std::string& setup, const std::string& stmt, i
   std::string path = "/tmp/tessel_bench_torch.py";
   std::ofstream(path) << py.str();
   const char* python = std::getenv("TESSEL_BENCH_PYTHON");  // default: Debian's, with python3-torch
-  FILE* p = popen((std::string(python ? python : "/usr/bin/python3") + " " + path + " 2>/dev/null").c_str(), "r");
+  // -I: isolated, so that no stray module beside the script (a /tmp/random.py) shadows the library's.
+  FILE* p = popen((std::string(python ? python : "/usr/bin/python3") + " -I " + path + " 2>/dev/null").c_str(), "r");
   if (!p) return -1;
   char buf[128] = {0};
   std::string out;
