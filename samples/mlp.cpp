@@ -3,7 +3,10 @@
 // the same MLP with SGD under jit(grad(loss)). As in the tutorial, the
 // program is written once; only the shardings of the inputs change.
 //
-//   ./tessel run samples/mlp.cpp [--small] [--steps N] [--timing-loops N]
+//   ./tessel run samples/mlp.cpp [--small] [--steps N] [--timing-loops N] [--dtype bfloat16]
+//
+// --dtype bfloat16 (or float16): mixed precision, the activations and
+// matmuls in that dtype, float32 master weights (mlp::loss_mixed).
 //
 // Full size (784-8192-8192-8192-10, batch 8192) needs about 7 TFLOP a step;
 // --small (784-2048-2048-2048-10, batch 2048) about 1/50 of that.
@@ -43,8 +46,14 @@ void timeit(const std::string& what, int loops, int runs, const F& f) {
             << std::defaultfloat;
 }
 
+ts::DType compute_dtype = ts::float32;  // --dtype
+
+ts::Array model_loss(const Params& params, const Batch& batch) {
+  return compute_dtype == ts::float32 ? mlp::loss(params, batch) : mlp::loss_mixed(params, batch, compute_dtype);
+}
+
 Params train(Params params, const Batch& batch, int steps) {
-  static auto gradfun = ts::jit(ts::grad(mlp::loss));
+  static auto gradfun = ts::jit(ts::grad(model_loss));
   const double step_size = 1e-5;
   for (int i = 0; i < steps; ++i) params = mlp::sgd(params, gradfun(params, batch), step_size);
   return params;
@@ -61,8 +70,9 @@ int main(int argc, char** argv) {
     if (a == "--small") small = true;
     else if (a == "--steps" && i + 1 < argc) steps = std::stoi(argv[++i]);
     else if (a == "--timing-loops" && i + 1 < argc) loops = std::stoi(argv[++i]);
+    else if (a == "--dtype" && i + 1 < argc) compute_dtype = ts::dtype_from_name(argv[++i]);
     else {
-      std::cerr << "usage: mlp [--small] [--steps N] [--timing-loops N]\n";
+      std::cerr << "usage: mlp [--small] [--steps N] [--timing-loops N] [--dtype bfloat16|float16]\n";
       return 2;
     }
   }
@@ -74,12 +84,13 @@ int main(int argc, char** argv) {
   std::int64_t batch_size = 8192;
   if (small) layer_sizes = {784, 2048, 2048, 2048, 10}, batch_size = 2048;
 
-  auto loss_jit = ts::jit(mlp::loss);
-  auto gradfun = ts::jit(ts::grad(mlp::loss));
+  auto loss_jit = ts::jit(model_loss);
+  auto gradfun = ts::jit(ts::grad(model_loss));
   auto [params, batch] = mlp::init_model(ts::random::key(0), layer_sizes, batch_size);
   std::cout << "layer sizes";
   for (auto s : layer_sizes) std::cout << " " << s;
-  std::cout << ", batch " << batch_size << ", threefry_partitionable "
+  std::cout << ", batch " << batch_size << ", compute dtype " << ts::dtype_name(compute_dtype)
+            << ", threefry_partitionable "
             << (ts::config().threefry_partitionable ? "on" : "off") << "\n";
 
   section("8-way batch data parallelism");

@@ -53,6 +53,25 @@ inline ts::Array loss(const Params& params, const Batch& batch) {
   return ts::mean(ts::sum(ts::pow(predictions - targets, 2), -1));
 }
 
+// Mixed precision: activations and matmuls in `dtype` (bfloat16: products
+// accumulated in float32, each result rounded to bfloat16), the float32
+// master weights cast on the way in, the loss in float32. Its gradients
+// come back float32, like the weights.
+inline ts::Array predict_mixed(const Params& params, ts::Array inputs, ts::DType dtype) {
+  ts::Array x = ts::astype(inputs, dtype), outputs;
+  for (const auto& [W, b] : params) {
+    outputs = ts::dot(x, ts::astype(W, dtype)) + ts::astype(b, dtype);
+    x = ts::maximum(outputs, 0);
+  }
+  return ts::astype(outputs, ts::float32);
+}
+
+inline ts::Array loss_mixed(const Params& params, const Batch& batch, ts::DType dtype) {
+  const auto& [inputs, targets] = batch;
+  auto predictions = predict_mixed(params, inputs, dtype);
+  return ts::mean(ts::sum(ts::pow(predictions - targets, 2), -1));
+}
+
 inline Params sgd(const Params& params, const Params& grads, double step_size) {
   Params next;
   for (size_t i = 0; i < params.size(); ++i)
