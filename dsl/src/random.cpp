@@ -243,21 +243,41 @@ Array normal(const Array& k, const Shape& shape, DType dtype) {
   });
 }
 
+// jax.random.randint: two draws of the dtype's width, combined modulo the
+// span in that width's unsigned arithmetic (wrapping, as JAX's lax ops do:
+// the multiplier (2^(nbits/2) mod span)^2 wraps, so for spans past
+// 2^(nbits/2) it is 0); minval and maxval clipped to the dtype, a maxval
+// past its range adding 1 to the offset.
 Array randint(const Array& k, const Shape& shape, std::int64_t minval, std::int64_t maxval, DType dtype) {
   check_key(k);
-  if (dtype != DType::int32 && dtype != DType::uint32)
-    throw TypeError(std::string("randint: dtype must be int32 or uint32, got ") + dtype_name(dtype));
+  if (!is_integral(dtype) || dtype_size(dtype) > 4)
+    throw TypeError(std::string("randint: dtype must be an integer dtype of at most 32 bits (int8, uint8, int16, "
+                                "uint16, int32, uint32), got ") + dtype_name(dtype));
+  const int nbits = int(8 * dtype_size(dtype));
+  const IInfo info = iinfo(dtype);
+  const std::int64_t lo = std::max(minval, info.min), hi = std::min<std::int64_t>(maxval, std::int64_t(info.max));
+  const bool out_of_range = maxval > std::int64_t(info.max);
+  const std::uint64_t mask = nbits == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << nbits) - 1;
+  std::uint64_t span = hi <= lo ? 1 : std::uint64_t(hi - lo) & mask;
+  // A maxval past the dtype: one more (the whole range wraps to 0, which
+  // the remainders below leave alone: XLA's x % 0 is x).
+  if (out_of_range && hi > lo) span = (span + 1) & mask;
+  auto rem = [](std::uint64_t a, std::uint64_t b) { return b == 0 ? a : a % b; };
+  const std::uint64_t m = rem(std::uint64_t(1) << (nbits / 2), span);
+  const std::uint64_t mult = rem((m * m) & mask, span);  // the product wraps in the width
+  const DType ut = nbits == 8 ? DType::uint8 : nbits == 16 ? DType::uint16 : DType::uint32;
   return apply1("random.randint", {k}, [=](NodeTable& t, const NR& in) {
     NodeRef keys = split_node(t, in[0], 2);
-    NodeRef higher = bits32(t, key_row(t, keys, 0), shape), lower = bits32(t, key_row(t, keys, 1), shape);
-    std::uint32_t span = maxval <= minval ? 1u : std::uint32_t(std::uint64_t(maxval - minval));
-    std::uint32_t mult = std::uint32_t((std::uint64_t(65536) % span) * (std::uint64_t(65536) % span) % span);
-    NodeRef sp = u32(t, double(span), shape);
-    NodeRef off = build::binary(t, Op::add,
-                                build::binary(t, Op::mul, build::binary(t, Op::rem, higher, sp), u32(t, double(mult), shape)),
+    auto draw = [&](std::int64_t row) {
+      return nbits == 32 ? bits32(t, key_row(t, keys, row), shape) : bits_narrow(t, key_row(t, keys, row), shape, nbits);
+    };
+    NodeRef higher = draw(0), lower = draw(1);
+    auto uc = [&](double v) { return build::broadcast_in_dim(t, build::scalar(t, ut, v), shape, {}); };
+    NodeRef sp = uc(double(span));
+    NodeRef off = build::binary(t, Op::add, build::binary(t, Op::mul, build::binary(t, Op::rem, higher, sp), uc(double(mult))),
                                 build::binary(t, Op::rem, lower, sp));
     off = build::binary(t, Op::rem, off, sp);
-    NodeRef base = build::broadcast_in_dim(t, build::scalar(t, dtype, double(minval)), shape, {});
+    NodeRef base = build::broadcast_in_dim(t, build::scalar(t, dtype, double(lo)), shape, {});
     return build::binary(t, Op::add, base, build::convert(t, off, dtype));
   });
 }

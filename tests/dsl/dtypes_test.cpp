@@ -536,3 +536,45 @@ TEST_CASE("dtypes: frombuffer, fromstring and array_str as NumPy's") {
   CHECK(ts::array_str(ts::array(std::vector<std::int8_t>{-1, 10}, {1, 2})) == "[[-1 10]]");
   CHECK(ts::array_str(ts::array(1.5f)) == "1.5");
 }
+
+TEST_CASE("dtypes: randint in 8-, 16- and 32-bit integers, JAX's formula in the width's wrapping arithmetic") {
+  // jax.random._randint: offset = ((hi % span) * mult + lo % span) % span in
+  // the width's unsigned type, mult = ((2^(nbits/2) % span)^2 wrapping) % span,
+  // hi and lo the draws of split(key)[0] and [1]; XLA's x % 0 is x.
+  auto key = ts::random::key(7);
+  const ts::Shape shape = {64};
+  auto keys = ts::random::split(key, 2);
+  struct Case {
+    ts::DType dtype;
+    std::int64_t lo, hi;
+  };
+  for (auto c : std::vector<Case>{{ts::int8, -100, 100}, {ts::uint8, 0, 256}, {ts::uint8, 3, 9}, {ts::int16, 0, 10},
+                                  {ts::uint16, 0, 1000}, {ts::int32, 0, 100000}, {ts::int32, -5, 1000}}) {
+    CAPTURE(ts::dtype_name(c.dtype));
+    CAPTURE(c.lo);
+    CAPTURE(c.hi);
+    const int nbits = int(8 * ts::dtype_size(c.dtype));
+    const ts::DType ut = nbits == 8 ? ts::uint8 : nbits == 16 ? ts::uint16 : ts::uint32;
+    auto hb = ts::astype(ts::random::bits(keys.index({0}), shape, ut), ts::int64).to_vector<std::int64_t>();
+    auto lb = ts::astype(ts::random::bits(keys.index({1}), shape, ut), ts::int64).to_vector<std::int64_t>();
+    const std::uint64_t mask = (std::uint64_t(1) << nbits) - 1;
+    const auto info = ts::iinfo(c.dtype);
+    const std::int64_t lo = std::max(c.lo, info.min), hi = std::min<std::int64_t>(c.hi, std::int64_t(info.max));
+    std::uint64_t span = std::uint64_t(hi - lo) & mask;
+    if (c.hi > std::int64_t(info.max)) span = (span + 1) & mask;
+    auto rem = [](std::uint64_t a, std::uint64_t b) { return b == 0 ? a : a % b; };
+    const std::uint64_t m = rem(std::uint64_t(1) << (nbits / 2), span), mult = rem((m * m) & mask, span);
+    auto got = ts::astype(ts::random::randint(key, shape, c.lo, c.hi, c.dtype), ts::int64).to_vector<std::int64_t>();
+    for (size_t i = 0; i < got.size(); ++i) {
+      const std::uint64_t off =
+          rem(((rem(std::uint64_t(hb[i]), span) * mult & mask) + rem(std::uint64_t(lb[i]), span)) & mask, span);
+      // minval + the offset, wrapping in the dtype.
+      std::int64_t want = std::int64_t((std::uint64_t(lo) + off) & mask);
+      if (ts::is_signed_int(c.dtype) && want > std::int64_t(info.max)) want -= std::int64_t(mask + 1);
+      CHECK(got[i] == want);
+      CHECK(got[i] >= lo);
+      if (c.hi <= std::int64_t(info.max)) CHECK(got[i] < c.hi);
+    }
+  }
+  CHECK_THROWS_AS(ts::random::randint(key, shape, 0, 5, ts::float32), ts::TypeError);
+}
