@@ -218,12 +218,8 @@ class DotThunk final : public rt::Thunk {
       op.a = static_cast<const std::uint16_t*>(a), op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
       op.b = static_cast<const std::uint16_t*>(b), op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
       op.c = c;
-      gemm::ParallelFor parallel = [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
-        if (wide) rt::parallel_for_machine(0, n, 1, task);
-        else rt::parallel_for(0, n, 1, task);
-      };
-      return gemm::matmul_bf16_avx512(op, wide ? rt::ComputeSlot::machine_threads() : threads_, gemm::run_parallel,
-                                      &parallel);
+      gemm::ParallelFor parallel = tasks(wide);
+      return gemm::matmul_bf16_avx512(op, threads(wide), gemm::run_parallel, &parallel);
     }
     // Without the instruction: the operands' values as float32 (exact), in
     // their strided layout, then the float32 GEMM.
@@ -246,11 +242,7 @@ class DotThunk final : public rt::Thunk {
     op.a = fa, op.a_bs = op.m * op.k, op.a_rs = op.k, op.a_cs = 1;
     op.b = fb, op.b_bs = op.k * op.n, op.b_rs = op.n, op.b_cs = 1;
     op.c = c;
-    gemm::matmul(op, wide ? rt::ComputeSlot::machine_threads() : threads_,
-                 [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
-                   if (wide) rt::parallel_for_machine(0, n, 1, task);
-                   else rt::parallel_for(0, n, 1, task);
-                 });
+    gemm::matmul(op, threads(wide), tasks(wide));
   }
 
   // The dot-product instruction where it outruns the float32 FMAs: measured
@@ -263,6 +255,15 @@ class DotThunk final : public rt::Thunk {
     return yes;
   }
 
+  // The GEMMs' threads and tasks: the whole host's for a machine-wide turn, else the device's.
+  int threads(bool wide) const { return wide ? rt::ComputeSlot::machine_threads() : threads_; }
+  static gemm::ParallelFor tasks(bool wide) {
+    return [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
+      if (wide) rt::parallel_for_machine(0, n, 1, task);
+      else rt::parallel_for(0, n, 1, task);
+    };
+  }
+
   template <class T>
   void run_gemm(const T* a, const T* b, T* c, bool wide) const {
     gemm::Operands<T> op;
@@ -270,11 +271,7 @@ class DotThunk final : public rt::Thunk {
     op.a = a, op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
     op.b = b, op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
     op.c = c;
-    gemm::matmul(op, wide ? rt::ComputeSlot::machine_threads() : threads_,
-                 [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
-                   if (wide) rt::parallel_for_machine(0, n, 1, task);
-                   else rt::parallel_for(0, n, 1, task);
-                 });
+    gemm::matmul(op, threads(wide), tasks(wide));
   }
 
   // A 512^3 product: below it a dot is too short to be worth a host-wide turn.

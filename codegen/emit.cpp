@@ -55,7 +55,7 @@ llvm::Type* ExprEmitter::mem_type(DType t) {
 }
 Value* ExprEmitter::i64c(std::int64_t v) { return b.getInt64(std::uint64_t(v)); }
 Value* ExprEmitter::constant(DType t, double v) {
-  if (is_narrow_float(t)) return narrow_round(b, llvm::ConstantFP::get(b.getDoubleTy(), v), t);
+  if (is_narrow_float(t)) return literal_scalar(*Literal::scalar(t, v));  // rounded on the host, once
   if (is_floating(t)) return llvm::ConstantFP::get(reg_type(t), v);
   if (t == DType::bool_) return b.getInt1(v != 0);
   if (is_unsigned_int(t)) return llvm::ConstantInt::get(reg_type(t), v >= 0x1p63 ? std::uint64_t(v) : std::uint64_t(std::int64_t(v)));

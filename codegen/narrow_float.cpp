@@ -1,6 +1,7 @@
 #include "codegen/narrow_float.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "codegen/host.hpp"
 #include "tessel/core/errors.hpp"
@@ -21,14 +22,19 @@ struct Format {
   int width() const { return 1 + ebits + mant; }
 };
 
+// The format's facts from its host type's std::numeric_limits
+// (tessel/core/float_types.hpp), so the two cannot disagree.
 Format format_of(DType t) {
-  switch (t) {
-    case DType::bfloat16: return {7, 8, 127, true, std::ldexp(255.0, 120)};
-    case DType::float16: return {10, 5, 15, true, 65504.0};
-    case DType::float8_e4m3fn: return {3, 4, 7, false, 448.0};
-    case DType::float8_e5m2: return {2, 5, 15, true, 57344.0};
-    default: throw InternalError(std::string(dtype_name(t)) + " is not a narrow float");
-  }
+  return visit_dtype(t, [&](auto tag) -> Format {
+    using T = decltype(tag);
+    if constexpr (is_narrow_float_v<T>) {
+      using L = std::numeric_limits<T>;
+      const int mant = L::digits - 1, bias = 1 - (L::min_exponent - 1);
+      return {mant, int(8 * sizeof(T)) - 1 - mant, bias, L::has_infinity, double(float(L::max()))};
+    } else {
+      throw InternalError(std::string(dtype_name(t)) + " is not a narrow float");
+    }
+  });
 }
 
 // F16C's conversions (vcvtps2ph, vcvtph2ps): LLVM emits them for half
