@@ -578,3 +578,16 @@ TEST_CASE("dtypes: randint in 8-, 16- and 32-bit integers, JAX's formula in the 
   }
   CHECK_THROWS_AS(ts::random::randint(key, shape, 0, 5, ts::float32), ts::TypeError);
 }
+
+TEST_CASE("dtypes: what JAX refuses for 16- and 8-bit floats on CPU is a TypeError naming the op and dtype") {
+  auto m = ts::astype(ts::eye(3), ts::bfloat16);
+  CHECK_THROWS_WITH_AS(ts::linalg::cholesky(m), doctest::Contains("bf16[3,3]"), ts::TypeError);
+  CHECK_THROWS_WITH_AS(ts::linalg::solve(ts::astype(ts::eye(2), ts::float16), ts::astype(ts::ones({2}), ts::float16)),
+                       doctest::Contains("16- or 8-bit floats"), ts::TypeError);
+  CHECK_THROWS_AS(ts::linalg::qr(ts::astype(ts::eye(2), ts::float8_e4m3fn)), ts::TypeError);
+  CHECK_THROWS_AS(ts::lax::erf_inv(ts::array(std::vector<std::int8_t>{1})), ts::TypeError);
+  // jnp.fft.rfft transforms a bfloat16 array in float32: a complex64 result.
+  auto r = ts::fft::rfft(ts::astype(ts::array(std::vector<float>{1, 2, 3, 4}), ts::bfloat16));
+  CHECK(r.dtype() == ts::complex64);
+  CHECK(ts::real(r).to_vector<float>()[0] == 10.0f);
+}
