@@ -140,3 +140,42 @@ Array dot_product_attention(const Array& q_in, const Array& k_in, const Array& v
 }
 
 }  // namespace tessel::nn
+
+namespace tessel::nn {
+
+Array scaled_matmul(const Array& lhs, const Array& rhs, const Array& lhs_scales, const Array& rhs_scales,
+                    DType preferred_element_type) {
+  using detail::cat;
+  for (const Array* x : {&lhs, &rhs, &lhs_scales, &rhs_scales})
+    if (x->ndim() != 3)
+      throw ValueError(cat("scaled_matmul requires all inputs to be 3-dimensional arrays, got shapes ",
+                           shape_str(lhs.shape()), ", ", shape_str(rhs.shape()), ", ", shape_str(lhs_scales.shape()),
+                           " and ", shape_str(rhs_scales.shape())));
+  const Shape &a = lhs.shape(), &b = rhs.shape(), &as = lhs_scales.shape(), &bs = rhs_scales.shape();
+  if (a[2] != b[2] || a[0] != b[0])
+    throw ValueError(cat("scaled_matmul requires inputs a and b to have matching batch (B) and contract (K) "
+                         "dimensions, but got shapes ", shape_str(a), " and ", shape_str(b)));
+  if (as[2] != bs[2] || as[0] != bs[0])
+    throw ValueError(cat("scaled_matmul requires scales to have matching batch (B) and contract (K) dimensions, "
+                         "but got shapes ", shape_str(as), " and ", shape_str(bs)));
+  if (as[1] != a[1] || bs[1] != b[1] || as[0] != a[0])
+    throw ValueError(cat("scaled_matmul requires scales to match non-contract dimensions of inputs, but got shapes "
+                         "a: ", shape_str(a), ", b: ", shape_str(b), ", a_scales: ", shape_str(as),
+                         ", b_scales: ", shape_str(bs)));
+  if (as[2] == 0 || a[2] % as[2] != 0)
+    throw ValueError(cat("scaled_matmul: the scales' last dimension ", as[2], " must divide the contracting dimension ",
+                         a[2], " (each scale covers a block of K / K_a elements)"));
+  // Each scale times its block: [B, M, K] seen as [B, M, K_a, K / K_a]
+  // against [B, M, K_a, 1], in preferred_element_type (JAX's CPU lowering).
+  auto scaled = [&](const Array& x, const Array& s) {
+    const Shape& xs = x.shape();
+    const std::int64_t blocks = s.shape()[2];
+    Array xb = reshape(x.astype(preferred_element_type), {xs[0], xs[1], blocks, xs[2] / blocks});
+    Array sb = reshape(s.astype(preferred_element_type), {xs[0], xs[1], blocks, 1});
+    return reshape(xb * sb, xs);
+  };
+  return lax::dot_general(scaled(lhs, lhs_scales), scaled(rhs, rhs_scales), {{2}, {2}, {0}, {0}},
+                          DotOptions{.preferred_element_type = preferred_element_type});
+}
+
+}  // namespace tessel::nn

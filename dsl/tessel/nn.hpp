@@ -52,4 +52,13 @@ struct AttentionOptions {
 // float32 at least. A heads dim split over devices stays split.
 Array dot_product_attention(const Array& query, const Array& key, const Array& value, AttentionOptions options = {});
 
+// jax.nn.scaled_matmul: the block-scaled product of lhs [B, M, K] and rhs
+// [B, N, K] (K contracted) with scales lhs_scales [B, M, K_a] and rhs_scales
+// [B, N, K_b] (K_a and K_b divide K): each scale multiplies its block of
+// K / K_a (K / K_b) consecutive elements. Computed as JAX computes it off
+// cuDNN: every operand converted to preferred_element_type, scaled, and
+// contracted into preferred_element_type; a [B, M, N] result.
+Array scaled_matmul(const Array& lhs, const Array& rhs, const Array& lhs_scales, const Array& rhs_scales,
+                    DType preferred_element_type = DType::float32);
+
 }  // namespace tessel::nn

@@ -15,6 +15,7 @@
 #include <tessel/distributed.hpp>
 #include <tessel/fft.hpp>
 #include <tessel/initializers.hpp>
+#include <tessel/io.hpp>
 #include <tessel/jit.hpp>
 #include <tessel/lax.hpp>
 #include <tessel/linalg.hpp>
