@@ -46,7 +46,7 @@ NATIVE = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 expected = {}
 
 def expect(a, dtype=None):
-    a = np.ascontiguousarray(a)
+    a = np.array(a, order="C")  # ascontiguousarray would make a 0-d array 1-d
     le = a.astype(a.dtype.newbyteorder("<")) if a.dtype.kind not in "bV" and a.dtype.itemsize > 1 else a
     return {"dtype": dtype or a.dtype.name, "shape": list(a.shape), "hex": le.tobytes().hex()}
 

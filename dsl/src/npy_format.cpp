@@ -304,14 +304,24 @@ DataType dtype_of_descr(const std::string& descr, std::optional<DType> wanted, b
   };
   std::size_t i = 0;
   char order = '=';
-  if (!descr.empty() && std::strchr("<>=|", descr[0])) order = descr[i++];
-  if (i >= descr.size()) throw unsupported("an empty type string");
+  if (!descr.empty() && descr[0] && std::strchr("<>=|", descr[0])) order = descr[i++];
+  if (i >= descr.size()) damaged(file, cat("has a damaged header: its 'descr' '", descr, "' is not a NumPy type string"));
   const char kind = descr[i++];
+  switch (kind) {  // types NumPy has and tessel lacks ('<M8[s]', '|S5', '|O')
+    case 'O': throw unsupported("Python objects");
+    case 'S':
+    case 'a': throw unsupported("byte strings");
+    case 'U': throw unsupported("Unicode strings");
+    case 'M': throw unsupported("datetimes");
+    case 'm': throw unsupported("timedeltas");
+    default: break;
+  }
   const std::string digits = descr.substr(i);
   int size = 0;
   if (!digits.empty()) {
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
-    if (ec != std::errc() || p != digits.data() + digits.size()) throw unsupported("a type string NumPy does not write");
+    if (ec != std::errc() || p != digits.data() + digits.size())
+      damaged(file, cat("has a damaged header: its 'descr' '", descr, "' is not a NumPy type string"));
   }
   const bool big = order == '>' || (order == '=' && std::endian::native == std::endian::big);
   std::optional<DType> named;
@@ -330,11 +340,11 @@ DataType dtype_of_descr(const std::string& descr, std::optional<DType> wanted, b
       break;
     case 'f':
       named = size == 2 ? DType::float16 : size == 4 ? DType::float32 : size == 8 ? DType::float64 : named;
-      if (!named && size > 8) throw unsupported("a long double");
+      if (size == 12 || size == 16) throw unsupported("a long double");
       break;
     case 'c':
       named = size == 8 ? DType::complex64 : size == 16 ? DType::complex128 : named;
-      if (!named && size > 16) throw unsupported("a complex long double");
+      if (size == 24 || size == 32) throw unsupported("a complex long double");
       break;
     case 'V': {
       // Raw bytes: how np.save records ml_dtypes' bfloat16 ('<V2') and
@@ -361,15 +371,10 @@ DataType dtype_of_descr(const std::string& descr, std::optional<DType> wanted, b
       }
       throw unsupported(cat("raw records of ", size, " bytes"));
     }
-    case 'O': throw unsupported("Python objects");
-    case 'S':
-    case 'a': throw unsupported("byte strings");
-    case 'U': throw unsupported("Unicode strings");
-    case 'M': throw unsupported("datetimes");
-    case 'm': throw unsupported("timedeltas");
     default: break;
   }
-  if (!named) throw unsupported("a type string tessel does not know");
+  // Not a type NumPy has ('<f5', 'x4'): the header is damaged, not merely foreign.
+  if (!named) damaged(file, cat("has a damaged header: its 'descr' '", descr, "' is not a NumPy type string"));
   if (wanted && *wanted != *named && !only_unnamed)
     throw TypeError(cat("the .npy file ", file, " holds ", dtype_name(*named), " (NumPy type '", descr,
                         "'), but LoadOptions asks for ", dtype_name(*wanted),
