@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -88,7 +89,10 @@ mode_t new_file_mode() {
   std::ifstream f("/proc/self/status");
   std::string line;
   while (std::getline(f, line))
-    if (line.rfind("Umask:", 0) == 0) return mode_t(0666 & ~std::stoul(line.substr(6), nullptr, 8));
+    if (line.rfind("Umask:", 0) == 0) {
+      const unsigned long mask = std::strtoul(line.c_str() + 6, nullptr, 8);
+      return mode_t(0666 & ~mask);
+    }
   return 0644;
 }
 

@@ -213,6 +213,8 @@ Header read_header(const ReadExact& read, std::uint64_t file_size, const std::st
   unsigned char pre[12] = {};
   const std::size_t have = std::size_t(std::min<std::uint64_t>(file_size, sizeof pre));
   read(pre, have);
+  if (have >= 4 && std::memcmp(pre, "PK\x03\x04", 4) == 0)
+    damaged(file, "is not a .npy file but a zip archive (an .npz?): read it with ts::load_npz");
   if (std::memcmp(pre, kMagic.data(), std::min(have, kMagic.size())) != 0)
     damaged(file, "is not a NumPy file: it does not start with NumPy's magic string \"\\x93NUMPY\"");
   if (have < 10) damaged(file, cat("is truncated: it has ", file_size, " bytes, less than a header's first 10"));

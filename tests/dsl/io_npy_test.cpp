@@ -19,6 +19,8 @@
 #include <tessel/io.hpp>
 #include <tessel/tessel.hpp>
 
+#include "dsl/src/npy_format.hpp"
+
 namespace ts = tessel;
 namespace fs = std::filesystem;
 using ts::P;
@@ -545,4 +547,59 @@ TEST_CASE("paths that cannot be read or written are FileErrors naming them") {
   std::set<std::string> names;
   for (auto& e : fs::directory_iterator(dir.path)) names.insert(e.path().filename().string());
   CHECK(names == std::set<std::string>{"file", "taken.npy", "over.npy", "over.npz"});
+}
+
+TEST_CASE("a header over 65535 bytes is written as version 2.0, and read back by NumPy and tessel") {
+  TempDir dir;
+  const ts::Shape shape(25000, 1);  // "(1, 1, ...)": 75000 bytes of dict
+  const std::string h = ts::detail::npy::make_header(ts::float32, shape);
+  CHECK(h[6] == 2);
+  CHECK(h.size() % 64 == 0);
+  CHECK(h.back() == '\n');
+  const std::string p = dir / "v2.npy";
+  std::vector<unsigned char> b(h.begin(), h.end());
+  const float v = 2.5f;
+  b.insert(b.end(), reinterpret_cast<const unsigned char*>(&v), reinterpret_cast<const unsigned char*>(&v) + 4);
+  write_file(p, b);
+  std::size_t off = 0;
+  const auto header = ts::detail::npy::read_header(
+      [&](void* dst, std::size_t n) {
+        std::memcpy(dst, b.data() + off, n);
+        off += n;
+      },
+      b.size(), p);
+  CHECK(header.major == 2);
+  CHECK(header.shape == shape);
+  CHECK(header.descr == "<f4");
+  CHECK(header.data_offset == h.size());
+  // NumPy arrays have at most 32 dimensions: NumPy reads the header only.
+  auto [out, rc] = run("/usr/bin/python3 -I -c \"import numpy as np, sys; f = open(sys.argv[1], 'rb'); "
+                       "v = np.lib.format.read_magic(f); "
+                       "s, o, t = np.lib.format.read_array_header_2_0(f, max_header_size=10**6); "
+                       "sys.exit(0 if v == (2, 0) and s == (1,) * 25000 and not o and t == np.float32 "
+                       "and f.tell() % 64 == 0 else 1)\" " + p + " 2>&1");
+  INFO(out);
+  CHECK(rc == 0);
+}
+
+TEST_CASE("larger arrays split along either dimension are written in order") {
+  TempDir dir;
+  std::mt19937 rng(3);
+  const ts::Shape shape = {1029, 515};  // uneven over 8, more than the staging buffer
+  ts::Array host = random_bits(rng, ts::float32, shape);
+  const auto want = bytes_of(host);
+  const ts::Mesh mesh = ts::make_mesh({8}, {"x"});
+  for (auto spec : {P("x"), P(ts::None, "x"), P()}) {
+    CAPTURE(spec.str());
+    const std::string p = dir / "big.npy";
+    ts::save(p, ts::device_put(host, ts::NamedSharding(mesh, spec)));
+    CHECK(hex(bytes_of(ts::load(p))) == hex(want));
+    const std::string z = dir / "big.npz";
+    ts::savez_compressed(z, {{"big", ts::device_put(host, ts::NamedSharding(mesh, spec))}});
+    CHECK(hex(bytes_of(ts::load_npz(z).at("big"))) == hex(want));
+  }
+}
+
+TEST_CASE("load of an .npz says to use load_npz") {
+  CHECK_THROWS_WITH_AS(ts::load(kData + "stored.npz"), has("ts::load_npz"), ts::FileError);
 }
