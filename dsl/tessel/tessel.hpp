@@ -7,6 +7,7 @@
 
 #include <tessel/array.hpp>
 #include <tessel/autodiff.hpp>
+#include <tessel/checkpoint.hpp>
 #include <tessel/creation.hpp>
 #include <tessel/debug.hpp>
 #include <tessel/device.hpp>

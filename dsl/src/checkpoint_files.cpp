@@ -1,0 +1,221 @@
+// The files of a checkpoint: see checkpoint_files.hpp.
+#include "dsl/src/checkpoint_files.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <tessel/io.hpp>
+
+#include "tessel/core/errors.hpp"
+
+namespace tessel::checkpoint::detail {
+
+using tessel::detail::cat;
+
+namespace {
+std::string sys_error(const std::string& what, const std::string& path) {
+  return cat("checkpoint: cannot ", what, " ", path, ": ", std::strerror(errno));
+}
+}  // namespace
+
+std::uint32_t crc32_of(const void* data, std::size_t bytes) {
+  return std::uint32_t(crc32_z(crc32_z(0, nullptr, 0), static_cast<const Bytef*>(data), bytes));
+}
+
+std::vector<std::uint32_t> piece_crcs(const void* data, std::size_t bytes) {
+  std::vector<std::uint32_t> out;
+  const char* p = static_cast<const char*>(data);
+  for (std::size_t off = 0; off < bytes; off += kPiece) out.push_back(crc32_of(p + off, std::min(kPiece, bytes - off)));
+  return out;
+}
+
+void write_file(const std::string& path, const void* data, std::size_t bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw FileError(sys_error("create", path));
+  const char* p = static_cast<const char*>(data);
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::write(fd, p + done, std::min<std::size_t>(bytes - done, std::size_t(1) << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string msg = sys_error("write", path);
+      ::close(fd);
+      throw FileError(msg);
+    }
+    done += std::size_t(n);
+  }
+  if (::fdatasync(fd) != 0) {
+    const std::string msg = sys_error("flush", path);
+    ::close(fd);
+    throw FileError(msg);
+  }
+  if (::close(fd) != 0) throw FileError(sys_error("close", path));
+}
+
+std::string read_text(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw FileError(sys_error("open", path));
+  std::string s;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string msg = sys_error("read", path);
+      ::close(fd);
+      throw FileError(msg);
+    }
+    if (n == 0) break;
+    s.append(buf, std::size_t(n));
+  }
+  ::close(fd);
+  return s;
+}
+
+void sync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw FileError(sys_error("open the directory", dir));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw FileError(sys_error("flush the directory", dir));
+}
+
+ChunkReader::ChunkReader(std::string path, std::size_t bytes, const std::vector<std::uint32_t>& crcs)
+    : path_(std::move(path)), bytes_(bytes), crcs_(crcs) {
+  if (crcs_.size() != pieces())
+    throw FileError(cat("checkpoint: the metadata of ", path_, " lists ", crcs_.size(), " checksums for ", bytes_,
+                        " bytes (", pieces(), " pieces of ", kPiece, "): the metadata is damaged"));
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw FileError(sys_error("open the chunk", path_));
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) {
+    const std::string msg = sys_error("stat", path_);
+    ::close(fd_);
+    throw FileError(msg);
+  }
+  if (std::size_t(st.st_size) != bytes_) {
+    ::close(fd_);
+    throw FileError(cat("checkpoint: the chunk ", path_, " has ", st.st_size, " bytes but the checkpoint's metadata says ",
+                        bytes_, (std::size_t(st.st_size) < bytes_ ? " (truncated)" : " (it grew)")));
+  }
+}
+
+ChunkReader::~ChunkReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::size_t ChunkReader::read_pieces(std::size_t first, std::size_t last, char* out) {
+  const std::size_t begin = first * kPiece, end = std::min(bytes_, (last + 1) * kPiece);
+  std::size_t done = 0;
+  while (begin + done < end) {
+    const ssize_t n = ::pread(fd_, out + begin + done, std::min<std::size_t>(end - begin - done, std::size_t(1) << 30),
+                              off_t(begin + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw FileError(sys_error("read the chunk", path_));
+    if (n == 0) throw FileError(cat("checkpoint: the chunk ", path_, " ended at byte ", begin + done, " of ", bytes_));
+    done += std::size_t(n);
+  }
+  for (std::size_t i = first; i <= last; ++i) {
+    const std::size_t off = i * kPiece, len = std::min(kPiece, bytes_ - off);
+    const std::uint32_t got = crc32_of(out + off, len);
+    if (got != crcs_[i])
+      throw FileError(cat("checkpoint: the chunk ", path_, " is damaged: bytes ", off, "..", off + len,
+                          " have CRC-32 ", got, " but the checkpoint's metadata says ", crcs_[i]));
+  }
+  return end - begin;
+}
+
+std::string zarr_dtype(DType t) {
+  switch (t) {
+    case DType::bool_: return "|b1";
+    case DType::int8: return "|i1";
+    case DType::uint8: return "|u1";
+    case DType::int16: return "<i2";
+    case DType::uint16: return "<u2";
+    case DType::int32: return "<i4";
+    case DType::uint32: return "<u4";
+    case DType::int64: return "<i8";
+    case DType::uint64: return "<u8";
+    case DType::float16: return "<f2";
+    case DType::float32: return "<f4";
+    case DType::float64: return "<f8";
+    case DType::complex64: return "<c8";
+    case DType::complex128: return "<c16";
+    case DType::bfloat16: return "|V2";
+    case DType::float8_e4m3fn:
+    case DType::float8_e5m2: return "|V1";
+  }
+  throw InternalError("zarr_dtype: unknown dtype");
+}
+
+std::string zarray_json(const Shape& shape, const Shape& chunks, DType dtype, const std::string& compression,
+                        int zstd_level) {
+  nlohmann::ordered_json j;
+  j["zarr_format"] = 2;
+  j["shape"] = shape;
+  j["chunks"] = chunks;
+  j["dtype"] = zarr_dtype(dtype);
+  if (compression == "zstd") j["compressor"] = {{"id", "zstd"}, {"level", zstd_level}};
+  else j["compressor"] = nullptr;
+  j["fill_value"] = nullptr;
+  j["order"] = "C";
+  j["filters"] = nullptr;
+  j["dimension_separator"] = ".";
+  return j.dump(4);
+}
+
+std::string chunk_key(const std::vector<std::int64_t>& g) {
+  if (g.empty()) return "0";
+  std::string s;
+  for (std::size_t d = 0; d < g.size(); ++d) {
+    if (d) s += '.';
+    s += std::to_string(g[d]);
+  }
+  return s;
+}
+
+std::string leaf_dir_name(std::size_t i, const std::string& path) {
+  // "['params']['w']" -> "3.params.w": the index keeps names unique.
+  std::string s = std::to_string(i);
+  bool sep = true;
+  for (char c : path) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!keep) {
+      sep = true;
+      continue;
+    }
+    if (sep) s += '.';
+    sep = false;
+    s += c;
+    if (s.size() > 96) break;
+  }
+  return s;
+}
+
+std::vector<char> zstd_compress(const void* data, std::size_t bytes, int level) {
+  std::vector<char> out(ZSTD_compressBound(bytes));
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), data, bytes, level);
+  if (ZSTD_isError(n)) throw Error(cat("checkpoint: zstd failed: ", ZSTD_getErrorName(n)));
+  out.resize(n);
+  return out;
+}
+
+void zstd_decompress(const char* src, std::size_t src_bytes, void* dst, std::size_t bytes, const std::string& path) {
+  const unsigned long long content = ZSTD_getFrameContentSize(src, src_bytes);
+  if (content != bytes)
+    throw FileError(cat("checkpoint: the chunk ", path, " is not a zstd frame of ", bytes, " bytes (",
+                        content == ZSTD_CONTENTSIZE_ERROR ? std::string("not zstd") : cat("it says ", content), ")"));
+  const std::size_t n = ZSTD_decompress(dst, bytes, src, src_bytes);
+  if (ZSTD_isError(n) || n != bytes)
+    throw FileError(cat("checkpoint: the chunk ", path, " does not decompress: ",
+                        ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size"));
+}
+
+}  // namespace tessel::checkpoint::detail
