@@ -13,6 +13,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "tests/mpi/checkpoint_tree.hpp"
 #include "tests/mpi/scenarios.hpp"
 
 namespace ts = tessel;
@@ -117,4 +118,41 @@ TEST_CASE("processes that reach a collective with different shapes, or different
   CHECK(count(out, "another program") >= 2);
   // Programs that differ only in a constant's 9th element differ too.
   CHECK(count(out, "(constant): ") == 2);
+}
+
+TEST_CASE("checkpoints: 2 processes x 4 devices read what 1 x 8 wrote, onto any sharding, and write the same files") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("tessel_mpi_ckpt_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto values = tessel::mpi_test::checkpoint_values();
+  std::map<std::string, ts::Array> tree;
+  for (auto& [k, t] : tessel::mpi_test::checkpoint_target(false)) tree[k] = ts::device_put(values[k], *t.sharding);
+  ts::checkpoint::save((dir / "A").string(), tree);
+  ts::checkpoint::save((dir / "A.zstd").string(), tree, {.compression = "zstd"});
+  setenv("TESSEL_DISTRIBUTED_TIMEOUT", "120", 1);
+  auto [rc, out] = mpirun(2, "checkpoint " + dir.string());
+  CAPTURE(out);
+  CHECK(rc == 0);
+  CHECK(count(out, "OK checkpoint") == 2);
+  // What the two processes wrote is, file for file, what one process wrote.
+  auto files = [](const fs::path& root) {
+    std::map<std::string, std::string> m;
+    for (auto& e : fs::recursive_directory_iterator(root))
+      if (e.is_regular_file()) {
+        std::ifstream in(e.path(), std::ios::binary);
+        m[fs::relative(e.path(), root).string()] = std::string(std::istreambuf_iterator<char>(in), {});
+      }
+    return m;
+  };
+  const auto a = files(dir / "A"), b = files(dir / "B"), c = files(dir / "C"), az = files(dir / "A.zstd");
+  // .zarray and .zattrs per leaf, the metadata, and the non-empty chunks: 7 + 8 + 1 + 4 + 3.
+  CHECK(a.size() == 5 * 2 + 1 + 23);
+  CHECK(a == b);
+  CHECK(az == c);
+  for (const char* name : {"B", "C"}) {
+    auto back = ts::checkpoint::restore((dir / name).string(), tessel::mpi_test::checkpoint_target(true));
+    for (auto& [k, v] : values) CHECK(tessel::mpi_test::whole_bytes(back[k]) == tessel::mpi_test::whole_bytes(v));
+  }
+  fs::remove_all(dir);
 }

@@ -8,6 +8,9 @@
 //                         must raise DistributedError within the timeout
 //   worker mismatch       the processes reach a collective with different
 //                         shapes: both raise DistributedError
+//   worker checkpoint DIR  restores DIR/A (written by one process x 8
+//                         devices) onto the same and other shardings, and
+//                         saves it again as DIR/B (sync) and DIR/C (async, zstd)
 // Prints "OK <mode>" on success (exit 0), "FAIL ..." otherwise (exit 1).
 #include <cmath>
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "tests/mpi/checkpoint_tree.hpp"
 #include "tests/mpi/scenarios.hpp"
 
 namespace ts = tessel;
@@ -186,6 +190,22 @@ void mismatch() {
   }
 }
 
+void checkpoint(const std::string& dir) {
+  auto values = tessel::mpi_test::checkpoint_values();
+  for (bool resharded : {false, true}) {
+    auto tree = ts::checkpoint::restore(dir + "/A", tessel::mpi_test::checkpoint_target(resharded));
+    for (auto& [k, v] : values) {
+      expect(tree[k].sharding() == *tessel::mpi_test::checkpoint_target(resharded)[k].sharding, k + "'s sharding");
+      expect(tessel::mpi_test::whole_bytes(tree[k]) == tessel::mpi_test::whole_bytes(v),
+             k + (resharded ? " restored onto other shardings" : " restored"));
+    }
+    if (!resharded) {
+      ts::checkpoint::save(dir + "/B", tree);
+      ts::checkpoint::save(dir + "/C", tree, {.async = true, .compression = "zstd"}).wait();
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -204,6 +224,7 @@ int main(int argc, char** argv) {
     if ((mode == "compare" || mode == "compare-mixed") && argc > 2) compare(argv[2]);
     else if (mode == "early") early();
     else if (mode == "mismatch") mismatch();
+    else if (mode == "checkpoint" && argc > 2) checkpoint(argv[2]);
     else {
       std::cout << "FAIL usage: worker compare FILE | compare-mixed FILE | early | mismatch" << std::endl;
       return 2;
