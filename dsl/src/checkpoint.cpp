@@ -199,6 +199,9 @@ void SaveJob::write_chunks() {
     std::lock_guard<std::mutex> lock(rm);
     records.push_back({{"leaf", task.leaf}, {"key", key}, {"bytes", stored}, {"crc32", crcs}});
   });
+  // This process's chunks (and, on the leader, the layout) on the disk
+  // before the processes agree to publish.
+  sync_filesystem(partial);
 }
 
 void SaveJob::commit() {
@@ -232,9 +235,10 @@ void SaveJob::commit() {
                                   {"compression", options.compression},
                                   {"files", files[i]}});
       }
+      // The chunks are flushed (write_chunks); the metadata and the
+      // directory entries are now, before the rename publishes them.
       const std::string text = meta.dump(1);
-      for (const auto& d : leaf_dirs) sync_dir(partial + "/" + d);
-      write_file(partial + "/" + kMeta, text.data(), text.size());
+      write_file(partial + "/" + kMeta, text.data(), text.size(), true);
       sync_dir(partial);
       // Publish: the rename is the commit point.
       const fs::path parent = fs::absolute(fs::path(dir)).parent_path();
@@ -424,11 +428,21 @@ std::vector<SavedLeaf> read_meta(const std::string& dir) {
   return out;
 }
 
-// Reads the part `region` (global coordinates) of saved chunk `grid` of
-// leaf `s` into `dst` (the tile of shape dst_tile at dst_origin); returns
-// the bytes read from the file.
-std::size_t read_chunk_part(const std::string& dir, const SavedLeaf& s, const std::vector<std::int64_t>& grid,
-                            const Box& region, void* dst, const Shape& dst_tile, const std::vector<std::int64_t>& dst_origin) {
+// Where a saved chunk's values go: the part `region` (global coordinates)
+// into the tile of shape `tile` at `origin`, held in `dst`.
+struct Dest {
+  Box region;
+  void* dst;
+  Shape tile;
+  std::vector<std::int64_t> origin;
+};
+
+// Reads saved chunk `grid` of leaf `s` once for all its destinations;
+// returns the bytes read from the file. Raw chunks are read only in the
+// pieces that hold the destinations' rows (or straight into the one
+// destination that is the same tile).
+std::size_t read_chunk(const std::string& dir, const SavedLeaf& s, const std::vector<std::int64_t>& grid,
+                       const std::vector<Dest>& dests) {
   const std::size_t es = dtype_size(s.dtype);
   const std::string key = chunk_key(grid);
   const std::string path = dir + "/" + s.dir + "/" + key;
@@ -441,12 +455,15 @@ std::size_t read_chunk_part(const std::string& dir, const SavedLeaf& s, const st
   std::vector<std::int64_t> origin(grid.size());
   for (std::size_t d = 0; d < grid.size(); ++d) origin[d] = grid[d] * s.chunks[d];
   const std::size_t raw_bytes = std::size_t(numel(s.chunks)) * es;
+  auto scatter = [&](const char* chunk) {
+    for (const Dest& d : dests) rt::copy_region(chunk, s.chunks, origin, d.dst, d.tile, d.origin, d.region, es);
+  };
   if (s.compression == "zstd") {
     std::unique_ptr<char[]> z(new char[std::max<std::size_t>(bytes, 1)]);
     std::unique_ptr<char[]> raw(new char[std::max<std::size_t>(raw_bytes, 1)]);
     const std::size_t n = reader.read_all(z.get());
     zstd_decompress(z.get(), bytes, raw.get(), raw_bytes, path);
-    rt::copy_region(raw.get(), s.chunks, origin, dst, dst_tile, dst_origin, region, es);
+    scatter(raw.get());
     return n;
   }
   if (bytes != raw_bytes)
@@ -454,33 +471,37 @@ std::size_t read_chunk_part(const std::string& dir, const SavedLeaf& s, const st
                         " bytes, but a chunk of shape ", shape_str(s.chunks), " in ", dtype_name(s.dtype), " has ",
                         raw_bytes));
   // The same tile on both sides: read it in place.
-  if (dst_tile == s.chunks && dst_origin == origin) return reader.read_all(static_cast<char*>(dst));
-  // Else only the pieces that hold `region`'s rows: runs along the
-  // trailing dims that the region spans whole are contiguous.
+  if (dests.size() == 1 && dests[0].tile == s.chunks && dests[0].origin == origin)
+    return reader.read_all(static_cast<char*>(dests[0].dst));
+  // Else only the pieces that hold the regions' rows: runs along the
+  // trailing dims that a region spans whole are contiguous.
   const int r = int(s.chunks.size());
-  std::vector<std::int64_t> lo(r), ext(r), stride(r, 1);
-  for (int d = r - 1; d >= 0; --d) {
-    lo[d] = region.start[d] - origin[d];
-    ext[d] = region.stop[d] - region.start[d];
-    if (d + 1 < r) stride[d] = stride[d + 1] * s.chunks[d + 1];
-  }
-  int k = r - 1;  // runs vary dims < k; dim k and after are one run
-  while (k > 0 && ext[k] == s.chunks[k]) --k;
-  const std::int64_t run = r == 0 ? 1 : ext[k] * stride[k];
   std::vector<char> want(reader.pieces(), 0);
-  std::vector<std::int64_t> idx(std::max(k, 0), 0);
-  for (bool more = true; more;) {
-    std::int64_t off = r == 0 ? 0 : lo[k] * stride[k];
-    for (int d = 0; d < k; ++d) off += (lo[d] + idx[d]) * stride[d];
-    const std::size_t b0 = std::size_t(off) * es, b1 = std::size_t(off + run) * es;
-    for (std::size_t p = b0 / kPiece; p <= (b1 - 1) / kPiece; ++p) want[p] = 1;
-    more = false;
-    for (int d = k - 1; d >= 0; --d) {
-      if (++idx[d] < ext[d]) {
-        more = true;
-        break;
+  std::vector<std::int64_t> stride(r, 1);
+  for (int d = r - 2; d >= 0; --d) stride[d] = stride[d + 1] * s.chunks[d + 1];
+  for (const Dest& dest : dests) {
+    std::vector<std::int64_t> lo(r), ext(r);
+    for (int d = 0; d < r; ++d) {
+      lo[d] = dest.region.start[d] - origin[d];
+      ext[d] = dest.region.stop[d] - dest.region.start[d];
+    }
+    int k = r - 1;  // runs vary dims < k; dim k and after are one run
+    while (k > 0 && ext[k] == s.chunks[k]) --k;
+    const std::int64_t run = r == 0 ? 1 : ext[k] * stride[k];
+    std::vector<std::int64_t> idx(std::size_t(std::max(k, 0)), 0);
+    for (bool more = true; more;) {
+      std::int64_t off = r == 0 ? 0 : lo[k] * stride[k];
+      for (int d = 0; d < k; ++d) off += (lo[d] + idx[d]) * stride[d];
+      const std::size_t b0 = std::size_t(off) * es, b1 = std::size_t(off + run) * es;
+      for (std::size_t p = b0 / kPiece; p <= (b1 - 1) / kPiece; ++p) want[p] = 1;
+      more = false;
+      for (int d = k - 1; d >= 0; --d) {
+        if (++idx[d] < ext[d]) {
+          more = true;
+          break;
+        }
+        idx[d] = 0;
       }
-      idx[d] = 0;
     }
   }
   std::unique_ptr<char[]> staging(new char[std::max<std::size_t>(raw_bytes, 1)]);
@@ -495,7 +516,7 @@ std::size_t read_chunk_part(const std::string& dir, const SavedLeaf& s, const st
     n += reader.read_pieces(p, q, staging.get());
     p = q + 1;
   }
-  rt::copy_region(staging.get(), s.chunks, origin, dst, dst_tile, dst_origin, region, es);
+  scatter(staging.get());
   return n;
 }
 
@@ -535,11 +556,16 @@ std::vector<Array> restore_leaves(const std::string& dir_in, const std::vector<L
     std::vector<rt::BufferRef> buffers;
   };
   std::vector<Out> outs;
-  struct Task {
+  // Each distinct tile this process holds, read into its first device's
+  // buffer and then copied to the devices holding the same tile.
+  struct Tile {
     std::size_t leaf;
-    std::vector<std::int64_t> positions;  // the local devices holding this tile; the first reads
+    std::vector<std::int64_t> positions;
+    Box box;
+    Shape shape;
+    rt::BufferRef buffer;
   };
-  std::vector<Task> tasks;
+  std::vector<Tile> tiles;
   for (std::size_t i = 0; i < saved.size(); ++i) {
     const auto& t = targets[i];
     Sharding sh = t.sharding ? *t.sharding : Sharding(SingleDeviceSharding(default_device));
@@ -550,64 +576,83 @@ std::vector<Array> restore_leaves(const std::string& dir_in, const std::vector<L
     for (std::size_t p = 0; p < ids.size(); ++p) {
       if (!runtime.is_local(ids[p])) continue;
       auto ti = layout.tile_index(std::int64_t(p));
-      auto [it, fresh] = by_tile.emplace(ti, tasks.size());
-      if (fresh) tasks.push_back({i, {}});
-      tasks[it->second].positions.push_back(std::int64_t(p));
+      auto [it, fresh] = by_tile.emplace(ti, tiles.size());
+      if (fresh) tiles.push_back({i, {}, layout.shard_box(saved[i].shape, std::int64_t(p)), layout.tile_shape(saved[i].shape), nullptr});
+      tiles[it->second].positions.push_back(std::int64_t(p));
     }
     outs.push_back({sh, layout, t.sharding && t.committed, std::vector<rt::BufferRef>(ids.size())});
   }
-  std::atomic<std::uint64_t> read{0}, needed{0};
-  run_parallel(tasks.size(), [&](std::size_t ti) {
-    const Task& task = tasks[ti];
-    const SavedLeaf& s = saved[task.leaf];
-    Out& o = outs[task.leaf];
-    const auto& ids = o.layout.mesh->device_ids();
+  // Each saved chunk that a tile needs is read once, for all the tiles it feeds.
+  struct ChunkJob {
+    std::size_t leaf;
+    std::vector<std::int64_t> grid;
+    std::vector<Dest> dests;
+  };
+  std::vector<ChunkJob> jobs;
+  std::map<std::pair<std::size_t, std::vector<std::int64_t>>, std::size_t> job_of;
+  std::uint64_t needed = 0;
+  for (Tile& tile : tiles)
+    tessel::detail::check_allocation(std::size_t(numel(tile.shape)) * dtype_size(saved[tile.leaf].dtype),
+                                     tile.positions.size(), "checkpoint::restore of " + saved[tile.leaf].path);
+  run_parallel(tiles.size(), [&](std::size_t k) {
+    Tile& tile = tiles[k];
+    const std::size_t tile_bytes = std::size_t(numel(tile.shape)) * dtype_size(saved[tile.leaf].dtype);
+    const auto& ids = outs[tile.leaf].layout.mesh->device_ids();
+    tile.buffer = rt::Buffer::allocate(ids[std::size_t(tile.positions[0])], tile_bytes);
+    if (numel(tile.box.extent()) != numel(tile.shape)) std::memset(tile.buffer->data(), 0, tile_bytes);  // padding reads as zeros
+  });
+  for (Tile& tile : tiles) {
+    const SavedLeaf& s = saved[tile.leaf];
     const std::size_t es = dtype_size(s.dtype);
-    const Shape tile = o.layout.tile_shape(s.shape);
-    const std::size_t tile_bytes = std::size_t(numel(tile)) * es;
-    const Box box = o.layout.shard_box(s.shape, task.positions[0]);
-    tessel::detail::check_allocation(tile_bytes, task.positions.size(), "checkpoint::restore of " + s.path);
-    auto buf = rt::Buffer::allocate(ids[std::size_t(task.positions[0])], tile_bytes);
-    if (numel(box.extent()) != numel(tile)) std::memset(buf->data(), 0, buf->bytes());  // padding reads as zeros
-    if (!box.empty()) {
-      // The saved chunks the box meets.
-      const int r = int(s.shape.size());
-      std::vector<std::int64_t> g0(r), g1(r), g(r);
+    if (tile.box.empty()) continue;
+    needed += std::uint64_t(numel(tile.box.extent())) * es;
+    const int r = int(s.shape.size());
+    std::vector<std::int64_t> g0(r), g1(r), g(r);
+    for (int d = 0; d < r; ++d) {
+      g0[d] = tile.box.start[d] / s.chunks[d];
+      g1[d] = (tile.box.stop[d] - 1) / s.chunks[d];
+      g[d] = g0[d];
+    }
+    for (bool more = true; more;) {
+      Box cb;
       for (int d = 0; d < r; ++d) {
-        g0[d] = box.start[d] / s.chunks[d];
-        g1[d] = (box.stop[d] - 1) / s.chunks[d];
+        cb.start.push_back(g[d] * s.chunks[d]);
+        cb.stop.push_back(std::min(s.shape[d], (g[d] + 1) * s.chunks[d]));
+      }
+      Box part = intersect(cb, tile.box);
+      if (!part.empty()) {
+        auto [it, fresh] = job_of.emplace(std::make_pair(tile.leaf, g), jobs.size());
+        if (fresh) jobs.push_back({tile.leaf, g, {}});
+        jobs[it->second].dests.push_back({std::move(part), tile.buffer->data(), tile.shape, tile.box.start});
+      }
+      more = false;
+      for (int d = r - 1; d >= 0; --d) {
+        if (++g[d] <= g1[d]) {
+          more = true;
+          break;
+        }
         g[d] = g0[d];
       }
-      for (bool more = true; more;) {
-        Box cb;
-        for (int d = 0; d < r; ++d) {
-          cb.start.push_back(g[d] * s.chunks[d]);
-          cb.stop.push_back(std::min(s.shape[d], (g[d] + 1) * s.chunks[d]));
-        }
-        const Box part = intersect(cb, box);
-        if (!part.empty()) read += read_chunk_part(dir, s, g, part, buf->data(), tile, box.start);
-        more = false;
-        for (int d = r - 1; d >= 0; --d) {
-          if (++g[d] <= g1[d]) {
-            more = true;
-            break;
-          }
-          g[d] = g0[d];
-        }
-      }
-      needed += std::uint64_t(numel(box.extent())) * es;
     }
-    buf->ready().set();
-    o.buffers[std::size_t(task.positions[0])] = buf;
-    for (std::size_t k = 1; k < task.positions.size(); ++k) {  // replicas on this process's other devices
-      auto copy = rt::Buffer::allocate(ids[std::size_t(task.positions[k])], tile_bytes);
-      if (tile_bytes) std::memcpy(copy->data(), buf->data(), tile_bytes);
+  }
+  // Jobs write disjoint parts of the tiles: no two touch the same bytes.
+  std::atomic<std::uint64_t> read{0};
+  run_parallel(jobs.size(), [&](std::size_t j) { read += read_chunk(dir, saved[jobs[j].leaf], jobs[j].grid, jobs[j].dests); });
+  run_parallel(tiles.size(), [&](std::size_t k) {
+    Tile& tile = tiles[k];
+    Out& o = outs[tile.leaf];
+    const auto& ids = o.layout.mesh->device_ids();
+    tile.buffer->ready().set();
+    o.buffers[std::size_t(tile.positions[0])] = tile.buffer;
+    for (std::size_t c = 1; c < tile.positions.size(); ++c) {  // replicas on this process's other devices
+      auto copy = rt::Buffer::allocate(ids[std::size_t(tile.positions[c])], tile.buffer->bytes());
+      if (tile.buffer->bytes()) std::memcpy(copy->data(), tile.buffer->data(), tile.buffer->bytes());
       copy->ready().set();
-      o.buffers[std::size_t(task.positions[k])] = copy;
+      o.buffers[std::size_t(tile.positions[c])] = copy;
     }
   });
   g_bytes_read = read.load();
-  g_bytes_needed = needed.load();
+  g_bytes_needed = needed;
   std::vector<Array> result;
   for (std::size_t i = 0; i < saved.size(); ++i) {
     Out& o = outs[i];

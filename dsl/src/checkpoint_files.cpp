@@ -36,7 +36,7 @@ std::vector<std::uint32_t> piece_crcs(const void* data, std::size_t bytes) {
   return out;
 }
 
-void write_file(const std::string& path, const void* data, std::size_t bytes) {
+void write_file(const std::string& path, const void* data, std::size_t bytes, bool flush) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw FileError(sys_error("create", path));
   const char* p = static_cast<const char*>(data);
@@ -51,7 +51,7 @@ void write_file(const std::string& path, const void* data, std::size_t bytes) {
     }
     done += std::size_t(n);
   }
-  if (::fdatasync(fd) != 0) {
+  if (flush && ::fdatasync(fd) != 0) {
     const std::string msg = sys_error("flush", path);
     ::close(fd);
     throw FileError(msg);
@@ -77,6 +77,14 @@ std::string read_text(const std::string& path) {
   }
   ::close(fd);
   return s;
+}
+
+void sync_filesystem(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw FileError(sys_error("open the directory", dir));
+  const int rc = ::syncfs(fd);
+  ::close(fd);
+  if (rc != 0) throw FileError(sys_error("flush the filesystem of", dir));
 }
 
 void sync_dir(const std::string& dir) {

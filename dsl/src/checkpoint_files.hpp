@@ -20,8 +20,11 @@ inline constexpr std::size_t kPiece = std::size_t(1) << 20;
 std::vector<std::uint32_t> piece_crcs(const void* data, std::size_t bytes);
 std::uint32_t crc32_of(const void* data, std::size_t bytes);
 
-// Writes `bytes` to a new file `path` and flushes it to the disk.
-void write_file(const std::string& path, const void* data, std::size_t bytes);
+// Writes `bytes` to a new file `path`; `flush`: and waits until it is on the disk.
+void write_file(const std::string& path, const void* data, std::size_t bytes, bool flush = false);
+// Flushes everything written to the filesystem holding `dir` (syncfs): one
+// flush for all of a save's chunk files instead of one per file.
+void sync_filesystem(const std::string& dir);
 // The whole of a small file (metadata).
 std::string read_text(const std::string& path);
 // Makes `path` durable in its directory (fsync of the directory).

@@ -298,10 +298,17 @@ TEST_CASE("checkpoint: a restore reads only the chunks (and parts) its new shard
     CHECK(st.bytes_needed == total);
     CHECK(st.bytes_read == total);
   }
-  // Rows split 3 ways (uneven, across chunk boundaries): 1 MiB pieces around each cut.
-  auto st3 = restore_on(on_first(3, P("x")));
-  CHECK(st3.bytes_needed == total);
-  CHECK(st3.bytes_read <= total + 2 * (1u << 20));
+  // Rows split 3 ways (uneven, across chunk boundaries) and columns split 8
+  // ways: each chunk is read once for all the shards it feeds.
+  for (auto s : {on_first(3, P("x")), on_first(8, P(ts::None, "x"))}) {
+    auto st = restore_on(s);
+    CHECK(st.bytes_needed == total);
+    CHECK(st.bytes_read == total);
+  }
+  // On a 4x2 mesh: every saved chunk feeds two devices' tiles, and is read once.
+  auto y = ck::restore(dir / "r", std::vector<ts::ShapeDtypeStruct>{{shape, ts::float32, named({4, 2}, {"a", "b"}, P("a", "b"))}});
+  CHECK(y[0].to_vector<float>() == x.to_vector<float>());
+  CHECK(ck::last_restore_stats().bytes_read == total);
   // Replicated on 2 devices: each process reads its one copy once.
   auto rep = restore_on(on_first(2, P()));
   CHECK(rep.bytes_read == total);
