@@ -107,7 +107,10 @@ class TempFile {
     if (path.empty()) throw FileError(cat(what, ": the path is empty"));
     if (!p.has_filename()) throw FileError(cat(what, ": cannot write ", path, ": it names a directory"));
     const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-    std::string tmpl = (dir / ("." + p.filename().string() + ".tmp-XXXXXX")).string();
+    std::string name = ".";  // appended, not "." + string: GCC 12 warns falsely (-Wrestrict) on that
+    name += p.filename().string();
+    name += ".tmp-XXXXXX";
+    std::string tmpl = (dir / name).string();
     const int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
     if (fd < 0)
       throw FileError(cat(what, ": cannot write ", path, ": cannot create a file in ", dir.string(), ": ",

@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
     fs::remove_all(root / "plain");
     int n = 0;
     const double save_s = bench::seconds(
-        [&] { ts::checkpoint::save((root / ("c" + std::to_string(n++))).string(), tree).wait(); }, 3, 0);
-    const std::string ck = (root / "c0").string();
+        [&] { ts::checkpoint::save((root / std::to_string(n++)).string(), tree).wait(); }, 3, 0);
+    const std::string ck = (root / "0").string();
     std::vector<ts::ShapeDtypeStruct> target(leaves, ts::ShapeDtypeStruct{{rows, 4096}, ts::float32, ts::Sharding(sh)});
     const double restore_s = bench::seconds([&] {
       drop_cache(ck);
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
                     double(st.bytes_read) / double(st.bytes_needed));
       }
     }
-    for (int k = 0; k < n; ++k) fs::remove_all(root / ("c" + std::to_string(k)));
+    for (int k = 0; k < n; ++k) fs::remove_all(root / std::to_string(k));
   }
   fs::remove_all(root);
   return bench::status();

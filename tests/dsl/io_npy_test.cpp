@@ -84,10 +84,12 @@ void write_file(const std::string& path, const std::vector<unsigned char>& b) {
 std::vector<unsigned char> npy_with_dict(std::string dict, const std::vector<unsigned char>& data) {
   dict.append(64 - (10 + dict.size() + 1) % 64, ' ');
   dict += '\n';
-  std::vector<unsigned char> b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(dict.size() & 0xff),
+  std::vector<unsigned char> b(10 + dict.size() + data.size());
+  const unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(dict.size() & 0xff),
                                   (unsigned char)(dict.size() >> 8)};
-  b.insert(b.end(), dict.begin(), dict.end());
-  b.insert(b.end(), data.begin(), data.end());
+  std::copy(head, head + 10, b.begin());
+  std::copy(dict.begin(), dict.end(), b.begin() + 10);
+  std::copy(data.begin(), data.end(), b.begin() + 10 + std::ptrdiff_t(dict.size()));
   return b;
 }
 
