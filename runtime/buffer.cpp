@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <new>
@@ -276,9 +277,26 @@ void* Buffer::materialize() {
   return data_;
 }
 
-Buffer::~Buffer() {
-  if (!owner_ && data_) device_free(data_, bytes_);
+void Buffer::drop_block() noexcept {
+  if (owner_) return;
+  if (release_) {  // even over no bytes (an empty array's null data): its owner waits for it
+    // A destructor cannot throw: a release that does is reported, not propagated.
+    try {
+      auto release = std::move(release_);
+      release_ = nullptr;
+      release();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessel: the release of an external buffer threw: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "tessel: the release of an external buffer threw\n");
+    }
+  } else if (data_) {
+    device_free(data_, bytes_);
+  }
+  data_ = nullptr;
 }
+
+Buffer::~Buffer() { drop_block(); }
 
 void Buffer::view(std::shared_ptr<Buffer> owner) {
   TESSEL_CHECK_INTERNAL(owner && owner.get() != this && owner->bytes_ == bytes_ && !ready_.is_set(),
@@ -287,8 +305,7 @@ void Buffer::view(std::shared_ptr<Buffer> owner) {
   // chains through re-placed arrays). An owner not ready yet may still
   // change its block (deferred, or a view to be): data() follows it then.
   while (owner->owner_ && owner->ready_.is_set()) owner = owner->owner_;
-  if (!owner_ && data_) device_free(data_, bytes_);
-  data_ = nullptr;
+  drop_block();
   owner_ = std::move(owner);
 }
 
@@ -306,6 +323,18 @@ std::shared_ptr<Buffer> Buffer::deferred(int device, std::size_t bytes) {
     Made(int device, std::size_t bytes) : Buffer(device, bytes, true) {}
   };
   return std::make_shared<Made>(device, bytes);
+}
+
+std::shared_ptr<Buffer> Buffer::external(int device, std::size_t bytes, void* data, std::function<void()> release) {
+  struct Made : Buffer {
+    Made(int device, std::size_t bytes) : Buffer(device, bytes, true) {}
+  };
+  auto b = std::make_shared<Made>(device, bytes);
+  b->data_ = data;
+  // Never empty, so that drop_block tells the block from the cache's.
+  b->release_ = release ? std::move(release) : std::function<void()>([] {});
+  b->ready_.set();
+  return b;
 }
 
 }  // namespace tessel::rt

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -44,6 +45,12 @@ class Buffer {
   // and never written would go back to the cache untouched, and the next
   // run to write it pays its page faults).
   static std::shared_ptr<Buffer> deferred(int device, std::size_t bytes);
+  // A buffer over memory that is not tessel's (ts::from_buffer, DLPack),
+  // ready at once: `release` runs, once, when the buffer is destroyed (on
+  // whichever thread drops the last reference), where another buffer's
+  // block would go back to the cache. `data` need not be 64-byte aligned:
+  // kernels assume only their element type's alignment (the caller checks it).
+  static std::shared_ptr<Buffer> external(int device, std::size_t bytes, void* data, std::function<void()> release);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -68,14 +75,19 @@ class Buffer {
   void view(std::shared_ptr<Buffer> owner);
   // Whether this buffer views another's block.
   bool is_view() const { return owner_ != nullptr; }
+  // Whether the block is someone else's memory (Buffer::external).
+  bool is_external() const { return bool(release_); }
 
  private:
   Buffer(int device, std::size_t bytes, bool deferred = false);
+  // Gives the block back: to its owner for an external one, else to the cache.
+  void drop_block() noexcept;
   int device_;
   std::size_t bytes_;
   void* data_;
   Event ready_;
   std::shared_ptr<Buffer> owner_;  // the block's owner, for a view
+  std::function<void()> release_;  // an external block's owner's release
 };
 
 using BufferRef = std::shared_ptr<Buffer>;

@@ -59,7 +59,12 @@ std::map<std::string, Array> load_npz(const std::string& path, const LoadOptions
 // An array over `data` (shape, dtype, C order, 64-byte aligned or not) on
 // one device, without a copy: the array reads the caller's memory, which
 // must not change while any array made from it lives. `deleter` (if any)
-// runs when the last of them is gone. LibTorch's from_blob.
+// runs when the last of them is gone. LibTorch's from_blob. Committed to
+// `device`. Kernels assume each element at its type's alignment (not 64
+// bytes'): `data` that is not (a float32 at an odd address) is copied into
+// tessel's memory instead, and `deleter` runs at once. The deleter may run
+// on a device's thread; on an error it is not called (the memory stays the
+// caller's).
 Array from_buffer(void* data, const Shape& shape, DType dtype, const Device& device,
                   std::function<void(void*)> deleter = {});
 template <class T>
@@ -82,9 +87,16 @@ Array make_array_from_single_device_arrays(const Shape& shape, const Sharding& s
 
 // DLPack (dlpack/dlpack.h, version 0.6 or later; kDLCPU): to_dlpack gives a
 // tensor over a single-device array's buffer (no copy; its deleter releases
-// the buffer); from_dlpack takes a CPU tensor without a copy when it is
-// compact in C order (else it copies) and calls the tensor's deleter when
-// the last array over it is gone.
+// the buffer), which its consumer must not write; an array on several
+// devices, sharded or replicated, is a ValueError (JAX's rule: export a
+// shard). from_dlpack takes a CPU tensor without a copy when it is compact
+// in C order and its elements are at their type's alignment (else it copies
+// honouring strides and byte_offset, and calls the deleter at once) and
+// calls the tensor's deleter when the last array over it is gone. Uncommitted
+// on the default device unless `device` is given. Type codes: DLPack 1.1's,
+// bool as kDLBool (6), float8_e4m3fn and float8_e5m2 as codes 10 and 12; a
+// tensor on another device type is a ValueError, a type tessel lacks (or
+// lanes != 1) a TypeError; on an error the tensor stays the caller's.
 DLManagedTensor* to_dlpack(const Array& x);
 Array from_dlpack(DLManagedTensor* tensor, std::optional<Device> device = std::nullopt);
 
