@@ -334,6 +334,8 @@ DLManagedTensor* to_dlpack(const Array& x) {
     throw ValueError(cat("to_dlpack: the array (", aval_str(a.dtype, a.shape), ", ", a.sharding->str(), ") is on ",
                          a.buffers.size(), " devices; DLPack takes a single-device array (as JAX's): pass one shard, ",
                          "ts::device_put(x, device), or x.addressable_shards()[i].data()"));
+  // One device: its buffer is the whole array in C order, no padding.
+  TESSEL_CHECK_INTERNAL(numel(a.layout.tile_shape(a.shape)) == numel(a.shape), "to_dlpack: a padded single-device tile");
   const DLDataType type = to_dl(a.dtype);
   auto out = std::make_unique<Exported>();
   out->buffer = a.buffers.front();

@@ -92,7 +92,8 @@ Array make_array_from_single_device_arrays(const Shape& shape, const Sharding& s
 // shard). from_dlpack takes a CPU tensor without a copy when it is compact
 // in C order and its elements are at their type's alignment (else it copies
 // honouring strides and byte_offset, and calls the deleter at once) and
-// calls the tensor's deleter when the last array over it is gone. Uncommitted
+// calls the tensor's deleter when the last array over it is gone (on
+// whichever thread drops it, a device's perhaps). Uncommitted
 // on the default device unless `device` is given. Type codes: DLPack 1.1's,
 // bool as kDLBool (6), float8_e4m3fn and float8_e5m2 as codes 10 and 12; a
 // tensor on another device type is a ValueError, a type tessel lacks (or
