@@ -20,6 +20,8 @@
 #include <memory>
 #include <new>
 
+#include <tessel/numpy.hpp>
+
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/npy_format.hpp"
 #include "dsl/src/sharding_impl.hpp"
@@ -576,6 +578,21 @@ std::map<std::string, Array> load_npz(const std::string& path, const LoadOptions
     }
     return out;
   });
+}
+
+}  // namespace tessel
+
+namespace tessel {
+
+Array fromfile(const std::string& path, DType dtype, std::int64_t count, const std::string& sep, std::int64_t offset) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(detail::cat("fromfile: cannot open ", path, ": ", std::strerror(errno)));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw FileError(detail::cat("fromfile: cannot read ", path));
+  if (offset < 0 || std::size_t(offset) > bytes.size())
+    throw ValueError(detail::cat("fromfile: offset ", offset, " is outside ", path, " (", bytes.size(), " bytes)"));
+  if (sep.empty()) return frombuffer(bytes, dtype, count, offset);
+  return fromstring(bytes.substr(std::size_t(offset)), sep, dtype, count);
 }
 
 }  // namespace tessel

@@ -54,6 +54,13 @@ void savez_compressed(const std::string& path, const std::map<std::string, Array
 // np.load of a .npz: member "<name>.npy" as entry "<name>".
 std::map<std::string, Array> load_npz(const std::string& path, const LoadOptions& options = {});
 
+// np.fromfile: the file's bytes from `offset` as `count` elements (all: -1)
+// of `dtype` (sep empty), or as text numbers separated by `sep` (as
+// fromstring). JAX's jnp.fromfile refuses to run (it would be impure under
+// jit); tessel's runs eagerly, like frombuffer.
+Array fromfile(const std::string& path, DType dtype = DType::float32, std::int64_t count = -1,
+               const std::string& sep = "", std::int64_t offset = 0);
+
 // ---- Arrays over memory that is not tessel's -------------------------------
 
 // An array over `data` (shape, dtype, C order, 64-byte aligned or not) on

@@ -17,6 +17,7 @@
 #include <tessel/fft.hpp>
 #include <tessel/initializers.hpp>
 #include <tessel/io.hpp>
+#include <tessel/jacobian.hpp>
 #include <tessel/jit.hpp>
 #include <tessel/lax.hpp>
 #include <tessel/linalg.hpp>

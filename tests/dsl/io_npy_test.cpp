@@ -605,3 +605,19 @@ TEST_CASE("larger arrays split along either dimension are written in order") {
 TEST_CASE("load of an .npz says to use load_npz") {
   CHECK_THROWS_WITH_AS(ts::load(kData + "stored.npz"), has("ts::load_npz"), ts::FileError);
 }
+
+TEST_CASE("fromfile reads raw bytes (with count and offset) and text, as np.fromfile") {
+  TempDir dir;
+  const std::vector<float> v = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f};
+  {
+    std::ofstream f(dir / "raw.bin", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+  }
+  CHECK(ts::fromfile(dir / "raw.bin").to_vector<float>() == v);
+  CHECK(ts::fromfile(dir / "raw.bin", ts::float32, 2, "", 4).to_vector<float>() == std::vector<float>{-2.0f, 3.25f});
+  CHECK(ts::fromfile(dir / "raw.bin", ts::uint8).size() == 20);
+  std::ofstream(dir / "text.txt") << "1 2 3.5 4";
+  CHECK(ts::fromfile(dir / "text.txt", ts::float64, -1, " ").to_vector<double>() == std::vector<double>{1, 2, 3.5, 4});
+  CHECK_THROWS_WITH_AS(ts::fromfile(dir / "missing.bin"), has(dir / "missing.bin"), ts::FileError);
+  CHECK_THROWS_AS(ts::fromfile(dir / "raw.bin", ts::float32, 9), ts::ValueError);
+}
