@@ -473,13 +473,39 @@ std::size_t read_chunk(const std::string& dir, const SavedLeaf& s, const std::ve
   // The same tile on both sides: read it in place.
   if (dests.size() == 1 && dests[0].tile == s.chunks && dests[0].origin == origin)
     return reader.read_all(static_cast<char*>(dests[0].dst));
-  // Else only the pieces that hold the regions' rows: runs along the
-  // trailing dims that a region spans whole are contiguous.
   const int r = int(s.chunks.size());
-  std::vector<char> want(reader.pieces(), 0);
   std::vector<std::int64_t> stride(r, 1);
   for (int d = r - 2; d >= 0; --d) stride[d] = stride[d + 1] * s.chunks[d + 1];
+  // A destination taking whole rows (every trailing dim whole, in the chunk
+  // and in its tile alike) is one contiguous range on both sides: read in
+  // place, only its end pieces through a piece-sized buffer.
+  std::size_t n = 0;
+  std::vector<const Dest*> rest;
+  std::unique_ptr<char[]> edge;
+  std::size_t edge_piece = SIZE_MAX;
   for (const Dest& dest : dests) {
+    bool rows = r >= 1;
+    for (int d = 1; d < r && rows; ++d)
+      rows = dest.region.start[d] == origin[d] && dest.region.stop[d] - dest.region.start[d] == s.chunks[d] &&
+             dest.tile[d] == s.chunks[d] && dest.origin[d] == origin[d];
+    if (!rows) {
+      rest.push_back(&dest);
+      continue;
+    }
+    if (!edge) edge.reset(new char[kPiece]);
+    const std::size_t row = std::size_t(stride[0]) * es;
+    n += reader.read_range(std::size_t(dest.region.start[0] - origin[0]) * row,
+                           std::size_t(dest.region.stop[0] - dest.region.start[0]) * row,
+                           static_cast<char*>(dest.dst) + std::size_t(dest.region.start[0] - dest.origin[0]) * row,
+                           edge.get(), edge_piece);
+  }
+  if (rest.empty()) return n;
+  // Else only the pieces that hold the regions' rows, through a staging copy
+  // of the chunk (one per thread, kept): runs along the trailing dims that a
+  // region spans whole are contiguous.
+  std::vector<char> want(reader.pieces(), 0);
+  for (const Dest* dp : rest) {
+    const Dest& dest = *dp;
     std::vector<std::int64_t> lo(r), ext(r);
     for (int d = 0; d < r; ++d) {
       lo[d] = dest.region.start[d] - origin[d];
@@ -504,8 +530,8 @@ std::size_t read_chunk(const std::string& dir, const SavedLeaf& s, const std::ve
       }
     }
   }
-  std::unique_ptr<char[]> staging(new char[std::max<std::size_t>(raw_bytes, 1)]);
-  std::size_t n = 0;
+  thread_local std::vector<char> staging;
+  if (staging.size() < raw_bytes) staging.resize(raw_bytes);
   for (std::size_t p = 0; p < want.size();) {
     if (!want[p]) {
       ++p;
@@ -513,10 +539,10 @@ std::size_t read_chunk(const std::string& dir, const SavedLeaf& s, const std::ve
     }
     std::size_t q = p;
     while (q + 1 < want.size() && want[q + 1]) ++q;
-    n += reader.read_pieces(p, q, staging.get());
+    n += reader.read_pieces(p, q, staging.data());
     p = q + 1;
   }
-  scatter(staging.get());
+  for (const Dest* d : rest) rt::copy_region(staging.data(), s.chunks, origin, d->dst, d->tile, d->origin, d->region, es);
   return n;
 }
 

@@ -119,11 +119,11 @@ ChunkReader::~ChunkReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::size_t ChunkReader::read_pieces(std::size_t first, std::size_t last, char* out) {
+std::size_t ChunkReader::read_into(std::size_t first, std::size_t last, char* dst) {
   const std::size_t begin = first * kPiece, end = std::min(bytes_, (last + 1) * kPiece);
   std::size_t done = 0;
   while (begin + done < end) {
-    const ssize_t n = ::pread(fd_, out + begin + done, std::min<std::size_t>(end - begin - done, std::size_t(1) << 30),
+    const ssize_t n = ::pread(fd_, dst + done, std::min<std::size_t>(end - begin - done, std::size_t(1) << 30),
                               off_t(begin + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw FileError(sys_error("read the chunk", path_));
@@ -132,12 +132,35 @@ std::size_t ChunkReader::read_pieces(std::size_t first, std::size_t last, char* 
   }
   for (std::size_t i = first; i <= last; ++i) {
     const std::size_t off = i * kPiece, len = std::min(kPiece, bytes_ - off);
-    const std::uint32_t got = crc32_of(out + off, len);
+    const std::uint32_t got = crc32_of(dst + (off - begin), len);
     if (got != crcs_[i])
       throw FileError(cat("checkpoint: the chunk ", path_, " is damaged: bytes ", off, "..", off + len,
                           " have CRC-32 ", got, " but the checkpoint's metadata says ", crcs_[i]));
   }
   return end - begin;
+}
+
+std::size_t ChunkReader::read_range(std::size_t offset, std::size_t len, char* out, char* edge,
+                                    std::size_t& edge_piece) {
+  if (len == 0) return 0;
+  const std::size_t end = offset + len, first = offset / kPiece, last = (end - 1) / kPiece;
+  auto piece_end = [&](std::size_t p) { return std::min(bytes_, (p + 1) * kPiece); };
+  // Pieces wholly inside [offset, end).
+  const std::size_t lo = offset % kPiece == 0 ? first : first + 1;
+  const std::size_t hi_excl = piece_end(last) == end ? last + 1 : last;
+  std::size_t n = 0;
+  if (lo < hi_excl) n += read_into(lo, hi_excl - 1, out + (lo * kPiece - offset));
+  // The end pieces that are not wholly inside, each once.
+  std::vector<std::size_t> edges;
+  if (first < lo) edges.push_back(first);
+  if (last >= hi_excl && (edges.empty() || last != first)) edges.push_back(last);
+  for (std::size_t p : edges) {
+    if (p != edge_piece) n += read_into(p, p, edge);
+    edge_piece = p;
+    const std::size_t a = std::max(offset, p * kPiece), b = std::min(end, piece_end(p));
+    std::memcpy(out + (a - offset), edge + (a - p * kPiece), b - a);
+  }
+  return n;
 }
 
 std::string zarr_dtype(DType t) {

@@ -40,7 +40,17 @@ class ChunkReader {
   ChunkReader& operator=(const ChunkReader&) = delete;
   // Reads pieces [first, last] into out + first * kPiece and checks them;
   // returns the bytes read.
-  std::size_t read_pieces(std::size_t first, std::size_t last, char* out);
+  std::size_t read_pieces(std::size_t first, std::size_t last, char* out) {
+    return read_into(first, last, out + first * kPiece);
+  }
+  // Reads pieces [first, last] into dst (dst[0] is byte first * kPiece) and checks them.
+  std::size_t read_into(std::size_t first, std::size_t last, char* dst);
+  // Reads bytes [offset, offset + len) into out and checks every piece they
+  // touch: the pieces inside the range straight into out, the (at most two)
+  // at its ends through `edge` (kPiece bytes), which holds piece
+  // `edge_piece` (if any: SIZE_MAX for none) across calls, so that ranges
+  // meeting inside a piece read it once. Returns the bytes read.
+  std::size_t read_range(std::size_t offset, std::size_t len, char* out, char* edge, std::size_t& edge_piece);
   // Reads the whole file into out and checks it.
   std::size_t read_all(char* out) { return bytes_ ? read_pieces(0, pieces() - 1, out) : 0; }
   std::size_t pieces() const { return (bytes_ + kPiece - 1) / kPiece; }
