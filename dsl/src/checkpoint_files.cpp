@@ -13,6 +13,7 @@
 
 #include <tessel/io.hpp>
 
+#include "dsl/src/npy_format.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::checkpoint::detail {
@@ -163,28 +164,7 @@ std::size_t ChunkReader::read_range(std::size_t offset, std::size_t len, char* o
   return n;
 }
 
-std::string zarr_dtype(DType t) {
-  switch (t) {
-    case DType::bool_: return "|b1";
-    case DType::int8: return "|i1";
-    case DType::uint8: return "|u1";
-    case DType::int16: return "<i2";
-    case DType::uint16: return "<u2";
-    case DType::int32: return "<i4";
-    case DType::uint32: return "<u4";
-    case DType::int64: return "<i8";
-    case DType::uint64: return "<u8";
-    case DType::float16: return "<f2";
-    case DType::float32: return "<f4";
-    case DType::float64: return "<f8";
-    case DType::complex64: return "<c8";
-    case DType::complex128: return "<c16";
-    case DType::bfloat16: return "|V2";
-    case DType::float8_e4m3fn:
-    case DType::float8_e5m2: return "|V1";
-  }
-  throw InternalError("zarr_dtype: unknown dtype");
-}
+std::string zarr_dtype(DType t) { return tessel::detail::npy::descr_of(t); }  // Zarr v2 takes NumPy's type strings
 
 std::string zarray_json(const Shape& shape, const Shape& chunks, DType dtype, const std::string& compression,
                         int zstd_level) {

@@ -63,9 +63,10 @@ class ChunkReader {
   int fd_ = -1;
 };
 
-// Zarr v2's dtype string for a tessel dtype ("<f4", "|b1"; "|V2" for
-// bfloat16 and "|V1" for the 8-bit floats, whose formats NumPy has no name
-// for: .zattrs and the checkpoint's metadata name them).
+// Zarr v2's dtype string for a tessel dtype: NumPy's type string, as .npy
+// files have it ("<f4", "|b1"; "<V2" for bfloat16 and "|V1" for the 8-bit
+// floats, whose formats NumPy has no name for: .zattrs and the checkpoint's
+// metadata name them).
 std::string zarr_dtype(DType dtype);
 // The .zarray document of a leaf.
 std::string zarray_json(const Shape& shape, const Shape& chunks, DType dtype, const std::string& compression,

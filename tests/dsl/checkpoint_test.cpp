@@ -22,47 +22,23 @@
 #include <boost/hana/define_struct.hpp>
 #include <tessel/tessel.hpp>
 
+#include "tests/common/io_check.hpp"
+
 extern char** environ;
 
 namespace ts = tessel;
 namespace ck = tessel::checkpoint;
 namespace fs = std::filesystem;
 using ts::P;
+using tessel::testing::bytes_of;
+using tessel::testing::has;
+using tessel::testing::random_bits;
 
 namespace {
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tessel_checkpoint_test_" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+struct TempDir : tessel::testing::TempDir {
+  TempDir() : tessel::testing::TempDir("tessel_checkpoint_test_") {}
 };
-
-std::vector<unsigned char> bytes_of(const ts::Array& x) {
-  std::vector<unsigned char> b(std::size_t(ts::numel(x.shape())) * ts::dtype_size(x.dtype()));
-  ts::visit_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const auto v = x.to_vector<T>();
-    if constexpr (std::is_same_v<T, bool>) {
-      for (std::size_t i = 0; i < v.size(); ++i) b[i] = v[i];
-    } else {
-      if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-    }
-  });
-  return b;
-}
-
-ts::Array random_bits(std::mt19937& rng, ts::DType t, const ts::Shape& s) {
-  std::vector<unsigned char> b(std::size_t(ts::numel(s)) * ts::dtype_size(t) + 1);
-  for (auto& c : b) c = (unsigned char)(t == ts::bool_ ? rng() & 1 : rng());
-  return ts::detail::from_host(t, s, b.data());
-}
 
 std::optional<ts::Sharding> named(ts::Shape mesh, std::vector<std::string> names, ts::PartitionSpec spec) {
   return ts::Sharding(ts::NamedSharding(ts::make_mesh(mesh, names), spec));
@@ -81,8 +57,6 @@ std::pair<std::string, int> run(const std::string& cmd) {
   const int status = pclose(p);
   return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
-
-doctest::Contains has(const std::string& s) { return doctest::Contains(s.c_str()); }
 
 struct Layer {
   BOOST_HANA_DEFINE_STRUCT(Layer, (ts::Array, w), (ts::Array, b));

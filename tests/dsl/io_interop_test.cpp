@@ -17,34 +17,15 @@
 #include <tessel/io.hpp>
 #include <tessel/tessel.hpp>
 
+#include "tests/common/io_check.hpp"
+
 namespace ts = tessel;
 using ts::P;
+using tessel::testing::bytes_of;
+using tessel::testing::has;
+using tessel::testing::random_bytes;
 
 namespace {
-
-doctest::Contains has(const std::string& s) { return doctest::Contains(s.c_str()); }
-
-// The elements' bytes, row-major, in the array's own dtype.
-std::vector<unsigned char> bytes_of(const ts::Array& x) {
-  std::vector<unsigned char> b(std::size_t(ts::numel(x.shape())) * ts::dtype_size(x.dtype()));
-  ts::visit_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const auto v = x.to_vector<T>();
-    if constexpr (std::is_same_v<T, bool>) {
-      for (std::size_t i = 0; i < v.size(); ++i) b[i] = v[i];  // std::vector<bool> packs its bits
-    } else {
-      if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-    }
-  });
-  return b;
-}
-
-// Random bits for every element (NaN payloads included); bool holds 0 or 1.
-std::vector<unsigned char> random_bytes(std::mt19937& rng, ts::DType t, const ts::Shape& s) {
-  std::vector<unsigned char> b(std::size_t(ts::numel(s)) * ts::dtype_size(t));
-  for (auto& c : b) c = (unsigned char)(t == ts::bool_ ? rng() & 1 : rng());
-  return b;
-}
 
 // The elements of `index` of a row-major array of `shape` (bytes `all`).
 std::vector<unsigned char> cut(const std::vector<unsigned char>& all, const ts::Shape& shape, const ts::Index& index,

@@ -20,46 +20,22 @@
 #include <tessel/tessel.hpp>
 
 #include "dsl/src/npy_format.hpp"
+#include "tests/common/io_check.hpp"
 
 namespace ts = tessel;
 namespace fs = std::filesystem;
 using ts::P;
+using tessel::testing::bytes_of;
+using tessel::testing::has;
+using tessel::testing::random_bits;
 
 namespace {
 
-const std::string kData = std::string(TESSEL_SOURCE_DIR) + "/tests/data/npy/";
-
-// A scratch directory of this process, removed with everything in it.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tessel_io_npy_test_" + std::to_string(::getpid()));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+struct TempDir : tessel::testing::TempDir {
+  TempDir() : tessel::testing::TempDir("tessel_io_npy_test_") {}
 };
 
-doctest::Contains has(const std::string& s) { return doctest::Contains(s.c_str()); }
-
-// The elements' bytes, row-major, in the array's own dtype.
-std::vector<unsigned char> bytes_of(const ts::Array& x) {
-  std::vector<unsigned char> b(std::size_t(ts::numel(x.shape())) * ts::dtype_size(x.dtype()));
-  ts::visit_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const auto v = x.to_vector<T>();
-    if constexpr (std::is_same_v<T, bool>) {
-      for (std::size_t i = 0; i < v.size(); ++i) b[i] = v[i];  // std::vector<bool> packs its bits
-    } else {
-      if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-    }
-  });
-  return b;
-}
+const std::string kData = std::string(TESSEL_SOURCE_DIR) + "/tests/data/npy/";
 
 std::string hex(const std::vector<unsigned char>& b) {
   std::string s;
@@ -91,14 +67,6 @@ std::vector<unsigned char> npy_with_dict(std::string dict, const std::vector<uns
   std::copy(dict.begin(), dict.end(), b.begin() + 10);
   std::copy(data.begin(), data.end(), b.begin() + 10 + std::ptrdiff_t(dict.size()));
   return b;
-}
-
-// Random bits for every element: any pattern must survive a round trip
-// (NaN payloads included); bool holds 0 or 1.
-ts::Array random_bits(std::mt19937& rng, ts::DType t, const ts::Shape& s) {
-  std::vector<unsigned char> b(std::size_t(ts::numel(s)) * ts::dtype_size(t) + 1);
-  for (auto& c : b) c = (unsigned char)(t == ts::bool_ ? rng() & 1 : rng());
-  return ts::detail::from_host(t, s, b.data());
 }
 
 ts::LoadOptions options_for(ts::DType t) {
