@@ -364,8 +364,13 @@ Array from_dlpack(DLManagedTensor* tensor, std::optional<Device> device) {
   // a consumer that does not take it.
   if (!tensor) throw ValueError("from_dlpack: the tensor is null");
   const DLTensor& t = tensor->dl_tensor;
-  if (t.device.device_type != kDLCPU)
-    throw ValueError(cat("from_dlpack: the tensor is on ", device_type_name(int(t.device.device_type)), " device ",
+  // The device type as the integer it is: a producer may send a code this
+  // header's enum does not list (reading it as the enum would be undefined).
+  std::int32_t device_type;
+  static_assert(sizeof(device_type) == sizeof(t.device.device_type));
+  std::memcpy(&device_type, &t.device.device_type, sizeof device_type);
+  if (device_type != std::int32_t(kDLCPU))
+    throw ValueError(cat("from_dlpack: the tensor is on ", device_type_name(int(device_type)), " device ",
                          t.device.device_id, "; tessel's devices are the host's memory and take kDLCPU tensors only"));
   const DType dtype = from_dl(t.dtype);
   if (t.ndim < 0 || (t.ndim > 0 && !t.shape))
