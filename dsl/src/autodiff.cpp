@@ -58,6 +58,17 @@ std::vector<Array> run_vjp(const Traced& t, const std::vector<Array>& inputs, co
   return call_graph(v, args, "vjp");
 }
 
+std::vector<Array> value_and_aux_cotangents(const Traced& t) {
+  const Graph& g = graph_of(t);
+  if (g.outputs.empty() || !g.outputs[0]->shape().empty() || !is_floating(g.outputs[0]->dtype()))
+    throw TypeError("grad with has_aux requires f to return (a real scalar, aux), got " +
+                    (g.outputs.empty() ? std::string("no outputs")
+                                       : "a first output " + aval_str(g.outputs[0]->dtype(), g.outputs[0]->shape())));
+  std::vector<Array> cts = {full({}, 1.0, g.outputs[0]->dtype())};
+  for (std::size_t k = 1; k < g.outputs.size(); ++k) cts.push_back(zeros(g.outputs[k]->shape(), g.outputs[k]->dtype()));
+  return cts;
+}
+
 std::vector<Array> run_jvp(const Traced& t, const std::vector<Array>& inputs, const std::vector<bool>& wrt,
                            const std::vector<Array>& tangents) {
   check_differentiable(inputs, wrt);

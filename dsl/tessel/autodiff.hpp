@@ -28,6 +28,14 @@ std::vector<Array> run_jvp(const Traced& t, const std::vector<Array>& inputs, co
                            const std::vector<Array>& tangents);
 // Runs the traced function itself.
 std::vector<Array> run_traced(const Traced& t, const std::vector<Array>& inputs);
+// grad with has_aux: cotangent 1 for output 0 (which must be a real
+// scalar), zeros for the others (the aux leaves, not differentiated).
+std::vector<Array> value_and_aux_cotangents(const Traced& t);
+
+template <class T>
+struct is_std_pair : std::false_type {};
+template <class A, class B>
+struct is_std_pair<std::pair<A, B>> : std::true_type {};
 
 // Traces f on args: the arrays of the arguments (flattened, in order), which
 // argument each came from, and the traced function.
@@ -62,10 +70,17 @@ const A& arg_as(const Tuple& args, int which) {
 }
 }  // namespace detail
 
+// jax's has_aux=True: f returns std::pair(value, aux); aux (any pytree) comes
+// back beside the gradient and is not differentiated:
+//   auto [g, aux] = ts::grad(f, ts::has_aux)(x);
+//   auto [value_aux, g] = ts::value_and_grad(f, ts::has_aux)(x);  // value_aux: (value, aux)
+struct HasAux {};
+inline constexpr HasAux has_aux{};
+
 // The gradient of a function with one real scalar output, with respect to
 // argument Argnum (or, with Argnum = -1, the run-time argnum); WithValue
-// returns (value, gradient) as jax.value_and_grad.
-template <class F, int Argnum = -1, bool WithValue = false>
+// returns (value, gradient) as jax.value_and_grad; Aux: f returns (value, aux).
+template <class F, int Argnum = -1, bool WithValue = false, bool Aux = false>
 class GradFn {
  public:
   GradFn(F f, int argnum) : f_(std::move(f)), argnum_(argnum) {}
@@ -94,12 +109,25 @@ class GradFn {
     for (std::size_t k = 0; k < arrays.size(); ++k) wrt[k] = arg_of_leaf[k] == which;
     auto inputs = arrays;
     inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
-    std::vector<Array> outs = detail::run_vjp(t, inputs, wrt, {});
-    std::vector<Array> grads(outs.begin() + std::ptrdiff_t(t.outputs), outs.end());
-    std::size_t next = 0;
-    A g = detail::substitute(detail::arg_as<A>(std::forward_as_tuple(args...), which), grads, next);
-    if constexpr (WithValue) return std::make_pair(outs[0], g);
-    else return g;
+    if constexpr (Aux) {
+      using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
+      static_assert(detail::is_std_pair<R>::value && std::is_same_v<typename R::first_type, Array>,
+                    "grad/value_and_grad with ts::has_aux: f must return std::pair<ts::Array, Aux>");
+      std::vector<Array> outs = detail::run_vjp(t, inputs, wrt, detail::value_and_aux_cotangents(t));
+      std::vector<Array> grads(outs.begin() + std::ptrdiff_t(t.outputs), outs.end());
+      std::size_t next = 0;
+      A g = detail::substitute(detail::arg_as<A>(std::forward_as_tuple(args...), which), grads, next);
+      R r = std::any_cast<R>(t.rebuild(std::vector<Array>(outs.begin(), outs.begin() + std::ptrdiff_t(t.outputs))));
+      if constexpr (WithValue) return std::make_pair(r, g);
+      else return std::make_pair(g, r.second);
+    } else {
+      std::vector<Array> outs = detail::run_vjp(t, inputs, wrt, {});
+      std::vector<Array> grads(outs.begin() + std::ptrdiff_t(t.outputs), outs.end());
+      std::size_t next = 0;
+      A g = detail::substitute(detail::arg_as<A>(std::forward_as_tuple(args...), which), grads, next);
+      if constexpr (WithValue) return std::make_pair(outs[0], g);
+      else return g;
+    }
   }
 
  private:
@@ -128,6 +156,31 @@ ValueAndGrad<std::decay_t<F>> value_and_grad(F&& f, int argnum = 0) {
 template <int Argnum, class F>
 ValueAndGrad<std::decay_t<F>, Argnum> value_and_grad(F&& f) {
   return ValueAndGrad<std::decay_t<F>, Argnum>(std::forward<F>(f), Argnum);
+}
+// With ts::has_aux (jax's has_aux=True).
+template <class F>
+GradFn<std::decay_t<F>, -1, false, true> grad(F&& f, HasAux) {
+  return GradFn<std::decay_t<F>, -1, false, true>(std::forward<F>(f), 0);
+}
+template <class F>
+GradFn<std::decay_t<F>, -1, false, true> grad(F&& f, int argnum, HasAux) {
+  return GradFn<std::decay_t<F>, -1, false, true>(std::forward<F>(f), argnum);
+}
+template <int Argnum, class F>
+GradFn<std::decay_t<F>, Argnum, false, true> grad(F&& f, HasAux) {
+  return GradFn<std::decay_t<F>, Argnum, false, true>(std::forward<F>(f), Argnum);
+}
+template <class F>
+GradFn<std::decay_t<F>, -1, true, true> value_and_grad(F&& f, HasAux) {
+  return GradFn<std::decay_t<F>, -1, true, true>(std::forward<F>(f), 0);
+}
+template <class F>
+GradFn<std::decay_t<F>, -1, true, true> value_and_grad(F&& f, int argnum, HasAux) {
+  return GradFn<std::decay_t<F>, -1, true, true>(std::forward<F>(f), argnum);
+}
+template <int Argnum, class F>
+GradFn<std::decay_t<F>, Argnum, true, true> value_and_grad(F&& f, HasAux) {
+  return GradFn<std::decay_t<F>, Argnum, true, true>(std::forward<F>(f), Argnum);
 }
 
 // jax.vjp: (f(primals), a function from output cotangents to the primals' cotangents).

@@ -291,3 +291,41 @@ TEST_CASE("grad errors name what is wrong") {
   CHECK_THROWS_WITH_AS(ts::jvp([](const Array& x) { return x; }, x, ts::array({1.0, 2.0, 3.0})),
                        doctest::Contains("tangent 0 has shape (3,), its primal float64[2]"), ts::ShapeError);
 }
+
+TEST_CASE("grad and value_and_grad with ts::has_aux: the aux pytree comes back beside the gradient, undifferentiated") {
+  // aux: a float array and an integer scalar (its zero cotangent is an integer's).
+  auto f = [](const ts::Array& x) {
+    ts::Array y = ts::sin(x);
+    return std::make_pair(ts::sum(y * y), std::make_pair(y, ts::argmax(x, 0)));
+  };
+  const std::vector<double> xs = {0.1, 0.7, -0.4};
+  ts::Array x = ts::array(xs);
+  auto check = [&](const ts::Array& g, const std::pair<ts::Array, ts::Array>& aux) {
+    const auto gv = g.to_vector<double>(), yv = aux.first.to_vector<double>();
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      CHECK(gv[i] == doctest::Approx(2 * std::sin(xs[i]) * std::cos(xs[i])));
+      CHECK(yv[i] == doctest::Approx(std::sin(xs[i])));
+    }
+    CHECK(aux.second.item<int>() == 1);
+  };
+  auto [g, aux] = ts::grad(f, ts::has_aux)(x);
+  check(g, aux);
+  auto [g_jit, aux_jit] = ts::jit(ts::grad(f, ts::has_aux))(x);
+  check(g_jit, aux_jit);
+  auto [value_aux, g2] = ts::value_and_grad(f, ts::has_aux)(x);
+  double want = 0;
+  for (double v : xs) want += std::sin(v) * std::sin(v);
+  CHECK(value_aux.first.item<double>() == doctest::Approx(want));
+  check(g2, value_aux.second);
+  // With respect to argument 1, at run time and at compile time.
+  auto h = [](const ts::Array& w, const ts::Array& x) { return std::make_pair(ts::sum(w * x * x), ts::max(x)); };
+  auto [gx, mx] = ts::grad(h, 1, ts::has_aux)(ts::array(std::vector<double>{2.0, 3.0}), ts::array(std::vector<double>{1.0, -1.0}));
+  CHECK(gx.to_vector<double>() == std::vector<double>{4.0, -6.0});
+  CHECK(mx.item<double>() == 1.0);
+  auto [gx1, mx1] = ts::grad<1>(h, ts::has_aux)(ts::array(std::vector<double>{2.0, 3.0}), ts::array(std::vector<double>{1.0, -1.0}));
+  CHECK(gx1.to_vector<double>() == gx.to_vector<double>());
+  // The value must be a real scalar.
+  auto bad = [](const ts::Array& x) { return std::make_pair(x * 2.0, x); };
+  CHECK_THROWS_WITH_AS(ts::grad(bad, ts::has_aux)(x), doctest::Contains("has_aux requires f to return (a real scalar, aux)"),
+                       ts::TypeError);
+}
