@@ -48,8 +48,8 @@ std::string normalized(const std::string& dir, const char* what) {
 std::string partial_of(const std::string& dir) { return dir + ".tessel-partial"; }
 std::string old_of(const std::string& dir) { return dir + ".tessel-old"; }
 
-bool several() { return rt::mpi::initialized() && rt::mpi::size() > 1; }
-bool leader() { return !several() || rt::mpi::rank() == 0; }
+bool several() { return process_count() > 1; }
+bool leader() { return process_index() == 0; }
 
 // Every process's `text`, in rank order.
 std::vector<std::string> allgather_text(const std::string& text, const std::string& what) {
@@ -185,17 +185,13 @@ void SaveJob::write_chunks() {
     const std::size_t bytes = a.tile_bytes();
     const std::string key = chunk_key(task.grid);
     const std::string path = partial + "/" + leaf_dirs[task.leaf] + "/" + key;
-    std::vector<std::uint32_t> crcs;
-    std::size_t stored = bytes;
-    if (options.compression == "zstd") {
-      auto z = zstd_compress(data, bytes, options.zstd_level);
-      write_file(path, z.data(), z.size());
-      crcs = piece_crcs(z.data(), z.size());
-      stored = z.size();
-    } else {
-      write_file(path, data, bytes);
-      crcs = piece_crcs(data, bytes);
-    }
+    // What the file holds: the tile's bytes, or their zstd frame.
+    std::vector<char> z;
+    if (options.compression == "zstd") z = zstd_compress(data, bytes, options.zstd_level);
+    const char* stored_data = z.empty() ? data : z.data();
+    const std::size_t stored = z.empty() ? bytes : z.size();
+    write_file(path, stored_data, stored);
+    const std::vector<std::uint32_t> crcs = piece_crcs(stored_data, stored);
     std::lock_guard<std::mutex> lock(rm);
     records.push_back({{"leaf", task.leaf}, {"key", key}, {"bytes", stored}, {"crc32", crcs}});
   });
@@ -455,15 +451,19 @@ std::size_t read_chunk(const std::string& dir, const SavedLeaf& s, const std::ve
   std::vector<std::int64_t> origin(grid.size());
   for (std::size_t d = 0; d < grid.size(); ++d) origin[d] = grid[d] * s.chunks[d];
   const std::size_t raw_bytes = std::size_t(numel(s.chunks)) * es;
-  auto scatter = [&](const char* chunk) {
-    for (const Dest& d : dests) rt::copy_region(chunk, s.chunks, origin, d.dst, d.tile, d.origin, d.region, es);
+  // A copy of the chunk where one is needed: one per thread, kept across
+  // chunks (a fresh one per chunk would pay its page faults every time).
+  thread_local std::vector<char> staging, frame;
+  auto staged = [&] {
+    if (staging.size() < raw_bytes) staging.resize(raw_bytes);
+    return staging.data();
   };
   if (s.compression == "zstd") {
-    std::unique_ptr<char[]> z(new char[std::max<std::size_t>(bytes, 1)]);
-    std::unique_ptr<char[]> raw(new char[std::max<std::size_t>(raw_bytes, 1)]);
-    const std::size_t n = reader.read_all(z.get());
-    zstd_decompress(z.get(), bytes, raw.get(), raw_bytes, path);
-    scatter(raw.get());
+    if (frame.size() < bytes) frame.resize(bytes);
+    const std::size_t n = reader.read_all(frame.data());
+    char* chunk = staged();
+    zstd_decompress(frame.data(), bytes, chunk, raw_bytes, path);
+    for (const Dest& d : dests) rt::copy_region(chunk, s.chunks, origin, d.dst, d.tile, d.origin, d.region, es);
     return n;
   }
   if (bytes != raw_bytes)
@@ -500,9 +500,8 @@ std::size_t read_chunk(const std::string& dir, const SavedLeaf& s, const std::ve
                            edge.get(), edge_piece);
   }
   if (rest.empty()) return n;
-  // Else only the pieces that hold the regions' rows, through a staging copy
-  // of the chunk (one per thread, kept): runs along the trailing dims that a
-  // region spans whole are contiguous.
+  // Else only the pieces that hold the regions' rows, through the staging
+  // copy: runs along the trailing dims that a region spans whole are contiguous.
   std::vector<char> want(reader.pieces(), 0);
   for (const Dest* dp : rest) {
     const Dest& dest = *dp;
@@ -530,8 +529,7 @@ std::size_t read_chunk(const std::string& dir, const SavedLeaf& s, const std::ve
       }
     }
   }
-  thread_local std::vector<char> staging;
-  if (staging.size() < raw_bytes) staging.resize(raw_bytes);
+  char* chunk = staged();
   for (std::size_t p = 0; p < want.size();) {
     if (!want[p]) {
       ++p;
@@ -539,10 +537,10 @@ std::size_t read_chunk(const std::string& dir, const SavedLeaf& s, const std::ve
     }
     std::size_t q = p;
     while (q + 1 < want.size() && want[q + 1]) ++q;
-    n += reader.read_pieces(p, q, staging.data());
+    n += reader.read_pieces(p, q, chunk);
     p = q + 1;
   }
-  for (const Dest* d : rest) rt::copy_region(staging.data(), s.chunks, origin, d->dst, d->tile, d->origin, d->region, es);
+  for (const Dest* d : rest) rt::copy_region(chunk, s.chunks, origin, d->dst, d->tile, d->origin, d->region, es);
   return n;
 }
 

@@ -14,6 +14,7 @@
 #include <tessel/io.hpp>
 
 #include "dsl/src/npy_format.hpp"
+#include "dsl/src/posix_io.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::checkpoint::detail {
@@ -40,17 +41,11 @@ std::vector<std::uint32_t> piece_crcs(const void* data, std::size_t bytes) {
 void write_file(const std::string& path, const void* data, std::size_t bytes, bool flush) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw FileError(sys_error("create", path));
-  const char* p = static_cast<const char*>(data);
-  std::size_t done = 0;
-  while (done < bytes) {
-    const ssize_t n = ::write(fd, p + done, std::min<std::size_t>(bytes - done, std::size_t(1) << 30));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string msg = sys_error("write", path);
-      ::close(fd);
-      throw FileError(msg);
-    }
-    done += std::size_t(n);
+  try {
+    tessel::detail::pwrite_all(fd, data, bytes, 0, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   if (flush && ::fdatasync(fd) != 0) {
     const std::string msg = sys_error("flush", path);
@@ -80,21 +75,19 @@ std::string read_text(const std::string& path) {
   return s;
 }
 
-void sync_filesystem(const std::string& dir) {
+namespace {
+// fsync (or syncfs) of a directory's descriptor.
+void flush_dir(const std::string& dir, bool filesystem) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw FileError(sys_error("open the directory", dir));
-  const int rc = ::syncfs(fd);
+  const int rc = filesystem ? ::syncfs(fd) : ::fsync(fd);
   ::close(fd);
-  if (rc != 0) throw FileError(sys_error("flush the filesystem of", dir));
+  if (rc != 0) throw FileError(sys_error(filesystem ? "flush the filesystem of" : "flush the directory", dir));
 }
+}  // namespace
 
-void sync_dir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw FileError(sys_error("open the directory", dir));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw FileError(sys_error("flush the directory", dir));
-}
+void sync_filesystem(const std::string& dir) { flush_dir(dir, true); }
+void sync_dir(const std::string& dir) { flush_dir(dir, false); }
 
 ChunkReader::ChunkReader(std::string path, std::size_t bytes, const std::vector<std::uint32_t>& crcs)
     : path_(std::move(path)), bytes_(bytes), crcs_(crcs) {
@@ -122,15 +115,9 @@ ChunkReader::~ChunkReader() {
 
 std::size_t ChunkReader::read_into(std::size_t first, std::size_t last, char* dst) {
   const std::size_t begin = first * kPiece, end = std::min(bytes_, (last + 1) * kPiece);
-  std::size_t done = 0;
-  while (begin + done < end) {
-    const ssize_t n = ::pread(fd_, dst + done, std::min<std::size_t>(end - begin - done, std::size_t(1) << 30),
-                              off_t(begin + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw FileError(sys_error("read the chunk", path_));
-    if (n == 0) throw FileError(cat("checkpoint: the chunk ", path_, " ended at byte ", begin + done, " of ", bytes_));
-    done += std::size_t(n);
-  }
+  const std::size_t n = tessel::detail::pread_upto(fd_, dst, end - begin, begin, path_);
+  if (n != end - begin)
+    throw FileError(cat("checkpoint: the chunk ", path_, " ended at byte ", begin + n, " of ", bytes_));
   for (std::size_t i = first; i <= last; ++i) {
     const std::size_t off = i * kPiece, len = std::min(kPiece, bytes_ - off);
     const std::uint32_t got = crc32_of(dst + (off - begin), len);

@@ -24,12 +24,15 @@
 
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/npy_format.hpp"
+#include "dsl/src/posix_io.hpp"
 #include "dsl/src/sharding_impl.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel {
 
 using detail::cat;
+using detail::pread_upto;
+using detail::pwrite_all;
 
 namespace {
 
@@ -60,29 +63,10 @@ class Fd {
 };
 
 void pread_all(int fd, void* dst, std::size_t n, std::uint64_t off, const std::string& file) {
-  auto* p = static_cast<unsigned char*>(dst);
-  while (n > 0) {
-    const ssize_t r = ::pread(fd, p, std::min<std::size_t>(n, std::size_t(1) << 30), off_t(off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw FileError(cat("cannot read ", file, ": ", errno_str(errno)));
-    if (r == 0) throw FileError(cat("the .npy file ", file, " is truncated: it ends at byte ", off, ", inside what its header "
-                                    "describes"));
-    p += r;
-    n -= std::size_t(r);
-    off += std::uint64_t(r);
-  }
-}
-
-void pwrite_all(int fd, const void* src, std::size_t n, std::uint64_t off, const std::string& file) {
-  const auto* p = static_cast<const unsigned char*>(src);
-  while (n > 0) {
-    const ssize_t r = ::pwrite(fd, p, std::min<std::size_t>(n, std::size_t(1) << 30), off_t(off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw FileError(cat("cannot write ", file, ": ", errno_str(errno)));
-    p += r;
-    n -= std::size_t(r);
-    off += std::uint64_t(r);
-  }
+  const std::size_t got = pread_upto(fd, dst, n, off, file);
+  if (got != n)
+    throw FileError(cat("the .npy file ", file, " is truncated: it ends at byte ", off + got, ", inside what its header "
+                        "describes"));
 }
 
 // The mode a new file gets from open(2): 0666 less the umask (read from
