@@ -581,7 +581,7 @@ std::vector<Array> restore_leaves(const std::string& dir_in, const std::vector<L
   };
   std::vector<Out> outs;
   // Each distinct tile this process holds, read into its first device's
-  // buffer and then copied to the devices holding the same tile.
+  // buffer, which the devices holding the same tile view.
   struct Tile {
     std::size_t leaf;
     std::vector<std::int64_t> positions;
@@ -616,8 +616,8 @@ std::vector<Array> restore_leaves(const std::string& dir_in, const std::vector<L
   std::map<std::pair<std::size_t, std::vector<std::int64_t>>, std::size_t> job_of;
   std::uint64_t needed = 0;
   for (Tile& tile : tiles)
-    tessel::detail::check_allocation(std::size_t(numel(tile.shape)) * dtype_size(saved[tile.leaf].dtype),
-                                     tile.positions.size(), "checkpoint::restore of " + saved[tile.leaf].path);
+    tessel::detail::check_allocation(std::size_t(numel(tile.shape)) * dtype_size(saved[tile.leaf].dtype), 1,
+                                     "checkpoint::restore of " + saved[tile.leaf].path);
   run_parallel(tiles.size(), [&](std::size_t k) {
     Tile& tile = tiles[k];
     const std::size_t tile_bytes = std::size_t(numel(tile.shape)) * dtype_size(saved[tile.leaf].dtype);
@@ -668,11 +668,13 @@ std::vector<Array> restore_leaves(const std::string& dir_in, const std::vector<L
     const auto& ids = o.layout.mesh->device_ids();
     tile.buffer->ready().set();
     o.buffers[std::size_t(tile.positions[0])] = tile.buffer;
-    for (std::size_t c = 1; c < tile.positions.size(); ++c) {  // replicas on this process's other devices
-      auto copy = rt::Buffer::allocate(ids[std::size_t(tile.positions[c])], tile.buffer->bytes());
-      if (tile.buffer->bytes()) std::memcpy(copy->data(), tile.buffer->data(), tile.buffer->bytes());
-      copy->ready().set();
-      o.buffers[std::size_t(tile.positions[c])] = copy;
+    // Replicas on this process's other devices view the one block (the
+    // buffers are immutable: runtime/buffer.hpp), as a collective's results do.
+    for (std::size_t c = 1; c < tile.positions.size(); ++c) {
+      auto replica = rt::Buffer::deferred(ids[std::size_t(tile.positions[c])], tile.buffer->bytes());
+      replica->view(tile.buffer);
+      replica->ready().set();
+      o.buffers[std::size_t(tile.positions[c])] = replica;
     }
   });
   g_bytes_read = read.load();
