@@ -38,7 +38,8 @@ std::vector<std::vector<Array>> split_jacobian(const Array& jac, const std::vect
 // TypeError unless every leaf is floating or complex (jax's message for jacfwd/jacrev).
 void check_differentiable(const std::vector<Array>& leaves, const char* who, int argnum);
 
-template <class F, bool Forward>
+// With respect to argument Argnum, or (Argnum = -1) the run-time argnum.
+template <class F, bool Forward, int Argnum = -1>
 class JacobianFn {
  public:
   JacobianFn(F f, int argnum) : f_(std::move(f)), argnum_(argnum) {}
@@ -46,24 +47,28 @@ class JacobianFn {
   template <class... Args>
   auto operator()(const Args&... args) const {
     using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
-    return dispatch_on<R, 0>(std::forward_as_tuple(args...), std::index_sequence_for<Args...>{});
+    if constexpr (Argnum >= 0) {
+      static_assert(std::size_t(Argnum) < sizeof...(Args), "jacfwd/jacrev: argnum out of range");
+      return at<R, std::size_t(Argnum)>(std::forward_as_tuple(args...), std::index_sequence_for<Args...>{});
+    } else {
+      return dispatch_on<R, 0>(std::forward_as_tuple(args...), std::index_sequence_for<Args...>{});
+    }
   }
 
  private:
-  // Finds the argument argnum_ at compile time for its type.
+  // Finds the run-time argnum_ among the arguments (all of one type).
   template <class R, std::size_t K, class Tuple, std::size_t... I>
   auto dispatch_on(const Tuple& args, std::index_sequence<I...> seq) const {
-    using A = std::decay_t<std::tuple_element_t<K, Tuple>>;
     if constexpr (K + 1 < sizeof...(I)) {
       using Next = decltype(dispatch_on<R, K + 1>(args, seq));
       using Here = decltype(at<R, K>(args, seq));
       static_assert(std::is_same_v<Next, Here>,
-                    "jacfwd/jacrev with a run-time argnum: the arguments must be of one type (or pass argnum 0)");
+                    "jacfwd/jacrev with a run-time argnum: the arguments must be of one type (else name the "
+                    "argument at compile time: ts::jacrev<N>(f), or ts::jacrev(f) for argument 0)");
       if (int(K) == argnum_) return at<R, K>(args, seq);
       return dispatch_on<R, K + 1>(args, seq);
     } else {
       if (int(K) != argnum_) throw TypeError("jacobian: argnum " + std::to_string(argnum_) + " is out of range");
-      (void)sizeof(A);
       return at<R, K>(args, seq);
     }
   }
@@ -132,18 +137,44 @@ class JacobianFn {
 }  // namespace detail
 
 // jax.jacfwd(f, argnums): forward mode, one jvp per argument value (vmapped).
+// jacfwd(f) and jacfwd<N>(f) name the argument at compile time (the others
+// may be of any types); jacfwd(f, argnum) at run time (all of one type).
 template <class F>
-detail::JacobianFn<std::decay_t<F>, true> jacfwd(F&& f, int argnum = 0) {
+detail::JacobianFn<std::decay_t<F>, true, 0> jacfwd(F&& f) {
+  return detail::JacobianFn<std::decay_t<F>, true, 0>(std::forward<F>(f), 0);
+}
+template <int Argnum, class F>
+detail::JacobianFn<std::decay_t<F>, true, Argnum> jacfwd(F&& f) {
+  return detail::JacobianFn<std::decay_t<F>, true, Argnum>(std::forward<F>(f), Argnum);
+}
+template <class F>
+detail::JacobianFn<std::decay_t<F>, true> jacfwd(F&& f, int argnum) {
   return detail::JacobianFn<std::decay_t<F>, true>(std::forward<F>(f), argnum);
 }
 // jax.jacrev(f, argnums): reverse mode, one vjp per output value (vmapped).
 template <class F>
-detail::JacobianFn<std::decay_t<F>, false> jacrev(F&& f, int argnum = 0) {
+detail::JacobianFn<std::decay_t<F>, false, 0> jacrev(F&& f) {
+  return detail::JacobianFn<std::decay_t<F>, false, 0>(std::forward<F>(f), 0);
+}
+template <int Argnum, class F>
+detail::JacobianFn<std::decay_t<F>, false, Argnum> jacrev(F&& f) {
+  return detail::JacobianFn<std::decay_t<F>, false, Argnum>(std::forward<F>(f), Argnum);
+}
+template <class F>
+detail::JacobianFn<std::decay_t<F>, false> jacrev(F&& f, int argnum) {
   return detail::JacobianFn<std::decay_t<F>, false>(std::forward<F>(f), argnum);
 }
 // jax.hessian(f, argnums): jacfwd(jacrev(f)).
 template <class F>
-auto hessian(F&& f, int argnum = 0) {
+auto hessian(F&& f) {
+  return jacfwd(jacrev(std::forward<F>(f)));
+}
+template <int Argnum, class F>
+auto hessian(F&& f) {
+  return jacfwd<Argnum>(jacrev<Argnum>(std::forward<F>(f)));
+}
+template <class F>
+auto hessian(F&& f, int argnum) {
   return jacfwd(jacrev(std::forward<F>(f), argnum), argnum);
 }
 

@@ -79,6 +79,15 @@ TEST_CASE("jacobians over pytrees: a map argument gives a map (the gradient for 
   check_close(jr.at("b"), {5.0}, {1});
   check_close(jf.at("w"), g.at("w").to_vector<double>(), {2});
   check_close(jf.at("b"), g.at("b").to_vector<double>(), {1});
+  // Arguments of different types: the argument named at compile time.
+  auto fit = [](const Params& p, const ts::Array& x) { return ts::sum(p.at("w") * x) + p.at("b")[0] * ts::sum(x * x); };
+  ts::Array xs = vec({3.0, -1.0});
+  Params jp = ts::jacrev(fit)(p, xs);
+  check_close(jp.at("w"), {3.0, -1.0}, {2});
+  check_close(jp.at("b"), {10.0}, {1});
+  check_close(ts::jacfwd<1>(fit)(p, xs), {1.0 + 2 * 0.5 * 3.0, 2.0 + 2 * 0.5 * -1.0}, {2});
+  check_close(ts::jacrev<1>(fit)(p, xs), {1.0 + 2 * 0.5 * 3.0, 2.0 + 2 * 0.5 * -1.0}, {2});
+  check_close(ts::hessian<1>(fit)(p, xs), {1.0, 0, 0, 1.0}, {2, 2});
   auto two = [](const ts::Array& x) { return std::make_pair(x * 3.0, ts::sum(x * x)); };
   ts::Array x = vec({1.0, -2.0});
   auto [j1, j2] = ts::jacfwd(two)(x);
