@@ -96,45 +96,16 @@ DLDataType to_dl(DType t) {
   throw InternalError(cat("to_dlpack: no DLPack type for ", dtype_name(t)));
 }
 
+// The inverse of to_dl (one table: to_dl's).
 DType from_dl(DLDataType t) {
   if (t.lanes != 1)
     throw TypeError(cat("from_dlpack: vector types (lanes ", t.lanes, ") are not supported; tessel's dtypes have one lane (",
                         code_name(t.code), ", ", int(t.bits), " bits)"));
-  const int bits = t.bits;
-  std::optional<DType> r;
-  switch (t.code) {
-    case kDLInt:
-      r = bits == 8 ? DType::int8 : bits == 16 ? DType::int16 : bits == 32 ? DType::int32 : bits == 64 ? DType::int64 : r;
-      break;
-    case kDLUInt:
-      r = bits == 8    ? DType::uint8
-          : bits == 16 ? DType::uint16
-          : bits == 32 ? DType::uint32
-          : bits == 64 ? DType::uint64
-                       : r;
-      break;
-    case kDLFloat:
-      r = bits == 16 ? DType::float16 : bits == 32 ? DType::float32 : bits == 64 ? DType::float64 : r;
-      break;
-    case kDLBfloat:
-      if (bits == 16) r = DType::bfloat16;
-      break;
-    case kDLComplex:
-      r = bits == 64 ? DType::complex64 : bits == 128 ? DType::complex128 : r;
-      break;
-    case kCodeBool:
-      if (bits == 8) r = DType::bool_;
-      break;
-    case kCodeFloat8E4M3FN:
-      if (bits == 8) r = DType::float8_e4m3fn;
-      break;
-    case kCodeFloat8E5M2:
-      if (bits == 8) r = DType::float8_e5m2;
-      break;
-    default: break;
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const DLDataType d = to_dl(DType(i));
+    if (d.code == t.code && d.bits == t.bits) return DType(i);
   }
-  if (!r) throw TypeError(cat("from_dlpack: tessel has no dtype for ", code_name(t.code), " with ", bits, " bits"));
-  return *r;
+  throw TypeError(cat("from_dlpack: tessel has no dtype for ", code_name(t.code), " with ", int(t.bits), " bits"));
 }
 
 // ---- Devices and alignment -----------------------------------------------------
