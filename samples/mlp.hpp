@@ -72,6 +72,17 @@ inline ts::Array loss_mixed(const Params& params, const Batch& batch, ts::DType 
   return ts::mean(ts::sum(ts::pow(predictions - targets, 2), -1));
 }
 
+// The tutorial's 4x2 layout: the batch split 4 ways over "batch", W2 by
+// columns and W3 by rows over "model", the rest replicated.
+inline void data_and_model_parallel(Params& params, Batch& batch) {
+  auto mesh = ts::make_mesh({4, 2}, {"batch", "model"});
+  batch = ts::device_put(batch, ts::NamedSharding(mesh, ts::P("batch", ts::None)));
+  params = ts::device_put(params, ts::NamedSharding(mesh, ts::P()));
+  params[1].first = ts::device_put(params[1].first, ts::NamedSharding(mesh, ts::P(ts::None, "model")));
+  params[1].second = ts::device_put(params[1].second, ts::NamedSharding(mesh, ts::P("model")));
+  params[2].first = ts::device_put(params[2].first, ts::NamedSharding(mesh, ts::P("model", ts::None)));
+}
+
 inline Params sgd(const Params& params, const Params& grads, double step_size) {
   Params next;
   for (size_t i = 0; i < params.size(); ++i)

@@ -16,7 +16,6 @@
 #include <string>
 
 namespace ts = tessel;
-using ts::P;
 using mlp::Batch;
 using mlp::Params;
 
@@ -45,14 +44,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto [params, batch] = mlp::init_model(ts::random::key(0), sizes, batch_size);
-  // The tutorial's 4x2 layout: the batch split 4 ways, W2 by columns and W3 by rows over "model".
-  auto mesh = ts::make_mesh({4, 2}, {"batch", "model"});
-  ts::NamedSharding rep(mesh, P());
-  batch = ts::device_put(batch, ts::NamedSharding(mesh, P("batch", ts::None)));
-  params = ts::device_put(params, rep);
-  params[1].first = ts::device_put(params[1].first, ts::NamedSharding(mesh, P(ts::None, "model")));
-  params[1].second = ts::device_put(params[1].second, ts::NamedSharding(mesh, P("model")));
-  params[2].first = ts::device_put(params[2].first, ts::NamedSharding(mesh, P("model", ts::None)));
+  mlp::data_and_model_parallel(params, batch);
 
   // The checkpointed state: the parameters and the step; `params` (fresh
   // from init) says each leaf's shape, dtype and sharding on restore.

@@ -27,15 +27,7 @@ void data_parallel(Params& params, Batch& batch) {
   batch = ts::device_put(batch, ts::NamedSharding(mesh, P("batch")));
   params = ts::device_put(params, ts::NamedSharding(mesh, P()));
 }
-void data_and_model_parallel(Params& params, Batch& batch) {
-  auto mesh = ts::make_mesh({4, 2}, {"batch", "model"});
-  ts::NamedSharding replicated(mesh, P());
-  batch = ts::device_put(batch, ts::NamedSharding(mesh, P("batch", ts::None)));
-  params = ts::device_put(params, replicated);
-  params[1].first = ts::device_put(params[1].first, ts::NamedSharding(mesh, P(ts::None, "model")));
-  params[1].second = ts::device_put(params[1].second, ts::NamedSharding(mesh, P("model")));
-  params[2].first = ts::device_put(params[2].first, ts::NamedSharding(mesh, P("model", ts::None)));
-}
+using mlp::data_and_model_parallel;
 
 }  // namespace
 
