@@ -128,9 +128,10 @@ std::string value_text(DType dtype, const Shape& shape, const void* data) {
     });
     return out;
   }
-  tessel::detail::Array2StringOptions opt;
+  const tessel::detail::Array2StringOptions opt = tessel::detail::current_array2string_options();
   const auto shown = tessel::detail::shown_elements(shape, opt);
-  return tessel::detail::layout_array(shape, tessel::detail::format_elements(dtype, data, shape, shown), opt);
+  return tessel::detail::layout_array(shape, tessel::detail::format_elements(dtype, data, shape, shown, opt.floats),
+                                      opt);
 }
 
 std::mutex& out_mutex() {

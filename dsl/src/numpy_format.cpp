@@ -4,12 +4,74 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "tessel/core/errors.hpp"
+#include "tessel/numpy.hpp"
+
+namespace tessel {
+
+namespace {
+std::mutex g_print_mu;
+PrintOptions g_print_options;
+}  // namespace
+
+PrintOptions get_printoptions() {
+  std::lock_guard lock(g_print_mu);
+  return g_print_options;
+}
+
+void set_printoptions(const PrintOptionsUpdate& u) {
+  if (u.precision && *u.precision < 0)
+    throw ValueError(std::string("set_printoptions: precision must be >= 0, got ").append(std::to_string(*u.precision)));
+  if (u.sign && *u.sign != '-' && *u.sign != '+' && *u.sign != ' ')
+    throw ValueError(std::string("set_printoptions: sign option must be one of ' ', '+', or '-', got '")
+                         .append(1, *u.sign)
+                         .append("'"));
+  if (u.floatmode && *u.floatmode != "fixed" && *u.floatmode != "unique" && *u.floatmode != "maxprec" &&
+      *u.floatmode != "maxprec_equal")
+    throw ValueError(std::string("set_printoptions: floatmode option must be one of \"fixed\", \"unique\", "
+                                 "\"maxprec\", \"maxprec_equal\", got \"")
+                         .append(*u.floatmode)
+                         .append("\""));
+  std::lock_guard lock(g_print_mu);
+  PrintOptions& o = g_print_options;
+  if (u.precision) o.precision = *u.precision;
+  if (u.threshold) o.threshold = *u.threshold;
+  if (u.edgeitems) o.edgeitems = *u.edgeitems;
+  if (u.linewidth) o.linewidth = *u.linewidth;
+  if (u.suppress) o.suppress = *u.suppress;
+  if (u.nanstr) o.nanstr = *u.nanstr;
+  if (u.infstr) o.infstr = *u.infstr;
+  if (u.sign) o.sign = *u.sign;
+  if (u.floatmode) o.floatmode = *u.floatmode;
+}
+
+printoptions::printoptions(const PrintOptionsUpdate& update) : saved_(get_printoptions()) { set_printoptions(update); }
+
+printoptions::~printoptions() {
+  std::lock_guard lock(g_print_mu);
+  g_print_options = saved_;
+}
+
+}  // namespace tessel
 
 namespace tessel::detail {
+
+Array2StringOptions current_array2string_options() {
+  const PrintOptions o = get_printoptions();
+  Array2StringOptions a;
+  a.floats = {o.precision, o.floatmode, o.suppress, o.sign, o.nanstr, o.infstr};
+  a.linewidth = o.linewidth;
+  a.edgeitems = o.edgeitems;
+  a.threshold = o.threshold;
+  return a;
+}
 
 namespace {
 
@@ -104,38 +166,48 @@ struct Layout {
   }
 };
 
-// Shortest round-trip text of x in fixed or scientific notation, with at most
-// `precision` digits after the point (numpy's dragon4 'unique' with a cutoff).
+// x by std::to_chars: shortest round-trip digits, or `precision` digits of
+// the exact value (correctly rounded).
 template <class T>
-std::string dragon4(T x, bool scientific, int precision) {
-  char buf[512];
+std::string chars(T x, bool scientific, std::optional<int> precision) {
+  std::vector<char> buf(std::size_t(precision.value_or(0)) + 512);
   auto fmt = scientific ? std::chars_format::scientific : std::chars_format::fixed;
-  auto r = std::to_chars(buf, buf + sizeof buf, x, fmt);
-  std::string s(buf, r.ptr);
-  std::string mant = s, exp;
-  if (scientific) {
-    auto e = s.find('e');
-    mant = s.substr(0, e);
-    exp = s.substr(e);
-  }
-  auto dot = mant.find('.');
-  int frac = dot == std::string::npos ? 0 : int(mant.size() - dot - 1);
-  if (frac > precision) {
-    r = std::to_chars(buf, buf + sizeof buf, x, fmt, precision);
-    s.assign(buf, r.ptr);
-    mant = s;
-    exp.clear();
-    if (scientific) {
-      auto e = s.find('e');
-      mant = s.substr(0, e);
-      exp = s.substr(e);
-    }
-    if (mant.find('.') != std::string::npos) {
-      while (mant.back() == '0') mant.pop_back();
-    }
-  }
+  auto r = precision ? std::to_chars(buf.data(), buf.data() + buf.size(), x, fmt, *precision)
+                     : std::to_chars(buf.data(), buf.data() + buf.size(), x, fmt);
+  TESSEL_CHECK_INTERNAL(r.ec == std::errc());
+  return std::string(buf.data(), r.ptr);
+}
+
+std::pair<std::string, std::string> split_exponent(const std::string& s, bool scientific) {
+  if (!scientific) return {s, ""};
+  auto e = s.find('e');
+  return {s.substr(0, e), s.substr(e)};
+}
+
+// numpy always shows the point ("1." and "1.e+00").
+std::string with_point(const std::string& s, bool scientific) {
+  auto [mant, exp] = split_exponent(s, scientific);
   if (mant.find('.') == std::string::npos) mant += '.';
   return mant + exp;
+}
+
+// `shortest` (x's unique digits) cut to at most `precision` digits after the
+// point, rounding x's exact value (numpy's dragon4 'unique' with a cutoff).
+template <class T>
+std::string cut_to(const std::string& shortest, T x, bool scientific, int precision) {
+  auto [mant, exp] = split_exponent(shortest, scientific);
+  auto dot = mant.find('.');
+  const int frac = dot == std::string::npos ? 0 : int(mant.size() - dot - 1);
+  if (frac <= precision) return with_point(shortest, scientific);
+  std::tie(mant, exp) = split_exponent(chars(x, scientific, precision), scientific);
+  if (mant.find('.') != std::string::npos)
+    while (mant.back() == '0') mant.pop_back();
+  return with_point(mant + exp, scientific);
+}
+
+template <class T>
+std::string dragon4(T x, bool scientific, int precision) {
+  return cut_to(chars(x, scientific, std::nullopt), x, scientific, precision);
 }
 
 // float16's own digits (F16 below): the shortest that round-trip in float16.
@@ -162,16 +234,34 @@ std::string dragon4_f16(float x, bool scientific) {
                           : "0." + std::string(std::size_t(frac - n), '0') + digits);
 }
 
-// F16: float16 values held as floats, with float16's digits and its own
-// ratio test (NumPy divides the half values in half precision).
+// numpy's FloatingFormat over `in` (each exactly a T). F16: float16 values
+// held as floats, with float16's digits and its own ratio test (NumPy divides
+// the half values in half precision).
 template <class T, bool F16 = false>
-std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plus) {
-  auto dragon = [](T v, bool sci, int precision) {
-    if constexpr (F16) return dragon4_f16(v, sci);
-    else return dragon4(v, sci, precision);
-  };
-  // plus: numpy's sign='+' (a complex number's imaginary parts)
+std::vector<std::string> format_floats_t(const std::vector<double>& in, const FloatStyle& st) {
+  const bool fixed = st.floatmode == "fixed";
+  const bool equal = fixed || st.floatmode == "maxprec_equal";  // every value with the same digits
+  const int precision = st.floatmode == "unique" ? std::numeric_limits<int>::max() : st.precision;
+  const bool plus = st.sign == '+';
   auto sgn = [plus](T v, std::string s) { return plus && !std::signbit(v) ? "+" + s : s; };
+  // A finite value's digits as dragon4 gives them to FloatingFormat.
+  auto digits = [&](T v, bool sci) {
+    if (fixed) return sgn(v, with_point(chars(v, sci, st.precision), sci));
+    if constexpr (F16) return sgn(v, cut_to(dragon4_f16(v, sci), v, sci, precision));
+    else return sgn(v, dragon4(v, sci, precision));
+  };
+  // v with exactly `frac` digits after the point: its unique digits, then
+  // the exact value's (dragon4's min_digits).
+  auto padded = [&](T v, bool sci, int frac) {
+    std::string s = sgn(v, with_point(chars(v, sci, frac), sci));
+    if constexpr (F16) {
+      // float16's shortest digits that already fill `frac` stay as they are.
+      std::string shortest = digits(v, sci);
+      auto [m, e] = split_exponent(shortest, sci);
+      if (int(m.size() - m.find('.') - 1) == frac) s = shortest;
+    }
+    return s;
+  };
   std::vector<T> vals(in.begin(), in.end());
   std::vector<T> finite;
   for (T v : vals)
@@ -194,69 +284,57 @@ std::vector<std::string> format_floats_t(const std::vector<double>& in, bool plu
     bool ratio_big;
     if constexpr (F16) ratio_big = float(max_val) / float(min_val) > 1000.25f;  // the half quotient > 1000
     else ratio_big = double(max_val) / double(min_val) > 1000.;
-    if (any && (max_val >= T(1e8) || min_val < T(0.0001) || ratio_big)) exp_format = true;
+    if (any && (max_val >= T(1e8) || (!st.suppress && (min_val < T(0.0001) || ratio_big)))) exp_format = true;
   }
-  const int precision = 8;
   int pad_left = 0, pad_right = 0, exp_size = -1, sci_precision = 0;
   if (finite.empty()) {
     pad_left = pad_right = 0;
   } else if (exp_format) {
     for (T v : finite) {
-      std::string s = sgn(v, dragon(v, true, precision));
-      auto e = s.find('e');
-      std::string mant = s.substr(0, e), ex = s.substr(e + 1);
+      auto [mant, ex] = split_exponent(digits(v, true), true);
       auto dot = mant.find('.');
       pad_left = std::max(pad_left, int(dot));
       sci_precision = std::max(sci_precision, int(mant.size() - dot - 1));
-      exp_size = std::max(exp_size, int(ex.size()) - 1);
+      exp_size = std::max(exp_size, int(ex.size()) - 2);  // "e+05": the digits
     }
     pad_right = exp_size + 2 + sci_precision;
   } else {
     for (T v : finite) {
-      std::string s = sgn(v, dragon(v, false, precision));
+      std::string s = digits(v, false);
       auto dot = s.find('.');
       pad_left = std::max(pad_left, int(dot));
       pad_right = std::max(pad_right, int(s.size() - dot - 1));
     }
   }
+  if (st.sign == ' ' && std::none_of(finite.begin(), finite.end(), [](T v) { return std::signbit(v); }))
+    pad_left += 1;
   if (finite.size() != vals.size()) {
-    bool neg_inf = plus;
+    bool neg_inf = st.sign != '-';
     for (T v : vals)
       if (std::isinf(v) && v < 0) neg_inf = true;
     int offset = pad_right + 1;
-    pad_left = std::max({pad_left, 3 - offset, 3 + int(neg_inf) - offset});
+    pad_left = std::max({pad_left, int(st.nanstr.size()) - offset, int(st.infstr.size()) + int(neg_inf) - offset});
   }
   std::vector<std::string> out;
   out.reserve(vals.size());
   for (T v : vals) {
     std::string w;
     if (!std::isfinite(v)) {
-      std::string r = std::isnan(v) ? "nan" : (v < 0 ? "-inf" : "inf");
-      if (plus && r[0] != '-') r = "+" + r;
+      std::string r = std::isnan(v) ? (plus ? "+" : "") + st.nanstr
+                                     : (v < 0 ? "-" : plus ? "+" : "") + st.infstr;
       int width = pad_left + pad_right + 1;
       w = std::string(std::max(0, width - int(r.size())), ' ') + r;
     } else if (exp_format) {
-      // Every value gets sci_precision digits; past its shortest digits they
-      // are the exact value's, rounded (dragon4's min_digits), not zeros.
-      char buf[128];
-      auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, sci_precision);
-      std::string s = sgn(v, std::string(buf, r.ptr));
-      if constexpr (F16) {
-        // Shortest digits that already fill the precision stay as they are.
-        std::string shortest = sgn(v, dragon(v, true, precision));
-        auto e0 = shortest.find('e'), d0 = shortest.find('.');
-        if (int(e0 - d0 - 1) == sci_precision) s = shortest;
-      }
-      auto e = s.find('e');
-      std::string mant = s.substr(0, e), ex = s.substr(e + 1);
+      // Every value gets sci_precision digits.
+      auto [mant, ex] = split_exponent(padded(v, true, sci_precision), true);
       auto dot = mant.find('.');
-      std::string ip = mant.substr(0, dot), fp = dot == std::string::npos ? "" : mant.substr(dot + 1);
-      char sign = ex[0];
-      std::string digits = ex.substr(1);
-      if (int(digits.size()) < exp_size) digits.insert(0, std::size_t(exp_size) - digits.size(), '0');
-      w = std::string(std::max(0, pad_left - int(ip.size())), ' ') + ip + "." + fp + "e" + sign + digits;
+      std::string ip = mant.substr(0, dot), fp = mant.substr(dot + 1);
+      char sign = ex[1];
+      std::string edigits = ex.substr(2);
+      if (int(edigits.size()) < exp_size) edigits.insert(0, std::size_t(exp_size) - edigits.size(), '0');
+      w = std::string(std::max(0, pad_left - int(ip.size())), ' ') + ip + "." + fp + "e" + sign + edigits;
     } else {
-      std::string s = sgn(v, dragon(v, false, precision));
+      std::string s = equal ? padded(v, false, pad_right) : digits(v, false);
       auto dot = s.find('.');
       std::string ip = s.substr(0, dot), fp = s.substr(dot + 1);
       w = std::string(std::max(0, pad_left - int(ip.size())), ' ') + ip + "." + fp +
@@ -313,22 +391,26 @@ std::string layout_array(const Shape& shape, const std::vector<std::string>& wor
   return l.recurse(index, next_line_prefix, opt.linewidth - int(opt.suffix.size()));
 }
 
-std::vector<std::string> format_float16(const std::vector<double>& values) {
-  return format_floats_t<float, true>(values, false);
+std::vector<std::string> format_float16(const std::vector<double>& values, const FloatStyle& style) {
+  return format_floats_t<float, true>(values, style);
 }
 
-std::vector<std::string> format_floats(const std::vector<double>& values, bool single_precision) {
-  return single_precision ? format_floats_t<float>(values, false) : format_floats_t<double>(values, false);
+std::vector<std::string> format_floats(const std::vector<double>& values, bool single_precision,
+                                       const FloatStyle& style) {
+  return single_precision ? format_floats_t<float>(values, style) : format_floats_t<double>(values, style);
 }
 
 // numpy's ComplexFloatingFormat: the real parts formatted together, the
 // imaginary parts together with an explicit sign, then 'j' before the
 // imaginary part's padding.
-std::vector<std::string> format_complex(const std::vector<std::complex<double>>& values, bool single_precision) {
+std::vector<std::string> format_complex(const std::vector<std::complex<double>>& values, bool single_precision,
+                                        const FloatStyle& style) {
   std::vector<double> re, im;
   for (auto z : values) re.push_back(z.real()), im.push_back(z.imag());
-  auto r = single_precision ? format_floats_t<float>(re, false) : format_floats_t<double>(re, false);
-  auto i = single_precision ? format_floats_t<float>(im, true) : format_floats_t<double>(im, true);
+  FloatStyle imag_style = style;
+  imag_style.sign = '+';
+  auto r = single_precision ? format_floats_t<float>(re, style) : format_floats_t<double>(re, style);
+  auto i = single_precision ? format_floats_t<float>(im, imag_style) : format_floats_t<double>(im, imag_style);
   std::vector<std::string> out;
   for (size_t k = 0; k < values.size(); ++k) {
     std::string s = i[k];
@@ -349,7 +431,7 @@ std::vector<std::string> format_bools(const std::vector<bool>& values, bool scal
 }
 
 std::vector<std::string> format_elements(DType dtype, const void* data, const Shape& shape,
-                                         const std::vector<std::int64_t>& shown) {
+                                         const std::vector<std::int64_t>& shown, const FloatStyle& style) {
   return visit_dtype(dtype, [&](auto tag) -> std::vector<std::string> {
     using T = decltype(tag);
     const T* p = static_cast<const T*>(data);
@@ -360,11 +442,11 @@ std::vector<std::string> format_elements(DType dtype, const void* data, const Sh
     } else if constexpr (std::is_floating_point_v<T>) {
       std::vector<double> v;
       for (auto i : shown) v.push_back(double(p[i]));
-      return format_floats(v, std::is_same_v<T, float>);
+      return format_floats(v, std::is_same_v<T, float>, style);
     } else if constexpr (std::is_same_v<T, float16_t>) {
       std::vector<double> v;
       for (auto i : shown) v.push_back(double(float(p[i])));
-      return format_float16(v);
+      return format_float16(v, style);
     } else if constexpr (is_narrow_float_v<T>) {
       std::vector<std::string> words;  // ml_dtypes: each element's own text, unpadded
       for (auto i : shown) words.push_back(ml_dtypes_text(float(p[i])));
@@ -372,7 +454,7 @@ std::vector<std::string> format_elements(DType dtype, const void* data, const Sh
     } else if constexpr (is_complex_v<T>) {
       std::vector<std::complex<double>> v;
       for (auto i : shown) v.push_back(std::complex<double>(p[i]));
-      return format_complex(v, std::is_same_v<T, std::complex<float>>);
+      return format_complex(v, std::is_same_v<T, std::complex<float>>, style);
     } else if constexpr (std::is_signed_v<T>) {
       std::vector<std::int64_t> v;
       for (auto i : shown) v.push_back(std::int64_t(p[i]));
@@ -389,18 +471,17 @@ std::string array_repr(DType dtype, bool weak_type, const Shape& shape, const vo
   const std::string prefix = "Array(";
   const std::string dtype_str =
       std::string("dtype=") + dtype_name(dtype) + (weak_type ? ", weak_type=True)" : ")");
-  const int line_width = 75;
+  Array2StringOptions opt = current_array2string_options();
+  const int line_width = opt.linewidth;
   std::string s;
   if (numel(shape) == 0) {
     s = std::string("[], shape=").append(shape_str(shape));
   } else {
-    Array2StringOptions opt;
     opt.separator = ", ";
     opt.prefix = prefix;
     opt.suffix = ",";
-    opt.linewidth = line_width;
     auto shown = shown_elements(shape, opt);
-    s = layout_array(shape, format_elements(dtype, data, shape, shown), opt);
+    s = layout_array(shape, format_elements(dtype, data, shape, shown, opt.floats), opt);
   }
   // As JAX: the dtype joins the last line unless that would pass the width.
   auto nl = s.rfind('\n');

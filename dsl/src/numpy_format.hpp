@@ -13,7 +13,17 @@
 
 namespace tessel::detail {
 
+// numpy's FloatingFormat settings (np.set_printoptions' float options).
+struct FloatStyle {
+  int precision = 8;                 // fractional digits at most (floatmode "unique": unlimited)
+  std::string floatmode = "maxprec";  // "fixed", "unique", "maxprec", "maxprec_equal"
+  bool suppress = false;             // no scientific notation for small values
+  char sign = '-';                   // '-', '+' or ' '
+  std::string nanstr = "nan", infstr = "inf";
+};
+
 struct Array2StringOptions {
+  FloatStyle floats;
   std::string separator = " ";
   std::string prefix;  // text before the first '[' (sets the hanging indent)
   std::string suffix;  // text after the last ']' (shortens the line width)
@@ -21,6 +31,10 @@ struct Array2StringOptions {
   int edgeitems = 3;
   std::int64_t threshold = 1000;
 };
+
+// The options in force (ts::set_printoptions): threshold, edgeitems,
+// linewidth and the float style; separator, prefix and suffix as defaults.
+Array2StringOptions current_array2string_options();
 
 // Row-major flat indices of the elements numpy shows (all of them, or the
 // edge items of every axis when the array has more than `threshold` elements).
@@ -31,8 +45,10 @@ std::vector<std::int64_t> shown_elements(const Shape& shape, const Array2StringO
 std::string layout_array(const Shape& shape, const std::vector<std::string>& words, const Array2StringOptions& opt);
 
 // numpy's element formats, fitted to the given values (all shown values).
-std::vector<std::string> format_floats(const std::vector<double>& values, bool single_precision);
-std::vector<std::string> format_complex(const std::vector<std::complex<double>>& values, bool single_precision);
+std::vector<std::string> format_floats(const std::vector<double>& values, bool single_precision,
+                                       const FloatStyle& style = {});
+std::vector<std::string> format_complex(const std::vector<std::complex<double>>& values, bool single_precision,
+                                        const FloatStyle& style = {});
 std::vector<std::string> format_ints(const std::vector<std::int64_t>& values);
 std::vector<std::string> format_uints(const std::vector<std::uint64_t>& values);
 std::vector<std::string> format_bools(const std::vector<bool>& values, bool scalar);
@@ -50,7 +66,7 @@ std::string ml_dtypes_text(float value);
 // NumPy's repr of a float16 scalar ("0.1", "65500.0", "6e-08").
 std::string float16_repr(float16_t value);
 // NumPy's FloatingFormat for float16 values (each exactly a float16).
-std::vector<std::string> format_float16(const std::vector<double>& values);
+std::vector<std::string> format_float16(const std::vector<double>& values, const FloatStyle& style = {});
 
 // NumPy's str() of typed row-major values: np.array2string's words joined by
 // spaces, a 0-d array as its scalar (dsl/src/debug_print.cpp).
@@ -58,7 +74,7 @@ std::string numpy_str(DType dtype, const Shape& shape, const void* data);
 
 // The formatted, shown elements of typed row-major data.
 std::vector<std::string> format_elements(DType dtype, const void* data, const Shape& shape,
-                                         const std::vector<std::int64_t>& shown);
+                                         const std::vector<std::int64_t>& shown, const FloatStyle& style = {});
 
 // JAX's Array repr: "Array([[0., 1.],\n       [2., 3.]], dtype=float32)".
 std::string array_repr(DType dtype, bool weak_type, const Shape& shape, const void* data);

@@ -319,6 +319,55 @@ Array fromstring(const std::string& string, const std::string& sep, DType dtype 
 // jnp.array_str: NumPy's str() of the values ("[1. 2. 3.]").
 std::string array_str(const Array& x);
 
+// jnp.get_printoptions / set_printoptions / printoptions (NumPy's, which
+// JAX's Array repr, array_str and debug::print use): how arrays print.
+// precision: digits after the point at most ("fixed": exactly); threshold:
+// more elements than this print summarised ("..." with edgeitems at each
+// edge); linewidth: characters per line; suppress: no scientific notation
+// for small values; sign: '-', '+' (always) or ' ' (a space for positives);
+// floatmode: "maxprec" (default), "maxprec_equal", "fixed" or "unique"
+// (shortest round-trip digits, precision ignored). As in NumPy and JAX, a
+// 0-d array's str (array_str, debug::print) is its scalar's, which ignores
+// the float options, and bfloat16 and float8 elements keep ml_dtypes' text.
+struct PrintOptions {
+  int precision = 8;
+  std::int64_t threshold = 1000;
+  int edgeitems = 3;
+  int linewidth = 75;
+  bool suppress = false;
+  std::string nanstr = "nan";
+  std::string infstr = "inf";
+  char sign = '-';
+  std::string floatmode = "maxprec";
+};
+PrintOptions get_printoptions();
+// The options named change; the others keep their values. ValueError (as
+// NumPy's) for a negative precision, an unknown sign or floatmode.
+struct PrintOptionsUpdate {
+  std::optional<int> precision;
+  std::optional<std::int64_t> threshold;
+  std::optional<int> edgeitems;
+  std::optional<int> linewidth;
+  std::optional<bool> suppress;
+  std::optional<std::string> nanstr;
+  std::optional<std::string> infstr;
+  std::optional<char> sign;
+  std::optional<std::string> floatmode;
+};
+void set_printoptions(const PrintOptionsUpdate& update);
+// jnp.printoptions, the context manager: the update holds until the guard
+// is destroyed, then every option is as it was.
+class printoptions {
+ public:
+  explicit printoptions(const PrintOptionsUpdate& update);
+  ~printoptions();
+  printoptions(const printoptions&) = delete;
+  printoptions& operator=(const printoptions&) = delete;
+
+ private:
+  PrintOptions saved_;
+};
+
 // ---------------------------------------------------------------- unique with extras
 struct UniqueCounts {
   Array values, counts;
