@@ -130,6 +130,8 @@ void fold_tiles(DType t, Op op, char* dst, const char* first, const std::vector<
     case DType::float16: ft = fold::Type::f16; break;
     case DType::float8_e4m3fn: ft = fold::Type::f8e4m3fn; break;
     case DType::float8_e5m2: ft = fold::Type::f8e5m2; break;
+    case DType::float8_e8m0fnu: ft = fold::Type::f8e8m0fnu; break;
+    case DType::float4_e2m1fn: ft = fold::Type::f4e2m1fn; break;
     case DType::complex64:
     case DType::complex128:
       throw InternalError("a complex collective reached the runtime (codegen/complex.cpp makes them real)");

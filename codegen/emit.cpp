@@ -41,6 +41,7 @@ llvm::Type* ExprEmitter::reg_type(DType t) {
     case DType::int64: case DType::uint64: return b.getInt64Ty();
     // Narrow floats compute in float32 registers (codegen/narrow_float.hpp).
     case DType::bfloat16: case DType::float16: case DType::float8_e4m3fn: case DType::float8_e5m2:
+    case DType::float8_e8m0fnu: case DType::float4_e2m1fn:
     case DType::float32: return b.getFloatTy();
     case DType::float64: return b.getDoubleTy();
     case DType::complex64: case DType::complex128:

@@ -35,6 +35,8 @@ void fold(Type t, Combine c, void* dst, const void* first, const void* const* re
     case Type::f16: return fold_narrow<float16_t>(c, dst, first, rest, m, count);
     case Type::f8e4m3fn: return fold_narrow<float8_e4m3fn_t>(c, dst, first, rest, m, count);
     case Type::f8e5m2: return fold_narrow<float8_e5m2_t>(c, dst, first, rest, m, count);
+    case Type::f8e8m0fnu: return fold_narrow<float8_e8m0fnu_t>(c, dst, first, rest, m, count);
+    case Type::f4e2m1fn: return fold_narrow<float4_e2m1fn_t>(c, dst, first, rest, m, count);
     default: break;
   }
   static const gemm::Isa isa = gemm::best_isa();  // the widest vectors the CPU runs at full rate

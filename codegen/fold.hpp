@@ -23,7 +23,7 @@ namespace tessel::codegen::fold {
 // The element types collectives reduce (complex ones arrive as pairs of reals).
 // The narrow floats (bf16, f16, f8*) fold in fold.cpp, one element at a time:
 // each step computed in float32 and rounded to the format (nearest even).
-enum class Type : int { bool_, i32, i64, u32, f32, f64, i8, u8, i16, u16, u64, bf16, f16, f8e4m3fn, f8e5m2 };
+enum class Type : int { bool_, i32, i64, u32, f32, f64, i8, u8, i16, u16, u64, bf16, f16, f8e4m3fn, f8e5m2, f8e8m0fnu, f4e2m1fn };
 // add (bool: or; integers wrap), max and min (floating: NaN if either is NaN).
 // A floating result that is NaN is the quiet NaN std::nan("") (positive, no
 // payload) whatever the operands' NaNs were, so that every ISA and every

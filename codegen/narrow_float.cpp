@@ -18,6 +18,7 @@ struct Format {
   int bias;
   bool ieee;      // all-ones exponent is inf/NaN (float8_e4m3fn: only S.1111.111 is NaN)
   double max;     // largest finite
+  bool has_nan;   // float4_e2m1fn has none (NaN becomes -0, beyond max saturates)
   int emin() const { return 1 - bias; }
   int width() const { return 1 + ebits + mant; }
 };
@@ -30,7 +31,9 @@ Format format_of(DType t) {
     if constexpr (is_narrow_float_v<T>) {
       using L = std::numeric_limits<T>;
       const int mant = L::digits - 1, bias = 1 - (L::min_exponent - 1);
-      return {mant, int(8 * sizeof(T)) - 1 - mant, bias, L::has_infinity, double(float(L::max()))};
+      const int width = std::is_same_v<T, float4_e2m1fn_t> ? 4 : int(8 * sizeof(T));
+      if constexpr (!L::is_signed) throw InternalError("float8_e8m0fnu has its own code paths");
+      return {mant, width - 1 - mant, bias, L::has_infinity, double(float(L::max())), L::has_quiet_NaN};
     } else {
       throw InternalError(std::string(dtype_name(t)) + " is not a narrow float");
     }
@@ -46,10 +49,37 @@ bool has_f16c() {
 
 }  // namespace
 
+namespace {
+
+// float8_e8m0fnu (tessel/core/float_types.hpp, e8m0_from_double): x (float
+// or double) to the nearest power of two, a mantissa of 1.5 or more rounding
+// up; up to 2^-127 -> 2^-127, below 2^-126 -> 2^-126; NaN, inf, zero,
+// negatives and beyond 2^127 -> NaN. As a float (2^-127 a subnormal).
+Value* e8m0_round(llvm::IRBuilderBase& b, Value* x) {
+  llvm::Type* ft = x->getType();
+  const bool dbl = ft->isDoubleTy();
+  const int src_mant = dbl ? 52 : 23;
+  llvm::Type* it = dbl ? b.getInt64Ty() : b.getInt32Ty();
+  auto ic = [&](std::uint64_t v) { return llvm::ConstantInt::get(it, v); };
+  auto fc = [&](double v) { return llvm::ConstantFP::get(ft, v); };
+  Value* ix = b.CreateBitCast(x, it);
+  const std::uint64_t exp_mask = dbl ? 0x7FF0'0000'0000'0000ull : 0x7F80'0000ull;
+  // Adding half the mantissa's range carries into the exponent exactly when the mantissa is >= 1.5.
+  Value* y = b.CreateBitCast(b.CreateAnd(b.CreateAdd(ix, ic(std::uint64_t(1) << (src_mant - 1))), ic(exp_mask)), ft);
+  y = b.CreateSelect(b.CreateFCmpOLT(x, fc(0x1p-126)), fc(0x1p-126), y);
+  y = b.CreateSelect(b.CreateFCmpOLE(x, fc(0x1p-127)), fc(0x1p-127), y);
+  Value* bad = b.CreateOr(b.CreateFCmpUGT(y, fc(0x1p127)), b.CreateFCmpULE(x, fc(0)));  // NaN, <= 0, too big
+  y = b.CreateSelect(bad, fc(std::nan("")), y);
+  return dbl ? b.CreateFPTrunc(y, b.getFloatTy()) : y;  // exact: 2^-127 .. 2^127
+}
+
+}  // namespace
+
 Value* narrow_round(llvm::IRBuilderBase& b, Value* x, DType t) {
-  const Format f = format_of(t);
   llvm::IRBuilderBase::FastMathFlagGuard guard(b);
   b.setFastMathFlags(llvm::FastMathFlags());  // (ax + C) - C must round
+  if (t == DType::float8_e8m0fnu) return e8m0_round(b, x);
+  const Format f = format_of(t);
   llvm::Type* ft = x->getType();
   const bool dbl = ft->isDoubleTy();
   if (!dbl && t == DType::bfloat16) {
@@ -86,19 +116,28 @@ Value* narrow_round(llvm::IRBuilderBase& b, Value* x, DType t) {
   Value* y_sub = b.CreateFSub(b.CreateFAdd(ax, c), c);
   y_sub = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, y_sub, x);
   Value* y = b.CreateSelect(b.CreateFCmpOLT(ax, fc(std::ldexp(1.0, f.emin()))), y_sub, y_norm);
-  // Beyond the largest finite (inf included): inf, or NaN without one.
+  // Beyond the largest finite (inf included): inf, or NaN without one
+  // (float4_e2m1fn, with neither, saturates; its NaN stand-in is -0).
   Value* over = b.CreateFCmpOGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, y), fc(f.max));
-  Value* big = f.ieee ? b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fc(HUGE_VAL), x) : fc(std::nan(""));
+  Value* big = f.ieee       ? b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fc(HUGE_VAL), x)
+               : f.has_nan ? fc(std::nan(""))
+                           : b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fc(f.max), x);
   y = b.CreateSelect(over, big, y);
-  y = b.CreateSelect(b.CreateFCmpUNO(x, x), fc(std::nan("")), y);
+  y = b.CreateSelect(b.CreateFCmpUNO(x, x), fc(f.has_nan ? std::nan("") : -0.0), y);
   return dbl ? b.CreateFPTrunc(y, b.getFloatTy()) : y;  // exact: y is on the grid
 }
 
 Value* narrow_encode(llvm::IRBuilderBase& b, Value* y, DType t) {
+  if (t == DType::float8_e8m0fnu) {
+    // The float's exponent field (2^-127, a subnormal, has field 0); NaN 0xFF.
+    Value* field = b.CreateLShr(b.CreateBitCast(y, b.getInt32Ty()), b.getInt32(23));
+    field = b.CreateSelect(b.CreateFCmpUNO(y, y), b.getInt32(0xFF), field);
+    return b.CreateTrunc(field, b.getInt8Ty());
+  }
   const Format f = format_of(t);
   if (t == DType::float16 && has_f16c())  // exact: y is on the grid
     return b.CreateBitCast(b.CreateFPTrunc(y, b.getHalfTy()), b.getInt16Ty());
-  llvm::Type* nt = b.getIntNTy(unsigned(f.width()));
+  llvm::Type* nt = b.getIntNTy(unsigned(8 * dtype_size(t)));
   llvm::Type* i32 = b.getInt32Ty();
   auto c32 = [&](std::uint32_t v) { return b.getInt32(v); };
   Value* fb = b.CreateBitCast(y, i32);
@@ -124,13 +163,23 @@ Value* narrow_encode(llvm::IRBuilderBase& b, Value* y, DType t) {
     Value* is_inf = b.CreateICmpEQ(a, c32(0x7F800000u));
     enc = b.CreateSelect(is_inf, c32(emask << f.mant), enc);
   }
-  // The quiet NaN: all-ones exponent, the mantissa's top bit (e4m3fn: all ones).
-  const std::uint32_t nan = f.ieee ? (emask << f.mant) | (1u << (f.mant - 1)) : (1u << (f.width() - 1)) - 1;
+  // The quiet NaN: all-ones exponent, the mantissa's top bit (e4m3fn: all
+  // ones; e2m1fn, without one: -0).
+  const std::uint32_t nan = f.ieee ? (emask << f.mant) | (1u << (f.mant - 1))
+                            : f.has_nan ? (1u << (f.width() - 1)) - 1
+                                        : 1u << (f.width() - 1);
   enc = b.CreateSelect(b.CreateFCmpUNO(y, y), c32(nan), enc);
   return b.CreateTrunc(b.CreateOr(enc, sign), nt);
 }
 
 Value* narrow_decode(llvm::IRBuilderBase& b, Value* bits, DType t) {
+  if (t == DType::float8_e8m0fnu) {
+    Value* x = b.CreateZExt(bits, b.getInt32Ty());
+    Value* v = b.CreateShl(x, b.getInt32(23));
+    v = b.CreateSelect(b.CreateICmpEQ(x, b.getInt32(0)), b.getInt32(0x0040'0000u), v);  // 2^-127
+    v = b.CreateSelect(b.CreateICmpEQ(x, b.getInt32(0xFF)), b.getInt32(0x7FC0'0000u), v);
+    return b.CreateBitCast(v, b.getFloatTy());
+  }
   const Format f = format_of(t);
   if (t == DType::float16 && has_f16c()) return b.CreateFPExt(b.CreateBitCast(bits, b.getHalfTy()), b.getFloatTy());
   llvm::Type* i32 = b.getInt32Ty();
@@ -153,7 +202,7 @@ Value* narrow_decode(llvm::IRBuilderBase& b, Value* bits, DType t) {
     Value* special = b.CreateICmpEQ(field, c32(emask));
     Value* inf = b.CreateBitCast(b.CreateOr(c32(0x7F800000u), sign), flt);
     v = b.CreateSelect(special, b.CreateSelect(b.CreateICmpEQ(m, c32(0)), inf, nan), v);
-  } else {
+  } else if (f.has_nan) {
     v = b.CreateSelect(b.CreateICmpEQ(b.CreateAnd(x, c32((1u << (f.width() - 1)) - 1)), c32((1u << (f.width() - 1)) - 1)), nan, v);
   }
   return v;

@@ -43,6 +43,8 @@ const char* short_dtype(DType t) {
     case DType::uint64: return "u64";
     case DType::float8_e4m3fn: return "f8e4m3fn";
     case DType::float8_e5m2: return "f8e5m2";
+    case DType::float8_e8m0fnu: return "f8e8m0fnu";
+    case DType::float4_e2m1fn: return "f4e2m1fn";
   }
   __builtin_unreachable();
 }

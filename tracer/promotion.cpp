@@ -10,7 +10,7 @@ namespace tessel {
 namespace {
 
 // Lattice nodes.
-enum Node { B1, IW, FW, CW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, F8E4M3, F8E5M2, C64, C128, kNodes };
+enum Node { B1, IW, FW, CW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, F8E4M3, F8E5M2, F8E8M0, F4E2M1, C64, C128, kNodes };
 
 Node node_of(DType t, bool weak) {
   if (weak && t != DType::bool_) {
@@ -34,6 +34,8 @@ Node node_of(DType t, bool weak) {
     case DType::float64: return F64;
     case DType::float8_e4m3fn: return F8E4M3;
     case DType::float8_e5m2: return F8E5M2;
+    case DType::float8_e8m0fnu: return F8E8M0;
+    case DType::float4_e2m1fn: return F4E2M1;
     case DType::complex64: return C64;
     case DType::complex128: return C128;
   }
@@ -54,7 +56,7 @@ const std::vector<std::vector<Node>>& upper_sets() {
     succ[I16] = {I32};
     succ[I32] = {I64};
     succ[I64] = {FW};
-    succ[FW] = {F8E4M3, F8E5M2, BF16, F16, CW};
+    succ[FW] = {F8E4M3, F8E5M2, F8E8M0, F4E2M1, BF16, F16, CW};
     succ[BF16] = {F32};
     succ[F16] = {F32};
     succ[F32] = {F64, C64};
@@ -116,6 +118,8 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
         case F16: return {DType::float16, false};
         case F8E4M3: return {DType::float8_e4m3fn, false};
         case F8E5M2: return {DType::float8_e5m2, false};
+        case F8E8M0: return {DType::float8_e8m0fnu, false};
+        case F4E2M1: return {DType::float4_e2m1fn, false};
         case F32: return {DType::float32, false};
         case F64: return {DType::float64, false};
         // A weak complex: complex64, complex128 when both operands are of
@@ -130,11 +134,15 @@ PromotedType promote_types(DType a, bool a_weak, DType b, bool b_weak) {
       }
     }
   }
-  // JAX's TypePromotionError.
+  // JAX's TypePromotionError (it names the 8-bit floats first, then the 4-bit ones).
+  auto f8 = [](DType t) {
+    return t == DType::float8_e4m3fn || t == DType::float8_e5m2 || t == DType::float8_e8m0fnu;
+  };
+  const char* width = f8(a) || f8(b) ? "8-bit" : "4-bit";
   throw TypeError(std::string("Input dtypes ('") + dtype_name(a) + "', '" + dtype_name(b) +
-                  "') have no available implicit dtype promotion path. To avoid unintended promotion, 8-bit floats "
-                  "do not support implicit promotion. If you'd like your inputs to be promoted to another type, you "
-                  "can do so explicitly using e.g. x.astype('float32')");
+                  "') have no available implicit dtype promotion path. To avoid unintended promotion, " + width +
+                  " floats do not support implicit promotion. If you'd like your inputs to be promoted to another "
+                  "type, you can do so explicitly using e.g. x.astype('float32')");
 }
 
 }  // namespace tessel

@@ -161,6 +161,9 @@ TESSEL_OPS(TESSEL_X)
 // (+inf, true) for reduce_min/min/argmin. The one place identities live: the
 // reference kernels, the partitioner's padding masks and codegen read it.
 Literal reduction_identity(Op op, DType t);
+// TypeError for a sum (reduce-sum, cumsum, dot) of float8_e8m0fnu, which has
+// no zero to start it from or to pad uneven splits with.
+void check_summable(Op op, const std::vector<Aval>& in);
 
 // The mesh and axes a collective, pvary or axis_index runs over (axes null
 // for collective_permute, whose pairs name whole-mesh positions; both null

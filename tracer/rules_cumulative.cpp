@@ -56,6 +56,7 @@ Aval infer_cumulative(Op op, const std::vector<Aval>& in, const attr::Cumulative
   if (p.dimension < 0 || p.dimension >= std::int64_t(x.shape.size()))
     throw ShapeError(cat(op_name(op), ": axis ", p.dimension, " is out of bounds for ", avals_str(in)));
   if (x.dtype == DType::bool_) throw TypeError(cat(op_name(op), " of a boolean array (", avals_str(in), ")"));
+  if (op == Op::cumsum) check_summable(op, in);
   if ((op == Op::cummax || op == Op::cummin) && is_complex(x.dtype))
     throw TypeError(cat(op_name(op), ": complex numbers are unordered, got ", avals_str(in)));
   if (op == Op::cumlogsumexp && !is_floating(x.dtype))

@@ -197,10 +197,13 @@ T round_half_even(T x) {
   return std::nearbyint(x);  // the default rounding mode is to nearest, ties to even
 }
 
+// IEEE 754-2019's maximum and minimum (LLVM's llvm.maximum, which compiled
+// code uses): NaN if either is, and -0 below +0.
 template <class T>
 T nan_max(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+    if (a == b) return std::signbit(a) ? b : a;
   }
   return a > b ? a : b;
 }
@@ -208,6 +211,7 @@ template <class T>
 T nan_min(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+    if (a == b) return std::signbit(a) ? a : b;
   }
   return a < b ? a : b;
 }

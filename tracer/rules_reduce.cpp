@@ -82,10 +82,18 @@ Aval reduce_infer(Op op, const std::vector<Aval>& in, const attr::Dimensions& p,
     throw TypeError(cat(op_name(op), " of a boolean array; convert it first, got ", avals_str(in)));
   if (is_complex(in[0].dtype) && (op == Op::reduce_max || op == Op::reduce_min))
     throw TypeError(cat(op_name(op), " of a complex array: complex numbers are not ordered, got ", avals_str(in)));
+  if (op == Op::reduce_sum) check_summable(op, in);
   return Aval{in[0].dtype, reduced_shape(op, in[0], p.dims), in[0].weak_type};
 }
 
 }  // namespace
+
+void check_summable(Op op, const std::vector<Aval>& in) {
+  for (const Aval& a : in)
+    if (a.dtype == DType::float8_e8m0fnu)
+      throw TypeError(cat(op_name(op), " of ", avals_str(in), ": float8_e8m0fnu has no zero (0 converts to NaN), ",
+                          "so its sums are not defined; convert to float32 first (x.astype(ts::float32))"));
+}
 
 std::vector<std::int64_t> reduced_axes(const Node& n) {
   if (n.op == Op::argmax || n.op == Op::argmin) return {n.attr<attr::ArgReduce>().dimension};
@@ -110,7 +118,10 @@ Literal reduction_identity(Op op, DType t) {
     } else {
       using L = std::numeric_limits<T>;
       switch (op) {
-        case Op::reduce_sum: case Op::add: v = T(0); break;
+        case Op::reduce_sum: case Op::add:
+          TESSEL_CHECK_INTERNAL(t != DType::float8_e8m0fnu, "float8_e8m0fnu has no additive identity");
+          v = T(0);
+          break;
         case Op::reduce_prod: case Op::mul: v = T(1); break;
         case Op::reduce_max: case Op::max: case Op::argmax: v = L::has_infinity ? T(-L::infinity()) : L::lowest(); break;
         case Op::reduce_min: case Op::min: case Op::argmin: v = L::has_infinity ? L::infinity() : L::max(); break;
@@ -366,6 +377,7 @@ Aval Rule<Op::dot_general>::infer(const std::vector<Aval>& in, const A& p, const
   };
   if (in[0].dtype != in[1].dtype) throw TypeError(cat("dot_general needs operands of one dtype, got ", avals_str(in)));
   if (is_bool(in[0].dtype)) throw TypeError(cat("dot_general of boolean operands ", avals_str(in)));
+  check_summable(Op::dot_general, in);
   if (d.lhs_contract.size() != d.rhs_contract.size() || d.lhs_batch.size() != d.rhs_batch.size())
     throw bad(cat("dimension lists differ in length (", d.lhs_contract.size(), " and ", d.rhs_contract.size(),
                   " contracting, ", d.lhs_batch.size(), " and ", d.rhs_batch.size(), " batch)"));

@@ -22,7 +22,7 @@ FloatFacts float_facts(DType t) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T> || is_narrow_float_v<T>) {
       using L = std::numeric_limits<T>;
-      const int bits = int(8 * sizeof(T));
+      const int bits = std::is_same_v<T, float4_e2m1fn_t> ? 4 : int(8 * sizeof(T));
       return {bits, L::digits, L::min_exponent - 1, L::max_exponent - 1, double(float(L::max())), L::has_infinity};
     } else {
       throw ValueError(std::string("finfo: data type ") + dtype_name(t) + " not inexact");
@@ -81,6 +81,11 @@ bool safe(DType from, DType to) {
 FInfo finfo(DType dtype) {
   const DType t = real_dtype(dtype);
   const FloatFacts f = float_facts(t);
+  // ml_dtypes' own tables for the MX formats (ml_dtypes/_finfo.py).
+  if (t == DType::float8_e8m0fnu)  // no sign, no mantissa: every value a power of two
+    return FInfo{t, 8, 1.0, 0.5, 0x1p127, 0x1p-127, 0x1p-127, 0x1p-127, 0x1p-127, 0.125, 1, 0, 8, 8, 128, -127, 0, -1};
+  if (t == DType::float4_e2m1fn)
+    return FInfo{t, 4, 0.5, 0.5, 6.0, -6.0, 1.0, 1.0, 0.5, 1.0, 0, 1, 2, 2, 3, 0, -1, -1};
   FInfo r;
   r.dtype = t;
   r.bits = f.bits;

@@ -38,6 +38,7 @@ namespace {
 constexpr std::uint8_t kCodeBool = 6;
 constexpr std::uint8_t kCodeFloat8E4M3FN = 10;
 constexpr std::uint8_t kCodeFloat8E5M2 = 12;
+constexpr std::uint8_t kCodeFloat8E8M0FNU = 13;
 
 // DLPack 1.1's names for its type codes, for messages.
 std::string code_name(std::uint8_t code) {
@@ -92,6 +93,12 @@ DLDataType to_dl(DType t) {
     case DType::complex128: return {kDLComplex, bits, 1};
     case DType::float8_e4m3fn: return {kCodeFloat8E4M3FN, 8, 1};
     case DType::float8_e5m2: return {kCodeFloat8E5M2, 8, 1};
+    case DType::float8_e8m0fnu: return {kCodeFloat8E8M0FNU, 8, 1};
+    case DType::float4_e2m1fn:
+      // DLPack's kDLFloat4_e2m1fn packs two values in a byte; tessel (like
+      // NumPy with ml_dtypes) stores one per byte, so no view can share them.
+      throw TypeError("to_dlpack: float4_e2m1fn has no DLPack type for tessel's layout (one value per byte; "
+                      "DLPack's kDLFloat4_e2m1fn packs two per byte); convert it with astype first");
   }
   throw InternalError(cat("to_dlpack: no DLPack type for ", dtype_name(t)));
 }
@@ -102,6 +109,7 @@ DType from_dl(DLDataType t) {
     throw TypeError(cat("from_dlpack: vector types (lanes ", t.lanes, ") are not supported; tessel's dtypes have one lane (",
                         code_name(t.code), ", ", int(t.bits), " bits)"));
   for (int i = 0; i < kNumDTypes; ++i) {
+    if (DType(i) == DType::float4_e2m1fn) continue;  // none (to_dl)
     const DLDataType d = to_dl(DType(i));
     if (d.code == t.code && d.bits == t.bits) return DType(i);
   }

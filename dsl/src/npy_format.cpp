@@ -267,7 +267,9 @@ std::string descr_of(DType dtype) {
     case DType::complex128: return "<c16";
     case DType::bfloat16: return "<V2";
     case DType::float8_e4m3fn:
-    case DType::float8_e5m2: return "|V1";
+    case DType::float8_e5m2:
+    case DType::float8_e8m0fnu:
+    case DType::float4_e2m1fn: return "|V1";
   }
   throw InternalError(cat("descr_of: dtype ", int(dtype)));
 }
@@ -368,7 +370,7 @@ DataType dtype_of_descr(const std::string& descr, std::optional<DType> wanted, b
         if (dtype_size(*wanted) != 1 || *wanted == DType::bool_)
           throw TypeError(cat("the .npy file ", file, " holds 1-byte values of NumPy type '", descr,
                               "', which cannot be read as ", dtype_name(*wanted),
-                              "; pass float8_e4m3fn, float8_e5m2, int8 or uint8"));
+                              "; pass float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn, int8 or uint8"));
         return {*wanted, false};
       }
       throw unsupported(cat("raw records of ", size, " bytes"));

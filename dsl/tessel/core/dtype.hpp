@@ -35,7 +35,9 @@ namespace tessel {
   X(uint16, "uint16", std::uint16_t, 'u')   \
   X(uint64, "uint64", std::uint64_t, 'u')   \
   X(float8_e4m3fn, "float8_e4m3fn", float8_e4m3fn_t, 'f') \
-  X(float8_e5m2, "float8_e5m2", float8_e5m2_t, 'f')
+  X(float8_e5m2, "float8_e5m2", float8_e5m2_t, 'f') \
+  X(float8_e8m0fnu, "float8_e8m0fnu", float8_e8m0fnu_t, 'f') \
+  X(float4_e2m1fn, "float4_e2m1fn", float4_e2m1fn_t, 'f')
 
 enum class DType : std::uint8_t {
 #define TESSEL_X(e, name, type, kind) e,
@@ -67,7 +69,8 @@ inline bool is_complex(DType t) { return dtype_kind(t) == 'c'; }
 // The floats narrower than float32 (bfloat16, float16, float8_*): stored in
 // tessel's scalar types, computed in float32 (their "compute dtype").
 inline bool is_narrow_float(DType t) {
-  return t == DType::bfloat16 || t == DType::float16 || t == DType::float8_e4m3fn || t == DType::float8_e5m2;
+  return t == DType::bfloat16 || t == DType::float16 || t == DType::float8_e4m3fn || t == DType::float8_e5m2 ||
+         t == DType::float8_e8m0fnu || t == DType::float4_e2m1fn;
 }
 // float32 for a narrow float, the dtype itself otherwise.
 inline DType compute_dtype(DType t) { return is_narrow_float(t) ? DType::float32 : t; }

@@ -172,10 +172,86 @@ TESSEL_NARROW_FLOAT(float8_e4m3fn_t, std::uint8_t, 4, 3, false)
 TESSEL_NARROW_FLOAT(float8_e5m2_t, std::uint8_t, 5, 2, true)
 #undef TESSEL_NARROW_FLOAT
 
+namespace detail {
+
+// float8_e8m0fnu (the MX formats' scale): 8 exponent bits, bias 127, no
+// sign, no mantissa, no zero, no infinity; 0xFF is the NaN. From a double,
+// as ml_dtypes converts: NaN, +-inf, +-0 and negatives -> NaN; up to 2^-127
+// -> 0x00 (2^-127, the least value); between 2^-127 and 2^-126 -> 2^-126;
+// else the nearest power of two, a mantissa of 1.5 or more rounding up
+// (ties up), and beyond 2^127 -> NaN.
+constexpr std::uint32_t e8m0_from_double(double x) noexcept {
+  const std::uint64_t b = std::bit_cast<std::uint64_t>(x);
+  if (b >> 63 || !(x > 0) || x > 1.7976931348623157e308) return 0xFF;  // negative, zero, NaN, inf
+  if (x <= 0x1p-127) return 0x00;
+  if (x < 0x1p-126) return 0x01;
+  const int e = int((b >> 52) & 0x7FF) - 1023;
+  const std::uint64_t mant = b & 0x000F'FFFF'FFFF'FFFFull;
+  const int r = e + 127 + (mant >= (1ull << 51) ? 1 : 0);
+  return r > 0xFE ? 0xFF : std::uint32_t(r);
+}
+constexpr float e8m0_to_float(std::uint32_t bits) noexcept {
+  if (bits == 0xFF) return std::bit_cast<float>(0x7FC0'0000u);
+  if (bits == 0) return std::bit_cast<float>(0x0040'0000u);  // 2^-127, a float subnormal
+  return std::bit_cast<float>(bits << 23);
+}
+
+// float4_e2m1fn: 1-2-1, bias 1, the values 0 0.5 1 1.5 2 3 4 6 and their
+// negatives, no infinity, no NaN; one per byte, in the low four bits. From a
+// double: nearest, ties to the even code; beyond 6 (and +-inf) saturates to
+// +-6; a NaN becomes -0 (XLA's convert; ml_dtypes' host constructor gives
+// +0 for a negative NaN).
+inline constexpr double kE2M1Values[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+constexpr std::uint32_t e2m1_from_double(double x) noexcept {
+  if (x != x) return 0x8;
+  const std::uint32_t sign = std::bit_cast<std::uint64_t>(x) >> 63 ? 0x8 : 0;
+  const double a = x < 0 ? -x : x;
+  std::uint32_t c = 7;
+  for (std::uint32_t k = 0; k < 7; ++k) {
+    if (a < kE2M1Values[k + 1]) {
+      const double mid = (kE2M1Values[k] + kE2M1Values[k + 1]) / 2;
+      c = a > mid || (a == mid && (k & 1)) ? k + 1 : k;
+      break;
+    }
+  }
+  return sign | c;
+}
+constexpr float e2m1_to_float(std::uint32_t bits) noexcept {
+  const float v = float(kE2M1Values[bits & 7]);
+  return bits >= 8 ? -v : v;
+}
+
+}  // namespace detail
+
+// The two MX-format types: same interface as the macro's types (explicit in
+// from float, double and integers, exact out to float).
+#define TESSEL_TABLE_FLOAT(T, FROM, TO)                                                         \
+  struct T {                                                                                    \
+    std::uint8_t bits;                                                                          \
+                                                                                                \
+    T() = default;                                                                              \
+    explicit constexpr T(float f) noexcept : bits(std::uint8_t(detail::FROM(double(f)))) {}    \
+    explicit constexpr T(double d) noexcept : bits(std::uint8_t(detail::FROM(d))) {}           \
+    template <class I>                                                                          \
+      requires std::is_integral_v<I>                                                            \
+    explicit constexpr T(I v) noexcept : T(detail::integer_to_double(v)) {}                     \
+    static constexpr T from_bits(std::uint8_t b) noexcept {                                     \
+      T t{};                                                                                    \
+      t.bits = b;                                                                               \
+      return t;                                                                                 \
+    }                                                                                           \
+    constexpr operator float() const noexcept { return detail::TO(bits); }                      \
+  };
+// float8_e8m0fnu: T{} (bits 0) is 2^-127, the format having no zero.
+TESSEL_TABLE_FLOAT(float8_e8m0fnu_t, e8m0_from_double, e8m0_to_float)
+TESSEL_TABLE_FLOAT(float4_e2m1fn_t, e2m1_from_double, e2m1_to_float)
+#undef TESSEL_TABLE_FLOAT
+
 template <class T>
 inline constexpr bool is_narrow_float_v =
     std::is_same_v<std::remove_cv_t<T>, bfloat16_t> || std::is_same_v<std::remove_cv_t<T>, float16_t> ||
-    std::is_same_v<std::remove_cv_t<T>, float8_e4m3fn_t> || std::is_same_v<std::remove_cv_t<T>, float8_e5m2_t>;
+    std::is_same_v<std::remove_cv_t<T>, float8_e4m3fn_t> || std::is_same_v<std::remove_cv_t<T>, float8_e5m2_t> ||
+    std::is_same_v<std::remove_cv_t<T>, float8_e8m0fnu_t> || std::is_same_v<std::remove_cv_t<T>, float4_e2m1fn_t>;
 
 namespace detail {
 
@@ -246,4 +322,79 @@ struct numeric_limits<tessel::float8_e4m3fn_t>
 template <>
 struct numeric_limits<tessel::float8_e5m2_t>
     : tessel::detail::narrow_float_limits<tessel::float8_e5m2_t, 5, 2, true, -4, 4> {};
+
+// The MX formats, as ml_dtypes specialises them.
+template <>
+struct numeric_limits<tessel::float8_e8m0fnu_t> {
+  using T = tessel::float8_e8m0fnu_t;
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = false;
+  static constexpr bool is_integer = false;
+  static constexpr bool is_exact = false;
+  static constexpr bool has_infinity = false;
+  static constexpr bool has_quiet_NaN = true;
+  static constexpr bool has_signaling_NaN = false;
+  static constexpr std::float_denorm_style has_denorm = std::denorm_absent;
+  static constexpr bool has_denorm_loss = false;
+  static constexpr std::float_round_style round_style = std::round_to_nearest;
+  static constexpr bool is_iec559 = false;
+  static constexpr bool is_bounded = true;
+  static constexpr bool is_modulo = false;
+  static constexpr int digits = 1;
+  static constexpr int digits10 = 0;
+  static constexpr int max_digits10 = 2;
+  static constexpr int radix = 2;
+  static constexpr int min_exponent = -126;
+  static constexpr int max_exponent = 128;
+  static constexpr int min_exponent10 = -38;
+  static constexpr int max_exponent10 = 38;
+  static constexpr bool traps = false;
+  static constexpr bool tinyness_before = false;
+  static constexpr T min() noexcept { return T::from_bits(0x00); }  // 2^-127
+  static constexpr T lowest() noexcept { return T::from_bits(0x00); }
+  static constexpr T max() noexcept { return T::from_bits(0xFE); }  // 2^127
+  static constexpr T epsilon() noexcept { return T::from_bits(0x7F); }  // 1
+  static constexpr T round_error() noexcept { return T::from_bits(0x7E); }  // 0.5
+  static constexpr T infinity() noexcept { return T::from_bits(0xFF); }  // none: the NaN
+  static constexpr T quiet_NaN() noexcept { return T::from_bits(0xFF); }
+  static constexpr T signaling_NaN() noexcept { return T::from_bits(0xFF); }
+  static constexpr T denorm_min() noexcept { return T::from_bits(0x00); }
+};
+template <>
+struct numeric_limits<tessel::float4_e2m1fn_t> {
+  using T = tessel::float4_e2m1fn_t;
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool is_exact = false;
+  static constexpr bool has_infinity = false;
+  static constexpr bool has_quiet_NaN = false;
+  static constexpr bool has_signaling_NaN = false;
+  static constexpr std::float_denorm_style has_denorm = std::denorm_present;
+  static constexpr bool has_denorm_loss = false;
+  static constexpr std::float_round_style round_style = std::round_to_nearest;
+  static constexpr bool is_iec559 = false;
+  static constexpr bool is_bounded = true;
+  static constexpr bool is_modulo = false;
+  static constexpr int digits = 2;
+  static constexpr int digits10 = 0;
+  static constexpr int max_digits10 = 2;
+  static constexpr int radix = 2;
+  static constexpr int min_exponent = 1;
+  static constexpr int max_exponent = 3;
+  static constexpr int min_exponent10 = 0;
+  static constexpr int max_exponent10 = 0;
+  static constexpr bool traps = false;
+  static constexpr bool tinyness_before = false;
+  static constexpr T min() noexcept { return T::from_bits(0x2); }     // 1, the least normal
+  static constexpr T lowest() noexcept { return T::from_bits(0xF); }  // -6
+  static constexpr T max() noexcept { return T::from_bits(0x7); }     // 6
+  static constexpr T epsilon() noexcept { return T::from_bits(0x1); }  // 0.5
+  static constexpr T round_error() noexcept { return T::from_bits(0x1); }
+  // No infinity and no NaN: ml_dtypes' stand-ins (max, and -0).
+  static constexpr T infinity() noexcept { return T::from_bits(0x7); }
+  static constexpr T quiet_NaN() noexcept { return T::from_bits(0x8); }
+  static constexpr T signaling_NaN() noexcept { return T::from_bits(0x8); }
+  static constexpr T denorm_min() noexcept { return T::from_bits(0x1); }  // 0.5
+};
 }  // namespace std
