@@ -122,6 +122,18 @@ void Scan::print(std::ostream& os) const {
      << ", body=" << (body ? body->name : std::string("(none)"));
 }
 void Call::print(std::ostream& os) const { os << ", to_apply=" << (body ? body->name : std::string("(none)")); }
+namespace {
+std::string region_name(const GraphRef& g) { return g ? g->name : std::string("(none)"); }
+}  // namespace
+void CustomJvp::print(std::ostream& os) const {
+  os << ", to_apply=" << region_name(fun) << ", jvp=" << region_name(jvp);
+  if (!nondiff.empty()) os << ", nondiff=", ints(os, nondiff);
+}
+void CustomVjp::print(std::ostream& os) const {
+  os << ", to_apply=" << region_name(fun) << ", fwd=" << region_name(fwd) << ", bwd=" << region_name(bwd);
+  if (!nondiff.empty()) os << ", nondiff=", ints(os, nondiff);
+}
+void CustomLin::print(std::ostream& os) const { os << ", bwd=" << region_name(bwd) << ", residuals=" << residuals; }
 void AxisIndex::print(std::ostream& os) const {
   os << ", axes={";
   for (size_t i = 0; i < axes.size(); ++i) os << (i ? "," : "") << mesh->axes()[axes[i]].name;
@@ -219,7 +231,9 @@ std::vector<GraphRef> Attrs::regions() const {
         std::apply(
             [&](const auto&... f) {
               auto one = [&](const auto& x) {
-                if constexpr (std::is_same_v<std::decay_t<decltype(x)>, GraphRef>) out.push_back(x);
+                // A null region (a custom_vjp's bwd that failed to trace) is none.
+                if constexpr (std::is_same_v<std::decay_t<decltype(x)>, GraphRef>)
+                  if (x) out.push_back(x);
                 if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::vector<GraphRef>>)
                   out.insert(out.end(), x.begin(), x.end());
               };
@@ -241,7 +255,7 @@ Attrs Attrs::with_regions(const std::vector<GraphRef>& regions) const {
             [&](const auto&... f) {
               auto one = [&](const auto& x) {
                 if constexpr (std::is_same_v<std::decay_t<decltype(x)>, GraphRef>)
-                  const_cast<GraphRef&>(x) = regions.at(k++);
+                  if (x) const_cast<GraphRef&>(x) = regions.at(k++);
                 if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::vector<GraphRef>>)
                   for (auto& r : const_cast<std::vector<GraphRef>&>(x)) r = regions.at(k++);
               };

@@ -247,6 +247,39 @@ struct Call {
   auto fields() const { return std::tie(body); }
   void print(std::ostream& os) const;  // the body prints below the node
 };
+// custom_jvp_call (ts::custom_jvp): a call of `fun`, whose derivative is
+// not fun's but `jvp`'s: jvp(primals, tangents) -> (results, result
+// tangents). Operands listed in `nondiff` get zero tangents.
+struct CustomJvp {
+  GraphRef fun, jvp;
+  std::vector<std::int64_t> nondiff;
+  auto fields() const { return std::tie(fun, jvp, nondiff); }
+  void print(std::ostream& os) const;
+};
+// custom_vjp_call (ts::custom_vjp): a call of `fun`; under reverse mode
+// fwd(operands) -> (results, residuals) runs instead and bwd(residuals,
+// result cotangents) -> operand cotangents gives the gradient.
+// bwd is traced with the call, as fwd is; an error it raised is kept
+// (bwd_error, and its kind: 1 TypeError, 2 ValueError, 3 ShapeError, 4
+// another ts::Error) and raised where JAX raises it: when reverse mode uses
+// the rule. bwd is then null.
+struct CustomVjp {
+  GraphRef fun, fwd, bwd;
+  std::vector<std::int64_t> nondiff;
+  std::string bwd_error;
+  std::int64_t bwd_error_kind = 0;
+  auto fields() const { return std::tie(fun, fwd, bwd, nondiff, bwd_error, bwd_error_kind); }
+  void print(std::ostream& os) const;
+};
+// custom_lin: the tangent of a custom_vjp_call's results, linear in its
+// operands after the first `residuals` (the tangents of the call's
+// operands); only its transpose, bwd, ever runs (JAX's custom_lin).
+struct CustomLin {
+  GraphRef bwd;
+  std::int64_t residuals = 0;
+  auto fields() const { return std::tie(bwd, residuals); }
+  void print(std::ostream& os) const;
+};
 // shard_map: body runs on every device of `mesh` on its blocks: operand k
 // laid out as in_specs[k] (global shapes), result k as out_specs[k] (an axis
 // an out_spec leaves out: the blocks are equal over it). Collectives in the
@@ -411,6 +444,7 @@ inline void add(Key& k, IndexMode v) { k.pod(v); }
 inline void add(Key& k, FftKind v) { k.pod(v); }
 inline void add(Key& k, int v) { k.pod(v); }
 inline void add(Key& k, bool v) { k.pod(v); }
+inline void add(Key& k, const std::string& v) { k.str(v); }
 inline void add(Key& k, const AxisSharding& s) { add_to_key(k, s); }
 inline void add(Key& k, const std::pair<std::int64_t, std::int64_t>& v) { k.pod(v.first).pod(v.second); }
 void add(Key& k, const GraphRef& g);  // its fingerprint
@@ -453,7 +487,8 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK>;
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK,
+                 attr::CustomJvp, attr::CustomVjp, attr::CustomLin>;
 
 class Attrs {
  public:

@@ -27,7 +27,7 @@ void linearize(const Graph& g_in, const std::vector<bool>& wrt, int first_tangen
   // Calls first become their bodies: every rule below sees plain primitives.
   const bool calls = has_calls(g_in);
   Graph inlined;
-  if (calls) inlined = inline_calls(g_in);
+  if (calls) inlined = inline_calls(g_in, /*keep_custom=*/true);
   const Graph& g = calls ? inlined : g_in;
   std::unordered_map<const Node*, NodeRef> primal, tangent;
   int next = first_tangent;

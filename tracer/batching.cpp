@@ -13,7 +13,7 @@ Graph batch_graph(const Graph& g_in, const std::vector<bool>& batched, const Bat
                         g_in.params.size(), " parameters");
   const bool calls = has_calls(g_in);
   Graph inlined;
-  if (calls) inlined = inline_calls(g_in);
+  if (calls) inlined = inline_calls(g_in, /*keep_custom=*/true);
   const Graph& g = calls ? inlined : g_in;
   NodeTable t;
   Graph out;

@@ -247,6 +247,15 @@ NodeRef get_tuple_element(NodeTable& t, const NodeRef& x, std::int64_t index) {
 NodeRef call(NodeTable& t, GraphRef body, const std::vector<NodeRef>& args) {
   return make(t, Op::call, args, attr::Call{std::move(body)});
 }
+NodeRef custom_jvp_call(NodeTable& t, attr::CustomJvp a, const std::vector<NodeRef>& args) {
+  return make(t, Op::custom_jvp_call, args, std::move(a));
+}
+NodeRef custom_vjp_call(NodeTable& t, attr::CustomVjp a, const std::vector<NodeRef>& args) {
+  return make(t, Op::custom_vjp_call, args, std::move(a));
+}
+NodeRef custom_lin(NodeTable& t, attr::CustomLin a, const std::vector<NodeRef>& args) {
+  return make(t, Op::custom_lin, args, std::move(a));
+}
 
 NodeRef shard_map(NodeTable& t, attr::ShardMap sm, const std::vector<NodeRef>& args) {
   return make(t, Op::shard_map, args, std::move(sm));

@@ -98,6 +98,10 @@ NodeRef tuple(NodeTable& t, const std::vector<NodeRef>& xs);
 NodeRef get_tuple_element(NodeTable& t, const NodeRef& x, std::int64_t index);
 // body applied to args: its one result, or a tuple of its results.
 NodeRef call(NodeTable& t, GraphRef body, const std::vector<NodeRef>& args);
+// Calls with custom derivative rules (tracer/attrs.hpp: CustomJvp, CustomVjp, CustomLin).
+NodeRef custom_jvp_call(NodeTable& t, attr::CustomJvp a, const std::vector<NodeRef>& args);
+NodeRef custom_vjp_call(NodeTable& t, attr::CustomVjp a, const std::vector<NodeRef>& args);
+NodeRef custom_lin(NodeTable& t, attr::CustomLin a, const std::vector<NodeRef>& args);
 // f over `mesh` on blocks (tracer/attrs.hpp, attr::ShardMap).
 NodeRef shard_map(NodeTable& t, attr::ShardMap sm, const std::vector<NodeRef>& args);
 // Control flow (tracer/attrs.hpp: attr::Cond, attr::While, attr::Scan);

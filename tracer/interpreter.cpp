@@ -8,6 +8,7 @@
 #include "tessel/core/errors.hpp"
 #include "tracer/control_rules.hpp"
 #include "tracer/convert.hpp"
+#include "tracer/rewrite.hpp"
 
 namespace tessel {
 
@@ -314,7 +315,9 @@ std::vector<Value> run(const Graph& g, std::vector<Value> args) {
           out = run_shard_map(*n, in);
           break;
         }
-        if (n->op != Op::call) {
+        if (n->op == Op::custom_lin)
+          throw InternalError("custom-lin reached the interpreter: reverse mode transposes it to its bwd");
+        if (n->op != Op::call && !is_custom_call(n->op)) {
           // Control flow: one position.
           std::vector<PerDevice> per;
           std::vector<const PerDevice*> ptrs;
@@ -329,10 +332,10 @@ std::vector<Value> run(const Graph& g, std::vector<Value> args) {
           })[0];
           break;
         }
-        // call: its body on the operands, by this same interpreter.
+        // call: its body on the operands, by this same interpreter (a custom call: its fun).
         std::vector<Value> sub;
         for (auto* v : in) sub.push_back(*v);
-        for (auto& r : run(*n->attr<attr::Call>().body, std::move(sub))) out.push_back(std::move(r.at(0)));
+        for (auto& r : run(*n->regions().at(0), std::move(sub))) out.push_back(std::move(r.at(0)));
         break;
       }
       default: {
@@ -364,7 +367,10 @@ std::vector<HostArray> interpret(const Graph& g, const std::vector<HostArray>& a
     in.push_back({args[i]});
   }
   std::vector<HostArray> outs;
-  for (auto& v : run(g, std::move(in))) {
+  // Custom calls run as their fun (in shard_map bodies too).
+  const bool custom = has_calls(g);
+  const Graph flat = custom ? inline_custom_calls(g) : Graph{};
+  for (auto& v : run(custom ? flat : g, std::move(in))) {
     if (v.size() != 1) throw InternalError("interpret: a graph output is a tuple");
     outs.push_back(std::move(v[0]));
   }

@@ -145,7 +145,10 @@ enum class OpCost : std::uint8_t {
   X(shard_map, "shard-map", Region, Never, ShardMap)                            \
   X(cond, "conditional", Region, Never, Cond)                                   \
   X(while_, "while", Region, Never, While)                                      \
-  X(scan, "scan", Region, Never, Scan)
+  X(scan, "scan", Region, Never, Scan)                                          \
+  X(custom_jvp_call, "custom-jvp-call", Region, Never, CustomJvp)               \
+  X(custom_vjp_call, "custom-vjp-call", Region, Never, CustomVjp)               \
+  X(custom_lin, "custom-lin", Region, Never, CustomLin)
 
 enum class Op : std::uint8_t {
 #define TESSEL_X(e, text, family, cost, attrs) e,

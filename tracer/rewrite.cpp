@@ -96,12 +96,23 @@ GraphRef reparameterize(const Graph& g, const std::vector<Aval>& avals, const st
 }
 
 bool has_calls(const Graph& g) {
-  for (auto& n : g.topo_order())
-    if (n->op == Op::call) return true;
-  return false;
+  bool found = false;
+  for_each_graph(g, [&](const Graph& r) {
+    for (auto& n : r.topo_order())
+      if (n->op == Op::call || is_custom_call(n->op)) found = true;
+  });
+  return found;
 }
 
-Graph inline_calls(const Graph& g) {
+namespace {
+Graph inline_some(const Graph& g, bool plain, bool custom);
+}  // namespace
+
+Graph inline_calls(const Graph& g, bool keep_custom) { return inline_some(g, true, !keep_custom); }
+Graph inline_custom_calls(const Graph& g) { return inline_some(g, false, true); }
+
+namespace {
+Graph inline_some(const Graph& g, bool plain, bool custom) {
   NodeTable t;
   std::vector<NodeRef> params;
   for (size_t i = 0; i < g.params.size(); ++i) params.push_back(build::parameter(t, int(i), g.params[i]->aval));
@@ -110,15 +121,15 @@ Graph inline_calls(const Graph& g) {
   std::vector<NodeRef> inlined_effects;
   RewriteFn fn = [&](const Node& n, const std::vector<NodeRef>& ops) -> NodeRef {
     if (n.op == Op::get_tuple_element) return build::get_tuple_element(t, ops[0], n.attr<attr::TupleIndex>().index);
-    if (n.op == Op::call) {
-      const Graph body = inline_calls(*n.attr<attr::Call>().body);
+    if ((n.op == Op::call && plain) || (is_custom_call(n.op) && custom)) {
+      const Graph body = inline_some(*n.regions().at(0), plain, custom);  // a call's body, a custom call's fun
       std::vector<NodeRef> outs = inline_graph(t, body, ops, &inlined_effects);
       return outs.size() == 1 ? outs[0] : build::tuple(t, outs);
     }
     auto regions = n.regions();
     if (regions.empty()) return build::with_operands(t, n, ops);
     std::vector<GraphRef> rebuilt;
-    for (auto& r : regions) rebuilt.push_back(std::make_shared<Graph>(inline_calls(*r)));
+    for (auto& r : regions) rebuilt.push_back(std::make_shared<Graph>(inline_some(*r, plain, custom)));
     return with_regions(t, n, rebuilt, ops);
   };
   auto m = rewrite(g, t, params, fn, /*into_regions=*/false);
@@ -130,5 +141,6 @@ Graph inline_calls(const Graph& g) {
   out.effects.insert(out.effects.end(), inlined_effects.begin(), inlined_effects.end());
   return out;
 }
+}  // namespace
 
 }  // namespace tessel

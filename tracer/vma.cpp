@@ -144,7 +144,7 @@ void type_graph(const Graph& g, const std::vector<AxisSet>& params, const Device
       auto regions = n->regions();
       for (size_t r = 0; r < regions.size(); ++r) type_graph(*regions[r], ct.params[r], mesh, v);
       v[n.get()] = ct.results;
-    } else if (op_family(n->op) == OpFamily::Region) {
+    } else if (op_family(n->op) == OpFamily::Region && !is_custom_call(n->op)) {
       throw NotImplementedError(std::string(op_name(n->op)) + " inside a shard_map body");
     } else if (n->aval.tuple) {
       // lu, qr, ...: every element varies as the operands do.
@@ -243,7 +243,9 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
           v[y.get()] = ct.results;
           return y;
         }
-        if (op_family(n.op) == OpFamily::Region)
+        // A custom call types as one op (its results vary as its operands):
+        // autodiff then applies its rule inside the body.
+        if (op_family(n.op) == OpFamily::Region && !is_custom_call(n.op))
           throw NotImplementedError(std::string(op_name(n.op)) + " inside a shard_map body");
         if (n.op == Op::tuple || n.op == Op::get_tuple_element) {
           NodeRef y = build::with_operands(t, n, in);

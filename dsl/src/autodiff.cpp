@@ -74,6 +74,12 @@ std::vector<Array> run_jvp(const Traced& t, const std::vector<Array>& inputs, co
   check_differentiable(inputs, wrt);
   const Graph& g = graph_of(t);
   Graph j = jvp_graph(g, wrt);
+  // A custom_vjp function's tangent (custom-lin) only transposes: forward
+  // mode through one is JAX's TypeError.
+  for_each_graph(j, [](const Graph& r) {
+    for (auto& n : r.topo_order())
+      if (n->op == Op::custom_lin) throw TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.");
+  });
   std::vector<Array> args = inputs;
   size_t k = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <tessel/array.hpp>
 #include <tessel/ops.hpp>
@@ -60,5 +62,34 @@ Array dot_product_attention(const Array& query, const Array& key, const Array& v
 // contracted into preferred_element_type; a [B, M, N] result.
 Array scaled_matmul(const Array& lhs, const Array& rhs, const Array& lhs_scales, const Array& rhs_scales,
                     DType preferred_element_type = DType::float32);
+
+// jax.nn's BlockScaleConfig: how scaled_dot_general quantizes an operand:
+// blocks of block_size elements along the contraction, each stored as
+// data_type values times one scale_type scale (nvfp4: and a float32 global
+// scale, an array of shape [1]).
+struct BlockScaleConfig {
+  std::string mode;  // "mxfp8" or "nvfp4"
+  std::int64_t block_size = 0;
+  DType data_type = DType::float8_e4m3fn;
+  DType scale_type = DType::float8_e8m0fnu;
+  std::optional<Array> global_scale;
+  bool infer_only = false;
+};
+// jax.nn.get_scaled_dot_general_config: "mxfp8" (block 32, float8_e4m3fn
+// values, float8_e8m0fnu scales; global_scale ignored) or "nvfp4" (block 16,
+// float4_e2m1fn values, float8_e4m3fn scales, global_scale ones([1]) when
+// not given). ValueError for another mode.
+BlockScaleConfig get_scaled_dot_general_config(const std::string& mode, std::optional<Array> global_scale = std::nullopt);
+// jax.nn.scaled_dot_general: without configs, lax.dot_general into
+// preferred_element_type. With configs (lhs, rhs, gradient): both operands
+// normalized to [batch, free, contracting] (each group in ascending axis
+// order, as JAX's), block-quantized along the contraction, multiplied by
+// scaled_matmul into preferred_element_type (float32, bfloat16 or float16;
+// TypeError otherwise) and reshaped to dot_general's result; its gradient is
+// JAX's custom one (the cotangent quantized with config 2). ValueError when
+// the contraction is not a multiple of the block size.
+Array scaled_dot_general(const Array& lhs, const Array& rhs, const lax::DotDimensionNumbers& dimension_numbers,
+                         DType preferred_element_type = DType::float32,
+                         std::optional<std::vector<BlockScaleConfig>> configs = std::nullopt);
 
 }  // namespace tessel::nn

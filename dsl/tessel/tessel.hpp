@@ -9,6 +9,7 @@
 #include <tessel/autodiff.hpp>
 #include <tessel/checkpoint.hpp>
 #include <tessel/creation.hpp>
+#include <tessel/custom.hpp>
 #include <tessel/debug.hpp>
 #include <tessel/device.hpp>
 #include <tessel/device_put.hpp>

@@ -10,7 +10,7 @@
 using namespace tessel;
 
 TEST_CASE("dtype traits derive from the one list") {
-  CHECK(kNumDTypes == 17);
+  CHECK(kNumDTypes == 19);
   CHECK(dtype_size(complex64) == 8);
   CHECK(dtype_size(complex128) == 16);
   CHECK(is_complex(complex64));
