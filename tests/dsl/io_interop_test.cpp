@@ -261,8 +261,11 @@ TEST_CASE("DLPack: every dtype round trips bit for bit without a copy, the delet
       {ts::int64, kDLInt, 64},  {ts::uint8, kDLUInt, 8},    {ts::uint16, kDLUInt, 16},   {ts::uint32, kDLUInt, 32},
       {ts::uint64, kDLUInt, 64}, {ts::float16, kDLFloat, 16}, {ts::float32, kDLFloat, 32}, {ts::float64, kDLFloat, 64},
       {ts::bfloat16, kDLBfloat, 16}, {ts::complex64, kDLComplex, 64}, {ts::complex128, kDLComplex, 128},
-      {ts::float8_e4m3fn, 10, 8}, {ts::float8_e5m2, 12, 8}};
-  REQUIRE(types.size() == std::size_t(ts::kNumDTypes));
+      {ts::float8_e4m3fn, 10, 8}, {ts::float8_e5m2, 12, 8}, {ts::float8_e8m0fnu, 13, 8}};
+  // Every dtype but float4_e2m1fn, which DLPack packs two to a byte (below).
+  REQUIRE(types.size() + 1 == std::size_t(ts::kNumDTypes));
+  CHECK_THROWS_WITH_AS(ts::to_dlpack(ts::zeros({2}).astype(ts::float4_e2m1fn)),
+                       doctest::Contains("packs two per byte"), ts::TypeError);
   for (const ts::Shape& shape : {ts::Shape{3, 5}, ts::Shape{}, ts::Shape{0, 4}, ts::Shape{2, 1, 3}}) {
     for (auto& w : types) {
       CAPTURE(ts::dtype_name(w.t));

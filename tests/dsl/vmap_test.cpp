@@ -159,6 +159,22 @@ std::vector<Case> cases() {
                  return s + ts::matmul(l, r) + ts::matmul(v * v, y) + ts::matmul(q * q, y) +
                         ts::expand_dims(w + la::svdvals(x), 1) + e;
                }});
+  // Calls with custom derivatives: batched with their rules (the values are fun's).
+  c.push_back({"custom", [](ts::Array x, ts::Array y) {
+                 auto f = ts::custom_jvp([](const ts::Array& a) { return ts::sin(a) * 2.0f; },
+                                         [](const std::tuple<ts::Array>& p, const std::tuple<ts::Array>& t) {
+                                           const auto& [a] = p;
+                                           return std::pair(ts::sin(a) * 2.0f, std::get<0>(t));
+                                         });
+                 auto g = ts::custom_vjp([](const ts::Array& a, const ts::Array& b) { return a * b + 1.0f; },
+                                         [](const ts::Array& a, const ts::Array& b) {
+                                           return std::pair(a * b + 1.0f, std::pair(a, b));
+                                         },
+                                         [](const std::pair<ts::Array, ts::Array>& r, const ts::Array& ct) {
+                                           return std::tuple(ct * r.second, ct * r.first);
+                                         });
+                 return f(x) + g(x, y);
+               }});
   c.push_back({"shard_map", [mesh](ts::Array x, ts::Array y) {
                  auto body = [](ts::Array a, ts::Array b) {
                    ts::Array s = ts::psum(a, "x") + ts::pmax(b, "x");
@@ -207,8 +223,9 @@ TEST_CASE("vmap equals the function on each example, stacked, for every primitiv
   // Every primitive but the structural ones, and distributed-lu,
   // distributed-cholesky and distributed-triangular-solve (made only by partitioning, after every
   // transformation), appears in some case.
+  // custom-lin is made only by reverse mode, which transposes it away.
   const std::set<std::string> structural = {"parameter", "tuple", "get-tuple-element", "call", "distributed-lu",
-                                            "distributed-cholesky", "distributed-triangular-solve"};
+                                            "distributed-cholesky", "distributed-triangular-solve", "custom-lin"};
   for (int k = 0; k < ts::kNumOps; ++k) {
     const std::string name = ts::op_name(ts::Op(k));
     CAPTURE(name);
