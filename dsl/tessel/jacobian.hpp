@@ -134,7 +134,66 @@ class JacobianFn {
   int argnum_;
 };
 
+// f's first result (f returns (out, aux): has_aux).
+template <class F>
+struct FirstOf {
+  F f;
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    return f(args...).first;
+  }
+};
+
+// has_aux: the Jacobian of f's first result, and its second (aux), not
+// differentiated. aux comes from a second call of f on the same arguments
+// (under jit both calls trace the same nodes, which the IR shares).
+template <class F, bool Forward, int Argnum = -1>
+class JacobianAuxFn {
+ public:
+  JacobianAuxFn(F f, int argnum) : f_(f), jac_(FirstOf<F>{std::move(f)}, argnum) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using R = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
+    static_assert(is_std_pair<R>::value, "jacfwd/jacrev with ts::has_aux: f must return std::pair(output, aux)");
+    auto jac = jac_(args...);
+    return std::make_pair(std::move(jac), f_(args...).second);
+  }
+
+ private:
+  F f_;
+  JacobianFn<FirstOf<F>, Forward, Argnum> jac_;
+};
+
 }  // namespace detail
+
+// has_aux (jax's has_aux=True): f returns std::pair(output, aux); the result
+// is std::pair(Jacobian of output, aux):
+//   auto [J, aux] = ts::jacrev(f, ts::has_aux)(x);
+template <class F>
+detail::JacobianAuxFn<std::decay_t<F>, true, 0> jacfwd(F&& f, HasAux) {
+  return {std::forward<F>(f), 0};
+}
+template <int Argnum, class F>
+detail::JacobianAuxFn<std::decay_t<F>, true, Argnum> jacfwd(F&& f, HasAux) {
+  return {std::forward<F>(f), Argnum};
+}
+template <class F>
+detail::JacobianAuxFn<std::decay_t<F>, true> jacfwd(F&& f, int argnum, HasAux) {
+  return {std::forward<F>(f), argnum};
+}
+template <class F>
+detail::JacobianAuxFn<std::decay_t<F>, false, 0> jacrev(F&& f, HasAux) {
+  return {std::forward<F>(f), 0};
+}
+template <int Argnum, class F>
+detail::JacobianAuxFn<std::decay_t<F>, false, Argnum> jacrev(F&& f, HasAux) {
+  return {std::forward<F>(f), Argnum};
+}
+template <class F>
+detail::JacobianAuxFn<std::decay_t<F>, false> jacrev(F&& f, int argnum, HasAux) {
+  return {std::forward<F>(f), argnum};
+}
 
 // jax.jacfwd(f, argnums): forward mode, one jvp per argument value (vmapped).
 // jacfwd(f) and jacfwd<N>(f) name the argument at compile time (the others

@@ -107,3 +107,38 @@ TEST_CASE("linearize gives f(x) and its jvp; integer arguments are refused as JA
   CHECK_THROWS_WITH_AS(ts::jacrev(f)(ts::array(std::vector<int>{1, 2})), doctest::Contains("jacrev requires real- or complex-valued"),
                        ts::TypeError);
 }
+
+TEST_CASE("jacfwd and jacrev with has_aux: the Jacobian of the first result, the aux as f gives it") {
+  auto f = [](const ts::Array& x) {
+    ts::Array out = ts::stack({x[0] * x[1], ts::sin(x[2])});
+    return std::make_pair(out, std::make_pair(ts::sum(x), 7));  // aux: any pytree, scalars kept
+  };
+  const double a = 1.5, b = -0.5, c = 0.25;
+  ts::Array x = vec({a, b, c});
+  const std::vector<double> J = {b, a, 0, 0, 0, std::cos(c)};
+  {
+    auto [jac, aux] = ts::jacrev(f, ts::has_aux)(x);
+    check_close(jac, J, {2, 3});
+    check_close(aux.first, {a + b + c}, {});
+    CHECK(aux.second == 7);
+  }
+  {
+    auto [jac, aux] = ts::jacfwd(f, ts::has_aux)(x);
+    check_close(jac, J, {2, 3});
+    check_close(aux.first, {a + b + c}, {});
+  }
+  {
+    auto [jac, aux] = ts::jit(ts::jacrev(f, ts::has_aux))(x);
+    check_close(jac, J, {2, 3});
+    check_close(aux.first, {a + b + c}, {});
+  }
+  // With respect to argument 1, named at compile time and at run time.
+  auto g = [](const ts::Array& w, const ts::Array& v) { return std::make_pair(w * v, ts::max(v)); };
+  ts::Array w = vec({2.0, 3.0}), v = vec({5.0, -1.0});
+  auto [j1, m1] = ts::jacrev<1>(g, ts::has_aux)(w, v);
+  check_close(j1, {2, 0, 0, 3}, {2, 2});
+  check_close(m1, {5.0}, {});
+  auto [j2, m2] = ts::jacfwd(g, 1, ts::has_aux)(w, v);
+  check_close(j2, {2, 0, 0, 3}, {2, 2});
+  check_close(m2, {5.0}, {});
+}
