@@ -33,6 +33,36 @@ inline tessel::HostArray host_of(const tessel::Array& a) {
   return tessel::host_array(a.dtype(), a.shape(), bytes.data());
 }
 
+// "" when the two arrays are equal bit for bit (any NaN matches any NaN),
+// else what differs first.
+inline std::string same_bits(const tessel::HostArray& got, const tessel::HostArray& want) {
+  if (got.dtype != want.dtype || got.shape != want.shape)
+    return "aval " + tessel::aval_str(got.dtype, got.shape) + " vs " + tessel::aval_str(want.dtype, want.shape);
+  const std::size_t es = tessel::dtype_size(got.dtype);
+  for (std::int64_t i = 0; i < tessel::numel(got.shape); ++i) {
+    const double a = got.as_double(i), b = want.as_double(i);
+    if (std::memcmp(got.bytes.data() + i * es, want.bytes.data() + i * es, es) != 0 && !(a != a && b != b))
+      return "element " + std::to_string(i) + " of " + tessel::aval_str(got.dtype, got.shape) + ": got " +
+             std::to_string(a) + ", want " + std::to_string(b);
+  }
+  return "";
+}
+
+// fn (several outputs) traced on args and run by the reference interpreter.
+inline std::vector<tessel::HostArray> interpret_fn(
+    const std::function<std::vector<tessel::Array>(const std::vector<tessel::Array>&)>& fn,
+    const std::vector<tessel::Array>& args) {
+  auto tr = tessel::detail::trace("f", args, [&](const std::vector<tessel::Array>& xs,
+                                                 std::function<std::any(const std::vector<tessel::Array>&)>&) {
+    return fn(xs);
+  });
+  const tessel::Graph& g = *std::static_pointer_cast<tessel::Graph>(tr.graph);
+  std::vector<tessel::HostArray> hosts;
+  for (auto& a : args) hosts.push_back(host_of(a));
+  for (auto& a : tr.captured) hosts.push_back(host_of(a));
+  return tessel::interpret(g, hosts);
+}
+
 // fn traced (the shard_map node with its body) and run by the reference
 // interpreter, against fn under jit and eagerly.
 template <class F>

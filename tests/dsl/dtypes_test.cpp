@@ -26,39 +26,19 @@
 namespace ts = tessel;
 using ts::P;
 using tessel::testing::host_of;
+using tessel::testing::same_bits;
 
 namespace {
 
 const std::vector<ts::DType> kNew = {ts::bfloat16, ts::float16, ts::float8_e4m3fn, ts::float8_e5m2, ts::int8,
                                      ts::uint8,    ts::int16,   ts::uint16,        ts::uint64};
 
-// One element's bits equal (any NaN matches any NaN).
-std::string same_bits(const ts::HostArray& got, const ts::HostArray& want) {
-  if (got.dtype != want.dtype || got.shape != want.shape)
-    return "aval " + ts::aval_str(got.dtype, got.shape) + " vs " + ts::aval_str(want.dtype, want.shape);
-  const std::size_t es = ts::dtype_size(got.dtype);
-  for (std::int64_t i = 0; i < ts::numel(got.shape); ++i) {
-    const double a = got.as_double(i), b = want.as_double(i);
-    if (std::memcmp(got.bytes.data() + i * es, want.bytes.data() + i * es, es) != 0 && !(a != a && b != b))
-      return "element " + std::to_string(i) + " of " + ts::aval_str(got.dtype, got.shape) + ": got " +
-             std::to_string(a) + ", want " + std::to_string(b);
-  }
-  return "";
-}
-
 // fn's outputs under jit, on args as given (sharded), against the
 // interpreter's; outputs listed in `exact` bit for bit, the others within
 // `ulps` units of the narrow dtype's last place (relative).
 void check_against_interpreter(const std::function<std::vector<ts::Array>(const std::vector<ts::Array>&)>& fn,
                                const std::vector<ts::Array>& args, const std::vector<bool>& exact, double ulps) {
-  auto tr = ts::detail::trace("f", args, [&](const std::vector<ts::Array>& xs, std::function<std::any(const std::vector<ts::Array>&)>&) {
-    return fn(xs);
-  });
-  const ts::Graph& g = *std::static_pointer_cast<ts::Graph>(tr.graph);
-  std::vector<ts::HostArray> hosts;
-  for (auto& a : args) hosts.push_back(host_of(a));
-  for (auto& a : tr.captured) hosts.push_back(host_of(a));
-  const auto want = ts::interpret(g, hosts);
+  const auto want = ts::testing::interpret_fn(fn, args);
   const auto got = ts::jit(fn)(args);
   REQUIRE(got.size() == want.size());
   for (size_t k = 0; k < got.size(); ++k) {

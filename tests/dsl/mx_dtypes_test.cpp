@@ -20,6 +20,7 @@
 namespace ts = tessel;
 using ts::P;
 using tessel::testing::host_of;
+using tessel::testing::same_bits;
 
 namespace {
 
@@ -47,18 +48,6 @@ std::uint8_t e2m1_reference(double v) {
     if (d < db || (d == db && c % 2 == 0)) best = c;
   }
   return std::uint8_t((std::signbit(v) ? 8 : 0) | best);
-}
-
-std::string same_bits(const ts::HostArray& got, const ts::HostArray& want) {
-  if (got.dtype != want.dtype || got.shape != want.shape)
-    return "aval " + ts::aval_str(got.dtype, got.shape) + " vs " + ts::aval_str(want.dtype, want.shape);
-  const std::size_t es = ts::dtype_size(got.dtype);
-  for (std::int64_t i = 0; i < ts::numel(got.shape); ++i) {
-    const double a = got.as_double(i), b = want.as_double(i);
-    if (std::memcmp(got.bytes.data() + i * es, want.bytes.data() + i * es, es) != 0 && !(a != a && b != b))
-      return "element " + std::to_string(i) + ": got " + std::to_string(a) + ", want " + std::to_string(b);
-  }
-  return "";
 }
 
 }  // namespace
@@ -178,13 +167,7 @@ TEST_CASE("mx dtypes: compiled code equals the reference interpreter bit for bit
           return out;
         };
         const std::vector<ts::Array> args = {ts::device_put(xf, s), ts::device_put(yf, s)};
-        auto tr = ts::detail::trace("f", args, [&](const std::vector<ts::Array>& xs,
-                                                   std::function<std::any(const std::vector<ts::Array>&)>&) { return fn(xs); });
-        const ts::Graph& g = *std::static_pointer_cast<ts::Graph>(tr.graph);
-        std::vector<ts::HostArray> hosts;
-        for (auto& a : args) hosts.push_back(host_of(a));
-        for (auto& a : tr.captured) hosts.push_back(host_of(a));
-        const auto want = ts::interpret(g, hosts);
+        const auto want = ts::testing::interpret_fn(fn, args);
         const auto got = ts::jit(fn)(args);
         REQUIRE(got.size() == want.size());
         for (size_t o = 0; o < got.size(); ++o) {
