@@ -85,8 +85,7 @@ Graph jvp_graph(const Graph& g, const std::vector<bool>& wrt) {
   out.outputs = L.outputs;
   for (size_t k = 0; k < L.outputs.size(); ++k) {
     const NodeRef& tn = L.output_tangents[k];
-    out.outputs.push_back(tn ? tn : build::broadcast_in_dim(L.t, build::scalar(L.t, L.outputs[k]->dtype(), 0),
-                                                            L.outputs[k]->shape(), {}));
+    out.outputs.push_back(tn ? tn : ad::zeros(L.t, L.outputs[k]->aval));
   }
   return out;
 }
@@ -144,7 +143,7 @@ Graph vjp_graph(const Graph& g, const std::vector<bool>& wrt) {
     const NodeRef& tp = L.tangent_params[i];
     NodeRef c = tp && ct.count(tp.get()) ? ct.at(tp.get()) : nullptr;
     const Aval& a = g.params[i]->aval;
-    if (!c) c = build::broadcast_in_dim(L.t, build::scalar(L.t, a.dtype, 0), a.shape, {});
+    if (!c) c = ad::zeros(L.t, a);
     out.outputs.push_back(c);
   }
   return out;

@@ -193,6 +193,8 @@ NodeRef scalar_like(NodeTable& t, const NodeRef& like, double v) {
 
 NodeRef zeros_like(NodeTable& t, const NodeRef& like) { return scalar_like(t, like, 0.0); }
 
+NodeRef zeros(NodeTable& t, const Aval& a) { return build::broadcast_in_dim(t, build::scalar(t, a.dtype, 0), a.shape, {}); }
+
 std::vector<NodeRef> dense_tangents(NodeTable& t, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx) {
   bool any = false;
   for (auto& d : tx) any = any || d;

@@ -232,6 +232,10 @@ FactorRule elementwise_factors(const Node& n);    // every operand dim i and res
 FactorRule replicated_factors(const Node& n);     // every dim its own factor, none splittable
 FactorRule leaf_factors(const Node& n);           // result dims free factors, no operands
 [[noreturn]] void not_linear(const Node& n);
+// The result of a call of `body` on operands `in` (its one output's aval, or
+// a tuple of them); TypeError when the operands are not what body takes.
+// Rule<Op::call> and the custom calls' rules (rules_structure.cpp).
+Aval call_aval(const Graph& body, const std::vector<Aval>& in);
 // Complex expansion: NotImplementedError for an op with no complex form;
 // InternalError for one the pass never hands a rule (regions, parameters).
 [[noreturn]] void no_complex_form(const Node& n);
@@ -336,6 +340,7 @@ NodeRef mul(NodeTable& t, const NodeRef& a, const NodeRef& b);  // b a primal co
 NodeRef div(NodeTable& t, const NodeRef& a, const NodeRef& b);
 NodeRef scalar_like(NodeTable& t, const NodeRef& like, double v);  // v broadcast to like's shape and dtype
 NodeRef zeros_like(NodeTable& t, const NodeRef& like);
+NodeRef zeros(NodeTable& t, const Aval& a);  // zeros of a's dtype and shape, strongly typed
 // The tangents tx of operands x with zeros for the null ones; empty when all are null.
 std::vector<NodeRef> dense_tangents(NodeTable& t, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx);
 // Sums ct down to `shape` over the dims a broadcast_in_dim(dims) added or stretched.

@@ -85,10 +85,6 @@ TESSEL_CONTROL_ELSEWHERE(scan)
 
 namespace {
 
-NodeRef zeros(NodeTable& t, const Aval& a) {
-  return build::broadcast_in_dim(t, build::scalar(t, a.dtype, 0), a.shape, {});
-}
-
 std::vector<NodeRef> slice_of(const std::vector<NodeRef>& v, size_t from, size_t count) {
   return std::vector<NodeRef>(v.begin() + std::ptrdiff_t(from), v.begin() + std::ptrdiff_t(from + count));
 }
@@ -187,7 +183,7 @@ void Rule<Op::cond>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
     tb.push_back(g);
   }
   std::vector<NodeRef> ops;
-  for (int i = 0; i < m; ++i) ops.push_back(wrt[size_t(i)] ? zeros(t, n.in[size_t(i + 1)]->aval) : n.in[size_t(i + 1)]);
+  for (int i = 0; i < m; ++i) ops.push_back(wrt[size_t(i)] ? ad::zeros(t, n.in[size_t(i + 1)]->aval) : n.in[size_t(i + 1)]);
   for (int k = 0; k < no; ++k) {
     NodeRef c = build::get_tuple_element(t, ct, k);
     ops.push_back(build::convert(t, c, n.aval.elements[size_t(k)].dtype));
@@ -249,7 +245,7 @@ NodeRef Rule<Op::while_>::jvp(NodeTable& t, const Node& n, const std::vector<Nod
     order.push_back({true, bc + j});
     outs.push_back({true, j});
     const NodeRef& tc = tx[size_t(cc + bc + j)];
-    ops.push_back(tc ? tc : zeros(t, strong(c->aval)));
+    ops.push_back(tc ? tc : ad::zeros(t, strong(c->aval)));
   }
   attr::While jw;
   jw.cond_consts = cc;
@@ -273,7 +269,7 @@ NodeRef Rule<Op::while_>::jvp(NodeTable& t, const Node& n, const std::vector<Nod
   for (int j = 0; j < m; ++j) {
     const Aval& a = n.aval.elements[size_t(j)];
     if (is_inexact(a.dtype)) tangents.push_back(r.at(size_t(m) + f++));
-    else tangents.push_back(zeros(t, a));
+    else tangents.push_back(ad::zeros(t, a));
   }
   return build::tuple(t, tangents);
 }
@@ -361,7 +357,7 @@ NodeRef Rule<Op::scan>::jvp(NodeTable& t, const Node& n, const std::vector<NodeR
     wrt[size_t(c + j)] = true;
     order.push_back({true, c + j});
     outs.push_back({true, j});
-    carries.push_back(tx[size_t(c + j)] ? tx[size_t(c + j)] : zeros(t, strong(v->aval)));
+    carries.push_back(tx[size_t(c + j)] ? tx[size_t(c + j)] : ad::zeros(t, strong(v->aval)));
   }
   for (int j = 0; j < m; ++j) order.push_back({false, c + j}), xs.push_back(res.at(size_t(m + ny + j)));
   for (int i = 0; i < q; ++i) order.push_back({false, c + m + i}), xs.push_back(x[size_t(c + m + i)]);
@@ -381,7 +377,7 @@ NodeRef Rule<Op::scan>::jvp(NodeTable& t, const Node& n, const std::vector<NodeR
   for (int j = 0; j < m; ++j) {
     const Aval& a = n.aval.elements[size_t(j)];
     if (is_inexact(a.dtype)) tangents.push_back(r.at(f++));
-    else tangents.push_back(zeros(t, a));
+    else tangents.push_back(ad::zeros(t, a));
   }
   for (int k = 0; k < ny; ++k) tangents.push_back(r.at(float_carries.size() + size_t(k)));
   return build::tuple(t, tangents);
@@ -420,17 +416,17 @@ void Rule<Op::scan>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
     ops.push_back(std::move(op));
   };
   for (int i : res_c) add(i, body.params[size_t(i)]->aval, n.in[size_t(i)]);
-  for (int i : lin_c) add(i, body.params[size_t(i)]->aval, zeros(t, strong(body.params[size_t(i)]->aval)));
-  for (int j = 0; j < m; ++j) add(c + j, body.params[size_t(c + j)]->aval, zeros(t, strong(body.params[size_t(c + j)]->aval)));
+  for (int i : lin_c) add(i, body.params[size_t(i)]->aval, ad::zeros(t, strong(body.params[size_t(i)]->aval)));
+  for (int j = 0; j < m; ++j) add(c + j, body.params[size_t(c + j)]->aval, ad::zeros(t, strong(body.params[size_t(c + j)]->aval)));
   for (int i : lin_x)
-    add(c + m + i, body.params[size_t(c + m + i)]->aval, zeros(t, strong(body.params[size_t(c + m + i)]->aval)));
+    add(c + m + i, body.params[size_t(c + m + i)]->aval, ad::zeros(t, strong(body.params[size_t(c + m + i)]->aval)));
   const int t_consts = int(av.size());
   const int vp = int(body.params.size());
   for (int j = 0; j < m; ++j) {
     NodeRef cj = build::convert(t, build::get_tuple_element(t, ct, j), n.aval.elements[size_t(j)].dtype);
     add(vp + j, body.outputs[size_t(j)]->aval, cj);
   }
-  for (int i : lin_c) add(-1, body.params[size_t(i)]->aval, zeros(t, strong(body.params[size_t(i)]->aval)));
+  for (int i : lin_c) add(-1, body.params[size_t(i)]->aval, ad::zeros(t, strong(body.params[size_t(i)]->aval)));
   const int t_carries = int(av.size()) - t_consts;
   for (int i : res_x) add(c + m + i, body.params[size_t(c + m + i)]->aval, n.in[size_t(c + m + i)]);
   for (int k = 0; k < ny; ++k) {

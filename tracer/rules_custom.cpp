@@ -35,11 +35,6 @@ namespace {
                                        "interpreter runs its fun"));
 }
 
-Aval strong(Aval a) {
-  a.weak_type = false;
-  return a;
-}
-
 // One result: its aval; several: a tuple (as a call's).
 Aval pack_avals(const std::vector<Aval>& avals) {
   if (avals.size() == 1) return avals[0];
@@ -50,26 +45,6 @@ std::vector<NodeRef> unpack(NodeTable& t, const NodeRef& v, std::size_t m) {
   if (m == 1) return {v};
   std::vector<NodeRef> out;
   for (std::size_t k = 0; k < m; ++k) out.push_back(build::get_tuple_element(t, v, std::int64_t(k)));
-  return out;
-}
-
-// The operands must be what `g` takes.
-void check_operands(Op op, const Graph& g, const std::vector<Aval>& in, std::size_t first = 0) {
-  if (in.size() - first != g.params.size())
-    throw InternalError(cat(op_name(op), ": ", in.size() - first, " operands for ", g.name, "'s ", g.params.size(),
-                            " parameters"));
-  for (std::size_t i = 0; i < g.params.size(); ++i) {
-    const Aval& want = g.params[i]->aval;
-    const Aval& got = in[first + i];
-    if (got.dtype != want.dtype || got.shape != want.shape || got.tuple != want.tuple)
-      throw InternalError(cat(op_name(op), ": operand ", first + i, " is ", got.str(), " but ", g.name,
-                              "'s parameter is ", want.str()));
-  }
-}
-
-std::vector<Aval> output_avals(const Graph& g) {
-  std::vector<Aval> out;
-  for (auto& o : g.outputs) out.push_back(o->aval);
   return out;
 }
 
@@ -86,12 +61,7 @@ std::vector<NodeRef> rule_tangents(NodeTable& t, const std::vector<NodeRef>& x, 
   if (!any) return {};
   std::vector<NodeRef> out;
   for (std::size_t k = 0; k < x.size(); ++k) {
-    if (tx[k] && !listed(nondiff, k)) {
-      out.push_back(tx[k]);
-    } else {
-      const Aval a = strong(x[k]->aval);
-      out.push_back(build::broadcast_in_dim(t, build::scalar(t, a.dtype, 0), a.shape, {}));
-    }
+    out.push_back(tx[k] && !listed(nondiff, k) ? tx[k] : ad::zeros(t, x[k]->aval));
   }
   return out;
 }
@@ -107,10 +77,9 @@ std::vector<NodeRef> inline_pure(NodeTable& t, const Graph& g, const std::vector
 
 Aval Rule<Op::custom_jvp_call>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   if (!p.fun || !p.jvp) throw InternalError("custom-jvp-call without its fun or jvp");
-  check_operands(Op::custom_jvp_call, *p.fun, in);
   TESSEL_CHECK_INTERNAL(p.jvp->params.size() == 2 * in.size() && p.jvp->outputs.size() == 2 * p.fun->outputs.size(),
                         "custom-jvp-call: the jvp region does not fit fun");
-  return pack_avals(output_avals(*p.fun));
+  return rule_util::call_aval(*p.fun, in);
 }
 void Rule<Op::custom_jvp_call>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
   inlined_first(Op::custom_jvp_call);
@@ -150,11 +119,10 @@ NodeRef Rule<Op::custom_jvp_call>::batch(NodeTable& t, const Node& n, const std:
 Aval Rule<Op::custom_vjp_call>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   if (!p.fun || !p.fwd || (!p.bwd && p.bwd_error_kind == 0))
     throw InternalError("custom-vjp-call without its fun, fwd or bwd");
-  check_operands(Op::custom_vjp_call, *p.fun, in);
-  check_operands(Op::custom_vjp_call, *p.fwd, in);
+  rule_util::call_aval(*p.fwd, in);  // fwd takes the operands too
   TESSEL_CHECK_INTERNAL(p.fwd->outputs.size() >= p.fun->outputs.size() && (!p.bwd || p.bwd->outputs.size() == in.size()),
                         "custom-vjp-call: fwd or bwd does not fit fun");
-  return pack_avals(output_avals(*p.fun));
+  return rule_util::call_aval(*p.fun, in);
 }
 void Rule<Op::custom_vjp_call>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
   inlined_first(Op::custom_vjp_call);
@@ -221,7 +189,10 @@ Aval Rule<Op::custom_lin>::infer(const std::vector<Aval>& in, const A& p, const 
     if (in[k].dtype != bwd.params[k]->aval.dtype || in[k].shape != bwd.params[k]->aval.shape)
       throw InternalError(cat("custom-lin: residual ", k, " is ", in[k].str(), ", bwd takes ", bwd.params[k]->aval.str()));
   std::vector<Aval> outs;
-  for (std::size_t k = r; k < bwd.params.size(); ++k) outs.push_back(strong(bwd.params[k]->aval));
+  for (std::size_t k = r; k < bwd.params.size(); ++k) {
+    outs.push_back(bwd.params[k]->aval);
+    outs.back().weak_type = false;
+  }
   return pack_avals(outs);
 }
 void Rule<Op::custom_lin>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {

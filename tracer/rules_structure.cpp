@@ -83,9 +83,7 @@ TESSEL_LOCAL_SAME_OP(get_tuple_element)
 
 // ------------------------------------------------------------------ call
 
-Aval Rule<Op::call>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
-  if (!p.body) throw InternalError("call without a body");
-  const Graph& g = *p.body;
+Aval rule_util::call_aval(const Graph& g, const std::vector<Aval>& in) {
   if (in.size() != g.params.size())
     throw TypeError(cat("call of ", g.name, " with ", in.size(), " arguments; it takes ", g.params.size()));
   for (size_t i = 0; i < in.size(); ++i) {
@@ -98,6 +96,10 @@ Aval Rule<Op::call>::infer(const std::vector<Aval>& in, const A& p, const Aval&)
   std::vector<Aval> outs;
   for (auto& o : g.outputs) outs.push_back(o->aval);
   return Aval::make_tuple(std::move(outs));
+}
+Aval Rule<Op::call>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  if (!p.body) throw InternalError("call without a body");
+  return rule_util::call_aval(*p.body, in);
 }
 void Rule<Op::call>::eval(const std::vector<const HostArray*>&, const A&, const Aval&, HostArray&) {
   structural(Op::call);

@@ -8,11 +8,11 @@
 
 #include <sstream>
 
-#include "dsl/src/array_impl.hpp"
 #include "dsl/src/trace.hpp"
 #include "tracer/build.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rewrite.hpp"
+#include "tracer/rules.hpp"
 
 namespace tessel::detail {
 
@@ -38,9 +38,7 @@ void no_effects(const char* what, const TracedGraph& f) {
 }
 
 // The operands: the explicit arguments, then each traced function's
-// captured arrays, in order. pos_of: where traced function f's parameter k
-// lands among them (explicit ones first; `copies` explicit blocks, e.g.
-// primals then tangents, each a copy of the operand list).
+// captured arrays, in order.
 struct Operands {
   std::vector<Array> arrays;
   std::vector<std::size_t> caps_at;  // per traced function, the index of its first captured array
@@ -124,9 +122,7 @@ std::vector<Array> custom_jvp_call(const std::string& name, const LeafFn& fun, c
 }
 
 std::vector<Array> custom_vjp_call(const std::string& name, const LeafFn& fun, const LeafFn& fwd, const BwdFn& bwd,
-                                   std::size_t residual_count_hint, const std::vector<Array>& args,
-                                   const std::vector<std::int64_t>& nondiff) {
-  (void)residual_count_hint;
+                                   const std::vector<Array>& args, const std::vector<std::int64_t>& nondiff) {
   const std::size_t n = args.size();
   std::vector<Aval> in;
   for (auto& x : args) in.push_back(aval_of(x));
@@ -191,12 +187,7 @@ std::vector<Array> custom_vjp_call(const std::string& name, const LeafFn& fun, c
   a.fun = region(f, block, 1, n, o.caps_at[0]);
   {
     // fwd, then bwd's captured operands as further residuals.
-    const GraphRef fr = region(fw, block, 1, n, o.caps_at[1]);
-    NodeTable t;
-    auto g = std::make_shared<Graph>();
-    g->name = fr->name;
-    for (std::size_t i = 0; i < block.size(); ++i) g->params.push_back(build::parameter(t, int(i), block[i]));
-    g->outputs = inline_graph(t, *fr, g->params);
+    auto g = std::make_shared<Graph>(*region(fw, block, 1, n, o.caps_at[1]));
     for (std::size_t j = 0; j < c; ++j) g->outputs.push_back(g->params[o.caps_at[2] + j]);
     a.fwd = g;
   }
@@ -206,22 +197,18 @@ std::vector<Array> custom_vjp_call(const std::string& name, const LeafFn& fun, c
     std::vector<Aval> avals(bin.begin(), bin.begin() + std::ptrdiff_t(r));
     for (std::size_t j = 0; j < c; ++j) avals.push_back(block[o.caps_at[2] + j]);
     avals.insert(avals.end(), bin.begin() + std::ptrdiff_t(r), bin.end());
-    std::vector<int> pos;
-    for (std::size_t i = 0; i < r; ++i) pos.push_back(int(i));
-    for (std::size_t k = 0; k < m; ++k) pos.push_back(int(r + c + k));
-    for (std::size_t j = 0; j < c; ++j) pos.push_back(int(r + j));
-    const GraphRef br = reparameterize(bw.g, avals, pos);
     NodeTable t;
     auto g = std::make_shared<Graph>();
     g->name = bw.g.name;
     for (std::size_t i = 0; i < avals.size(); ++i) g->params.push_back(build::parameter(t, int(i), avals[i]));
-    g->outputs = inline_graph(t, *br, g->params);
+    // bw's parameters: its residuals, the cotangents, then what it captured.
+    std::vector<NodeRef> args(g->params.begin(), g->params.begin() + std::ptrdiff_t(r));
+    args.insert(args.end(), g->params.begin() + std::ptrdiff_t(r + c), g->params.end());
+    args.insert(args.end(), g->params.begin() + std::ptrdiff_t(r), g->params.begin() + std::ptrdiff_t(r + c));
+    g->outputs = inline_graph(t, bw.g, args);
     for (std::size_t k = 0; k < n; ++k)
       if (g->outputs[k]->dtype() != in[k].dtype) g->outputs[k] = build::convert(t, g->outputs[k], in[k].dtype);
-    for (std::size_t k = n; k < o.arrays.size(); ++k) {
-      const Aval z = block[k];
-      g->outputs.push_back(build::broadcast_in_dim(t, build::scalar(t, z.dtype, 0), z.shape, {}));
-    }
+    for (std::size_t k = n; k < o.arrays.size(); ++k) g->outputs.push_back(ad::zeros(t, block[k]));
     a.bwd = g;
   }
   a.nondiff = nondiff_operands(nondiff, n, o.arrays.size());

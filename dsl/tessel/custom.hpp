@@ -61,8 +61,7 @@ std::vector<Array> custom_jvp_call(const std::string& name, const LeafFn& fun, c
                                    const std::vector<Array>& args, const std::vector<std::int64_t>& nondiff);
 // fwd: leaves -> (result leaves, residual leaves).
 std::vector<Array> custom_vjp_call(const std::string& name, const LeafFn& fun, const LeafFn& fwd, const BwdFn& bwd,
-                                   std::size_t residual_count_hint, const std::vector<Array>& args,
-                                   const std::vector<std::int64_t>& nondiff);
+                                   const std::vector<Array>& args, const std::vector<std::int64_t>& nondiff);
 
 inline std::vector<std::int64_t> leaves_of_args(const std::vector<int>& arg_of_leaf, const std::vector<int>& argnums,
                                                 int nargs) {
@@ -160,7 +159,7 @@ class CustomVjpFunction {
       return detail::arrays_of(bwd_(detail::substitute(*res_shape, res, i), tree::unflatten(*shape, cts)));
     };
     const auto nondiff = detail::leaves_of_args(arg_of_leaf, options_.nondiff_argnums, int(sizeof...(Args)));
-    std::vector<Array> outs = detail::custom_vjp_call("custom_vjp", fun, fwd, bwd, 0, leaves, nondiff);
+    std::vector<Array> outs = detail::custom_vjp_call("custom_vjp", fun, fwd, bwd, leaves, nondiff);
     return tree::unflatten(*shape, outs);
   }
 
