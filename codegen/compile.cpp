@@ -452,6 +452,8 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
          [&] { return complex || narrow ? to_text(g) : std::string(); });
   FusionPlan plan = plan_fusion(g);
   report("plan-fusion", nullptr, [&] { return steps_text(plan.steps); });
+  schedule_for_memory(plan.steps, g.outputs);
+  report("schedule-for-memory", nullptr, [&] { return steps_text(plan.steps); });
   sink_collectives(plan.steps);
   report("sink-collectives", nullptr, [&] { return steps_text(plan.steps); });
   // The regions' compiles report nothing: their graphs are the program's.

@@ -150,6 +150,47 @@ std::unique_ptr<rt::Thunk> debug_callback_routine(const Node& n, const std::vect
   return std::make_unique<DebugCallbackThunk>(n, reads, writes.empty() ? -1 : writes.at(0));
 }
 
+// host_call: the user's function on this device's blocks, on this
+// device's own thread. What it throws becomes a ts::Error naming the call
+// and the device; the run then fails as a whole (the launch aborts the
+// collectives the other devices wait in, so none hangs).
+class HostCallThunk final : public rt::Thunk {
+ public:
+  HostCallThunk(const Node& n, std::vector<int> reads, std::vector<int> writes)
+      : how_(n.attr<attr::HostCall>()), reads_(std::move(reads)), writes_(std::move(writes)) {
+    for (auto& x : n.in) in_.push_back({x->dtype(), x->shape()});
+    text_ = "custom-call " + how_.name + " (" + std::to_string(how_.id) + ")";
+  }
+  void run(rt::ExecContext& ctx) const override {
+    std::vector<attr::HostCallArg> in, out;
+    for (std::size_t k = 0; k < reads_.size(); ++k)
+      in.push_back({in_[k].first, in_[k].second, ctx.slots[std::size_t(reads_[k])], ctx.device});
+    for (std::size_t k = 0; k < writes_.size(); ++k)
+      out.push_back({how_.dtypes[k], how_.shapes[k], ctx.slots[std::size_t(writes_[k])], ctx.device});
+    try {
+      (*how_.fn)(in, out);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(how_.name + " on device " + std::to_string(ctx.device) + " threw: " + e.what());
+    } catch (...) {
+      throw Error(how_.name + " on device " + std::to_string(ctx.device) + " threw an exception that is not a std::exception");
+    }
+  }
+  std::string describe() const override { return text_; }
+  const char* category() const override { return "callback"; }
+
+ private:
+  attr::HostCall how_;
+  std::vector<int> reads_, writes_;
+  std::vector<std::pair<DType, Shape>> in_;
+  std::string text_;
+};
+
+std::unique_ptr<rt::Thunk> host_call_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
+  return std::make_unique<HostCallThunk>(n, reads, writes);
+}
+
 // One entry per op; only Library-family ops have one.
 const std::array<LibraryRoutine, kNumOps>& table() {
   static const std::array<LibraryRoutine, kNumOps> t = [] {
@@ -166,6 +207,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     r[std::size_t(Op::distributed_triangular_solve)] = &distributed_triangular_solve_routine;
     r[std::size_t(Op::fft)] = &fft_routine;
     r[std::size_t(Op::debug_callback)] = &debug_callback_routine;
+    r[std::size_t(Op::host_call)] = &host_call_routine;
     return r;
   }();
   return t;

@@ -51,6 +51,7 @@ TESSEL_NOT_AN_EXPRESSION(svd)
 TESSEL_NOT_AN_EXPRESSION(eig)
 TESSEL_NOT_AN_EXPRESSION(fft)  // FFTW (codegen/fft.cpp)
 TESSEL_NOT_AN_EXPRESSION(debug_callback)  // the host function (codegen/library.cpp)
+TESSEL_NOT_AN_EXPRESSION(host_call)  // the host function (codegen/library.cpp)
 TESSEL_NOT_AN_EXPRESSION(all_gather)
 TESSEL_NOT_AN_EXPRESSION(all_reduce)
 TESSEL_NOT_AN_EXPRESSION(reduce_scatter)
@@ -63,6 +64,8 @@ TESSEL_NOT_AN_EXPRESSION(call)
 TESSEL_NOT_AN_EXPRESSION(custom_jvp_call)
 TESSEL_NOT_AN_EXPRESSION(custom_vjp_call)
 TESSEL_NOT_AN_EXPRESSION(custom_lin)
+TESSEL_NOT_AN_EXPRESSION(remat_call)
+TESSEL_NOT_AN_EXPRESSION(remat_lin)
 TESSEL_NOT_AN_EXPRESSION(shard_map)  // the partitioner inlines its body
 TESSEL_NOT_AN_EXPRESSION(cond)  // control flow runs its regions as executables (compile.cpp)
 TESSEL_NOT_AN_EXPRESSION(while_)
@@ -80,6 +83,8 @@ TESSEL_LOWER(iota) { return e.convert_value(idx[n.attr<attr::Iota>().dimension],
 TESSEL_LOWER(sharding_constraint) { return e.arg(n, idx, 0); }
 TESSEL_LOWER(pvary) { return e.arg(n, idx, 0); }  // a type change only
 TESSEL_LOWER(stop_gradient) { return e.arg(n, idx, 0); }  // autodiff saw it already
+TESSEL_LOWER(checkpoint_name) { return e.arg(n, idx, 0); }  // autodiff saw it already
+TESSEL_LOWER(remat_barrier) { return e.arg(n, idx, 0); }  // its second operand orders the step only
 
 // ------------------------------------------------------------------ unary
 

@@ -30,7 +30,7 @@ Aval widened(Aval a) {
 bool native(Op op) {
   switch (op_family(op)) {
     case OpFamily::Reduce: case OpFamily::Dot: return false;
-    case OpFamily::Library: return op == Op::debug_callback;  // a callback sees the narrow values
+    case OpFamily::Library: return op == Op::debug_callback || op == Op::host_call;  // callbacks see the narrow values
     default: return true;
   }
 }

@@ -18,6 +18,16 @@
 
 namespace tessel::codegen {
 
+// Reorders `steps` (a valid execution order) for a lower peak of live
+// buffers: a list schedule that, among the steps whose inputs exist, runs
+// first one that frees at least as many bytes as it allocates (a gradient's
+// dot that is the last reader of an activation and a cotangent, say), and
+// otherwise keeps the given order. Without it, a backward pass computed in
+// the given (depth-first) order holds every layer's activations and
+// cotangents until the last weight gradient runs. `outputs`: the program's
+// results, whose buffers are never freed (and cost nothing to allocate).
+void schedule_for_memory(std::vector<Step>& steps, const std::vector<NodeRef>& outputs);
+
 // Reorders `steps` (a valid execution order) with each collective moved to
 // just before its first reader, or to the end.
 void sink_collectives(std::vector<Step>& steps);

@@ -134,6 +134,36 @@ void CustomVjp::print(std::ostream& os) const {
   if (!nondiff.empty()) os << ", nondiff=", ints(os, nondiff);
 }
 void CustomLin::print(std::ostream& os) const { os << ", bwd=" << region_name(bwd) << ", residuals=" << residuals; }
+void Remat::print(std::ostream& os) const {
+  static const char* kinds[] = {"nothing_saveable", "everything_saveable", "dots_saveable",
+                                "dots_with_no_batch_dims_saveable", "save_only_these_names", "save_any_names_but_these"};
+  os << ", to_apply=" << region_name(fun) << ", policy=" << (policy >= 0 && policy < 6 ? kinds[policy] : "?");
+  if (!names.empty()) {
+    os << "{";
+    for (size_t i = 0; i < names.size(); ++i) os << (i ? "," : "") << '"' << names[i] << '"';
+    os << "}";
+  }
+  if (!prevent_cse) os << ", prevent_cse=false";
+}
+void RematLin::print(std::ostream& os) const {
+  os << ", jvp=" << region_name(jvp) << ", recompute=" << region_name(rec) << ", saved=" << saved;
+}
+void HostCall::print(std::ostream& os) const {
+  os << ", custom_call_target=\"" << name << "\", id=" << id << ", rule=\"";
+  auto spec = [&](const std::vector<std::vector<std::int64_t>>& dims) {
+    for (size_t k = 0; k < dims.size(); ++k) {
+      os << (k ? ", " : "");
+      for (size_t d = 0; d < dims[k].size(); ++d)
+        os << (d ? " " : "") << (dims[k][d] < 0 ? std::string("1") : "f" + std::to_string(dims[k][d]));
+    }
+  };
+  spec(operand_factors);
+  os << " -> ";
+  spec(result_factors);
+  os << '"';
+  if (!replicated.empty()) os << ", replicated=", ints(os, replicated);
+}
+void Name::print(std::ostream& os) const { os << ", name=\"" << name << '"'; }
 void AxisIndex::print(std::ostream& os) const {
   os << ", axes={";
   for (size_t i = 0; i < axes.size(); ++i) os << (i ? "," : "") << mesh->axes()[axes[i]].name;

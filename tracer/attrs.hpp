@@ -191,6 +191,38 @@ struct EffectArg {
   int device;        // the device whose values these are (-1: the reference interpreter)
 };
 using EffectFn = std::function<void(const std::vector<EffectArg>&)>;
+// host_call (ts::pure_callback, ts::ffi::call): a host C++ function run on
+// each device's blocks of its operands, writing its results' blocks. `in`
+// and `out` are the blocks (row-major); `device` is -1 in the reference
+// interpreter. The rule (tracer/rules_host_call.cpp) says how blocks
+// compose: each operand and result dim is a factor (operand_factors,
+// result_factors: a factor id per dim, -1 for a size-1 dim vmap added); a
+// factor of the results stays split as its operands are split, one only
+// in operands is contracted (each device's result is a partial sum), and a
+// factor listed in `replicated` is gathered whole before the call (a factor
+// only in results must be: its size is `sizes`', the block's is whole).
+struct HostCallArg {
+  DType dtype;
+  Shape shape;
+  void* data;
+  int device;
+};
+using HostCallFn = std::function<void(const std::vector<HostCallArg>& in, const std::vector<HostCallArg>& out)>;
+struct HostCall {
+  std::int64_t id = 0;  // stands for fn
+  std::string name;     // in messages: "pure_callback", or the ffi call's name
+  std::vector<DType> dtypes;  // the results'
+  std::vector<Shape> shapes;
+  std::vector<std::vector<std::int64_t>> operand_factors, result_factors;
+  std::vector<std::int64_t> sizes;  // each factor's (global) size
+  std::vector<std::int64_t> replicated;
+  std::int64_t vmap_method = 0;  // 0 none, 1 sequential, 2 sequential_unrolled, 3 expand_dims, 4 broadcast_all
+  std::shared_ptr<const HostCallFn> fn;  // not a field: `id` stands for it
+  auto fields() const {
+    return std::tie(id, name, dtypes, shapes, operand_factors, result_factors, sizes, replicated, vmap_method);
+  }
+  void print(std::ostream& os) const;
+};
 struct DebugCallback {
   std::int64_t id = 0;
   bool every_device = false;
@@ -278,6 +310,42 @@ struct CustomLin {
   GraphRef bwd;
   std::int64_t residuals = 0;
   auto fields() const { return std::tie(bwd, residuals); }
+  void print(std::ostream& os) const;
+};
+// remat_call (ts::remat, jax.checkpoint): a call of `fun` whose
+// intermediates reverse mode recomputes from its operands instead of
+// keeping them, except those `policy` saves (CheckpointPolicy's kinds:
+// 0 nothing, 1 everything, 2 dots, 3 dots without batch dims, 4 the values
+// named by checkpoint_name with a name in `names`, 5 those named by
+// anything but them). prevent_cse: the recomputation is kept apart from
+// the forward pass's values (tracer/rules_remat.cpp).
+struct Remat {
+  GraphRef fun;
+  std::int64_t policy = 0;
+  std::vector<std::string> names;
+  bool prevent_cse = true;
+  auto fields() const { return std::tie(fun, policy, names, prevent_cse); }
+  void print(std::ostream& os) const;
+};
+// remat_lin: the tangent of a remat_call's results. Operands: the call's
+// operands x, the values the policy saved, then the tangents of x's
+// differentiable operands (`diff`); linear in those tangents. `jvp`
+// (x, saved, tangents) -> result tangents is what it is in forward mode;
+// `rec` is fun with the saved values as further outputs; the transpose
+// recomputes fun from x but for the saved values and pulls the cotangents
+// back through it.
+struct RematLin {
+  GraphRef jvp, rec;
+  std::vector<std::int64_t> diff;  // per operand of the call: 1 when it has a tangent operand
+  std::int64_t saved = 0;
+  bool prevent_cse = true;
+  auto fields() const { return std::tie(jvp, rec, diff, saved, prevent_cse); }
+  void print(std::ostream& os) const;
+};
+// checkpoint_name: the identity, naming its value for remat policies.
+struct Name {
+  std::string name;
+  auto fields() const { return std::tie(name); }
   void print(std::ostream& os) const;
 };
 // shard_map: body runs on every device of `mesh` on its blocks: operand k
@@ -488,7 +556,7 @@ using AttrVariant =
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
                  attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK,
-                 attr::CustomJvp, attr::CustomVjp, attr::CustomLin>;
+                 attr::CustomJvp, attr::CustomVjp, attr::CustomLin, attr::Remat, attr::RematLin, attr::Name, attr::HostCall>;
 
 class Attrs {
  public:

@@ -256,6 +256,21 @@ NodeRef custom_vjp_call(NodeTable& t, attr::CustomVjp a, const std::vector<NodeR
 NodeRef custom_lin(NodeTable& t, attr::CustomLin a, const std::vector<NodeRef>& args) {
   return make(t, Op::custom_lin, args, std::move(a));
 }
+NodeRef remat_call(NodeTable& t, attr::Remat a, const std::vector<NodeRef>& args) {
+  return make(t, Op::remat_call, args, std::move(a));
+}
+NodeRef remat_lin(NodeTable& t, attr::RematLin a, const std::vector<NodeRef>& args) {
+  return make(t, Op::remat_lin, args, std::move(a));
+}
+NodeRef remat_barrier(NodeTable& t, const NodeRef& x, const NodeRef& after) {
+  return make(t, Op::remat_barrier, {x, after}, attr::None{});
+}
+NodeRef host_call(NodeTable& t, const std::vector<NodeRef>& args, attr::HostCall a) {
+  return make(t, Op::host_call, args, std::move(a));
+}
+NodeRef checkpoint_name(NodeTable& t, const NodeRef& x, std::string name) {
+  return make(t, Op::checkpoint_name, {x}, attr::Name{std::move(name)});
+}
 
 NodeRef shard_map(NodeTable& t, attr::ShardMap sm, const std::vector<NodeRef>& args) {
   return make(t, Op::shard_map, args, std::move(sm));

@@ -102,6 +102,15 @@ NodeRef call(NodeTable& t, GraphRef body, const std::vector<NodeRef>& args);
 NodeRef custom_jvp_call(NodeTable& t, attr::CustomJvp a, const std::vector<NodeRef>& args);
 NodeRef custom_vjp_call(NodeTable& t, attr::CustomVjp a, const std::vector<NodeRef>& args);
 NodeRef custom_lin(NodeTable& t, attr::CustomLin a, const std::vector<NodeRef>& args);
+// Rematerialization (tracer/attrs.hpp: Remat, RematLin, Name): the call, its
+// tangent, the barrier ordering a recomputation after `after` (x itself),
+// and a named value.
+NodeRef remat_call(NodeTable& t, attr::Remat a, const std::vector<NodeRef>& args);
+NodeRef remat_lin(NodeTable& t, attr::RematLin a, const std::vector<NodeRef>& args);
+NodeRef remat_barrier(NodeTable& t, const NodeRef& x, const NodeRef& after);
+NodeRef checkpoint_name(NodeTable& t, const NodeRef& x, std::string name);
+// A host function's call (tracer/attrs.hpp: HostCall): its results as a tuple when it has other than one.
+NodeRef host_call(NodeTable& t, const std::vector<NodeRef>& args, attr::HostCall a);
 // f over `mesh` on blocks (tracer/attrs.hpp, attr::ShardMap).
 NodeRef shard_map(NodeTable& t, attr::ShardMap sm, const std::vector<NodeRef>& args);
 // Control flow (tracer/attrs.hpp: attr::Cond, attr::While, attr::Scan);

@@ -130,10 +130,13 @@ enum class OpCost : std::uint8_t {
   X(eig, "eig", Library, Never, Linalg)                                         \
   X(fft, "fft", Library, Never, Fft)                                            \
   X(debug_callback, "debug-callback", Library, Never, DebugCallback)            \
+  X(host_call, "custom-call", Library, Never, HostCall)                         \
   X(dot_general, "dot", Dot, Never, Dot)                                        \
   X(sharding_constraint, "sharding-constraint", Annotation, Free, Constraint)    \
   X(pvary, "pvary", Annotation, Free, AxisIndex)   \
   X(stop_gradient, "stop-gradient", Annotation, Free, None)                     \
+  X(checkpoint_name, "checkpoint-name", Annotation, Free, Name)                 \
+  X(remat_barrier, "remat-barrier", Annotation, Free, None)                     \
   X(all_gather, "all-gather", Collective, Never, AllGather)                     \
   X(all_reduce, "all-reduce", Collective, Never, AllReduce)                     \
   X(reduce_scatter, "reduce-scatter", Collective, Never, ReduceScatter)         \
@@ -148,7 +151,9 @@ enum class OpCost : std::uint8_t {
   X(scan, "scan", Region, Never, Scan)                                          \
   X(custom_jvp_call, "custom-jvp-call", Region, Never, CustomJvp)               \
   X(custom_vjp_call, "custom-vjp-call", Region, Never, CustomVjp)               \
-  X(custom_lin, "custom-lin", Region, Never, CustomLin)
+  X(custom_lin, "custom-lin", Region, Never, CustomLin)                         \
+  X(remat_call, "checkpoint", Region, Never, Remat)                             \
+  X(remat_lin, "checkpoint-lin", Region, Never, RematLin)
 
 enum class Op : std::uint8_t {
 #define TESSEL_X(e, text, family, cost, attrs) e,

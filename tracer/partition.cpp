@@ -226,6 +226,11 @@ struct Partitioner final : LocalBuilder {
     std::vector<AxisSharding> op_sh;
     for (size_t k = 0; k < n->in.size(); ++k) {
       const NodeRef& x = n->in[k];
+      if (rule.is_unread(k)) {  // read for ordering only: as it is
+        ops.push_back(local.at(x.get()));
+        op_sh.push_back(a.value.at(x.get()));
+        continue;
+      }
       AxisSharding want = sharding_from_factors(mesh, rule.operands[k], fa);
       NodeRef lx = reshard(local.at(x.get()), x->shape(), a.value.at(x.get()), want);
       // Padding of split, uneven reduced dims must not count.

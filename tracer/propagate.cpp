@@ -166,6 +166,7 @@ struct Propagator {
         if (known(y) && is_fixed(y) == want_fixed && want_fixed) merge(st, r, propose(r, *dims, value.at(y)), true);
       for (size_t k = 0; k < n->in.size(); ++k) {
         const Node* x = n->in[k].get();
+        if (r.is_unread(k)) continue;
         if (known(x) && is_fixed(x) == want_fixed) merge(st, r, propose(r, r.operands[k], value.at(x)), false);
       }
       for (auto& [y, dims] : results)
@@ -181,7 +182,7 @@ struct Propagator {
         }
       for (size_t k = 0; k < n->in.size(); ++k) {
         const Node* x = n->in[k].get();
-        if (!known(x)) {
+        if (!known(x) && !r.is_unread(k)) {
           value[x] = sharding_from_factors(mesh, r.operands[k], st.axes);
           reason[x] = std::string(op_name(n->op)) + "'s rule, back from its user: operand " + std::to_string(k) + " of";
           via[x] = n.get();

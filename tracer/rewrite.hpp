@@ -45,7 +45,7 @@ GraphRef reparameterize(const Graph& g, const std::vector<Aval>& avals, const st
 // g with every call replaced by its body (nested calls too); a call with
 // several results becomes a tuple, whose get_tuple_elements fold to the
 // values. The first pass of lower() and of autodiff.
-// keep_custom: custom_jvp_call and custom_vjp_call stay (autodiff and
+// keep_custom: the custom calls (is_custom_call) stay (autodiff and
 // batching apply their own rules); otherwise they become their `fun`.
 Graph inline_calls(const Graph& g, bool keep_custom = false);
 // g with only its custom calls replaced by their fun (the reference
@@ -53,7 +53,10 @@ Graph inline_calls(const Graph& g, bool keep_custom = false);
 Graph inline_custom_calls(const Graph& g);
 // Whether g or any of its regions holds a call or a custom call.
 bool has_calls(const Graph& g);
-// A call with custom derivative rules (custom_jvp_call, custom_vjp_call).
-inline bool is_custom_call(Op op) { return op == Op::custom_jvp_call || op == Op::custom_vjp_call; }
+// A call with its own derivative rules (custom_jvp_call, custom_vjp_call,
+// and remat's remat_call and remat_lin): its first region is what it computes.
+inline bool is_custom_call(Op op) {
+  return op == Op::custom_jvp_call || op == Op::custom_vjp_call || op == Op::remat_call || op == Op::remat_lin;
+}
 
 }  // namespace tessel

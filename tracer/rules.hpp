@@ -36,6 +36,11 @@ struct FactorRule {
   std::vector<bool> reduction;
   std::vector<bool> need_replication;
   Op reduce_op = Op::add;  // how partial results combine (add, max, min)
+  // Operands the op only waits for (remat_barrier's `after`): propagation
+  // takes nothing from them and the partitioner passes them as they are laid
+  // out. Empty: none.
+  std::vector<bool> unread;
+  bool is_unread(std::size_t k) const { return k < unread.size() && unread[k]; }
 
   int add_factor(std::int64_t size, bool reduction = false, bool replicate = false);
 };

@@ -24,6 +24,7 @@ namespace {
 // The vma of n's result from its operands' (already pvary'd where needed).
 AxisSet result_vma(const Node& n, const std::vector<const AxisSet*>& in, const DeviceMesh& mesh) {
   AxisSet s;
+  if (n.op == Op::remat_barrier) return *in[0];  // it only waits for its second operand
   for (auto* v : in) s.insert(v->begin(), v->end());
   if (n.op == Op::collective_permute) {
     for (int a : permute_axes(n, mesh)) s.insert(a);
@@ -262,7 +263,7 @@ Graph with_explicit_pvary(const Graph& body, const std::vector<AxisSet>& params,
         }
         if (const std::vector<int>* axes = collective_axes(n).axes; axes && n.op != Op::axis_index && n.op != Op::pvary) {
           in[0] = raise(in[0], AxisSet(axes->begin(), axes->end()));  // JAX's insert_collective_pvary
-        } else if (in.size() > 1) {
+        } else if (in.size() > 1 && n.op != Op::remat_barrier) {
           AxisSet all;
           for (auto& x : in) all.insert(v.at(x.get()).at(0).begin(), v.at(x.get()).at(0).end());
           for (auto& x : in) x = raise(x, all);  // JAX's auto_insert_reshard

@@ -1,10 +1,11 @@
-// ts::custom_jvp and ts::custom_vjp over leaves (dsl/tessel/custom.hpp has
-// the typed front ends): each function traced into a region, checked as JAX
+// ts::custom_jvp, ts::custom_vjp and ts::remat over leaves
+// (dsl/tessel/custom.hpp and remat.hpp have the typed front ends): each function traced into a region, checked as JAX
 // checks a custom rule's results, and applied as one custom_jvp_call or
 // custom_vjp_call node (tracer/rules_custom.cpp has their rules). Arrays a
 // function closes over become operands of the node, constants to the rules:
 // no derivative flows to them.
 #include <tessel/custom.hpp>
+#include <tessel/remat.hpp>
 
 #include <sstream>
 
@@ -217,4 +218,33 @@ std::vector<Array> custom_vjp_call(const std::string& name, const LeafFn& fun, c
   });
 }
 
+std::vector<Array> remat_call(const std::string& name, const LeafFn& fun, const std::vector<Array>& args,
+                              const RematOptions& options) {
+  std::vector<Aval> in;
+  for (auto& x : args) in.push_back(aval_of(x));
+  TracedGraph f = trace_graph(name, in, fun);
+  // Arrays f closes over are operands too: derivatives flow to them (JAX
+  // converts checkpoint's closures the same way).
+  Operands o = gather(args, {&f}, {args.size()});
+  std::vector<Aval> block;
+  for (auto& x : o.arrays) block.push_back(aval_of(x));
+  attr::Remat a;
+  a.fun = region(f, block, 1, args.size(), o.caps_at[0]);
+  a.policy = std::int64_t(options.policy.kind);
+  a.names = options.policy.names;
+  a.prevent_cse = options.prevent_cse;
+  return apply_region(name, o.arrays, any_effects({a.fun}), [&](NodeTable& t, const std::vector<NodeRef>& ns) {
+    return build::remat_call(t, a, ns);
+  });
+}
+
 }  // namespace tessel::detail
+
+namespace tessel {
+
+Array checkpoint_name(const Array& x, const std::string& name) {
+  return detail::apply1("tessel.checkpoint_name", {x},
+                        [&](NodeTable& t, const std::vector<NodeRef>& in) { return build::checkpoint_name(t, in[0], name); });
+}
+
+}  // namespace tessel

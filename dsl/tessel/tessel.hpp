@@ -16,6 +16,7 @@
 #include <tessel/dtype_info.hpp>
 #include <tessel/distributed.hpp>
 #include <tessel/fft.hpp>
+#include <tessel/ffi.hpp>
 #include <tessel/initializers.hpp>
 #include <tessel/io.hpp>
 #include <tessel/jacobian.hpp>
@@ -27,6 +28,7 @@
 #include <tessel/ops.hpp>
 #include <tessel/profiler.hpp>
 #include <tessel/random.hpp>
+#include <tessel/remat.hpp>
 #include <tessel/shard_map.hpp>
 #include <tessel/sharding.hpp>
 #include <tessel/sorting.hpp>

@@ -129,9 +129,9 @@ TEST_CASE("TESSEL_DUMP_DIR writes every pass") {
     partitioned = partitioned || e.path().string().find("dumped.4-partition.txt") != std::string::npos;
   }
   // trace, rewrite-for-mesh, propagate, partition, codegen's fold-transposes,
-  // plan-fusion and sink-collectives, compile (no calls to inline, no
-  // complex values to expand)
-  CHECK(files == 8);
+  // plan-fusion, schedule-for-memory and sink-collectives, compile (no calls
+  // to inline, no complex values to expand)
+  CHECK(files == 9);
   CHECK(partitioned);
   std::filesystem::remove_all(dir);
   // A program of complex values: codegen's expansion into real pairs too.

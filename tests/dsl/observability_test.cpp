@@ -179,7 +179,7 @@ TEST_CASE("a trace has a track per device, dispatch and compile, with kernels, d
     // program is then found in the cache, and no pass runs.)
     if (compiles) CHECK(compile.count("trace traced_fn"));
     for (std::string pass : {"rewrite-for-mesh", "propagate", "partition", "fold-transposes", "plan-fusion",
-                             "sink-collectives", "compile"}) {
+                             "schedule-for-memory", "sink-collectives", "compile"}) {
       CAPTURE(pass);
       CHECK(compile.count(pass + " traced_fn") == (compiles ? 1 : 0));
     }

@@ -175,6 +175,31 @@ std::vector<Case> cases() {
                                          });
                  return f(x) + g(x, y);
                }});
+  // remat (its call, its tangent, the barriers of its recomputation, a
+  // named value), and host functions (pure_callback, ffi::call).
+  c.push_back({"remat and host calls", [](ts::Array x, ts::Array y) {
+                 namespace cp = ts::checkpoint_policies;
+                 auto f = ts::remat([](const ts::Array& a, const ts::Array& b) {
+                   return ts::sin(ts::checkpoint_name(a * b, "ab")) + a;
+                 }, {.policy = cp::save_only_these_names({"ab"})});
+                 ts::Array g = ts::grad([&](const ts::Array& a) { return ts::sum(f(a, y)); })(x);
+                 auto [p, t] = ts::jvp([&](const ts::Array& a) { return f(a, y); }, x, y);
+                 const ts::ShapeDtypeStruct r{x.shape(), x.dtype(), std::nullopt};
+                 ts::Array cb = ts::pure_callback(
+                     [](const ts::Array& a) {
+                       std::vector<float> v = a.to_vector<float>();
+                       for (auto& e : v) e = std::cos(e);
+                       return ts::array(v, a.shape());
+                     },
+                     r, x, ts::PureCallbackOptions{.vmap_method = "sequential"});
+                 ts::Array k = ts::ffi::call(
+                     [](std::span<const ts::ffi::Buffer> in, std::span<ts::ffi::Buffer> out) {
+                       for (std::int64_t i = 0; i < in[0].size(); ++i)
+                         out[0].typed_data<float>()[i] = 3 * in[0].typed_data<float>()[i] - in[1].typed_data<float>()[i];
+                     },
+                     r, {.sharding_rule = "i j, i j -> i j", .vmap_method = "broadcast_all"})(x, y);
+                 return g + p + t + cb + k;
+               }});
   c.push_back({"shard_map", [mesh](ts::Array x, ts::Array y) {
                  auto body = [](ts::Array a, ts::Array b) {
                    ts::Array s = ts::psum(a, "x") + ts::pmax(b, "x");

@@ -131,7 +131,8 @@ TEST_CASE("lower() is a script of named passes, each dumped under TESSEL_DUMP_DI
   // codegen's own passes too (no complex values here: no expand-complex).
   const char* passes[] = {"1-trace.txt",           "2-inline-calls.txt", "3-rewrite-for-mesh.txt",
                           "4-propagate.txt",       "5-partition.txt",    "6-fold-transposes.txt",
-                          "7-plan-fusion.txt",     "8-sink-collectives.txt", "9-compile.txt"};
+                          "7-plan-fusion.txt",     "8-schedule-for-memory.txt", "9-sink-collectives.txt",
+                          "10-compile.txt"};
   for (const char* p : passes) {
     CAPTURE(p);
     REQUIRE(find(std::string(".dumped.") + p) != "");
@@ -141,6 +142,6 @@ TEST_CASE("lower() is a script of named passes, each dumped under TESSEL_DUMP_DI
   CHECK(read(find(".dumped.2-inline-calls.txt")).find("call(") == std::string::npos);
   CHECK(read(find(".dumped.4-propagate.txt")).find("sharding=") != std::string::npos);
   CHECK(read(find(".dumped.7-plan-fusion.txt")).find("s0 = ") != std::string::npos);
-  CHECK(!read(find(".dumped.9-compile.txt")).empty());
+  CHECK(!read(find(".dumped.10-compile.txt")).empty());
   fs::remove_all(dir);
 }
