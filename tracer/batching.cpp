@@ -91,6 +91,14 @@ NodeRef same_op(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, cons
   return build::with_operands(t, copy, xs);
 }
 
+NodeRef element(NodeTable& t, const NodeRef& x, std::int64_t i) {
+  const Shape& s = x->shape();
+  std::vector<std::int64_t> start(s.size(), 0), limit(s.begin(), s.end()), stride(s.size(), 1);
+  start[0] = i;
+  limit[0] = i + 1;
+  return build::reshape(t, build::slice(t, x, start, limit, stride), Shape(s.begin() + 1, s.end()));
+}
+
 NodeRef by_map(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& flags,
                const BatchInfo& b) {
   // A scan over the batch: unbatched operands are its constants, batched

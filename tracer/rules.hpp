@@ -241,6 +241,13 @@ FactorRule leaf_factors(const Node& n);           // result dims free factors, n
 // a tuple of them); TypeError when the operands are not what body takes.
 // Rule<Op::call> and the custom calls' rules (rules_structure.cpp).
 Aval call_aval(const Graph& body, const std::vector<Aval>& in);
+// Several values as a call's result (one: itself; else a tuple), and back.
+NodeRef pack(NodeTable& t, const std::vector<NodeRef>& xs);
+std::vector<NodeRef> unpack(NodeTable& t, const NodeRef& v, std::size_t m);
+// The rules a custom call (tracer/rewrite.hpp, is_custom_call) never runs:
+// it is inlined as its first region before propagation, partitioning and
+// codegen, and the interpreter runs that region.
+[[noreturn]] void inlined_first(Op op);
 // Complex expansion: NotImplementedError for an op with no complex form;
 // InternalError for one the pass never hands a rule (regions, parameters).
 [[noreturn]] void no_complex_form(const Node& n);
@@ -307,6 +314,8 @@ namespace bt {
 NodeRef batched(NodeTable& t, const NodeRef& x, bool is_batched, const BatchInfo& b);
 std::vector<NodeRef> all_batched(NodeTable& t, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
                                  const BatchInfo& b);
+// Element i of batched x (its leading dim sliced off).
+NodeRef element(NodeTable& t, const NodeRef& x, std::int64_t i);
 // Dims shifted past the batch dimension (+1 each).
 std::vector<std::int64_t> shifted(const std::vector<std::int64_t>& dims);
 // n on every operand batched, the same op (elementwise ops).

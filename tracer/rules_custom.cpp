@@ -30,22 +30,14 @@ using detail::cat;
 
 namespace {
 
-[[noreturn]] void inlined_first(Op op) {
-  throw InternalError(cat(op_name(op), " is inlined (its fun) before propagation, partitioning and codegen; the "
-                                       "interpreter runs its fun"));
-}
+using rule_util::inlined_first;
+using rule_util::pack;
+using rule_util::unpack;
 
 // One result: its aval; several: a tuple (as a call's).
 Aval pack_avals(const std::vector<Aval>& avals) {
   if (avals.size() == 1) return avals[0];
   return Aval::make_tuple(avals);
-}
-NodeRef pack(NodeTable& t, const std::vector<NodeRef>& xs) { return xs.size() == 1 ? xs[0] : build::tuple(t, xs); }
-std::vector<NodeRef> unpack(NodeTable& t, const NodeRef& v, std::size_t m) {
-  if (m == 1) return {v};
-  std::vector<NodeRef> out;
-  for (std::size_t k = 0; k < m; ++k) out.push_back(build::get_tuple_element(t, v, std::int64_t(k)));
-  return out;
 }
 
 bool listed(const std::vector<std::int64_t>& v, std::size_t k) {

@@ -77,18 +77,7 @@ NodeRef Rule<Op::debug_callback>::batch(NodeTable& t, const Node& n, const std::
   for (std::int64_t i = 0; i < b.size; ++i) {
     std::vector<NodeRef> args;
     attr::DebugCallback how = attrs_of(n);
-    for (size_t k = 0; k < x.size(); ++k) {
-      if (!batched[k]) {
-        args.push_back(x[k]);
-        continue;
-      }
-      const Shape& s = x[k]->shape();
-      std::vector<std::int64_t> start(s.size(), 0), limit(s.begin(), s.end()), stride(s.size(), 1);
-      start[0] = i;
-      limit[0] = i + 1;
-      Shape element(s.begin() + 1, s.end());
-      args.push_back(build::reshape(t, build::slice(t, x[k], start, limit, stride), element));
-    }
+    for (size_t k = 0; k < x.size(); ++k) args.push_back(batched[k] ? bt::element(t, x[k], i) : x[k]);
     if (token) {
       if (how.ordered) args.back() = token;
       else args.push_back(token), how.ordered = true;

@@ -181,17 +181,7 @@ NodeRef Rule<Op::host_call>::batch(NodeTable& t, const Node& n, const std::vecto
       std::vector<std::vector<NodeRef>> parts(m);
       for (std::int64_t i = 0; i < b.size; ++i) {
         std::vector<NodeRef> args;
-        for (std::size_t k = 0; k < x.size(); ++k) {
-          if (!batched[k]) {
-            args.push_back(x[k]);
-            continue;
-          }
-          const Shape& s = x[k]->shape();
-          std::vector<std::int64_t> start(s.size(), 0), limit(s.begin(), s.end()), stride(s.size(), 1);
-          start[0] = i;
-          limit[0] = i + 1;
-          args.push_back(build::reshape(t, build::slice(t, x[k], start, limit, stride), Shape(s.begin() + 1, s.end())));
-        }
+        for (std::size_t k = 0; k < x.size(); ++k) args.push_back(batched[k] ? bt::element(t, x[k], i) : x[k]);
         NodeRef y = build::host_call(t, args, p);
         for (std::size_t r = 0; r < m; ++r) {
           NodeRef e = m == 1 ? y : build::get_tuple_element(t, y, std::int64_t(r));

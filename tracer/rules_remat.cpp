@@ -37,18 +37,9 @@ using detail::cat;
 
 namespace {
 
-[[noreturn]] void inlined_first(Op op) {
-  throw InternalError(cat(op_name(op), " is inlined before propagation, partitioning and codegen; the interpreter "
-                                       "runs its first region"));
-}
-
-NodeRef pack(NodeTable& t, const std::vector<NodeRef>& xs) { return xs.size() == 1 ? xs[0] : build::tuple(t, xs); }
-std::vector<NodeRef> unpack(NodeTable& t, const NodeRef& v, std::size_t m) {
-  if (m == 1) return {v};
-  std::vector<NodeRef> out;
-  for (std::size_t k = 0; k < m; ++k) out.push_back(build::get_tuple_element(t, v, std::int64_t(k)));
-  return out;
-}
+using rule_util::inlined_first;
+using rule_util::pack;
+using rule_util::unpack;
 
 // Whether the policy saves n (a node of fun's top level) for the backward pass.
 bool saveable(const Node& n, const attr::Remat& a) {

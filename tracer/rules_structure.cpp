@@ -97,6 +97,19 @@ Aval rule_util::call_aval(const Graph& g, const std::vector<Aval>& in) {
   for (auto& o : g.outputs) outs.push_back(o->aval);
   return Aval::make_tuple(std::move(outs));
 }
+NodeRef rule_util::pack(NodeTable& t, const std::vector<NodeRef>& xs) {
+  return xs.size() == 1 ? xs[0] : build::tuple(t, xs);
+}
+std::vector<NodeRef> rule_util::unpack(NodeTable& t, const NodeRef& v, std::size_t m) {
+  if (m == 1) return {v};
+  std::vector<NodeRef> out;
+  for (std::size_t k = 0; k < m; ++k) out.push_back(build::get_tuple_element(t, v, std::int64_t(k)));
+  return out;
+}
+void rule_util::inlined_first(Op op) {
+  throw InternalError(cat(op_name(op), " is inlined (its first region) before propagation, partitioning and codegen; "
+                                       "the interpreter runs that region"));
+}
 Aval Rule<Op::call>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
   if (!p.body) throw InternalError("call without a body");
   return rule_util::call_aval(*p.body, in);
