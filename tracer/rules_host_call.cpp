@@ -28,47 +28,41 @@ namespace {
 
 using Factors = std::vector<std::vector<std::int64_t>>;
 
-// Each factor's size, from the operand dims it names.
-std::map<std::int64_t, std::int64_t> factor_sizes(const std::string& name, const Factors& of,
-                                                  const std::vector<Shape>& shapes) {
+// Each factor's size: from the operand dims it names, and for a factor only
+// of the results (whole on every device: it must be replicated) p.sizes'.
+std::map<std::int64_t, std::int64_t> factor_sizes(const attr::HostCall& p, const std::vector<Shape>& shapes) {
+  const Factors& of = p.operand_factors;
   std::map<std::int64_t, std::int64_t> size;
   if (of.size() != shapes.size())
-    throw InternalError(cat(name, ": ", shapes.size(), " operands for a rule of ", of.size()));
+    throw InternalError(cat(p.name, ": ", shapes.size(), " operands for a rule of ", of.size()));
   for (std::size_t k = 0; k < of.size(); ++k) {
     if (of[k].size() != shapes[k].size())
-      throw InternalError(cat(name, ": operand ", k, " has rank ", shapes[k].size(), ", the rule ", of[k].size()));
+      throw InternalError(cat(p.name, ": operand ", k, " has rank ", shapes[k].size(), ", the rule ", of[k].size()));
     for (std::size_t d = 0; d < of[k].size(); ++d) {
       const std::int64_t f = of[k][d];
       if (f < 0) continue;
       auto [it, fresh] = size.emplace(f, shapes[k][d]);
       if (!fresh && it->second != shapes[k][d])
-        throw InternalError(cat(name, ": factor ", f, " has sizes ", it->second, " and ", shapes[k][d]));
+        throw InternalError(cat(p.name, ": factor ", f, " has sizes ", it->second, " and ", shapes[k][d]));
     }
   }
+  for (auto& dims : p.result_factors)
+    for (std::int64_t f : dims) {
+      if (f < 0 || size.count(f)) continue;
+      if (f >= std::int64_t(p.sizes.size()) || std::count(p.replicated.begin(), p.replicated.end(), f) == 0)
+        throw InternalError(cat(p.name, ": result factor ", f, " is in no operand and not replicated"));
+      size.emplace(f, p.sizes[std::size_t(f)]);
+    }
   return size;
 }
 
 // The results' shapes for operands of these shapes.
 std::vector<Shape> result_shapes(const attr::HostCall& p, const std::vector<Shape>& in) {
-  const auto size = factor_sizes(p.name, p.operand_factors, in);
+  const auto size = factor_sizes(p, in);
   std::vector<Shape> out;
   for (auto& dims : p.result_factors) {
     Shape s;
-    for (std::int64_t f : dims) {
-      if (f < 0) {
-        s.push_back(1);
-        continue;
-      }
-      auto it = size.find(f);
-      if (it != size.end()) {
-        s.push_back(it->second);
-        continue;
-      }
-      // A factor only of the results: whole on every device.
-      if (f >= std::int64_t(p.sizes.size()) || std::count(p.replicated.begin(), p.replicated.end(), f) == 0)
-        throw InternalError(cat(p.name, ": result factor ", f, " is in no operand and not replicated"));
-      s.push_back(p.sizes[std::size_t(f)]);
-    }
+    for (std::int64_t f : dims) s.push_back(f < 0 ? 1 : size.at(f));
     out.push_back(s);
   }
   return out;
@@ -118,10 +112,7 @@ FactorRule Rule<Op::host_call>::factors(const Node& n) {
   const auto& p = attrs_of(n);
   std::vector<Shape> shapes;
   for (auto& x : n.in) shapes.push_back(x->shape());
-  auto size = factor_sizes(p.name, p.operand_factors, shapes);
-  for (auto& dims : p.result_factors)
-    for (std::int64_t f : dims)
-      if (f >= 0 && !size.count(f)) size.emplace(f, p.sizes.at(std::size_t(f)));
+  const auto size = factor_sizes(p, shapes);
   std::map<std::int64_t, int> id;
   FactorRule r;
   for (auto [f, s] : size) {

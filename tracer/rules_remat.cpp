@@ -63,29 +63,32 @@ bool saveable(const Node& n, const attr::Remat& a) {
 }
 
 // fun's JVP as a region of (operands, saved values, tangents of the
-// differentiable operands) -> result tangents (the saved values unused).
+// differentiable operands) -> result tangents (the saved values unused;
+// fun's effects run in the primal call, not in its tangent).
 GraphRef jvp_region(const Graph& fun, const std::vector<Aval>& saved, const std::vector<bool>& diff) {
-  const Graph j = jvp_graph(fun, diff);
-  NodeTable u;
-  auto g = std::make_shared<Graph>();
+  const Graph j = jvp_graph(fun, diff);  // params: fun's, then the tangents
+  const std::size_t nx = fun.params.size(), m = fun.outputs.size();
+  std::vector<Aval> avals;
+  std::vector<int> pos;
+  for (std::size_t i = 0; i < j.params.size(); ++i) {
+    avals.push_back(j.params[i]->aval);
+    pos.push_back(int(i < nx ? i : i + saved.size()));
+  }
+  avals.insert(avals.begin() + std::ptrdiff_t(nx), saved.begin(), saved.end());
+  std::vector<int> tangents;
+  for (std::size_t k = m; k < 2 * m; ++k) tangents.push_back(int(k));
+  auto g = std::make_shared<Graph>(*reparameterize(j, avals, pos, tangents));
   g->name = "jvp(" + fun.name + ")";
-  std::vector<NodeRef> args;
-  int i = 0;
-  for (auto& p : fun.params) args.push_back(build::parameter(u, i++, p->aval));
-  g->params = args;
-  for (auto& a : saved) g->params.push_back(build::parameter(u, i++, a));
-  for (std::size_t k = 0; k < diff.size(); ++k)
-    if (diff[k]) {
-      Aval ta = fun.params[k]->aval;
-      ta.weak_type = false;
-      NodeRef tp = build::parameter(u, i++, ta);
-      g->params.push_back(tp);
-      args.push_back(tp);
-    }
-  std::vector<NodeRef> effects;  // fun's effects run in the primal call, not in its tangent
-  const std::vector<NodeRef> outs = inline_graph(u, j, args, &effects);
-  g->outputs.assign(outs.begin() + std::ptrdiff_t(fun.outputs.size()), outs.end());
+  g->effects.clear();
   return g;
+}
+
+// g's JVP inlined on args (g's operands, then the tangents of those in
+// wrt): the results' tangents, packed as g's results.
+NodeRef jvp_tangents(NodeTable& t, const Graph& g, const std::vector<bool>& wrt, const std::vector<NodeRef>& args) {
+  std::vector<NodeRef> effects;  // g's effects run in the primal call
+  const std::vector<NodeRef> outs = inline_graph(t, jvp_graph(g, wrt), args, &effects);
+  return pack(t, std::vector<NodeRef>(outs.begin() + std::ptrdiff_t(g.outputs.size()), outs.end()));
 }
 
 std::size_t count(const std::vector<std::int64_t>& diff) {
@@ -122,9 +125,7 @@ NodeRef Rule<Op::remat_call>::jvp(NodeTable& t, const Node& n, const std::vector
   if (a.policy == 1) {  // everything saveable: nothing to recompute, fun's own JVP
     std::vector<NodeRef> args = x;
     args.insert(args.end(), tan.begin(), tan.end());
-    std::vector<NodeRef> effects;
-    const std::vector<NodeRef> outs = inline_graph(t, jvp_graph(fun, diff), args, &effects);
-    return pack(t, std::vector<NodeRef>(outs.begin() + std::ptrdiff_t(fun.outputs.size()), outs.end()));
+    return jvp_tangents(t, fun, diff, args);
   }
   // The values the policy saves, computed by the primal pass (fun inline:
   // it merges with the call's own results once the call is inlined too).
@@ -195,9 +196,7 @@ NodeRef Rule<Op::remat_lin>::jvp(NodeTable& t, const Node& n, const std::vector<
   if (!any) return nullptr;
   for (std::size_t k = 0; k < x.size(); ++k)
     if (wrt[k]) args.push_back(tx[k] ? tx[k] : ad::zeros(t, x[k]->aval));
-  std::vector<NodeRef> effects;
-  const std::vector<NodeRef> outs = inline_graph(t, jvp_graph(j, wrt), args, &effects);
-  return pack(t, std::vector<NodeRef>(outs.begin() + std::ptrdiff_t(j.outputs.size()), outs.end()));
+  return jvp_tangents(t, j, wrt, args);
 }
 // The backward pass: fun's VJP on the operands (each behind a barrier
 // waiting for the cotangent), with the saved values in place of their

@@ -71,16 +71,17 @@ Parsed parse_rule(const std::string& name, const std::string& rule, const std::v
   Parsed p;
   if (rule.find_first_not_of(" \t\n") == std::string::npos) {
     // No rule: every dim a factor of its own, gathered whole.
-    for (auto& a : args) {
+    auto whole = [&](const Shape& shape) {
       std::vector<std::int64_t> dims;
-      for (auto d : a.shape()) dims.push_back(std::int64_t(p.sizes.size())), p.replicated.push_back(dims.back()), p.sizes.push_back(d);
-      p.operands.push_back(dims);
-    }
-    for (auto& r : results) {
-      std::vector<std::int64_t> dims;
-      for (auto d : r.shape) dims.push_back(std::int64_t(p.sizes.size())), p.replicated.push_back(dims.back()), p.sizes.push_back(d);
-      p.results.push_back(dims);
-    }
+      for (auto d : shape) {
+        dims.push_back(std::int64_t(p.sizes.size()));
+        p.replicated.push_back(dims.back());
+        p.sizes.push_back(d);
+      }
+      return dims;
+    };
+    for (auto& a : args) p.operands.push_back(whole(a.shape()));
+    for (auto& r : results) p.results.push_back(whole(r.shape));
     return p;
   }
   const auto arrow = rule.find("->");
