@@ -91,7 +91,9 @@ Value* narrow_round(llvm::IRBuilderBase& b, Value* x, DType t) {
     Value* ix = b.CreateBitCast(x, i32);
     Value* lsb = b.CreateAnd(b.CreateLShr(ix, b.getInt32(16)), b.getInt32(1));
     Value* r = b.CreateAnd(b.CreateAdd(b.CreateAdd(ix, b.getInt32(0x7FFF)), lsb), b.getInt32(0xFFFF0000u));
-    return b.CreateSelect(b.CreateFCmpUNO(x, x), llvm::ConstantFP::get(ft, std::nan("")), b.CreateBitCast(r, ft));
+    // A NaN: quiet, its sign and its payload's top bits kept (the host's rule, float_types.hpp).
+    Value* nan = b.CreateAnd(b.CreateOr(ix, b.getInt32(0x0040'0000u)), b.getInt32(0xFFFF0000u));
+    return b.CreateBitCast(b.CreateSelect(b.CreateFCmpUNO(x, x), nan, r), ft);
   }
   // Not float16 by fptrunc and fpext, though F16C rounds right: the
   // backend fuses a multiply and an add across an fpext (AllowFPOpFusion,
@@ -123,7 +125,14 @@ Value* narrow_round(llvm::IRBuilderBase& b, Value* x, DType t) {
                : f.has_nan ? fc(std::nan(""))
                            : b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fc(f.max), x);
   y = b.CreateSelect(over, big, y);
-  y = b.CreateSelect(b.CreateFCmpUNO(x, x), fc(f.has_nan ? std::nan("") : -0.0), y);
+  // A NaN: IEEE formats keep its sign and its payload's top bits, made
+  // quiet (the host's rule, float_types.hpp); e4m3fn's NaN keeps the sign.
+  Value* nan = f.ieee ? b.CreateBitCast(b.CreateAnd(b.CreateOr(ix, ic(std::uint64_t(1) << (src_mant - 1))),
+                                                    ic(~((std::uint64_t(1) << sh) - 1))),
+                                        ft)
+               : f.has_nan ? b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, fc(std::nan("")), x)
+                           : fc(-0.0);
+  y = b.CreateSelect(b.CreateFCmpUNO(x, x), nan, y);
   return dbl ? b.CreateFPTrunc(y, b.getFloatTy()) : y;  // exact: y is on the grid
 }
 
@@ -142,9 +151,13 @@ Value* narrow_encode(llvm::IRBuilderBase& b, Value* y, DType t) {
   auto c32 = [&](std::uint32_t v) { return b.getInt32(v); };
   Value* fb = b.CreateBitCast(y, i32);
   if (t == DType::bfloat16) {
-    // The top half of the float (exact on the grid, subnormals too); NaN quiet.
+    // The top half of the float (exact on the grid, subnormals too): a NaN
+    // keeps its sign and payload, so that data moved through decode and
+    // encode keeps its bits (computed NaNs come canonical from narrow_round).
+    // A NaN whose payload is all in the low half gets the quiet bit.
     Value* top = b.CreateLShr(fb, c32(16));
-    top = b.CreateSelect(b.CreateFCmpUNO(y, y), b.CreateOr(b.CreateAnd(top, c32(0x8000u)), c32(0x7FC0u)), top);
+    Value* lost = b.CreateAnd(b.CreateFCmpUNO(y, y), b.CreateICmpEQ(b.CreateAnd(top, c32(0x7Fu)), c32(0)));
+    top = b.CreateSelect(lost, b.CreateOr(top, c32(0x40u)), top);
     return b.CreateTrunc(top, nt);
   }
   Value* sign = b.CreateShl(b.CreateLShr(fb, c32(31)), c32(std::uint32_t(f.width() - 1)));
@@ -163,12 +176,20 @@ Value* narrow_encode(llvm::IRBuilderBase& b, Value* y, DType t) {
     Value* is_inf = b.CreateICmpEQ(a, c32(0x7F800000u));
     enc = b.CreateSelect(is_inf, c32(emask << f.mant), enc);
   }
-  // The quiet NaN: all-ones exponent, the mantissa's top bit (e4m3fn: all
-  // ones; e2m1fn, without one: -0).
-  const std::uint32_t nan = f.ieee ? (emask << f.mant) | (1u << (f.mant - 1))
-                            : f.has_nan ? (1u << (f.width() - 1)) - 1
-                                        : 1u << (f.width() - 1);
-  enc = b.CreateSelect(b.CreateFCmpUNO(y, y), c32(nan), enc);
+  // A NaN: IEEE formats keep the payload's top bits (narrow_decode puts a
+  // payload there, so moved data keeps its bits; narrow_round's canonical
+  // NaN gives the quiet NaN), the quiet bit set where none is left;
+  // e4m3fn's one NaN is all ones; e2m1fn, without one, gives -0.
+  Value* nan;
+  if (f.ieee) {
+    const std::uint32_t mmask = (1u << f.mant) - 1;
+    Value* payload = b.CreateAnd(b.CreateLShr(a, c32(std::uint32_t(23 - f.mant))), c32(mmask));
+    payload = b.CreateSelect(b.CreateICmpEQ(payload, c32(0)), c32(1u << (f.mant - 1)), payload);
+    nan = b.CreateOr(c32(emask << f.mant), payload);
+  } else {
+    nan = c32(f.has_nan ? (1u << (f.width() - 1)) - 1 : 1u << (f.width() - 1));
+  }
+  enc = b.CreateSelect(b.CreateFCmpUNO(y, y), nan, enc);
   return b.CreateTrunc(b.CreateOr(enc, sign), nt);
 }
 
@@ -197,11 +218,13 @@ Value* narrow_decode(llvm::IRBuilderBase& b, Value* bits, DType t) {
   Value* sub = b.CreateFMul(b.CreateUIToFP(m, flt), llvm::ConstantFP::get(flt, std::ldexp(1.0, f.emin() - f.mant)));
   sub = b.CreateBitCast(b.CreateOr(b.CreateBitCast(sub, i32), sign), flt);
   v = b.CreateSelect(b.CreateICmpEQ(field, c32(0)), sub, v);
-  Value* nan = llvm::ConstantFP::get(flt, std::nan(""));
+  // Infinities and NaNs keep their sign, and a NaN its payload (in the
+  // float's top mantissa bits), so that encoding gives the same bits back.
+  Value* nan = b.CreateBitCast(b.CreateOr(c32(0x7FC00000u), sign), flt);
   if (f.ieee) {
     Value* special = b.CreateICmpEQ(field, c32(emask));
-    Value* inf = b.CreateBitCast(b.CreateOr(c32(0x7F800000u), sign), flt);
-    v = b.CreateSelect(special, b.CreateSelect(b.CreateICmpEQ(m, c32(0)), inf, nan), v);
+    Value* ones = b.CreateOr(b.CreateOr(c32(0x7F800000u), sign), b.CreateShl(m, c32(std::uint32_t(23 - f.mant))));
+    v = b.CreateSelect(special, b.CreateBitCast(ones, flt), v);
   } else if (f.has_nan) {
     v = b.CreateSelect(b.CreateICmpEQ(b.CreateAnd(x, c32((1u << (f.width() - 1)) - 1)), c32((1u << (f.width() - 1)) - 1)), nan, v);
   }

@@ -37,10 +37,15 @@ HostArray converted(const HostArray& x, DType to) {
   return h;
 }
 
-// The ops that see a narrow float's bits, not its value.
+// The ops that see a narrow float's bits, not its value: those that move
+// data keep every bit, NaN payloads included, as XLA's do.
 bool sees_bits(Op op) {
+  switch (op_family(op)) {
+    case OpFamily::Shape: case OpFamily::Select: case OpFamily::Annotation: case OpFamily::Tuple: return true;
+    default: break;
+  }
   return op == Op::parameter || op == Op::constant || op == Op::convert || op == Op::bitcast_convert ||
-         op == Op::debug_callback;
+         op == Op::debug_callback || op == Op::all_gather || op == Op::all_to_all || op == Op::collective_permute;
 }
 
 }  // namespace

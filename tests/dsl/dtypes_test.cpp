@@ -11,6 +11,7 @@
 // and sums (float32 partial sums, one rounding per device) get a tolerance.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -570,4 +571,116 @@ TEST_CASE("dtypes: what JAX refuses for 16- and 8-bit floats on CPU is a TypeErr
   auto r = ts::fft::rfft(ts::astype(ts::array(std::vector<float>{1, 2, 3, 4}), ts::bfloat16));
   CHECK(r.dtype() == ts::complex64);
   CHECK(ts::real(r).to_vector<float>()[0] == 10.0f);
+}
+
+namespace {
+
+// The bytes of an array, whatever its dtype.
+std::vector<std::uint8_t> bytes_of(const ts::Array& a) { return host_of(a).bytes; }
+
+template <class T>
+ts::Array of_bits(const std::vector<std::uint32_t>& bits, const ts::Shape& s) {
+  std::vector<T> v;
+  for (auto b : bits) v.push_back(T::from_bits(decltype(T{}.bits)(b)));
+  return ts::array(v, s);
+}
+
+}  // namespace
+
+TEST_CASE("dtypes: moving data keeps every bit of a narrow NaN (payload, sign, signaling), as XLA's data movement does") {
+  struct Case {
+    ts::DType t;
+    std::vector<std::uint32_t> bits;  // 8 patterns: NaNs with payloads among numbers
+  };
+  const std::vector<Case> cases = {
+      {ts::bfloat16, {0x7F81, 0xFFC5, 0x3FC0, 0x7FC0, 0xFF80, 0x8000, 0x7FBF, 0x0001}},
+      {ts::float16, {0x7C01, 0xFE05, 0x3E00, 0x7E00, 0xFC00, 0x8000, 0x7DFF, 0x0001}},
+      {ts::float8_e5m2, {0x7D, 0xFE, 0x3C, 0x7F, 0xFC, 0x80, 0xFD, 0x01}},
+      {ts::float8_e4m3fn, {0x7F, 0xFF, 0x38, 0x80, 0x01, 0x7E, 0xFE, 0x40}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(ts::dtype_name(c.t));
+    ts::Array x = c.t == ts::bfloat16  ? of_bits<ts::bfloat16_t>(c.bits, {8})
+                  : c.t == ts::float16 ? of_bits<ts::float16_t>(c.bits, {8})
+                  : c.t == ts::float8_e5m2 ? of_bits<ts::float8_e5m2_t>(c.bits, {8})
+                                           : of_bits<ts::float8_e4m3fn_t>(c.bits, {8});
+    const std::vector<std::uint8_t> in = bytes_of(x);
+    const std::size_t es = ts::dtype_size(c.t);
+    // The input's bytes in the order of the given element indices.
+    auto picked = [&](const std::vector<int>& idx) {
+      std::vector<std::uint8_t> out;
+      for (int i : idx) out.insert(out.end(), in.begin() + i * es, in.begin() + (i + 1) * es);
+      return out;
+    };
+    const std::function<std::vector<ts::Array>(const std::vector<ts::Array>&)> fn = [](const std::vector<ts::Array>& a) {
+      const ts::Array& u = a[0];
+      ts::Array t = ts::lax::bitcast_convert_type(u, u.dtype());  // the identity op, to start from a node
+      return std::vector<ts::Array>{
+          u[ts::slice(2, 7)],
+          ts::reshape(ts::transpose(ts::reshape(u, {2, 4})), {8}),
+          ts::flip(u, 0),
+          ts::concatenate({u, t}, 0),
+          ts::where(ts::arange(8) % 2 == 0, u, ts::flip(u, 0)),
+          ts::reshape(ts::broadcast_to(u, {2, 8}), {16}),
+          ts::take(u, ts::array(std::vector<std::int32_t>{7, 0, 1, 1})),
+          ts::lax::dynamic_slice(u, {ts::array(std::int32_t(3))}, {4}),
+          ts::lax::dynamic_update_slice(u, ts::flip(u, 0)[ts::slice(0, 2)], {ts::array(std::int32_t(1))}),
+          ts::pad(u, {{1, 0}}, 0.0)[ts::slice(1, 9)],
+      };
+    };
+    const std::vector<std::vector<int>> want = {{2, 3, 4, 5, 6},
+                                                {0, 4, 1, 5, 2, 6, 3, 7},
+                                                {7, 6, 5, 4, 3, 2, 1, 0},
+                                                {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7},
+                                                {0, 6, 2, 4, 4, 2, 6, 0},
+                                                {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7},
+                                                {7, 0, 1, 1},
+                                                {3, 4, 5, 6},
+                                                {0, 7, 6, 3, 4, 5, 6, 7},
+                                                {0, 1, 2, 3, 4, 5, 6, 7}};
+    // The reference interpreter, eagerly, and compiled on 1..8 devices, sharded.
+    const auto ref = ts::testing::interpret_fn(fn, {x});
+    const auto eager = fn({x});
+    for (size_t k = 0; k < want.size(); ++k) {
+      CAPTURE(k);
+      CHECK(ref[k].bytes == picked(want[k]));
+      CHECK(bytes_of(eager[k]) == picked(want[k]));
+    }
+    for (int d = 1; d <= std::min(8, ts::device_count()); ++d) {
+      CAPTURE(d);
+      const auto all = ts::devices();
+      ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + d), {d}, {"x"});
+      const auto got = ts::jit(fn)(std::vector<ts::Array>{ts::device_put(x, ts::NamedSharding(mesh, P("x")))});
+      for (size_t k = 0; k < want.size(); ++k) {
+        CAPTURE(k);
+        CHECK(bytes_of(got[k]) == picked(want[k]));
+      }
+    }
+  }
+}
+
+TEST_CASE("dtypes: a NaN rounded into a narrow float keeps its sign and its payload's top bits, quiet, as on the host") {
+  const std::vector<std::uint32_t> nans = {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFFA12345u, 0x7FE00000u, 0x7F812345u};
+  std::vector<float> v;
+  for (auto n : nans) v.push_back(std::bit_cast<float>(n));
+  ts::Array x = ts::array(v);
+  for (ts::DType t : {ts::bfloat16, ts::float16, ts::float8_e5m2, ts::float8_e4m3fn}) {
+    CAPTURE(ts::dtype_name(t));
+    const std::function<std::vector<ts::Array>(const std::vector<ts::Array>&)> fn = [t](const std::vector<ts::Array>& a) {
+      return std::vector<ts::Array>{ts::astype(a[0], t)};
+    };
+    const auto ref = ts::testing::interpret_fn(fn, {x});
+    CHECK(bytes_of(ts::jit(fn)(std::vector<ts::Array>{x})[0]) == ref[0].bytes);
+    CHECK(bytes_of(ts::astype(x, t)) == ref[0].bytes);
+    // The host's rule (float_types.hpp), the interpreter's.
+    std::vector<std::uint8_t> host;
+    for (float f : v) {
+      const std::uint32_t b = t == ts::bfloat16  ? ts::bfloat16_t(f).bits
+                              : t == ts::float16 ? ts::float16_t(f).bits
+                              : t == ts::float8_e5m2 ? ts::float8_e5m2_t(f).bits
+                                                     : ts::float8_e4m3fn_t(f).bits;
+      for (std::size_t i = 0; i < ts::dtype_size(t); ++i) host.push_back(std::uint8_t(b >> (8 * i)));
+    }
+    CHECK(ref[0].bytes == host);
+  }
 }
