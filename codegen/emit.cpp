@@ -25,6 +25,10 @@ namespace {
 
 // Output blocks along the last dimension: long rows split into several items.
 constexpr std::int64_t kRowBlock = 8192;
+// The elementwise loop's interleave count: a transcendental's dependency chain (sin,
+// then rounding for narrow floats) is long, and independent vectors in flight
+// hide it (LLVM leaves such loops at 1).
+constexpr unsigned kInterleave = 4;
 // Column reductions: output columns per work item.
 constexpr std::int64_t kColumnBlock = 2048;
 
@@ -280,7 +284,8 @@ class Emitter final : public ExprEmitter {
   // ---------------------------------------------------------------- loops
 
   // for (i = lo; i < hi; ++i) body(i); the builder ends after the loop.
-  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
+  // `interleave`: the vectoriser's interleave count for this loop (0: its own choice).
+  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body, unsigned interleave = 0) {
     llvm::Function* f = b.GetInsertBlock()->getParent();
     llvm::BasicBlock* pre = b.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, "loop", f);
@@ -295,7 +300,16 @@ class Emitter final : public ExprEmitter {
     body(i);
     Value* next = b.CreateAdd(i, i64c(1), "", true, true);
     i->addIncoming(next, b.GetInsertBlock());
-    b.CreateBr(header);
+    llvm::BranchInst* latch = b.CreateBr(header);
+    if (interleave) {
+      llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+                                 llvm::ConstantAsMetadata::get(b.getInt32(interleave))};
+      auto self = llvm::MDNode::getTemporary(ctx_, {});
+      llvm::Metadata* ops[] = {self.get(), llvm::MDNode::get(ctx_, count)};
+      llvm::MDNode* md = llvm::MDNode::get(ctx_, ops);
+      md->replaceOperandWith(0, md);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, md);
+    }
     b.SetInsertPoint(exit);
   }
 
@@ -371,7 +385,7 @@ class Emitter final : public ExprEmitter {
         idx.push_back(j);
         memo_.clear();
         store(root.dtype(), b.CreateAdd(row_base, j), value(step_.node, idx));
-      });
+      }, kInterleave);
     });
     return {rows * nb, block};
   }
