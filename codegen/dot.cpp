@@ -6,6 +6,7 @@
 
 #include "codegen/gemm.hpp"
 #include "codegen/gemm_bf16.hpp"
+#include "codegen/gemm_int8.hpp"
 #include "codegen/host.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/device.hpp"
@@ -135,6 +136,7 @@ class DotThunk final : public rt::Thunk {
     const Shape& b = n.in[1]->shape();
     dtype_ = n.dtype();
     in_dtype_ = n.in[0]->dtype();
+    rhs_dtype_ = n.in[1]->dtype();
     va_ = view(a, d.lhs_batch, free_dims(int(a.size()), d.lhs_batch, d.lhs_contract), d.lhs_contract);
     vb_ = view(b, d.rhs_batch, d.rhs_contract, free_dims(int(b.size()), d.rhs_batch, d.rhs_contract));
     std::ostringstream os;
@@ -142,6 +144,7 @@ class DotThunk final : public rt::Thunk {
        << va_.dims[0] << ',' << va_.dims[1] << ',' << va_.dims[2] << "]x[" << vb_.dims[1] << ',' << vb_.dims[2] << ']'
        << (uses_gemm() ? std::string(" (gemm ") +
                              (in_dtype_ == DType::bfloat16 ? (bf16_native() ? "avx512_bf16" : "bf16 via f32")
+                              : bytes()                    ? (vnni_native() ? "avx512_vnni" : "int8 via int32")
                                                            : gemm::isa_name(gemm::best_isa())) +
                              ")"
                        : std::string(" (loop)"))
@@ -181,6 +184,7 @@ class DotThunk final : public rt::Thunk {
       b = p;
     }
     if (in_dtype_ == DType::bfloat16) return run_bf16(a, b, static_cast<float*>(c), ctx.machine_wide);
+    if (bytes()) return run_bytes(a, b, static_cast<std::int32_t*>(c), ctx.machine_wide);
     if (dtype_ == DType::float32)
       return run_gemm(static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c),
                       ctx.machine_wide);
@@ -205,7 +209,7 @@ class DotThunk final : public rt::Thunk {
 
  private:
   bool uses_gemm() const {
-    return in_dtype_ == DType::bfloat16 || dtype_ == DType::float32 || dtype_ == DType::float64 || dtype_ == DType::int32 || dtype_ == DType::uint32 ||
+    return in_dtype_ == DType::bfloat16 || bytes() || dtype_ == DType::float32 || dtype_ == DType::float64 || dtype_ == DType::int32 || dtype_ == DType::uint32 ||
            dtype_ == DType::int64 || dtype_ == DType::uint64;
   }
 
@@ -245,6 +249,48 @@ class DotThunk final : public rt::Thunk {
     gemm::matmul(op, threads(wide), tasks(wide));
   }
 
+  // 8-bit integers x 8-bit integers -> int32 (the mixed dot of
+  // codegen/narrow_ops.hpp): on AVX512_VNNI's byte dot products, else
+  // through int32 copies and the integer GEMM.
+  bool bytes() const { return in_dtype_ == DType::int8 || in_dtype_ == DType::uint8; }
+  void run_bytes(const void* a, const void* b, std::int32_t* c, bool wide) const {
+    if (vnni_native()) {
+      gemm::OperandsI8 op;
+      op.batch = va_.dims[0], op.m = va_.dims[1], op.k = va_.dims[2], op.n = vb_.dims[2];
+      op.a = static_cast<const std::uint8_t*>(a), op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
+      op.b = static_cast<const std::uint8_t*>(b), op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
+      op.a_signed = in_dtype_ == DType::int8, op.b_signed = rhs_dtype_ == DType::int8;
+      op.c = c;
+      gemm::ParallelFor parallel = tasks(wide);
+      return gemm::matmul_int8_avx512vnni(op, threads(wide), gemm::run_parallel, &parallel);
+    }
+    auto widen = [](const void* src, const Operand3& v, bool sgn, PoolBlock& blk) {
+      const std::int64_t n = v.dims[0] * v.dims[1] * v.dims[2];
+      auto* dst = static_cast<std::uint32_t*>(blk.take(std::size_t(n) * sizeof(std::uint32_t)));
+      const auto* s = static_cast<const std::uint8_t*>(src);
+      std::int64_t f = 0;
+      for (std::int64_t i = 0; i < v.dims[0]; ++i)
+        for (std::int64_t j = 0; j < v.dims[1]; ++j)
+          for (std::int64_t k = 0; k < v.dims[2]; ++k) {
+            const std::uint8_t x = s[i * v.strides[0] + j * v.strides[1] + k * v.strides[2]];
+            dst[f++] = sgn ? std::uint32_t(std::int32_t(std::int8_t(x))) : std::uint32_t(x);
+          }
+      return dst;
+    };
+    PoolBlock wa, wb;
+    gemm::Operands<std::uint32_t> op;
+    op.batch = va_.dims[0], op.m = va_.dims[1], op.k = va_.dims[2], op.n = vb_.dims[2];
+    op.a = widen(a, va_, in_dtype_ == DType::int8, wa), op.a_bs = op.m * op.k, op.a_rs = op.k, op.a_cs = 1;
+    op.b = widen(b, vb_, rhs_dtype_ == DType::int8, wb), op.b_bs = op.k * op.n, op.b_rs = op.n, op.b_cs = 1;
+    op.c = reinterpret_cast<std::uint32_t*>(c);
+    gemm::matmul(op, threads(wide), tasks(wide));
+  }
+  static bool vnni_native() {
+    static const bool yes = host_cpu().has("avx512vnni") && host_cpu().has("avx512f") && host_cpu().has("avx512bw") &&
+                            !avx512_disabled();
+    return yes;
+  }
+
   // The dot-product instruction where it outruns the float32 FMAs: measured
   // once (gemm_bf16.hpp). On this project's Emerald Rapids host it runs at
   // half their rate (4096^3: 82 GFLOP/s a core against the float32 GEMM's
@@ -278,7 +324,7 @@ class DotThunk final : public rt::Thunk {
   static constexpr double kMachineWideFlops = 2.0 * 512 * 512 * 512;
   int lhs_, rhs_, out_, threads_;
   rt::ComputeSlot::Width width_ = rt::ComputeSlot::Width::device;
-  DType dtype_, in_dtype_;
+  DType dtype_, in_dtype_, rhs_dtype_;
   Operand3 va_, vb_;
   std::string text_;
 };

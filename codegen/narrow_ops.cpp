@@ -53,10 +53,33 @@ bool mixed_dot(const Node& n) {
   return true;
 }
 
+namespace {
+
+bool is_byte_int(DType t) { return t == DType::int8 || t == DType::uint8; }
+
+// An integer dot of at most 32 bits whose operands are 8-bit integers, or
+// converts of them to integers at least as wide as the result: its int32
+// product of the bytes, wrapped to the result's width w, is the result. (An
+// integer convert keeps the value mod 2^(its width) >= 2^w, and sums of
+// products mod 2^w depend only on the factors mod 2^w.)
+bool byte_dot(const Node& n) {
+  if (n.op != Op::dot_general || n.aval.tuple || !is_integral(n.dtype()) || dtype_size(n.dtype()) > 4) return false;
+  for (auto& x : n.in) {
+    const bool widened_byte = x->op == Op::convert && is_byte_int(x->in[0]->dtype()) && is_integral(x->dtype()) &&
+                              dtype_size(x->dtype()) >= dtype_size(n.dtype());
+    if (!is_byte_int(x->dtype()) && !widened_byte) return false;
+  }
+  return true;
+}
+
+NodeRef byte_source(const NodeRef& x) { return is_byte_int(x->dtype()) ? x : x->in[0]; }
+
+}  // namespace
+
 bool has_narrow_compute(const Graph& g) {
   bool any = false;
   for_each_graph(g, [&](const Graph& r) {
-    for (auto& n : r.topo_order()) any = any || rewritten(*n) || mixed_dot(*n);
+    for (auto& n : r.topo_order()) any = any || rewritten(*n) || mixed_dot(*n) || byte_dot(*n);
   });
   return any;
 }
@@ -81,6 +104,13 @@ Graph widen_narrow_compute(const Graph& g) {
         NodeRef w = t.make(Op::dot_general, {a, b}, Aval{DType::float32, n.shape(), false}, n.attrs);
         return n.dtype() == DType::float32 ? w : build::convert(t, w, n.dtype());
       }
+    }
+    if (byte_dot(n)) {
+      // 8-bit integer operands multiply into int32: the mixed form the GEMM
+      // runs on VNNI's byte dot products (codegen/dot.cpp).
+      NodeRef w = t.make(Op::dot_general, {byte_source(ops[0]), byte_source(ops[1])},
+                         Aval{DType::int32, n.shape(), false}, n.attrs);
+      return n.dtype() == DType::int32 ? w : build::convert(t, w, n.dtype());
     }
     if (!rewritten(n)) return build::with_operands(t, n, ops);
     std::vector<NodeRef> wide;

@@ -14,6 +14,12 @@
 // bfloat16 dot-product instructions (or converts, without them). The mixed
 // form exists only here, after the reference interpreter's graphs: its
 // graphs are dumped but not verified against the dot's shape rule.
+//
+// Likewise a dot of 8-bit integers (int8 or uint8, or their converts to a
+// wider integer, as preferred_element_type writes them) with an integer
+// result of at most 32 bits becomes int8/uint8 x int8/uint8 -> int32, then a
+// convert to the result's type (wrapping, which is exact: the products'
+// sum mod 2^w). codegen/dot.cpp runs it on AVX512_VNNI's vpdpbusd.
 #pragma once
 
 #include "tracer/ir.hpp"

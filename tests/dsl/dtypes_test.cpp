@@ -684,3 +684,51 @@ TEST_CASE("dtypes: a NaN rounded into a narrow float keeps its sign and its payl
     CHECK(ref[0].bytes == host);
   }
 }
+
+TEST_CASE("dtypes: 8-bit integer products (VNNI where the CPU has it) equal the interpreter's, every signedness and width") {
+  std::mt19937 rng(8);
+  auto bytes = [&](const ts::Shape& s, ts::DType t) {
+    std::uniform_int_distribution<int> u(0, 255);
+    std::vector<std::int32_t> v(std::size_t(ts::numel(s)));
+    for (auto& e : v) e = t == ts::int8 ? u(rng) - 128 : u(rng);
+    v[0] = t == ts::int8 ? -128 : 255;  // the extremes, where offsets would overflow a byte
+    return ts::astype(ts::array(v, s), t);
+  };
+  using Fn = std::function<std::vector<ts::Array>(const std::vector<ts::Array>&)>;
+  const int max_devices = std::min(8, ts::device_count());
+  for (ts::DType ta : {ts::int8, ts::uint8})
+    for (ts::DType tb : {ts::int8, ts::uint8}) {
+      CAPTURE(ts::dtype_name(ta));
+      CAPTURE(ts::dtype_name(tb));
+      // k = 37 (not a multiple of 4), 13 rows (uneven on most device counts).
+      ts::Array a = bytes({13, 37}, ta), b = bytes({37, 21}, tb), bt = bytes({21, 37}, tb), c = bytes({3, 5, 37}, ta),
+                d = bytes({3, 37, 6}, tb);
+      const Fn fn = [&](const std::vector<ts::Array>& x) {
+        std::vector<ts::Array> out = {ts::matmul(x[0], x[1], {.preferred_element_type = ts::int32}),
+                                      ts::matmul(x[0], ts::transpose(x[2]), {.preferred_element_type = ts::int32}),
+                                      ts::matmul(x[0], x[1], {.preferred_element_type = ts::uint32}),
+                                      ts::matmul(x[0], x[1], {.preferred_element_type = ts::int16}),
+                                      ts::matmul(x[3], x[4], {.preferred_element_type = ts::int32}),
+                                      ts::einsum("ik,jk->ij", {x[0], x[2]}, {.preferred_element_type = ts::int32})};
+        if (x[0].dtype() == x[1].dtype()) out.push_back(ts::matmul(x[0], x[1]));  // wraps in 8 bits
+        return out;
+      };
+      for (int k = 1; k <= max_devices; ++k) {
+        CAPTURE(k);
+        const auto all = ts::devices();
+        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + k), {k}, {"x"});
+        auto put = [&](const ts::Array& x) { return ts::device_put(x, ts::NamedSharding(mesh, P("x"))); };
+        check_against_interpreter(fn, {put(a), b, bt, c, d}, std::vector<bool>(7, true), 0);
+      }
+    }
+  // A sum that wraps int32: 70,000 products of -128 x -128 (2^14 each).
+  const std::int64_t K = 70000;
+  ts::Array a = ts::astype(ts::full({2, K}, -128.0), ts::int8), b = ts::astype(ts::full({K, 3}, -128.0), ts::int8);
+  const auto got = ts::jit([](ts::Array x, ts::Array y) { return ts::matmul(x, y, {.preferred_element_type = ts::int32}); })(a, b);
+  const std::int32_t want = std::int32_t(std::uint32_t(std::uint64_t(K) << 14));
+  for (auto v : got.to_vector<std::int32_t>()) CHECK(v == want);
+  // The compiled text says which kernel runs: VNNI where the CPU has it.
+  const std::string text = ts::jit([](ts::Array x, ts::Array y) { return ts::matmul(x, y, {.preferred_element_type = ts::int32}); })
+                               .lower(a, b).compile().as_text();
+  CHECK((text.find("avx512_vnni") != std::string::npos || text.find("int8 via int32") != std::string::npos));
+}
