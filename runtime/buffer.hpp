@@ -73,8 +73,9 @@ class Buffer {
   // keeps `owner` alive. Whoever reads data() waits for ready() first, so no
   // reader sees the old block, and the owner's is settled.
   void view(std::shared_ptr<Buffer> owner);
-  // Whether this buffer views another's block.
+  // Whether this buffer views another's block, and whose.
   bool is_view() const { return owner_ != nullptr; }
+  const Buffer* owner() const { return owner_.get(); }
   // Whether the block is someone else's memory (Buffer::external).
   bool is_external() const { return bool(release_); }
 

@@ -168,10 +168,20 @@ class LockstepSlots final : public SharedSlots {
     const std::size_t j = index(to), i = index(from), s = std::size_t(slot);
     TESSEL_CHECK_INTERNAL(!to.slots[s] && from.slots[s], "SharedSlots::share: slot ", slot,
                           " is bound already, or its source is not");
-    for (std::size_t k = 0; k < e_.output_slots.size(); ++k)
-      if (e_.output_slots[k] == slot && !outputs_[positions_[j]][k]->is_view())
-        outputs_[positions_[j]][k]->view(outputs_[positions_[i]][k]);
     to.slots[s] = from.slots[s];
+    for (std::size_t k = 0; k < e_.output_slots.size(); ++k) {
+      if (e_.output_slots[k] != slot) continue;
+      const BufferRef& out = outputs_[positions_[j]][k];
+      const BufferRef& src = outputs_[positions_[i]][k];
+      if (!out->is_view()) {
+        out->view(src);
+      } else if (out->owner() != src.get() && out->data() != from.slots[s]) {
+        // The output took a donated block (Executable::launch): the twin's
+        // bytes are copied into it.
+        std::memcpy(out->data(), from.slots[s], e_.slots[s].bytes);
+        to.slots[s] = out->data();
+      }
+    }
   }
 
  private:
@@ -448,9 +458,28 @@ void launch_lockstep(std::shared_ptr<const Executable> self, const std::vector<i
 
 }  // namespace
 
+bool Executable::write_over_safe(int param, int out) const {
+  const int ps = param_slots[std::size_t(param)];
+  if (ps == out || slots[std::size_t(ps)].bytes != slots[std::size_t(out)].bytes || slots[std::size_t(out)].bytes == 0 ||
+      slots[std::size_t(out)].zero_init)
+    return false;
+  for (int s : param_slots)
+    if (s == out) return false;
+  int writer = -1;
+  for (std::size_t t = 0; t < thunks.size() && writer < 0; ++t)
+    for (int s : alloc_before[t])
+      if (s == out) writer = int(t);
+  if (writer < 0) return false;
+  for (std::size_t t = 0; t < thunks.size(); ++t)
+    for (int s : reads[t])
+      if (s == ps && (int(t) >= writer || thunks[t]->waits_on_peers())) return false;
+  return true;
+}
+
 std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& device_ids,
                                                        const std::vector<std::vector<BufferRef>>& inputs,
-                                                       bool allow_inline, bool allow_lockstep) const {
+                                                       bool allow_inline, bool allow_lockstep,
+                                                       const std::vector<bool>* donated) const {
   const std::size_t n = device_ids.size();
   TESSEL_CHECK_INTERNAL(inputs.size() == n, "inputs for ", inputs.size(), " devices, launch on ", n);
   std::vector<int> param_of_slot(slots.size(), -1);
@@ -471,9 +500,28 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   for (size_t i : local_pos) {
     TESSEL_CHECK_INTERNAL(inputs[i].size() == param_slots.size(), "wrong number of inputs");
     std::vector<BufferRef> by_slot(slots.size());
+    std::vector<bool> taken(param_slots.size(), false);
+    // A donated input's block for an output: a buffer of its own viewing it
+    // (the output's readiness is its own), the input's last reference once
+    // the run drops its inputs.
+    auto donor = [&](int s) -> BufferRef {
+      if (!donated) return nullptr;
+      for (std::size_t k = 0; k < param_slots.size(); ++k) {
+        const BufferRef& b = inputs[i][k];
+        if (!(*donated)[k] || taken[k] || !b || b.use_count() != 1 || b->is_view() || b->is_external() ||
+            b->bytes() != slots[s].bytes || !write_over_safe(int(k), s))
+          continue;
+        taken[k] = true;
+        BufferRef out = Buffer::deferred(device_ids[i], slots[s].bytes);
+        out->view(b);
+        return out;
+      }
+      return nullptr;
+    };
     for (int s : output_slots) {
       if (param_of_slot[s] >= 0) by_slot[s] = inputs[i][param_of_slot[s]];
-      else if (!by_slot[s] && deferred[std::size_t(s)] && !slots[s].zero_init) {
+      else if (!by_slot[s] && (by_slot[s] = donor(s))) {
+      } else if (!by_slot[s] && deferred[std::size_t(s)] && !slots[s].zero_init) {
         by_slot[s] = Buffer::deferred(device_ids[i], slots[s].bytes);
       } else if (!by_slot[s]) {
         by_slot[s] = Buffer::allocate(device_ids[i], slots[s].bytes);

@@ -120,9 +120,20 @@ class Executable : public std::enable_shared_from_this<Executable> {
   // inputs[i][param]; returns outputs[i][k] at once, ready when computed.
   // choose_launch_mode says how (allow_inline: LaunchMode::here may be
   // chosen; allow_lockstep: LaunchMode::lockstep may).
+  //
+  // `donated` (per parameter, or null): the caller gives those inputs up
+  // (JAX's donate_argnums). An output may then take a donated input's block
+  // on a position where this launch holds the input's only reference, the
+  // sizes agree, and write_over_safe says every read of it comes first.
   std::vector<std::vector<BufferRef>> launch(const std::vector<int>& device_ids,
                                              const std::vector<std::vector<BufferRef>>& inputs,
-                                             bool allow_inline = true, bool allow_lockstep = true) const;
+                                             bool allow_inline = true, bool allow_lockstep = true,
+                                             const std::vector<bool>* donated = nullptr) const;
+  // Whether output slot `out` may be written into parameter `param`'s block:
+  // it is the same size, not a parameter's, not zero-initialized, and every thunk that reads the parameter runs
+  // before the one that writes `out` and reads only its own position's block
+  // (waits_on_peers thunks read their peers': none may read it).
+  bool write_over_safe(int param, int out) const;
 
   // Runs on the calling thread, within a thunk of an enclosing executable
   // running on parent's device (a region of a loop or a branch): params[k]

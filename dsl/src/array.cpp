@@ -19,6 +19,10 @@ const ArrayImpl& impl_of(const Array& x) {
   return *x.impl();
 }
 
+void check_not_deleted(const ArrayImpl& a) {
+  if (a.deleted) throw ValueError("Array has been deleted with shape=" + aval_str(a.dtype, a.shape) + ".");  // JAX's words
+}
+
 const ArrayImpl& concrete(const Array& x) {
   const ArrayImpl& a = impl_of(x);
   if (a.trace)
@@ -27,6 +31,7 @@ const ArrayImpl& concrete(const Array& x) {
                               " was used as a concrete value inside jit. Values that decide the program's shape or "
                               "control flow must be static (pass them as C++ scalars or via static_argnums), or use "
                               "ts::lax.cond / while_loop.");
+  check_not_deleted(a);
   return a;
 }
 
@@ -107,6 +112,18 @@ std::vector<Shard> Array::addressable_shards() const {
   return out;
 }
 
+bool Array::is_deleted() const {
+  const detail::ArrayImpl& a = detail::impl_of(*this);
+  if (a.trace) detail::concrete(*this);  // a tracer: ConcretizationError
+  return a.deleted;
+}
+
+void Array::delete_buffers() {
+  if (detail::impl_of(*this).trace) detail::concrete(*this);  // a tracer: ConcretizationError
+  impl_->buffers.clear();
+  impl_->deleted = true;
+}
+
 bool Array::is_fully_addressable() const {
   for (auto& b : concrete(*this).buffers)
     if (!b) return false;
@@ -147,6 +164,7 @@ std::string to_string(const Array& x) { return x.str(); }
 
 Array Shard::data() const {
   const auto& a = *owner_;
+  detail::check_not_deleted(a);
   Box b = a.layout.shard_box(a.shape, position_);
   Shape ext = b.extent();
   const std::size_t elem = dtype_size(a.dtype);
@@ -161,6 +179,7 @@ Array Shard::data() const {
 }
 
 std::uintptr_t Shard::unsafe_buffer_pointer() const {
+  detail::check_not_deleted(*owner_);
   const rt::BufferRef& b = owner_->buffers[std::size_t(position_)];
   b->ready().wait();
   return reinterpret_cast<std::uintptr_t>(b->data());

@@ -31,12 +31,16 @@ struct ArrayImpl {
   NodeRef node;
   // Made from a C++ scalar in an expression: traced as a constant, not an input.
   bool literal = false;
+  // Its buffers were given up (Array::delete_buffers, donation): `buffers` is empty.
+  bool deleted = false;
 
   std::size_t tile_bytes() const { return std::size_t(numel(layout.tile_shape(shape))) * dtype_size(dtype); }
 };
 
 // The impl of any array (tracer or concrete); throws Error for an empty handle.
 const ArrayImpl& impl_of(const Array& x);
+// A ValueError (JAX's message) if a's buffers were given up.
+void check_not_deleted(const ArrayImpl& a);
 // The impl of a concrete array; throws Error for an empty handle and
 // ConcretizationError for a tracer.
 const ArrayImpl& concrete(const Array& x);

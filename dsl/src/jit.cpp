@@ -141,7 +141,20 @@ std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<A
   return lower(g, args, lo, compile);
 }
 
-std::vector<Array> run_program(const Program& p, const std::vector<Array>& args) { return run(p, args); }
+std::vector<Array> run_program(const Program& p, const std::vector<Array>& args, const std::vector<bool>& donated) {
+  return run(p, args, donated);
+}
+
+std::vector<bool> donated_inputs(const JitOptions& opt, const std::vector<int>& arg_of_leaf, std::size_t nargs,
+                                 std::size_t ninputs) {
+  if (opt.donate_argnums.empty()) return {};
+  std::vector<bool> d(ninputs, false);
+  const int n = int(nargs);
+  for (std::size_t k = 0; k < arg_of_leaf.size() && k < ninputs; ++k)
+    for (int s : opt.donate_argnums)
+      if (s == arg_of_leaf[k] || s + n == arg_of_leaf[k]) d[k] = true;
+  return d;
+}
 
 void check_jit_options(const JitOptions& opt, std::size_t nargs) {
   const int n = int(nargs);

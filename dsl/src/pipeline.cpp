@@ -220,7 +220,7 @@ std::shared_ptr<const Program> lower(const Graph& traced, const std::vector<Arra
   return p;
 }
 
-std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
+std::vector<Array> run(const Program& p, const std::vector<Array>& args, const std::vector<bool>& donated) {
   TESSEL_CHECK_INTERNAL(p.executable, "running a program that was not compiled");
   if (const int dev = rt::current_device(); dev >= 0)
     throw ValueError("running " + p.global.name + " on device " + std::to_string(dev) +
@@ -232,6 +232,18 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
   const MeshRef& mesh = p.common.mesh;
   const std::size_t n = std::size_t(mesh->size());
   std::vector<std::vector<rt::BufferRef>> inputs(n);
+  const bool donating = std::find(donated.begin(), donated.end(), true) != donated.end();
+  if (donating) {
+    TESSEL_CHECK_INTERNAL(donated.size() == args.size(), "donation flags for ", donated.size(), " of ", args.size(),
+                          " arguments");
+    for (size_t i = 0; i < args.size(); ++i)
+      for (size_t j = 0; j < args.size() && donated[i]; ++j)
+        if (j != i && args[j].impl() == args[i].impl())
+          throw ValueError(cat(p.global.name, ": argument ", i, " (", aval_str(args[i].dtype(), args[i].shape()),
+                               ") is donated and is also input ", j,
+                               " (the same array passed twice, or closed over): Attempt to donate the same buffer "
+                               "twice"));
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     const ArrayImpl& a = concrete(args[i]);
     const AxisSharding& want = p.partitioned.param_shardings[i];
@@ -243,10 +255,38 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
       auto plan = rt::plan_transfer(a.shape, es, a.layout, want);
       bufs = rt::run_transfer(plan, a.shape, es, a.layout, a.buffers, want);
     }
-    for (size_t pos = 0; pos < n; ++pos) inputs[pos].push_back(bufs[pos]);
+    for (size_t pos = 0; pos < n; ++pos) inputs[pos].push_back(std::move(bufs[pos]));
   }
-  auto outs =
-      p.executable->launch(mesh->device_ids(), inputs, config().inline_cheap_programs, config().lockstep_launches);
+  // A donated argument gives its buffers up now, so that the launch holds
+  // their only references (an output may take one over); it stays deleted.
+  // (A failed launch ran nothing: the arguments get their buffers back, from
+  // the inputs where they were passed as they are.)
+  std::vector<std::vector<rt::BufferRef>> moved(args.size());
+  std::vector<bool> as_is(args.size(), false);
+  for (size_t i = 0; i < args.size() && donating; ++i)
+    if (donated[i]) {
+      as_is[i] = n > 0 && !args[i].impl()->buffers.empty() && args[i].impl()->buffers[0] == inputs[0][i];
+      if (!as_is[i]) moved[i] = std::move(args[i].impl()->buffers);
+      args[i].impl()->buffers.clear();
+      args[i].impl()->deleted = true;
+    }
+  std::vector<std::vector<rt::BufferRef>> outs;
+  try {
+    outs = p.executable->launch(mesh->device_ids(), inputs, config().inline_cheap_programs, config().lockstep_launches,
+                                donating ? &donated : nullptr);
+  } catch (...) {
+    for (size_t i = 0; i < args.size() && donating; ++i)
+      if (donated[i]) {
+        ArrayImpl& a = *args[i].impl();
+        if (as_is[i])
+          for (size_t pos = 0; pos < n; ++pos) a.buffers.push_back(inputs[pos][i]);
+        else
+          a.buffers = std::move(moved[i]);
+        a.deleted = false;
+      }
+    throw;
+  }
+  moved.clear();
   std::vector<Array> result;
   for (size_t k = 0; k < p.global.outputs.size(); ++k) {
     const Node& o = *p.global.outputs[k];
@@ -259,7 +299,7 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args) {
 }
 
 std::vector<Array> execute(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt) {
-  return run(*lower(g, args, opt), args);
+  return run(*lower(g, args, opt), args, {});
 }
 
 std::size_t compile_count() { return compiler::compile_count(); }

@@ -46,7 +46,10 @@ struct Program : compiler::Program {
 std::shared_ptr<const Program> lower(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt,
                                      bool compile = true);
 // Runs a compiled program on arguments of the layouts it was lowered for (moving them when they differ).
-std::vector<Array> run(const Program& p, const std::vector<Array>& args);
+// `donated` (empty, or one flag per argument): those arguments are given up
+// (JitOptions::donate_argnums): deleted after the launch, their blocks
+// reusable for outputs (rt::Executable::launch).
+std::vector<Array> run(const Program& p, const std::vector<Array>& args, const std::vector<bool>& donated);
 // lower + run.
 std::vector<Array> execute(const Graph& g, const std::vector<Array>& args, const LowerOptions& opt);
 

@@ -71,6 +71,15 @@ class Array {
   std::vector<Shard> addressable_shards() const;
   // Whether this process holds every shard (jax.Array.is_fully_addressable).
   bool is_fully_addressable() const;
+  // Whether the array's buffers were given up (delete_buffers, or donated to
+  // a jit call: JitOptions::donate_argnums). Its shape and dtype stay
+  // readable; anything that needs its values is a ValueError ("Array has
+  // been deleted with shape=float32[3].").
+  bool is_deleted() const;
+  // JAX's Array.delete() (a C++ keyword): gives up the buffers at once; a
+  // computation still reading them keeps them until it is done. Every handle
+  // of this array sees it deleted.
+  void delete_buffers();
   // Waits for the asynchronous work producing the array; returns *this.
   const Array& block_until_ready() const;
 

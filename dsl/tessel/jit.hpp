@@ -84,7 +84,10 @@ struct JitOptions {
   // Arguments traced as compile-time constants (their values key the cache).
   // Non-array C++ values are always static.
   std::vector<int> static_argnums;
-  // Accepted for JAX compatibility; tessel does not yet reuse donated buffers.
+  // Arguments given up to the call (JAX's donate_argnums; every array of a
+  // pytree argument): each is deleted afterwards (Array::is_deleted), and an
+  // output of the same size, dtype and sharding may be written into its
+  // buffers, shard by shard, where nothing reads them after (docs/memory.md).
   std::vector<int> donate_argnums;
   // Name in messages, dumps and as_text.
   std::string name = "f";
@@ -133,7 +136,12 @@ Traced trace(const std::string& name, const std::vector<Array>& examples,
 std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<Array>& args, const JitOptions& opt,
                                             const std::vector<int>& arg_of_leaf,
                                             const std::vector<tree::detail::Node>& arg_nodes, bool compile);
-std::vector<Array> run_program(const Program& p, const std::vector<Array>& args);
+// `donated`: empty, or a flag per input (donated_inputs).
+std::vector<Array> run_program(const Program& p, const std::vector<Array>& args, const std::vector<bool>& donated = {});
+// Per input (the positional arguments' leaves, then the closed-over
+// arrays): whether its positional argument is in opt.donate_argnums.
+std::vector<bool> donated_inputs(const JitOptions& opt, const std::vector<int>& arg_of_leaf, std::size_t nargs,
+                                 std::size_t ninputs);
 // Throws for options that do not fit a call with `nargs` positional arguments:
 // static_argnums out of range (ValueError), in_shardings of another count (ShardingError).
 void check_jit_options(const JitOptions& opt, std::size_t nargs);
@@ -296,7 +304,8 @@ class Jitted {
     auto inputs = c.arrays;
     inputs.insert(inputs.end(), t.captured.begin(), t.captured.end());
     auto p = detail::lower_traced(t, inputs, opt_, c.arg_of_leaf, c.arg_nodes, true);
-    return std::any_cast<R>(t.rebuild(detail::run_program(*p, inputs)));
+    return std::any_cast<R>(t.rebuild(
+        detail::run_program(*p, inputs, detail::donated_inputs(opt_, c.arg_of_leaf, sizeof...(Args), inputs.size()))));
   }
 
   template <class... Args>
@@ -314,13 +323,14 @@ class Jitted {
     std::vector<int> aol = c.arg_of_leaf;
     std::vector<tree::detail::Node> nodes = c.arg_nodes;
     std::vector<Array> captured = t.captured;
+    constexpr std::size_t nargs = sizeof...(Args);
     return Lowered(p, [tp, cache, inputs, opt, aol, nodes, captured]() {
       auto cp = detail::lower_traced(*tp, inputs, opt, aol, nodes, true);
-      return Compiled(cp, [cp, tp, cache, captured](const std::vector<Array>& args) {
+      return Compiled(cp, [cp, tp, cache, captured, opt, aol](const std::vector<Array>& args) {
         detail::check_compiled_args(*cp, args, captured.size());
         auto all = args;
         all.insert(all.end(), captured.begin(), captured.end());
-        return tp->rebuild(detail::run_program(*cp, all));
+        return tp->rebuild(detail::run_program(*cp, all, detail::donated_inputs(opt, aol, nargs, all.size())));
       });
     });
   }

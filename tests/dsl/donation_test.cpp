@@ -1,0 +1,163 @@
+// Donation and deletion (issue 41): JitOptions::donate_argnums gives the
+// arguments up to the call, which deletes them and may write an output into
+// their buffers; Array::delete_buffers and is_deleted; using a deleted array
+// is a ValueError with JAX's message. Every result is checked against the
+// same program run without donation and against the reference interpreter.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <tessel/tessel.hpp>
+
+#include "tests/common/interp_check.hpp"
+
+namespace ts = tessel;
+using ts::P;
+
+namespace {
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ts::ValueError& e) {
+    return e.what();
+  }
+  return "(no ValueError)";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The block each device holds of x.
+std::map<int, std::uintptr_t> blocks(const ts::Array& x) {
+  std::map<int, std::uintptr_t> m;
+  for (auto& s : x.addressable_shards()) m[s.device().id()] = s.unsafe_buffer_pointer();
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("donation: delete_buffers deletes the array; its values are then a ValueError with JAX's message") {
+  ts::Array x = ts::array(std::vector<float>{1, 2, 3});
+  ts::Array alias = x;  // another handle of the same array
+  CHECK_FALSE(x.is_deleted());
+  x.delete_buffers();
+  CHECK(x.is_deleted());
+  CHECK(alias.is_deleted());
+  CHECK(x.shape() == ts::Shape{3});  // metadata stays
+  CHECK(x.dtype() == ts::float32);
+  const std::string want = "Array has been deleted with shape=float32[3].";
+  CHECK(contains(message_of([&] { x.to_vector<float>(); }), want));
+  CHECK(contains(message_of([&] { (void)(x + 1); }), want));
+  CHECK(contains(message_of([&] { ts::jit([](ts::Array a) { return a * 2; })(x); }), want));
+  CHECK(contains(message_of([&] { (void)x.str(); }), want));
+  CHECK(contains(message_of([&] { x.addressable_shards(); }), want));
+  CHECK(contains(message_of([&] { ts::jit([&](ts::Array a) { return a + x; })(ts::ones({3})); }), want));  // closed over
+  x.delete_buffers();  // twice: nothing more happens
+  CHECK(x.is_deleted());
+  // A shard taken before the deletion refuses too.
+  ts::Array y = ts::ones({4});
+  auto shards = y.addressable_shards();
+  y.delete_buffers();
+  CHECK(contains(message_of([&] { shards[0].data(); }), "Array has been deleted with shape=float32[4]."));
+  CHECK(contains(message_of([&] { shards[0].unsafe_buffer_pointer(); }), "Array has been deleted"));
+  // Under jit a tracer has no buffers to delete.
+  CHECK_THROWS_AS(ts::jit([](ts::Array a) {
+                    a.delete_buffers();
+                    return a;
+                  })(ts::ones({2})),
+                  ts::ConcretizationError);
+}
+
+TEST_CASE("donation: a donated argument is deleted after the call, and an output takes its buffers where nothing reads them after") {
+  const ts::Array w = ts::random::normal(ts::random::key(1), {16, 16});
+  auto step = [w](ts::Array p) { return ts::matmul(p, w) + 1.0f; };  // the dot reads p; the add writes the result
+  const auto plain = ts::jit(step);
+  const auto donating = ts::jit(step, {.donate_argnums = {0}});
+  for (int k = 1; k <= std::min(8, ts::device_count()); ++k) {
+    CAPTURE(k);
+    const auto all = ts::devices();
+    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + k), {k}, {"x"});
+    for (std::int64_t rows : {16, 13}) {
+      CAPTURE(rows);
+      ts::Array p = ts::device_put(ts::random::normal(ts::random::key(2), {rows, 16}), ts::NamedSharding(mesh, P("x")));
+      const auto want = plain(p).to_vector<float>();
+      const auto ref = ts::testing::interpret_fn([&](const std::vector<ts::Array>& a) { return std::vector<ts::Array>{step(a[0])}; }, {p});
+      const auto before = blocks(p);
+      ts::Array out = donating(p);
+      CHECK(p.is_deleted());
+      CHECK(out.to_vector<float>() == want);
+      CHECK(ts::testing::compare_arrays(ts::testing::host_of(out), ref[0], 1e-5, 1e-5) == "");
+      // Even shards: every device's output is its donated block.
+      if (rows % k == 0) CHECK(blocks(out) == before);
+      CHECK(contains(message_of([&] { donating(p); }), "Array has been deleted with shape=float32[" + std::to_string(rows) + ",16]."));
+    }
+    // Replicated: positions whose operands are the same blocks compute once
+    // and share; a position whose output took a donated block gets a copy.
+    auto two = [w](ts::Array p, ts::Array q) { return std::vector<ts::Array>{ts::matmul(p, w) + 1.0f, q * 2.0f}; };
+    ts::Array pr = ts::device_put(ts::random::normal(ts::random::key(3), {16, 16}), ts::NamedSharding(mesh, P()));
+    ts::Array qr = ts::device_put(ts::random::normal(ts::random::key(4), {16, 16}), ts::NamedSharding(mesh, P()));
+    const auto want2 = ts::jit(two)(pr, qr);
+    const auto got2 = ts::jit(two, {.donate_argnums = {0}})(pr, qr);
+    CHECK(pr.is_deleted());
+    for (int o = 0; o < 2; ++o) {
+      CHECK(got2[o].to_vector<float>() == want2[o].to_vector<float>());
+      for (auto& sh : got2[o].addressable_shards()) CHECK(sh.data().to_vector<float>() == want2[o].to_vector<float>());
+    }
+  }
+}
+
+TEST_CASE("donation: where the writer still reads the argument, or sizes differ, the result is right and the argument deleted") {
+  // p - 0.1 * g in one kernel reading p and writing the result: no reuse
+  // (an in-place kernel is issue 41's next step), the same values.
+  auto update = [](ts::Array p, ts::Array g) { return p - 0.1f * g; };
+  ts::Array p = ts::arange(12.0f).reshape({3, 4}), g = ts::ones({3, 4});
+  const auto want = ts::jit(update)(p, g).to_vector<float>();
+  ts::Array out = ts::jit(update, {.donate_argnums = {0, 1}})(p, g);
+  CHECK(p.is_deleted());
+  CHECK(g.is_deleted());
+  CHECK(out.to_vector<float>() == want);
+  // A result of another size: nothing to reuse; the argument is still given up.
+  ts::Array q = ts::ones({8});
+  ts::Array s = ts::jit([](ts::Array a) { return ts::sum(a); }, {.donate_argnums = {0}})(q);
+  CHECK(s.item<float>() == 8.0f);
+  CHECK(q.is_deleted());
+  // A result that is the argument itself: the same buffer back.
+  ts::Array r = ts::ones({5});
+  const auto before = blocks(r);
+  const auto outs = ts::jit([](ts::Array a, ts::Array b) { return std::vector<ts::Array>{a, b * 2}; },
+                            {.donate_argnums = {0}})(r, ts::ones({2}));
+  CHECK(blocks(outs[0]) == before);
+  CHECK(outs[0].to_vector<float>() == std::vector<float>(5, 1.0f));
+  CHECK(r.is_deleted());
+}
+
+TEST_CASE("donation: pytree arguments donate every leaf; the compiled object donates; the same array twice is an error") {
+  std::vector<ts::Array> params = {ts::ones({4}), ts::full({2, 2}, 3.0)};
+  auto f = [](const std::vector<ts::Array>& ps, ts::Array s) {
+    std::vector<ts::Array> out;
+    for (auto& x : ps) out.push_back(ts::exp(x) * s);
+    return out;
+  };
+  const auto want = ts::jit(f)(params, ts::array(2.0f));
+  const auto got = ts::jit(f, {.donate_argnums = {0}})(params, ts::array(2.0f));
+  for (auto& x : params) CHECK(x.is_deleted());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].to_vector<float>() == want[i].to_vector<float>());
+  // Negative argnums count from the end, as JAX's.
+  ts::Array a = ts::ones({3}), b = ts::ones({3});
+  ts::jit([](ts::Array x, ts::Array y) { return x + y; }, {.donate_argnums = {-1}})(a, b);
+  CHECK_FALSE(a.is_deleted());
+  CHECK(b.is_deleted());
+  // The compiled object honours donation too.
+  ts::Array c = ts::ones({3});
+  auto compiled = ts::jit([](ts::Array x) { return x * 3; }, {.donate_argnums = {0}}).lower(c).compile();
+  const ts::Array r3 = compiled(c);
+  CHECK(r3.to_vector<float>() == std::vector<float>{3, 3, 3});
+  CHECK(c.is_deleted());
+  // Donating an array that is also another argument or closed over: JAX's error, and nothing is deleted.
+  ts::Array d = ts::ones({3});
+  const std::string twice = message_of([&] { ts::jit([](ts::Array x, ts::Array y) { return x + y; }, {.donate_argnums = {0}})(d, d); });
+  CHECK(contains(twice, "Attempt to donate the same buffer twice"));
+  CHECK_FALSE(d.is_deleted());
+  const std::string closed = message_of([&] { ts::jit([d](ts::Array x) { return x + d; }, {.donate_argnums = {0}})(d); });
+  CHECK(contains(closed, "Attempt to donate the same buffer twice"));
+  CHECK(d.to_vector<float>() == std::vector<float>{1, 1, 1});
+}
