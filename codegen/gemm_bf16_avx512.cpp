@@ -145,53 +145,7 @@ void pack_b(const u16* b, i64 rs, i64 cs, i64 kc, i64 cols, u32* out) {
   }
 }
 
-// Per-thread packing buffers, grown on demand and kept (as gemm_kernel.inc's).
-struct PackBuffers {
-  void* a = nullptr;
-  void* b = nullptr;
-  std::size_t a_bytes = 0, b_bytes = 0;
-  ~PackBuffers() {
-    std::free(a);
-    std::free(b);
-  }
-  static u32* grow(void*& p, std::size_t& have, std::size_t want) {
-    if (have < want) {
-      std::free(p);
-      want = (want + 4095) / 4096 * 4096;
-      p = std::aligned_alloc(4096, want);
-      if (!p) std::abort();
-      have = want;
-    }
-    return static_cast<u32*>(p);
-  }
-};
-thread_local PackBuffers tls_pack;
-
-// How C is cut into tasks (gemm_kernel.inc's make_grid).
-struct Grid {
-  i64 tm = 1, tn = 1;      // tasks along rows and columns
-  i64 rows = 0, cols = 0;  // a task's extent (a multiple of MR / NR except the last)
-};
-
-Grid make_grid(i64 batch, i64 m, i64 n, int threads) {
-  Grid g;
-  g.tn = div_up(n, NC);
-  // 3 tasks per thread, so that the last wave is short; cut the dimension
-  // whose task extent is larger (rows repack B, columns repack A).
-  const i64 want = threads <= 1 ? 1 : 3 * i64(threads);
-  while (batch * g.tm * g.tn < want) {
-    const i64 row_tiles = div_up(div_up(m, g.tm), MR), col_tiles = div_up(div_up(n, g.tn), NR);
-    if (row_tiles <= 1 && col_tiles <= 1) break;
-    if (row_tiles * MR >= col_tiles * NR && row_tiles > 1) ++g.tm;
-    else if (col_tiles > 1) ++g.tn;
-    else ++g.tm;
-  }
-  g.rows = div_up(div_up(m, g.tm), MR) * MR;
-  g.cols = div_up(div_up(n, g.tn), NR) * NR;
-  g.tm = div_up(m, g.rows);
-  g.tn = div_up(n, g.cols);
-  return g;
-}
+#include "codegen/gemm_blocking.inc"
 
 // One task: C[r0:r0+rows, c0:c0+cols] of batch element bi.
 void run_task(const OperandsBf16& op, i64 bi, i64 r0, i64 rows, i64 c0, i64 cols) {
@@ -206,8 +160,8 @@ void run_task(const OperandsBf16& op, i64 bi, i64 r0, i64 rows, i64 c0, i64 cols
   }
   const i64 kc_max = min_i(KC, op.k), kp_max = div_up(kc_max, 2);
   const i64 mc = min_i(MC, div_up(rows, MR) * MR);
-  u32* bp = PackBuffers::grow(tls_pack.b, tls_pack.b_bytes, sizeof(u32) * kp_max * div_up(cols, NR) * NR);
-  u32* ap = PackBuffers::grow(tls_pack.a, tls_pack.a_bytes, sizeof(u32) * kp_max * mc);
+  u32* bp = static_cast<u32*>(PackBuffers::grow(tls_pack.b, tls_pack.b_bytes, sizeof(u32) * kp_max * div_up(cols, NR) * NR));
+  u32* ap = static_cast<u32*>(PackBuffers::grow(tls_pack.a, tls_pack.a_bytes, sizeof(u32) * kp_max * mc));
   for (i64 k0 = 0; k0 < op.k; k0 += KC) {
     const i64 kc = min_i(KC, op.k - k0), kp = div_up(kc, 2);
     const bool accumulate = k0 > 0;
@@ -237,7 +191,7 @@ void matmul_bf16_avx512(const OperandsBf16& op, int threads, ParallelForFn paral
   struct Ctx {
     const OperandsBf16* op;
     Grid g;
-  } ctx{&op, make_grid(op.batch, op.m, op.n, threads)};
+  } ctx{&op, make_grid(op.batch, op.m, op.n, threads, MR, NR, NC)};
   auto task = [](void* p, i64 lo, i64 hi) {
     const Ctx& c = *static_cast<const Ctx*>(p);
     const i64 per_batch = c.g.tm * c.g.tn;

@@ -50,9 +50,5 @@ struct OperandsI8 {
 // one has work); parallel(ctx, n, task, task_ctx) runs task over [0, n).
 void matmul_int8_avx512vnni(const OperandsI8& op, int threads, ParallelForFn parallel, void* ctx);
 
-// The ops rate of vpdpbusd (2*64 ops an instruction) over that of float32
-// FMAs (2*16 a zmm FMA) on this core, measured with the instructions
-// themselves (about 2 ms), as bf16_dot_rate_over_fma.
-double vnni_dot_rate_over_fma();
 
 }  // namespace tessel::codegen::gemm

@@ -24,7 +24,6 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <ctime>
 
 #include "codegen/gemm_int8.hpp"
 
@@ -212,56 +211,7 @@ void pack_b(const u8* b, i64 rs, i64 cs, i64 kc, i64 cols, int corr, u32* out) {
   }
 }
 
-// Per-thread packing buffers, grown on demand and kept (as gemm_kernel.inc's).
-struct PackBuffers {
-  void* a = nullptr;
-  void* b = nullptr;
-  std::size_t a_bytes = 0, b_bytes = 0;
-  ~PackBuffers() {
-    std::free(a);
-    std::free(b);
-  }
-  static u32* grow(void*& p, std::size_t& have, std::size_t want) {
-    if (have < want) {
-      std::free(p);
-      want = (want + 4095) / 4096 * 4096;
-      p = std::aligned_alloc(4096, want);
-      if (!p) std::abort();
-      have = want;
-    }
-    return static_cast<u32*>(p);
-  }
-};
-thread_local PackBuffers tls_pack;
-
-// How C is cut into tasks (gemm_kernel.inc's make_grid).
-struct Grid {
-  i64 tm = 1, tn = 1;      // tasks along rows and columns
-  i64 rows = 0, cols = 0;  // a task's extent (a multiple of MR / NR except the last)
-};
-
-Grid make_grid(i64 batch, i64 m, i64 n, int threads) {
-  Grid g;
-  g.tn = div_up(n, NC);
-  // 3 tasks per thread, so that the last wave is short; cut the dimension
-  // whose task extent is larger (rows repack B, columns repack A).
-  const i64 want = threads <= 1 ? 1 : 3 * i64(threads);
-  while (batch * g.tm * g.tn < want) {
-    const i64 row_tiles = div_up(div_up(m, g.tm), MR), col_tiles = div_up(div_up(n, g.tn), NR);
-    if (row_tiles <= 1 && col_tiles <= 1) break;
-    if (row_tiles * MR >= col_tiles * NR && row_tiles > 1)
-      ++g.tm;
-    else if (col_tiles > 1)
-      ++g.tn;
-    else
-      ++g.tm;
-  }
-  g.rows = div_up(div_up(m, g.tm), MR) * MR;
-  g.cols = div_up(div_up(n, g.tn), NR) * NR;
-  g.tm = div_up(m, g.rows);
-  g.tn = div_up(n, g.cols);
-  return g;
-}
+#include "codegen/gemm_blocking.inc"
 
 // The tiles of one packed A block against one packed B panel.
 template <bool kSwap>
@@ -296,8 +246,8 @@ void run_task(const OperandsI8& op, i64 bi, i64 r0, i64 rows, i64 c0, i64 cols) 
   const int corr = !same ? 0 : op.a_signed ? -1 : 1;
   const i64 kq_max = div_up(min_i(KC, op.k), 4);
   const i64 mc = min_i(MC, div_up(rows, MR) * MR);
-  u32* bp = PackBuffers::grow(tls_pack.b, tls_pack.b_bytes, sizeof(u32) * (kq_max + 1) * div_up(cols, NR) * NR);
-  u32* ap = PackBuffers::grow(tls_pack.a, tls_pack.a_bytes, sizeof(u32) * kq_max * mc);
+  u32* bp = static_cast<u32*>(PackBuffers::grow(tls_pack.b, tls_pack.b_bytes, sizeof(u32) * (kq_max + 1) * div_up(cols, NR) * NR));
+  u32* ap = static_cast<u32*>(PackBuffers::grow(tls_pack.a, tls_pack.a_bytes, sizeof(u32) * kq_max * mc));
   for (i64 k0 = 0; k0 < op.k; k0 += KC) {
     const i64 kc = min_i(KC, op.k - k0), kq = div_up(kc, 4);
     pack_b(b + k0 * op.b_rs, op.b_rs, op.b_cs, kc, cols, corr, bp);
@@ -319,7 +269,7 @@ void matmul_int8_avx512vnni(const OperandsI8& op, int threads, ParallelForFn par
   struct Ctx {
     const OperandsI8* op;
     Grid g;
-  } ctx{&op, make_grid(op.batch, op.m, op.n, threads)};
+  } ctx{&op, make_grid(op.batch, op.m, op.n, threads, MR, NR, NC)};
   auto task = [](void* p, i64 lo, i64 hi) {
     const Ctx& c = *static_cast<const Ctx*>(p);
     const i64 per_batch = c.g.tm * c.g.tn;
@@ -334,56 +284,6 @@ void matmul_int8_avx512vnni(const OperandsI8& op, int threads, ParallelForFn par
     task(&ctx, 0, 1);
   else
     parallel(parallel_ctx, tasks, task, &ctx);
-}
-
-}  // namespace tessel::codegen::gemm
-
-// ------------------------------------------------------------------ does it pay?
-
-namespace tessel::codegen::gemm {
-
-namespace {
-
-double now_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
-// Ops per second of 12 independent chains of `step` on this core, run for
-// about a millisecond after a warm-up (the AVX-512 clocks settle).
-template <class Step>
-double chain_rate(Step step, double ops_per_step) {
-  __m512i acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(0x3F800000 + i);  // as floats, about 1
-  long iters = 256, done = 0;
-  double t = 0;
-  for (int round = 0; round < 16 && t < 1e-3; ++round) {
-    const double t0 = now_seconds();
-    for (long k = 0; k < iters; ++k)
-      for (int i = 0; i < 12; ++i) acc[i] = step(acc[i]);
-    const double dt = now_seconds() - t0;
-    if (round >= 2) t += dt, done += iters;  // the first rounds warm up
-    iters *= 2;
-  }
-  __m512i s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm512_xor_si512(s, acc[i]);
-  alignas(64) int lanes[16];
-  _mm512_store_si512(lanes, s);
-  volatile int sink = lanes[0];
-  (void)sink;
-  return t > 0 ? double(done) * 12 * ops_per_step / t : 0.0;
-}
-
-}  // namespace
-
-double vnni_dot_rate_over_fma() {
-  const __m512i a = _mm512_set1_epi32(0x01020304), b = _mm512_set1_epi32(0x05060708);
-  const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
-  const double dot = chain_rate([&](__m512i acc) { return _mm512_dpbusd_epi32(acc, a, b); }, 128);
-  const double fma =
-      chain_rate([&](__m512i acc) { return _mm512_castps_si512(_mm512_fmadd_ps(_mm512_castsi512_ps(acc), x, y)); }, 32);
-  return fma > 0 ? dot / fma : 0.0;
 }
 
 }  // namespace tessel::codegen::gemm

@@ -263,7 +263,6 @@ int run_bench() {
   const double dot1 = peak<true>(1), dot2 = peak<true>(2), fma1 = peak<false>(1), fma2 = peak<false>(2);
   std::printf("peaks: vpdpbusd %.0f GOP/s (1 thread) %.0f (2); float32 FMA %.0f GFLOP/s (1) %.0f (2)\n", dot1 * 1e-9,
               dot2 * 1e-9, fma1 * 1e-9, fma2 * 1e-9);
-  std::printf("vnni_dot_rate_over_fma() = %.2f\n", vnni_dot_rate_over_fma());
   double int8_rate[2] = {0, 0};  // for the float32 comparison (WITH_F32)
   (void)int8_rate;
   for (int threads : {1, 2}) {
