@@ -465,6 +465,8 @@ bool Executable::write_over_safe(int param, int out) const {
     return false;
   for (int s : param_slots)
     if (s == out) return false;
+  for (int s : output_slots)  // the parameter is returned as it is: its block stays its own
+    if (s == ps) return false;
   int writer = -1;
   for (std::size_t t = 0; t < thunks.size() && writer < 0; ++t)
     for (int s : alloc_before[t])

@@ -130,7 +130,8 @@ class Executable : public std::enable_shared_from_this<Executable> {
                                              bool allow_inline = true, bool allow_lockstep = true,
                                              const std::vector<bool>* donated = nullptr) const;
   // Whether output slot `out` may be written into parameter `param`'s block:
-  // it is the same size, not a parameter's, not zero-initialized, and every thunk that reads the parameter runs
+  // it is the same size, not a parameter's, not zero-initialized, the
+  // parameter is not itself an output, and every thunk that reads the parameter runs
   // before the one that writes `out` and reads only its own position's block
   // (waits_on_peers thunks read their peers': none may read it).
   bool write_over_safe(int param, int out) const;

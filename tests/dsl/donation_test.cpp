@@ -127,6 +127,16 @@ TEST_CASE("donation: where the writer still reads the argument, or sizes differ,
                             {.donate_argnums = {0}})(r, ts::ones({2}));
   CHECK(blocks(outs[0]) == before);
   CHECK(outs[0].to_vector<float>() == std::vector<float>(5, 1.0f));
+  // Returned as it is and read before another output of its size: the
+  // other output must not take its block.
+  const ts::Array w = ts::eye(4);
+  ts::Array p2 = ts::arange(16.0f).reshape({4, 4});
+  const auto both = ts::jit([w](ts::Array a) { return std::vector<ts::Array>{a, ts::matmul(a, w) + 1.0f}; },
+                            {.donate_argnums = {0}})(p2);
+  std::vector<float> id(16), plus(16);
+  for (int i = 0; i < 16; ++i) id[i] = float(i), plus[i] = float(i) + 1;
+  CHECK(both[0].to_vector<float>() == id);
+  CHECK(both[1].to_vector<float>() == plus);
   CHECK(r.is_deleted());
 }
 
