@@ -128,6 +128,21 @@ struct PoolBlock {
   }
 };
 
+// An operand's elements, in its (batch, rows, cols) view's order, converted
+// by `convert` into a contiguous block from `blk`: the wide copy a GEMM of
+// the wider type runs on.
+template <class Out, class In, class F>
+const Out* widened(const void* src, const Operand3& v, PoolBlock& blk, F convert) {
+  const std::int64_t n = v.dims[0] * v.dims[1] * v.dims[2];
+  Out* dst = static_cast<Out*>(blk.take(std::size_t(n) * sizeof(Out)));
+  const auto* s = static_cast<const In*>(src);
+  std::int64_t f = 0;
+  for (std::int64_t i = 0; i < v.dims[0]; ++i)
+    for (std::int64_t j = 0; j < v.dims[1]; ++j)
+      for (std::int64_t k = 0; k < v.dims[2]; ++k) dst[f++] = convert(s[i * v.strides[0] + j * v.strides[1] + k * v.strides[2]]);
+  return dst;
+}
+
 class DotThunk final : public rt::Thunk {
  public:
   DotThunk(const Node& n, int lhs, int rhs, int out, int threads) : lhs_(lhs), rhs_(rhs), out_(out), threads_(threads) {
@@ -227,20 +242,10 @@ class DotThunk final : public rt::Thunk {
     }
     // Without the instruction: the operands' values as float32 (exact), in
     // their strided layout, then the float32 GEMM.
-    auto widen = [](const void* src, const Operand3& v, PoolBlock& blk) {
-      const std::int64_t n = v.dims[0] * v.dims[1] * v.dims[2];
-      float* dst = static_cast<float*>(blk.take(std::size_t(n) * sizeof(float)));
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      std::int64_t f = 0;
-      for (std::int64_t i = 0; i < v.dims[0]; ++i)
-        for (std::int64_t j = 0; j < v.dims[1]; ++j)
-          for (std::int64_t k = 0; k < v.dims[2]; ++k)
-            dst[f++] = float(bfloat16_t::from_bits(s[i * v.strides[0] + j * v.strides[1] + k * v.strides[2]]));
-      return dst;
-    };
+    auto to_float = [](std::uint16_t x) { return float(bfloat16_t::from_bits(x)); };
     PoolBlock wa, wb;
-    const float* fa = widen(a, va_, wa);
-    const float* fb = widen(b, vb_, wb);
+    const float* fa = widened<float, std::uint16_t>(a, va_, wa, to_float);
+    const float* fb = widened<float, std::uint16_t>(b, vb_, wb, to_float);
     gemm::Operands<float> op;
     op.batch = va_.dims[0], op.m = va_.dims[1], op.k = va_.dims[2], op.n = vb_.dims[2];
     op.a = fa, op.a_bs = op.m * op.k, op.a_rs = op.k, op.a_cs = 1;
@@ -264,18 +269,11 @@ class DotThunk final : public rt::Thunk {
       gemm::ParallelFor parallel = tasks(wide);
       return gemm::matmul_int8_avx512vnni(op, threads(wide), gemm::run_parallel, &parallel);
     }
-    auto widen = [](const void* src, const Operand3& v, bool sgn, PoolBlock& blk) {
-      const std::int64_t n = v.dims[0] * v.dims[1] * v.dims[2];
-      auto* dst = static_cast<std::uint32_t*>(blk.take(std::size_t(n) * sizeof(std::uint32_t)));
-      const auto* s = static_cast<const std::uint8_t*>(src);
-      std::int64_t f = 0;
-      for (std::int64_t i = 0; i < v.dims[0]; ++i)
-        for (std::int64_t j = 0; j < v.dims[1]; ++j)
-          for (std::int64_t k = 0; k < v.dims[2]; ++k) {
-            const std::uint8_t x = s[i * v.strides[0] + j * v.strides[1] + k * v.strides[2]];
-            dst[f++] = sgn ? std::uint32_t(std::int32_t(std::int8_t(x))) : std::uint32_t(x);
-          }
-      return dst;
+    auto from_int8 = [](std::uint8_t x) { return std::uint32_t(std::int32_t(std::int8_t(x))); };
+    auto from_uint8 = [](std::uint8_t x) { return std::uint32_t(x); };
+    auto widen = [&](const void* src, const Operand3& v, bool sgn, PoolBlock& blk) {
+      return sgn ? widened<std::uint32_t, std::uint8_t>(src, v, blk, from_int8)
+                 : widened<std::uint32_t, std::uint8_t>(src, v, blk, from_uint8);
     };
     PoolBlock wa, wb;
     gemm::Operands<std::uint32_t> op;

@@ -499,6 +499,13 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   std::vector<std::vector<BufferRef>> outputs(n);
   // The results that devices may share take their blocks when written.
   std::vector<bool> deferred = shared_result_slots(*this);
+  // Per output slot, the donated parameters whose blocks it may take (the
+  // same on every position: decided once per launch).
+  std::vector<std::vector<std::size_t>> donors(slots.size());
+  if (donated)
+    for (int s : output_slots)
+      for (std::size_t k = 0; k < param_slots.size(); ++k)
+        if ((*donated)[k] && write_over_safe(int(k), s)) donors[std::size_t(s)].push_back(k);
   for (size_t i : local_pos) {
     TESSEL_CHECK_INTERNAL(inputs[i].size() == param_slots.size(), "wrong number of inputs");
     std::vector<BufferRef> by_slot(slots.size());
@@ -507,12 +514,9 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     // (the output's readiness is its own), the input's last reference once
     // the run drops its inputs.
     auto donor = [&](int s) -> BufferRef {
-      if (!donated) return nullptr;
-      for (std::size_t k = 0; k < param_slots.size(); ++k) {
+      for (std::size_t k : donors[std::size_t(s)]) {
         const BufferRef& b = inputs[i][k];
-        if (!(*donated)[k] || taken[k] || !b || b.use_count() != 1 || b->is_view() || b->is_external() ||
-            b->bytes() != slots[s].bytes || !write_over_safe(int(k), s))
-          continue;
+        if (taken[k] || !b || b.use_count() != 1 || b->is_view() || b->is_external()) continue;
         taken[k] = true;
         BufferRef out = Buffer::deferred(device_ids[i], slots[s].bytes);
         out->view(b);

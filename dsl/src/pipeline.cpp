@@ -244,11 +244,13 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args, const s
                                " (the same array passed twice, or closed over): Attempt to donate the same buffer "
                                "twice"));
   }
+  std::vector<bool> as_is(args.size(), false);  // passed with their own buffers, not moved
   for (size_t i = 0; i < args.size(); ++i) {
     const ArrayImpl& a = concrete(args[i]);
     const AxisSharding& want = p.partitioned.param_shardings[i];
     std::vector<rt::BufferRef> bufs;
     if (same_placement(a.layout, want, a.shape)) {
+      as_is[i] = true;
       bufs = a.buffers;
     } else {
       const std::size_t es = dtype_size(a.dtype);
@@ -262,10 +264,8 @@ std::vector<Array> run(const Program& p, const std::vector<Array>& args, const s
   // (A failed launch ran nothing: the arguments get their buffers back, from
   // the inputs where they were passed as they are.)
   std::vector<std::vector<rt::BufferRef>> moved(args.size());
-  std::vector<bool> as_is(args.size(), false);
   for (size_t i = 0; i < args.size() && donating; ++i)
     if (donated[i]) {
-      as_is[i] = n > 0 && !args[i].impl()->buffers.empty() && args[i].impl()->buffers[0] == inputs[0][i];
       if (!as_is[i]) moved[i] = std::move(args[i].impl()->buffers);
       args[i].impl()->buffers.clear();
       args[i].impl()->deleted = true;
