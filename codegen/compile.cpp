@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/dot.hpp"
 #include "codegen/schedule.hpp"
@@ -19,6 +20,7 @@
 #include "codegen/fold.hpp"
 #include "codegen/fusion.hpp"
 #include "codegen/transpose_folding.hpp"
+#include "codegen/update.hpp"
 #include "runtime/collectives.hpp"
 #include "runtime/executable.hpp"
 #include "runtime/device.hpp"
@@ -245,7 +247,8 @@ class CollectiveThunk final : public rt::Thunk {
 class ControlThunk final : public rt::Thunk {
  public:
   ControlThunk(const Node& n, std::vector<int> reads, std::vector<int> writes,
-               std::vector<std::shared_ptr<rt::Executable>> regions, std::string text)
+               std::vector<std::shared_ptr<rt::Executable>> regions, const std::vector<std::vector<int>>& in_place,
+               std::string text)
       : op_(n.op), reads_(std::move(reads)), writes_(std::move(writes)), regions_(std::move(regions)),
         text_(std::move(text)) {
     for (auto& x : n.in) in_bytes_.push_back(std::size_t(numel(x->shape())) * dtype_size(x->dtype()));
@@ -263,6 +266,19 @@ class ControlThunk final : public rt::Thunk {
     }
     for (auto& r : regions_)
       for (auto& t : r->thunks) run_all_ = run_all_ && t->can_run_all();
+    // The carries the body updates in place (its output k written over its
+    // parameter for carry k): one buffer for every step.
+    if (op_ == Op::while_ || op_ == Op::scan) {
+      const std::vector<int>& body = in_place.at(op_ == Op::while_ ? 1 : 0);
+      for (std::size_t k = 0; k < carries_; ++k)
+        if (k < body.size() && body[k] == int(consts_ + k)) in_place_.push_back(k);
+      if (!in_place_.empty()) {
+        std::ostringstream os;
+        os << " carries updated in place:";
+        for (std::size_t k : in_place_) os << ' ' << k;
+        text_ += os.str();
+      }
+    }
   }
   // Its regions' thunks take compute slots (and meet peers) themselves.
   bool waits_on_peers() const override { return true; }
@@ -324,13 +340,15 @@ class ControlThunk final : public rt::Thunk {
         for (size_t k = 0; k < t.size(); ++k) rt::device_free(t[k], std::max<std::size_t>(bytes[k % carries], 1));
       }
     } free_temps{temps, out_bytes_, std::max<std::size_t>(carries_, 1)};
-    for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t j = 0; j < n; ++j) {
       for (size_t k = 0; k < carries_; ++k) {
         cur[j].push_back(slot(j, writes_[k]));
         if (out_bytes_[k]) std::memcpy(cur[j][k], slot(j, reads_[carry_at + k]), out_bytes_[k]);
         temps.push_back(rt::device_alloc(std::max<std::size_t>(out_bytes_[k], 1)));
         next[j].push_back(temps.back());
       }
+      for (std::size_t k : in_place_) next[j][k] = cur[j][k];  // written over in place: cur and next stay one
+    }
     // The regions' buffers, per position taking part: reused from step to
     // step (their capacity kept: a step allocates nothing).
     Buffers params(n), outs(n);
@@ -400,6 +418,7 @@ class ControlThunk final : public rt::Thunk {
   std::vector<std::shared_ptr<rt::Executable>> regions_;
   std::string text_;
   std::vector<std::size_t> in_bytes_, out_bytes_;
+  std::vector<std::size_t> in_place_;  // carries whose body writes over their buffer
   std::size_t first_ = 0, consts_ = 0, carries_ = 0;
   std::int64_t length_ = 0;
   bool reverse_ = false;
@@ -409,7 +428,7 @@ class ControlThunk final : public rt::Thunk {
 // A fusion plan's steps, one line each: kind, the value made, what it reads.
 std::string steps_text(const std::vector<Step>& steps) {
   static const char* const kinds[] = {"loop", "reduce", "dot", "collective", "constant", "axis-index", "library",
-                                      "control"};
+                                      "control", "update"};
   const auto numbers = [&] {
     std::unordered_map<const Node*, int> n;
     for (auto& s : steps) n.emplace(s.node.get(), int(n.size()));
@@ -417,7 +436,9 @@ std::string steps_text(const std::vector<Step>& steps) {
   }();
   auto name = [&](const NodeRef& x) {
     auto it = numbers.find(x.get());
-    return it != numbers.end() ? "s" + std::to_string(it->second) : std::string(op_name(x->op));
+    if (it == numbers.end()) return std::string(op_name(x->op));
+    std::string s = std::to_string(it->second);
+    return s.insert(0, 1, 's');
   };
   std::ostringstream os;
   for (std::size_t k = 0; k < steps.size(); ++k) {
@@ -427,6 +448,35 @@ std::string steps_text(const std::vector<Step>& steps) {
     os << ")\n";
   }
   return os.str();
+}
+
+// CompiledProgram::in_place: output k may share parameter p's block where
+// the first thunk writing k's slot is an update whose operand is p, p is read
+// by no thunk after it nor by one that waits on peers (a collective reads its
+// peers' blocks), p is not itself returned, and k's slot is returned once.
+std::vector<int> in_place_outputs(const rt::Executable& e, const std::vector<bool>& updates) {
+  std::vector<int> in_place(e.output_slots.size(), -1);
+  for (std::size_t k = 0; k < e.output_slots.size(); ++k) {
+    const int so = e.output_slots[k];
+    if (std::count(e.output_slots.begin(), e.output_slots.end(), so) != 1 ||
+        std::count(e.param_slots.begin(), e.param_slots.end(), so) != 0)
+      continue;
+    std::size_t w = 0;
+    while (w < e.thunks.size() && std::count(e.alloc_before[w].begin(), e.alloc_before[w].end(), so) == 0) ++w;
+    if (w == e.thunks.size() || !updates[w]) continue;
+    const int ps = e.reads[w][0];
+    const auto p = std::find(e.param_slots.begin(), e.param_slots.end(), ps);
+    if (p == e.param_slots.end() || std::count(e.param_slots.begin(), e.param_slots.end(), ps) != 1 ||
+        std::count(e.output_slots.begin(), e.output_slots.end(), ps) != 0 ||
+        std::count(e.reads[w].begin(), e.reads[w].end(), ps) != 1)
+      continue;
+    bool safe = true;
+    for (std::size_t t = 0; t < e.thunks.size() && safe; ++t)
+      if (std::count(e.reads[t].begin(), e.reads[t].end(), ps))
+        safe = (t < w || t == w) && !e.thunks[t]->waits_on_peers();
+    if (safe) in_place[k] = int(p - e.param_slots.begin());
+  }
+  return in_place;
 }
 
 }  // namespace
@@ -459,6 +509,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   // The regions' compiles report nothing: their graphs are the program's.
   CompileOptions region_options = options;
   region_options.on_pass = nullptr;
+  region_options.region = true;
   auto exe = std::make_shared<rt::Executable>();
   std::unordered_map<const Node*, int> slot;
   // A tuple-valued op's results (control flow, lu, qr, ...): a slot per
@@ -494,9 +545,24 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     return w;
   };
   for (auto& p : g.params) exe->param_slots.push_back(slot_of(p));
+  // Within a region, an update takes its operand's slot where the operand is
+  // a temporary it reads last: the update writes over it in place.
+  std::unordered_map<const Node*, std::size_t> last_read;
+  for (std::size_t t = 0; t < plan.steps.size(); ++t)
+    for (auto& r : plan.steps[t].reads) last_read[r.get()] = t;
+  std::unordered_set<const Node*> returned;
+  for (auto& o : g.outputs) returned.insert(o.get());
+  std::vector<bool> updates;  // per thunk: an update (make_update_thunk), whose reads[0] it may write over
   std::ostringstream text;
   std::size_t code_bytes = 0;
-  for (auto& step : plan.steps) {
+  for (std::size_t at = 0; at < plan.steps.size(); ++at) {
+    auto& step = plan.steps[at];
+    if (options.region && step.kind == StepKind::Update) {
+      const NodeRef& x = step.node->in[0];
+      if (x->op != Op::parameter && x->op != Op::get_tuple_element && !returned.count(x.get()) && slot.count(x.get()) &&
+          !slot.count(step.node.get()) && last_read.at(x.get()) == at)
+        slot[step.node.get()] = slot.at(x.get());
+    }
     std::vector<int> writes = writes_of(step);
     const int out = writes[0];
     int scratch = -1;
@@ -508,6 +574,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     // skipped here are skipped on every device.
     if (step.kind == StepKind::Control) {
       std::vector<std::shared_ptr<rt::Executable>> regions;
+      std::vector<std::vector<int>> in_place;
       std::ostringstream os;
       os << op_name(step.node->op) << ' ' << step.node->aval.str() << " {";
       for (auto& r : step.node->regions()) {
@@ -515,6 +582,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         code_bytes += sub.code_bytes;
         exe->uses_collectives = exe->uses_collectives || sub.executable->uses_collectives;
         regions.push_back(sub.executable);
+        in_place.push_back(sub.in_place);
         std::string body = sub.thunks_text;
         std::string indented;
         for (size_t p = 0; p < body.size(); ++p) {
@@ -524,7 +592,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         os << "\n  " << r->name << ":\n  " << indented;
       }
       os << "  }";
-      thunk = std::make_unique<ControlThunk>(*step.node, reads, writes, std::move(regions), os.str());
+      thunk = std::make_unique<ControlThunk>(*step.node, reads, writes, std::move(regions), in_place, os.str());
     } else if (!step.node->aval.tuple && numel(step.node->shape()) == 0)
       thunk = std::make_unique<EmptyThunk>("empty " + step.node->aval.str() + " root=" + op_name(step.node->op));
     else switch (step.kind) {
@@ -559,6 +627,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         thunk = library_thunk(*step.node, reads, writes);
         break;
       case StepKind::Control: break;  // above
+      case StepKind::Update: thunk = make_update_thunk(*step.node, reads, out); break;
       case StepKind::AxisIndex:
         thunk = std::make_unique<AxisIndexThunk>(step.node->attr<attr::AxisIndex>().mesh,
                                                  step.node->attr<attr::AxisIndex>().axes, out);
@@ -569,6 +638,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     exe->free_after.push_back({});
     if (scratch >= 0) exe->free_after.back().push_back(scratch);
     exe->thunks.push_back(std::move(thunk));
+    updates.push_back(step.kind == StepKind::Update && numel(step.node->shape()) != 0);
   }
   for (auto& o : g.outputs) exe->output_slots.push_back(slot_of(o));
   // Temporaries die after their last reader.
@@ -584,12 +654,13 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   for (size_t s = 0; s < last.size(); ++s)
     if (!keep[s] && last[s] >= 0) exe->free_after[last[s]].push_back(int(s));
   for (auto& t : exe->thunks) text << "  " << t->describe() << '\n';
+  std::vector<int> in_place = in_place_outputs(*exe, updates);
   // The first compile creates the JIT's statics; exit() must let running
   // launches finish before destroying them: one handler, registered after
   // them (the JIT itself is never destroyed, later compiles add no statics).
   static std::once_flag exit_sync;
   std::call_once(exit_sync, [] { rt::Runtime::synchronize_at_exit(); });
-  return {exe, text.str(), code_bytes};
+  return {exe, text.str(), code_bytes, std::move(in_place)};
 }
 
 }  // namespace tessel::codegen

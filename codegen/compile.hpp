@@ -23,12 +23,21 @@ struct CompileOptions {
   // pairs of reals where their rules want complex values). The compile
   // driver logs, times, dumps and verifies them as it does its own passes.
   std::function<void(const char* pass, const Graph* graph, const std::string& text)> on_pass;
+  // A region of a control-flow op (a loop body, a branch): its runs bind no
+  // block to several positions (no lockstep sharing of results), so an update
+  // may write over a dead temporary's block in place.
+  bool region = false;
 };
 
 struct CompiledProgram {
   std::shared_ptr<rt::Executable> executable;
   std::string thunks_text;  // one line per thunk
   std::size_t code_bytes = 0;  // machine code of its kernels (shared kernels counted in each program)
+  // Per output: the parameter whose block the caller may pass as that
+  // output's too (the output is an update of the parameter, written in place,
+  // and nothing reads the parameter after it), or -1. A loop's carry then
+  // stays in one buffer from step to step.
+  std::vector<int> in_place;
 };
 
 CompiledProgram compile(const Graph& program, const CompileOptions& options);

@@ -108,11 +108,29 @@ FusionPlan plan_fusion(const Graph& g) {
     if (n->op == Op::parameter) continue;
     if ((users[n.get()] > 1 && c > 4) || d >= kMaxFusedDepth) plan.materialized.insert(n.get());
   }
+  // A materialised dynamic_update_slice of a small window whose operand is in
+  // memory anyway (a parameter, a materialised value, or such an update read
+  // only here: a chain x.at[i].set(a).at[j].set(b)) writes only its window
+  // (Step::Update): O(window) where the operand's buffer can be written over
+  // (a loop's carry, a dead temporary), else one copy and the window, never a
+  // loop nest over the whole array. Its operands are read from memory.
+  std::unordered_set<const Node*> updates;
+  auto small_window = [](const Node& n) {
+    return n.op == Op::dynamic_update_slice && 4 * numel(n.in[1]->shape()) <= numel(n.shape());
+  };
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const NodeRef& n = *it;
+    if (!plan.materialized.count(n.get()) || !small_window(*n)) continue;
+    const Node& x = *n->in[0];
+    if (!(x.op == Op::parameter || plan.materialized.count(&x) || (small_window(x) && users[&x] == 1))) continue;
+    updates.insert(n.get());
+    for (auto& in : n->in) plan.materialized.insert(in.get());
+  }
   for (auto& n : order) {
     if (!plan.materialized.count(n.get()) || n->op == Op::parameter) continue;
     if (n->op == Op::get_tuple_element) continue;  // an element of a tuple-valued op's results: its step writes it
-    Step s{step_kind(*n), n, {}};
-    if (s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library ||
+    Step s{updates.count(n.get()) ? StepKind::Update : step_kind(*n), n, {}};
+    if (s.kind == StepKind::Update || s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library ||
         s.kind == StepKind::Control)
       s.reads = n->in;
     else if (s.kind != StepKind::Constant) s.reads = leaves_of(n, plan.materialized);

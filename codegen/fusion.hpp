@@ -28,6 +28,7 @@ enum class StepKind {
   AxisIndex,   // the device's coordinate along mesh axes
   Library,     // a library routine on whole arrays (codegen/library.hpp)
   Control,     // cond, while, scan: their regions run as executables of their own
+  Update,      // dynamic_update_slice of a small window: the operand copied (or written over, when dead), then the window
 };
 
 struct Step {

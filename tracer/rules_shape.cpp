@@ -469,14 +469,20 @@ FactorRule Rule<Op::dynamic_slice>::factors(const Node& n) {
   return r;
 }
 
+// The operand and the result share every dim's factor: a split dim stays
+// split (the partition rule writes each tile's part of the window). The
+// update shares the dims it covers whole; its others are replicated.
 FactorRule Rule<Op::dynamic_update_slice>::factors(const Node& n) {
-  std::vector<bool> whole(n.rank());
-  for (int d = 0; d < n.rank(); ++d) whole[d] = n.in[1]->shape()[d] == n.shape()[d];
-  FactorRule r = windowed(n, whole);
-  // The update: shares the whole dims' factors, its own replicated others.
-  std::vector<std::vector<int>> upd;
-  for (int d = 0; d < n.rank(); ++d)
-    upd.push_back(whole[d] ? r.result[d] : std::vector<int>{r.add_factor(n.in[1]->shape()[d], false, true)});
+  FactorRule r;
+  std::vector<std::vector<int>> op, upd;
+  for (int d = 0; d < n.rank(); ++d) {
+    const int f = r.add_factor(n.shape()[std::size_t(d)]);
+    op.push_back({f});
+    r.result.push_back({f});
+    const std::int64_t u = n.in[1]->shape()[std::size_t(d)];
+    upd.push_back(u == n.shape()[std::size_t(d)] ? std::vector<int>{f} : std::vector<int>{r.add_factor(u, false, true)});
+  }
+  r.operands.push_back(op);
   r.operands.push_back(upd);
   scalar_operands(r, n, 2);
   return r;
@@ -645,7 +651,6 @@ void Rule<Op::dynamic_update_slice>::transpose(NodeTable& t, const Node& n, cons
 TESSEL_LOCAL_SAME_OP(transpose)
 TESSEL_LOCAL_SAME_OP(rev)
 TESSEL_LOCAL_SAME_OP(concatenate)
-TESSEL_LOCAL_SAME_OP(dynamic_update_slice)
 NodeRef Rule<Op::parameter>::local(LocalBuilder&, const Node&, const std::vector<NodeRef>&,
                                    const std::vector<AxisSharding>&, const AxisSharding&) {
   throw InternalError("partition: parameters are laid out by the partitioner itself");
@@ -817,6 +822,62 @@ NodeRef Rule<Op::dynamic_slice>::local(LocalBuilder& b, const Node& n, const std
   return build::dynamic_slice(b.table(), ops[0], std::vector<NodeRef>(ops.begin() + 1, ops.end()), sizes);
 }
 
+// A window dim split over devices: tile j covers [o, o + T) of the dim, o =
+// j T; the window [s, s + w) (s clamped into the dim) meets it where s <= o +
+// i < s + w, and holds there the update's element o + i - s: a slice of the
+// update padded by T on each side, from o - s + T (clamped only where the
+// window misses the tile). Each device writes its own part of the window,
+// with no communication: a DUS over the whole tile along such dims, of the
+// update where the mask holds and the old values elsewhere.
+NodeRef Rule<Op::dynamic_update_slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                                              const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  NodeTable& t = b.table();
+  const Shape& G = n.shape();
+  const Shape& W = n.in[1]->shape();
+  NodeRef x = b.reshard(ops[0], G, op_sh[0], natural);
+  const Shape tile = x->shape();
+  NodeRef u = ops[1];
+  std::vector<NodeRef> starts(ops.begin() + 2, ops.end());
+  Shape box = u->shape();
+  struct Split {
+    int d;
+    NodeRef o, s;
+    std::int64_t w;
+  };
+  std::vector<Split> split;
+  for (int d = 0; d < n.rank(); ++d) {
+    const auto& A = natural.dims[std::size_t(d)];
+    const std::int64_t w = W[std::size_t(d)], len = G[std::size_t(d)];
+    if (A.empty() || w == len) continue;
+    const std::int64_t T = tile[std::size_t(d)];
+    NodeRef s = build::convert(t, starts[std::size_t(d)], DType::int32);
+    s = build::binary(t, Op::min, build::binary(t, Op::max, s, build::scalar(t, DType::int32, 0)),
+                      build::scalar(t, DType::int32, double(len - w)));
+    NodeRef o = b.offset(A, T);
+    std::vector<std::int64_t> lo(std::size_t(n.rank()), 0), hi = lo, in = lo;
+    lo[std::size_t(d)] = hi[std::size_t(d)] = T;
+    u = build::pad(t, u, build::scalar(t, n.dtype(), 0), lo, hi, in);
+    std::vector<NodeRef> at(std::size_t(n.rank()), build::scalar(t, DType::int32, 0));
+    at[std::size_t(d)] = build::binary(t, Op::add, build::binary(t, Op::sub, o, s), build::scalar(t, DType::int32, double(T)));
+    box[std::size_t(d)] = T;
+    u = build::dynamic_slice(t, u, at, box);
+    starts[std::size_t(d)] = build::scalar(t, DType::int32, 0);
+    split.push_back({d, o, s, w});
+  }
+  if (split.empty()) return build::dynamic_update_slice(t, x, u, starts);
+  // The mask over the box: o + i in [s, s + w) along each split dim.
+  NodeRef mask;
+  for (auto& [d, o, s, w] : split) {
+    NodeRef g = build::binary(t, Op::add, build::iota(t, DType::int32, box, d), build::broadcast_in_dim(t, o, box, {}));
+    NodeRef end = build::binary(t, Op::add, s, build::scalar(t, DType::int32, double(w)));
+    NodeRef m = build::binary(t, Op::and_, build::binary(t, Op::ge, g, build::broadcast_in_dim(t, s, box, {})),
+                              build::binary(t, Op::lt, g, build::broadcast_in_dim(t, end, box, {})));
+    mask = mask ? build::binary(t, Op::and_, mask, m) : m;
+  }
+  for (auto& st : starts) st = build::convert(t, st, DType::int32);
+  NodeRef old = build::dynamic_slice(t, x, starts, box);
+  return build::dynamic_update_slice(t, x, build::select(t, mask, u, old), starts);
+}
 
 // ------------------------------------------------------------------ batching
 // The batch dimension leads; each rule shifts its dims past it.

@@ -489,6 +489,50 @@ std::pair<NodeRef, NodeRef> scatter_window(NodeTable& t, const NodeRef& v_in, DT
 }  // namespace
 
 namespace {
+// Whether the index selects one box of unit steps (integers, static slices of
+// step 1, Array indices, dynamic slices), none of it empty: an update there
+// is a dynamic_update_slice of the box, which codegen writes in place where
+// its operand is dead (a fori_loop's carry: O(box) per step, not O(x)).
+bool unit_window(const ParsedIndex& p, const Window& w) {
+  if (!w.reversed.empty()) return false;
+  for (size_t d = 0; d < p.dims.size(); ++d)
+    if (w.step[d] != 1 || p.dims[d].len == 0) return false;
+  return true;
+}
+
+// x with the box updated: old = x's box, u = combine(old, v); a dynamic
+// index out of bounds (after negative ones count from the end) keeps old, as
+// JAX's scatter drops such updates (dynamic_update_slice would clamp).
+template <class Combine>
+NodeRef update_window(NodeTable& t, const NodeRef& x, const NodeRef& v_in, const ParsedIndex& p, const Window& w,
+                      const NR& idx, const Combine& combine) {
+  const DType dtype = x->dtype();
+  Shape box;
+  for (auto& di : p.dims) box.push_back(di.dynamic >= 0 ? std::max<std::int64_t>(di.window, 1) : di.len);
+  NodeRef v = build::reshape(t, c::broadcast_to(t, c::cast(t, v_in, dtype, false), p.result, "at[].set"), box);
+  std::vector<NodeRef> pos;
+  if (!p.dynamic.empty()) pos = dynamic_positions(t, p, idx);
+  std::vector<NodeRef> starts;
+  NodeRef inside;
+  for (size_t d = 0, k = 0; d < p.dims.size(); ++d) {
+    const DimIndex& di = p.dims[d];
+    if (di.dynamic < 0) {
+      starts.push_back(build::scalar(t, DType::int32, double(w.lo[d])));
+      continue;
+    }
+    NodeRef i = pos[k++];
+    starts.push_back(i);
+    if (di.window > 0) continue;  // a window's start, clamped already
+    NodeRef in = build::binary(t, Op::and_, build::binary(t, Op::ge, i, build::scalar(t, DType::int32, 0)),
+                               build::binary(t, Op::lt, i, build::scalar(t, DType::int32, double(di.len))));
+    inside = inside ? build::binary(t, Op::and_, inside, in) : in;
+  }
+  const NodeRef old = build::dynamic_slice(t, x, starts, box);
+  NodeRef u = combine(t, old, v);
+  if (inside) u = build::select(t, build::broadcast_in_dim(t, inside, box, {}), u, old);
+  return build::dynamic_update_slice(t, x, u, starts);
+}
+
 Array update(const char* name, const Array& x, const std::vector<IndexItem>& items, const Array& v, Op op);
 // Updates with index arrays among other items (several arrays broadcast
 // together, arrays beside slices and integers): the flat position in x of
@@ -594,6 +638,10 @@ Array update(const char* name, const Array& x, const std::vector<IndexItem>& ite
   Window w = window(p);
   std::vector<Array> in{x, v};
   in.insert(in.end(), p.dynamic.begin(), p.dynamic.end());
+  if (unit_window(p, w))
+    return apply1(name, in, [p, w, combine](NodeTable& t, const NR& in) {
+      return update_window(t, in[0], in[1], p, w, NR(in.begin() + 2, in.end()), combine);
+    });
   return apply1(name, in, [p, w, combine](NodeTable& t, const NR& in) {
     auto [placed, mask] = scatter_window(t, in[1], in[0]->dtype(), in[0]->shape(), p, w, NR(in.begin() + 2, in.end()));
     return build::select(t, mask, combine(t, in[0], placed), in[0]);
