@@ -45,19 +45,28 @@ class EmptyThunk final : public rt::Thunk {
 
 class KernelThunk final : public rt::Thunk {
  public:
-  KernelThunk(Kernel k, std::vector<int> slots, std::string text)
-      : k_(std::move(k)), slots_(std::move(slots)), text_(std::move(text)) {}
+  // writable: per read, whether a launch may bind the output to its block
+  // (a donated parameter the kernel reads aligned): run then uses a variant
+  // of the kernel that writes over it (compile_kernel's alias_read),
+  // compiled the first time it is needed.
+  KernelThunk(Kernel k, std::vector<int> slots, std::string text, Step step = {}, std::vector<bool> writable = {})
+      : k_(std::move(k)), slots_(std::move(slots)), text_(std::move(text)), step_(std::move(step)),
+        writable_(std::move(writable)), variants_(writable_.size()) {}
   void run(rt::ExecContext& ctx) const override {
     std::vector<void*> bufs(slots_.size());
     for (size_t i = 0; i < slots_.size(); ++i) bufs[i] = ctx.slots[slots_[i]];
+    const Kernel* k = &k_;
+    for (std::size_t r = 0; r < writable_.size(); ++r)
+      if (writable_[r] && bufs[0] == bufs[r + 1]) k = &variant(r);
     // Chunks of at least ~32K elements of work each.
-    const std::int64_t grain = std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, k_.work_per_item));
-    auto chunk = [&](std::int64_t b, std::int64_t e) { k_.fn(bufs.data(), b, e); };
-    if (ctx.machine_wide) rt::parallel_for_machine(0, k_.items, grain, chunk);
-    else rt::parallel_for(0, k_.items, grain, chunk);
+    const std::int64_t grain = std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, k->work_per_item));
+    auto chunk = [&](std::int64_t b, std::int64_t e) { k->fn(bufs.data(), b, e); };
+    if (ctx.machine_wide) rt::parallel_for_machine(0, k->items, grain, chunk);
+    else rt::parallel_for(0, k->items, grain, chunk);
   }
   std::string describe() const override { return text_; }
   bool pure() const override { return true; }
+  bool may_write_over(std::size_t read) const override { return read < writable_.size() && writable_[read]; }
   std::int64_t work() const override { return k_.items * std::max<std::int64_t>(1, k_.work_per_item); }
   // A large loop nest takes every core when no other device has work (a
   // program on one device uses the whole host, as JAX's CPU devices do).
@@ -69,9 +78,18 @@ class KernelThunk final : public rt::Thunk {
  private:
   // Elements of work (~1 ms on one core) below which a turn on every core costs more than it saves.
   static constexpr std::int64_t kMachineWork = std::int64_t(1) << 20;
+  const Kernel& variant(std::size_t r) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!variants_[r]) variants_[r] = compile_kernel(step_, int(r));
+    return *variants_[r];
+  }
   Kernel k_;
   std::vector<int> slots_;
   std::string text_;
+  Step step_;
+  std::vector<bool> writable_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::optional<Kernel>> variants_;
 };
 
 class ConstantThunk final : public rt::Thunk {
@@ -605,7 +623,19 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         std::ostringstream os;
         os << (step.kind == StepKind::Loop ? "fusion " : "reduction ") << step.node->aval.str() << " root="
            << op_name(step.node->op) << " reads=" << reads.size() << " items=" << k.items;
-        thunk = std::make_unique<KernelThunk>(std::move(k), std::move(bufs), os.str());
+        // Reads a donated parameter may share the output's block with.
+        std::vector<bool> writable;
+        if (!options.region && step.kind == StepKind::Loop) {
+          writable = aligned_reads(step);
+          bool any = false;
+          for (std::size_t r = 0; r < writable.size(); ++r) {
+            writable[r] = writable[r] && step.reads[r]->op == Op::parameter;
+            any = any || writable[r];
+          }
+          if (!any) writable.clear();
+        }
+        thunk = std::make_unique<KernelThunk>(std::move(k), std::move(bufs), os.str(),
+                                              writable.empty() ? Step{} : step, std::move(writable));
         break;
       }
       case StepKind::Dot:

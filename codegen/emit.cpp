@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "codegen/jit.hpp"
@@ -233,8 +234,8 @@ namespace {
 
 class Emitter final : public ExprEmitter {
  public:
-  Emitter(const Step& step, llvm::LLVMContext& ctx, llvm::Module& m)
-      : ExprEmitter(ctx), step_(step), m_(m) {
+  Emitter(const Step& step, llvm::LLVMContext& ctx, llvm::Module& m, int alias_read = -1)
+      : ExprEmitter(ctx), step_(step), m_(m), alias_read_(alias_read) {
     for (auto& r : step.reads) leaves_.insert(r.get());
   }
 
@@ -256,7 +257,8 @@ class Emitter final : public ExprEmitter {
     body->addFnAttr(llvm::Attribute::NoUnwind);
     b.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
     out_ = body->getArg(0);
-    for (size_t i = 0; i < step_.reads.size(); ++i) base_[step_.reads[i].get()] = body->getArg(unsigned(i + 1));
+    for (size_t i = 0; i < step_.reads.size(); ++i)
+      base_[step_.reads[i].get()] = int(i) == alias_read_ ? out_ : body->getArg(unsigned(i + 1));
     Value* begin = body->getArg(unsigned(step_.reads.size() + 1));
     Value* end = body->getArg(unsigned(step_.reads.size() + 2));
     std::pair<std::int64_t, std::int64_t> shape;
@@ -555,6 +557,7 @@ class Emitter final : public ExprEmitter {
   std::unordered_set<const Node*> leaves_;
   std::unordered_map<const Node*, Value*> base_;
   Value* out_ = nullptr;
+  int alias_read_ = -1;
   std::map<std::pair<const Node*, Index>, Value*> memo_;
 };
 
@@ -588,11 +591,43 @@ std::pair<std::int64_t, std::int64_t> kernel_shape(const Step& step) {
 
 }  // namespace
 
-Kernel compile_kernel(const Step& step) {
+std::vector<bool> aligned_reads(const Step& step) {
+  std::vector<bool> aligned(step.reads.size(), false);
+  if (step.kind != StepKind::Loop) return aligned;
+  const Node& root = *step.node;
+  std::unordered_map<const Node*, std::size_t> read_at;
+  for (std::size_t i = 0; i < step.reads.size(); ++i) read_at.emplace(step.reads[i].get(), i);
+  std::vector<bool> misaligned(step.reads.size(), false);
+  // (node, reached along an aligned path), each pair once; an explicit stack.
+  std::set<std::pair<const Node*, bool>> seen;
+  std::vector<std::pair<const Node*, bool>> stack{{&root, true}};
+  while (!stack.empty()) {
+    auto [n, ok] = stack.back();
+    stack.pop_back();
+    if (!seen.insert({n, ok}).second) continue;
+    if (n != &root) {
+      auto it = read_at.find(n);
+      if (it != read_at.end()) {
+        if (!ok || n->shape() != root.shape() || dtype_size(n->dtype()) != dtype_size(root.dtype()))
+          misaligned[it->second] = true;
+        continue;
+      }
+    }
+    const bool through = ok && is_elementwise(n->op) && n->shape() == root.shape();
+    for (auto& x : n->in) stack.push_back({x.get(), through});
+  }
+  for (std::size_t i = 0; i < aligned.size(); ++i) aligned[i] = !misaligned[i];
+  return aligned;
+}
+
+Kernel compile_kernel(const Step& step, int alias_read) {
   TESSEL_CHECK_INTERNAL(step.kind == StepKind::Loop || step.kind == StepKind::Reduce);
+  TESSEL_CHECK_INTERNAL(alias_read < 0 || (step.kind == StepKind::Loop && aligned_reads(step).at(std::size_t(alias_read))),
+                        "a kernel may write over an aligned read only");
   Kernel k;
   // Exact structure and bits of the kernel's expression (tessel/core/key.hpp).
   k.key = (step.kind == StepKind::Loop ? "L" : "R") + fingerprint(step.node, step.reads).bytes();
+  if (alias_read >= 0) k.key.append(1, '@').append(std::to_string(alias_read));
   auto [items, work] = kernel_shape(step);
   k.items = items;
   k.work_per_item = work;
@@ -604,7 +639,7 @@ Kernel compile_kernel(const Step& step) {
     ModuleSource src;
     src.context = std::make_unique<llvm::LLVMContext>();
     src.module = Jit::get().new_module(name + "_" + std::to_string(counter++), *src.context);
-    Emitter e(step, *src.context, *src.module);
+    Emitter e(step, *src.context, *src.module, alias_read);
     e.build(name);
     src.symbols = {name};
     return src;

@@ -32,6 +32,15 @@ struct Kernel {
 };
 
 // The compiled kernel of a Loop or Reduce step (cached by its description).
-Kernel compile_kernel(const Step& step);
+// alias_read >= 0: a variant that writes over that read (an aligned one,
+// aligned_reads): it loads the read from the output's buffer, so the one
+// pointer serves both and the vectoriser sees each element loaded before
+// it is stored. Callers bind the output to that read's block.
+Kernel compile_kernel(const Step& step, int alias_read = -1);
+
+// Per read of a Loop step: whether the kernel reads it only at the index it
+// writes (every path from the root to it runs through elementwise ops of the
+// root's shape, and it has that shape and the root's element size).
+std::vector<bool> aligned_reads(const Step& step);
 
 }  // namespace tessel::codegen

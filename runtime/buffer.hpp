@@ -76,6 +76,7 @@ class Buffer {
   // Whether this buffer views another's block, and whose.
   bool is_view() const { return owner_ != nullptr; }
   const Buffer* owner() const { return owner_.get(); }
+  const std::shared_ptr<Buffer>& owner_ref() const { return owner_; }
   // Whether the block is someone else's memory (Buffer::external).
   bool is_external() const { return bool(release_); }
 
@@ -151,5 +152,11 @@ void device_free(void* p, std::size_t bytes);
 // Bytes held in the cache now, and taken from the system so far (for tests and reports).
 std::size_t cached_bytes();
 std::size_t fresh_bytes();
+// Bytes of device blocks handed out and not yet freed (every device of the
+// process), and the most there were since reset_peak_live_bytes: what
+// programs actually hold, to hold memory_analysis to (tests).
+std::size_t live_bytes();
+std::size_t peak_live_bytes();
+void reset_peak_live_bytes();
 
 }  // namespace tessel::rt

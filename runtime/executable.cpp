@@ -473,8 +473,12 @@ bool Executable::write_over_safe(int param, int out) const {
       if (s == out) writer = int(t);
   if (writer < 0) return false;
   for (std::size_t t = 0; t < thunks.size(); ++t)
-    for (int s : reads[t])
-      if (s == ps && (int(t) >= writer || thunks[t]->waits_on_peers())) return false;
+    for (std::size_t i = 0; i < reads[t].size(); ++i) {
+      if (reads[t][i] != ps) continue;
+      if (thunks[t]->waits_on_peers() || int(t) > writer) return false;
+      if (int(t) == writer && (!thunks[t]->may_write_over(i) || std::count(reads[t].begin(), reads[t].end(), ps) != 1))
+        return false;
+    }
   return true;
 }
 
@@ -512,14 +516,20 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     std::vector<bool> taken(param_slots.size(), false);
     // A donated input's block for an output: a buffer of its own viewing it
     // (the output's readiness is its own), the input's last reference once
-    // the run drops its inputs.
+    // the run drops its inputs. An input that views another's block (an
+    // output of an earlier donating step) gives that block where the view is
+    // its only holder, along the whole chain: the new output views the
+    // block's owner itself, so a training loop's chain of views stays one long.
     auto donor = [&](int s) -> BufferRef {
       for (std::size_t k : donors[std::size_t(s)]) {
         const BufferRef& b = inputs[i][k];
-        if (taken[k] || !b || b.use_count() != 1 || b->is_view() || b->is_external()) continue;
+        if (taken[k] || !b || b.use_count() != 1) continue;
+        const BufferRef* block = &b;
+        while (*block && (*block)->is_view() && (*block)->owner_ref().use_count() == 1) block = &(*block)->owner_ref();
+        if ((*block)->is_view() || (*block)->is_external() || (*block)->bytes() < slots[s].bytes) continue;
         taken[k] = true;
         BufferRef out = Buffer::deferred(device_ids[i], slots[s].bytes);
-        out->view(b);
+        out->view(*block);
         return out;
       }
       return nullptr;

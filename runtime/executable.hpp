@@ -74,6 +74,11 @@ class Thunk {
   // reads (Executable::reads) alone: not of its position or device, with no
   // effects. Positions whose operands are the same blocks then need it once.
   virtual bool pure() const { return false; }
+  // Whether the thunk may write its output over its `read`-th operand's block
+  // (Executable::reads[t][read]) when a launch binds the two to one block: it
+  // reads each element of that operand before writing over it (an aligned
+  // read of an elementwise kernel, an update's operand). Donation uses it.
+  virtual bool may_write_over(std::size_t /*read*/) const { return false; }
   // A thunk that waits on peers and can_run_all, once for ctxs[position] of
   // every position of the launch, each having run every earlier thunk
   // (collectives: read every member's operand, no waiting).
@@ -132,8 +137,9 @@ class Executable : public std::enable_shared_from_this<Executable> {
   // Whether output slot `out` may be written into parameter `param`'s block:
   // it is the same size, not a parameter's, not zero-initialized, the
   // parameter is not itself an output, and every thunk that reads the parameter runs
-  // before the one that writes `out` and reads only its own position's block
-  // (waits_on_peers thunks read their peers': none may read it).
+  // before the one that writes `out` (or is that one, and may_write_over it)
+  // and reads only its own position's block (waits_on_peers thunks read their
+  // peers': none may read it).
   bool write_over_safe(int param, int out) const;
 
   // Runs on the calling thread, within a thunk of an enclosing executable

@@ -106,15 +106,21 @@ TEST_CASE("donation: a donated argument is deleted after the call, and an output
 }
 
 TEST_CASE("donation: where the writer still reads the argument, or sizes differ, the result is right and the argument deleted") {
-  // p - 0.1 * g in one kernel reading p and writing the result: no reuse
-  // (an in-place kernel is issue 41's next step), the same values.
-  auto update = [](ts::Array p, ts::Array g) { return p - 0.1f * g; };
-  ts::Array p = ts::arange(12.0f).reshape({3, 4}), g = ts::ones({3, 4});
+  // p - 0.1 * g.T: the kernel reads g transposed, so g's block is not written
+  // over (p's may be, its read is aligned); the same values.
+  auto update = [](ts::Array p, ts::Array g) { return p - 0.1f * g.T(); };
+  ts::Array p = ts::arange(16.0f).reshape({4, 4}), g = ts::arange(16.0f).reshape({4, 4}) * 3.0f;
   const auto want = ts::jit(update)(p, g).to_vector<float>();
   ts::Array out = ts::jit(update, {.donate_argnums = {0, 1}})(p, g);
   CHECK(p.is_deleted());
   CHECK(g.is_deleted());
   CHECK(out.to_vector<float>() == want);
+  // Only g donated: the kernel reads it transposed, so the result takes a block of its own.
+  ts::Array p3 = ts::arange(16.0f).reshape({4, 4}), g3 = ts::arange(16.0f).reshape({4, 4}) * 3.0f;
+  const auto g3_block = blocks(g3);
+  const ts::Array out3 = ts::jit(update, {.donate_argnums = {1}})(p3, g3);
+  CHECK(out3.to_vector<float>() == want);
+  CHECK(blocks(out3) != g3_block);
   // A result of another size: nothing to reuse; the argument is still given up.
   ts::Array q = ts::ones({8});
   ts::Array s = ts::jit([](ts::Array a) { return ts::sum(a); }, {.donate_argnums = {0}})(q);
@@ -170,4 +176,77 @@ TEST_CASE("donation: pytree arguments donate every leaf; the compiled object don
   const std::string closed = message_of([&] { ts::jit([d](ts::Array x) { return x + d; }, {.donate_argnums = {0}})(d); });
   CHECK(contains(closed, "Attempt to donate the same buffer twice"));
   CHECK(d.to_vector<float>() == std::vector<float>{1, 1, 1});
+}
+
+TEST_CASE("donation: an elementwise kernel and an update write over a donated argument they read aligned, on 1..8 devices") {
+  for (int n = 1; n <= 8; ++n) {
+    const auto all = ts::devices();
+    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+    for (std::int64_t rows : {16, 13}) {
+      CAPTURE(n);
+      CAPTURE(rows);
+      const ts::NamedSharding split(mesh, P("x"));
+      auto fresh = [&](float scale) {
+        return ts::device_put(ts::arange(double(rows * 6)).reshape({rows, 6}).astype(ts::DType::float32) * scale, split);
+      };
+      // The training step's update: p - lr * tanh(g) + p * p (p read twice, aligned).
+      auto step = [](ts::Array p, ts::Array g) { return p - 0.01f * ts::tanh(g) + p * p * 0.001f; };
+      const ts::Array g = fresh(0.5f);
+      const auto want = ts::testing::interpret_fn(
+          [&](const std::vector<ts::Array>& a) { return std::vector<ts::Array>{step(a[0], a[1])}; }, {fresh(1.0f), g});
+      ts::Array p = fresh(1.0f);
+      const auto before = blocks(p);
+      const ts::Array out = ts::jit(step, {.donate_argnums = {0}})(p, g);
+      CHECK(p.is_deleted());
+      CHECK(ts::testing::same_bits(ts::testing::host_of(out), want[0]) == "");
+      CHECK(ts::testing::shards_hold(out, want[0]) == "");
+      // Every device's result sits in its donated block (even and uneven: the
+      // tile sizes of argument and result agree).
+      CHECK(blocks(out) == before);
+      // x.at[i].set(v) at the top level: the update writes only its window.
+      ts::Array x = fresh(2.0f);
+      const auto xb = blocks(x);
+      auto set = [](ts::Array x, ts::Array i) { return x.at({i, 2}).set(-1.0f).at({0}).add(1.0f); };
+      const auto want_x = ts::testing::interpret_fn(
+          [&](const std::vector<ts::Array>& a) { return std::vector<ts::Array>{set(a[0], a[1])}; },
+          {fresh(2.0f), ts::array(std::int32_t(rows - 2))});
+      const ts::Array y = ts::jit(set, {.donate_argnums = {0}})(x, ts::array(std::int32_t(rows - 2)));
+      CHECK(ts::testing::same_bits(ts::testing::host_of(y), want_x[0]) == "");
+      if (n == 1) CHECK(blocks(y) == xb);  // one device: no partition rule's mask in between
+    }
+  }
+  // A small MLP's training step returning its updated parameters (a pytree):
+  // every parameter's block is reused, and the values equal the step without donation.
+  using Params = std::vector<ts::Array>;
+  auto loss = [](const Params& p, ts::Array x) {
+    const ts::Array h = ts::tanh(ts::matmul(x, p[0]) + p[1]);
+    return ts::mean(ts::square(ts::matmul(h, p[2]) + p[3]));
+  };
+  auto train = [&](const Params& p, ts::Array x) {
+    const Params g = ts::grad(loss)(p, x);
+    Params out;
+    for (std::size_t k = 0; k < p.size(); ++k) out.push_back(p[k] - 0.1f * g[k]);
+    return out;
+  };
+  auto init = [] {
+    return Params{ts::arange(32.0f).reshape({8, 4}) * 0.01f, ts::ones({4}) * 0.1f,
+                  ts::arange(8.0f).reshape({4, 2}) * -0.02f, ts::zeros({2})};
+  };
+  const ts::Array x = ts::arange(24.0f).reshape({3, 8}) * 0.1f;
+  const Params plain = ts::jit(train)(init(), x);
+  Params p = init();
+  std::vector<std::map<int, std::uintptr_t>> before;
+  for (auto& a : p) before.push_back(blocks(a));
+  const auto donating = ts::jit(train, {.donate_argnums = {0}});
+  const Params next = donating(p, x);
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    CAPTURE(k);
+    CHECK(p[k].is_deleted());
+    CHECK(next[k].to_vector<float>() == plain[k].to_vector<float>());
+    CHECK(blocks(next[k]) == before[k]);
+  }
+  // Twenty steps: the parameters stay in the same blocks.
+  Params q = next;
+  for (int s = 0; s < 20; ++s) q = donating(q, x);
+  for (std::size_t k = 0; k < q.size(); ++k) CHECK(blocks(q[k]) == before[k]);
 }
