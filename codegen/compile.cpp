@@ -362,10 +362,11 @@ class ControlThunk final : public rt::Thunk {
       for (size_t k = 0; k < carries_; ++k) {
         cur[j].push_back(slot(j, writes_[k]));
         if (out_bytes_[k]) std::memcpy(cur[j][k], slot(j, reads_[carry_at + k]), out_bytes_[k]);
-        temps.push_back(rt::device_alloc(std::max<std::size_t>(out_bytes_[k], 1)));
-        next[j].push_back(temps.back());
+        // A carry written over in place: cur and next stay one buffer (no temporary; freeing null is nothing).
+        const bool own = std::find(in_place_.begin(), in_place_.end(), k) != in_place_.end();
+        temps.push_back(own ? nullptr : rt::device_alloc(std::max<std::size_t>(out_bytes_[k], 1)));
+        next[j].push_back(own ? cur[j][k] : temps.back());
       }
-      for (std::size_t k : in_place_) next[j][k] = cur[j][k];  // written over in place: cur and next stay one
     }
     // The regions' buffers, per position taking part: reused from step to
     // step (their capacity kept: a step allocates nothing).

@@ -1,3 +1,4 @@
+#include <atomic>
 #include "runtime/buffer.hpp"
 #include "tessel/core/errors.hpp"
 
@@ -249,16 +250,31 @@ SmallBlocks& small_blocks() {
 
 }  // namespace
 
+namespace {
+std::atomic<std::size_t> live{0}, peak{0};
+void count_alloc(std::size_t bytes) {
+  const std::size_t now = live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  std::size_t p = peak.load(std::memory_order_relaxed);
+  while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
+std::size_t live_bytes() { return live.load(std::memory_order_relaxed); }
+std::size_t peak_live_bytes() { return peak.load(std::memory_order_relaxed); }
+void reset_peak_live_bytes() { peak.store(live.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
 void* device_alloc(std::size_t bytes) {
   const std::size_t r = rounded(bytes);
-  if (r >= kCachedFrom) return pool().allocate(bytes);
-  void* block = small_blocks().allocate(r);
+  void* block = r >= kCachedFrom ? pool().allocate(bytes) : small_blocks().allocate(r);
   if (!block) throw out_of_memory(bytes);
+  count_alloc(bytes);
   return block;
 }
 
 void device_free(void* block, std::size_t bytes) {
   if (!block) return;
+  live.fetch_sub(bytes, std::memory_order_relaxed);
   const std::size_t r = rounded(bytes);
   if (r >= kCachedFrom) pool().free(block, bytes);
   else small_blocks().free(block, r);

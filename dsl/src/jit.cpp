@@ -1,11 +1,13 @@
 #include <tessel/jit.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/pipeline.hpp"
 #include "dsl/src/trace.hpp"
+#include "runtime/executable.hpp"
 #include "runtime/trace.hpp"
 #include "tessel/core/errors.hpp"
 
@@ -248,13 +250,31 @@ std::map<std::string, double> program_cost(const Program& p) {
   return {{"flops", p.cost.flops}, {"transcendentals", p.cost.transcendentals}, {"bytes accessed", p.cost.bytes_accessed}};
 }
 
-MemoryAnalysis program_memory(const Program& p) {
+MemoryAnalysis program_memory(const Program& p, const std::vector<bool>& donated) {
   MemoryAnalysis m;
   auto get = [&](const char* k) { auto it = p.memory.find(k); return it == p.memory.end() ? std::size_t(0) : it->second; };
   m.argument_size_in_bytes = get("argument_size_in_bytes");
   m.output_size_in_bytes = get("output_size_in_bytes");
   m.temp_size_in_bytes = get("temp_size_in_bytes");
   m.peak_memory_in_bytes = get("peak_memory_in_bytes");
+  // The outputs a launch binds to donated blocks (rt::Executable::launch's
+  // rule, each argument once, each distinct output slot once).
+  const rt::Executable* e = p.executable.get();
+  if (e && donated.size() == e->param_slots.size()) {
+    std::vector<bool> taken(donated.size(), false), seen(e->slots.size(), false);
+    for (int s : e->param_slots) seen[std::size_t(s)] = true;
+    for (int s : e->output_slots) {
+      if (seen[std::size_t(s)]) continue;
+      seen[std::size_t(s)] = true;
+      for (std::size_t k = 0; k < donated.size(); ++k)
+        if (donated[k] && !taken[k] && e->write_over_safe(int(k), s)) {
+          taken[k] = true;
+          m.alias_size_in_bytes += e->slots[std::size_t(s)].bytes;
+          break;
+        }
+    }
+    m.peak_memory_in_bytes -= std::min(m.peak_memory_in_bytes, m.alias_size_in_bytes);
+  }
   return m;
 }
 

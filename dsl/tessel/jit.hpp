@@ -96,8 +96,12 @@ struct JitOptions {
 struct MemoryAnalysis {
   std::size_t argument_size_in_bytes = 0, output_size_in_bytes = 0, temp_size_in_bytes = 0;
   // The most bytes one device holds at once while the program runs (its
-  // arguments, outputs and live temporaries).
+  // arguments, outputs and live temporaries; an output that takes a donated
+  // argument's block counted once).
   std::size_t peak_memory_in_bytes = 0;
+  // Output bytes written into donated arguments' blocks (JAX's
+  // alias_size_in_bytes): the compiled object of a jit with donate_argnums.
+  std::size_t alias_size_in_bytes = 0;
 };
 
 struct CollectiveTraffic {
@@ -152,7 +156,9 @@ void check_compiled_args(const Program& p, const std::vector<Array>& args, std::
 std::string program_text(const Program& p, bool compiled);
 std::string program_explanation(const Program& p);
 std::map<std::string, double> program_cost(const Program& p);
-MemoryAnalysis program_memory(const Program& p);
+// donated: per input, whether a call gives it up (outputs that take those
+// blocks are counted once: MemoryAnalysis::alias_size_in_bytes).
+MemoryAnalysis program_memory(const Program& p, const std::vector<bool>& donated = {});
 std::vector<CollectiveTraffic> program_communication(const Program& p);
 
 // Appends the arrays of a pytree argument; its type, structure and static
@@ -239,14 +245,17 @@ class AnyResult {
 
 class Compiled {
  public:
-  Compiled(std::shared_ptr<const detail::Program> p, std::function<std::any(const std::vector<Array>&)> call)
-      : p_(std::move(p)), call_(std::move(call)) {}
+  // donated: per input of the program (its arguments' leaves, then what it
+  // closes over), whether a call gives it up (donate_argnums).
+  Compiled(std::shared_ptr<const detail::Program> p, std::function<std::any(const std::vector<Array>&)> call,
+           std::vector<bool> donated = {})
+      : p_(std::move(p)), call_(std::move(call)), donated_(std::move(donated)) {}
   // The per-device program after partitioning (collectives named as XLA
   // names them) and the thunks it compiled to.
   std::string as_text() const { return detail::program_text(*p_, true); }
   // {"flops", "transcendentals", "bytes accessed"} per device, as XLA's.
   std::map<std::string, double> cost_analysis() const { return detail::program_cost(*p_); }
-  MemoryAnalysis memory_analysis() const { return detail::program_memory(*p_); }
+  MemoryAnalysis memory_analysis() const { return detail::program_memory(*p_, donated_); }
   // Bytes each device reads from its peers, per collective (JAX has no such report).
   std::vector<CollectiveTraffic> communication() const { return detail::program_communication(*p_); }
   template <class... Args>
@@ -260,6 +269,7 @@ class Compiled {
  private:
   std::shared_ptr<const detail::Program> p_;
   std::function<std::any(const std::vector<Array>&)> call_;
+  std::vector<bool> donated_;
 };
 
 class Lowered {
@@ -326,12 +336,15 @@ class Jitted {
     constexpr std::size_t nargs = sizeof...(Args);
     return Lowered(p, [tp, cache, inputs, opt, aol, nodes, captured]() {
       auto cp = detail::lower_traced(*tp, inputs, opt, aol, nodes, true);
-      return Compiled(cp, [cp, tp, cache, captured, opt, aol](const std::vector<Array>& args) {
-        detail::check_compiled_args(*cp, args, captured.size());
-        auto all = args;
-        all.insert(all.end(), captured.begin(), captured.end());
-        return tp->rebuild(detail::run_program(*cp, all, detail::donated_inputs(opt, aol, nargs, all.size())));
-      });
+      return Compiled(
+          cp,
+          [cp, tp, cache, captured, opt, aol](const std::vector<Array>& args) {
+            detail::check_compiled_args(*cp, args, captured.size());
+            auto all = args;
+            all.insert(all.end(), captured.begin(), captured.end());
+            return tp->rebuild(detail::run_program(*cp, all, detail::donated_inputs(opt, aol, nargs, all.size())));
+          },
+          detail::donated_inputs(opt, aol, nargs, inputs.size()));
     });
   }
 
