@@ -312,7 +312,10 @@ void Buffer::drop_block() noexcept {
   data_ = nullptr;
 }
 
-Buffer::~Buffer() { drop_block(); }
+Buffer::~Buffer() {
+  if (owner_) owner_->viewers_.fetch_sub(1, std::memory_order_acq_rel);
+  drop_block();
+}
 
 void Buffer::view(std::shared_ptr<Buffer> owner) {
   TESSEL_CHECK_INTERNAL(owner && owner.get() != this && owner->bytes_ == bytes_ && !ready_.is_set(),
@@ -322,6 +325,8 @@ void Buffer::view(std::shared_ptr<Buffer> owner) {
   // change its block (deferred, or a view to be): data() follows it then.
   while (owner->owner_ && owner->ready_.is_set()) owner = owner->owner_;
   drop_block();
+  owner->viewers_.fetch_add(1, std::memory_order_acq_rel);
+  if (owner_) owner_->viewers_.fetch_sub(1, std::memory_order_acq_rel);
   owner_ = std::move(owner);
 }
 

@@ -77,6 +77,8 @@ class Buffer {
   bool is_view() const { return owner_ != nullptr; }
   const Buffer* owner() const { return owner_.get(); }
   const std::shared_ptr<Buffer>& owner_ref() const { return owner_; }
+  // How many buffers view this one's block now (each holds a reference to it).
+  int viewers() const { return viewers_.load(std::memory_order_acquire); }
   // Whether the block is someone else's memory (Buffer::external).
   bool is_external() const { return bool(release_); }
 
@@ -89,6 +91,7 @@ class Buffer {
   void* data_;
   Event ready_;
   std::shared_ptr<Buffer> owner_;  // the block's owner, for a view
+  std::atomic<int> viewers_{0};    // buffers whose owner_ is this one
   std::function<void()> release_;  // an external block's owner's release
 };
 

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <thread>
+#include <utility>
+#include <chrono>
 #include <atomic>
 
 #include <cstdlib>
@@ -125,22 +128,35 @@ void set_ready(const std::vector<BufferRef>& outs) {
     if (!o->ready().is_set()) o->ready().set();
 }
 
+// The same for a run that owns `outs`: each reference is let go as its event
+// is set, so that a caller woken by it finds the run holding none of its
+// results (a donating training step's next call reuses their blocks).
+void set_ready_and_release(std::vector<BufferRef>& outs) {
+  for (auto& o : outs) {
+    BufferRef b = std::move(o);
+    if (b && !b->ready().is_set()) b->ready().set();
+  }
+}
+
 void set_error(const std::vector<BufferRef>& outs, std::exception_ptr error) {
   for (auto& o : outs)
-    if (!o->ready().is_set()) o->ready().set_error(error);
+    if (o && !o->ready().is_set()) o->ready().set_error(error);
 }
 
 // Position i of a launch on device dev: binds the buffers, runs every
 // thunk, and sets the outputs' events (with the error, if one was thrown).
-void run_on_device(const Executable& e, int dev, int i, const std::vector<BufferRef>& ins,
-                   const std::vector<BufferRef>& outs, Communicator* comm, bool profiled) {
+void run_on_device(const Executable& e, int dev, int i, std::vector<BufferRef> ins, std::vector<BufferRef> outs,
+                   Communicator* comm, bool profiled) {
   Owned owned(e);
   try {
     ExecContext ctx;
     ctx.comm = comm;
-    bind(e, ctx, dev, i, ins, outs);
+    rt::bind(e, ctx, dev, i, ins, outs);  // qualified: not std::bind by ADL
     run_thunks(e, ctx, owned, profiled);
-    set_ready(outs);
+    // The inputs are let go before the results are ready: a caller that
+    // then donates one finds this run holding none of it.
+    ins.clear();
+    set_ready_and_release(outs);
   } catch (...) {
     if (comm) comm->abort(std::current_exception());
     set_error(outs, std::current_exception());
@@ -278,10 +294,10 @@ void run_thunks_lockstep(const Executable& e, std::vector<ExecContext>& ctxs, st
 // meet the other processes through `comm` (Communicator::meet, for every
 // member here at once), only its own. `result_slots`:
 // shared_result_slots(e), which the launch computed.
-void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
-                  const std::vector<std::vector<BufferRef>>& inputs, const std::vector<std::vector<BufferRef>>& outputs,
-                  bool profiled, bool parallel, const std::vector<std::size_t>& positions, Communicator* comm,
-                  const std::vector<bool>& result_slots) {
+void run_lockstep(const Executable& e, const std::vector<int>& device_ids, std::vector<std::vector<BufferRef>>& inputs,
+                  std::vector<std::vector<BufferRef>>& outputs, bool profiled, bool parallel,
+                  const std::vector<std::size_t>& positions, Communicator* comm, const std::vector<bool>& result_slots,
+                  bool release) {
   const std::size_t n = positions.size();
   std::vector<ExecContext> ctxs(n);
   std::vector<Owned> owned;
@@ -293,13 +309,20 @@ void run_lockstep(const Executable& e, const std::vector<int>& device_ids,
     for (std::size_t j = 0; j < n; ++j) {
       const std::size_t i = positions[j];
       owned.emplace_back(e);
-      bind(e, ctxs[j], device_ids[i], int(i), inputs[i], outputs[i], defer);
+      rt::bind(e, ctxs[j], device_ids[i], int(i), inputs[i], outputs[i], defer);
       ctxs[j].comm = comm;
       ctxs[j].parallel = parallel;
       if (!comm) ctxs[j].shared = &shared;
     }
     run_thunks_lockstep(e, ctxs, owned, profiled, parallel, comm ? nullptr : &shared, defer);
-    for (std::size_t i : positions) set_ready(outputs[i]);
+    if (release) {
+      // The run owns the buffers: it lets go of its inputs, then of each
+      // result as it is set ready (set_ready_and_release).
+      for (auto& v : inputs) v.clear();
+      for (std::size_t i : positions) set_ready_and_release(outputs[i]);
+    } else {
+      for (std::size_t i : positions) set_ready(outputs[i]);
+    }
   } catch (...) {
     if (comm) comm->abort(std::current_exception());
     for (std::size_t i : positions) set_error(outputs[i], std::current_exception());
@@ -415,7 +438,7 @@ void launch_lockstep(std::shared_ptr<const Executable> self, const std::vector<i
     // The buffers die with this call, not with the task (see below).
     auto in_bufs = std::move(ins);
     auto out_bufs = std::move(outs);
-    run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true, here, comm.get(), deferred);
+    run_lockstep(*self, ids, in_bufs, out_bufs, profiled, true, here, comm.get(), deferred, true);
     Runtime::get().release_claimed(local);
   };
   if (Runtime::get().launch_claiming(local_ids, std::move(run))) return;
@@ -450,7 +473,7 @@ void launch_lockstep(std::shared_ptr<const Executable> self, const std::vector<i
       auto outs = std::move(gang->outputs);
       gang->inputs.clear();
       gang->outputs.clear();
-      run_lockstep(*self, gang->device_ids, ins, outs, profiled, true, gang->here, gang->comm.get(), gang->deferred);
+      run_lockstep(*self, gang->device_ids, ins, outs, profiled, true, gang->here, gang->comm.get(), gang->deferred, true);
       gang->done.set();
     };
   });
@@ -481,6 +504,20 @@ bool Executable::write_over_safe(int param, int out) const {
     }
   return true;
 }
+
+namespace {
+// Whether a launch holding b may take its block. Beside the launch, b may be
+// held by buffers that view it or by other arrays (then it stays theirs), or
+// for a moment by the run that wrote or read it, which lets go as it sets its
+// results ready: a buffer that is ready and that nothing views waits up to
+// 10 ms for such a holder to let go.
+bool sole_holder(const BufferRef& b) {
+  if (b.use_count() == 1) return true;
+  if (b->viewers() > 0 || !b->ready().is_set()) return false;
+  for (int k = 0; k < 500 && b.use_count() != 1; ++k) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  return b.use_count() == 1;
+}
+}  // namespace
 
 std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& device_ids,
                                                        const std::vector<std::vector<BufferRef>>& inputs,
@@ -523,7 +560,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     auto donor = [&](int s) -> BufferRef {
       for (std::size_t k : donors[std::size_t(s)]) {
         const BufferRef& b = inputs[i][k];
-        if (taken[k] || !b || b.use_count() != 1) continue;
+        if (taken[k] || !b || !sole_holder(b)) continue;
         const BufferRef* block = &b;
         while (*block && (*block)->is_view() && (*block)->owner_ref().use_count() == 1) block = &(*block)->owner_ref();
         if ((*block)->is_view() || (*block)->is_external() || (*block)->bytes() < slots[s].bytes) continue;
@@ -560,7 +597,9 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
   if (mode == LaunchMode::here) {
     Runtime::Inline claimed(Runtime::get(), local_ids);
     if (claimed) {
-      run_lockstep(*this, device_ids, inputs, outputs, profile::enabled(), false, local_pos, comm.get(), deferred);
+      // On the caller's thread: the caller holds the inputs anyway, and the outputs are returned.
+      auto ins = inputs;
+      run_lockstep(*this, device_ids, ins, outputs, profile::enabled(), false, local_pos, comm.get(), deferred, false);
       return outputs;
     }
     mode = choose_launch_mode(*this, local_ids.size(), inputs_ready, false, allow_lockstep);
@@ -576,7 +615,10 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
     std::vector<BufferRef> ins = inputs[i], outs = outputs[i];
     int dev = device_ids[i];
     const bool profiled = j == 0 && profile::enabled();  // this process's first device
-    return [self, ins, outs, dev, i, comm, profiled] { run_on_device(*self, dev, i, ins, outs, comm.get(), profiled); };
+    // The buffers die with this call, not with the task.
+    return [self, ins, outs, dev, i, comm, profiled]() mutable {
+      run_on_device(*self, dev, i, std::move(ins), std::move(outs), comm.get(), profiled);
+    };
   });
   return outputs;
 }

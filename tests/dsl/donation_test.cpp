@@ -34,6 +34,19 @@ std::map<int, std::uintptr_t> blocks(const ts::Array& x) {
   return m;
 }
 
+// A two-layer MLP's training step, returning its updated parameters (a pytree).
+using Params = std::vector<ts::Array>;
+ts::Array mlp_loss(const Params& p, const ts::Array& x) {
+  const ts::Array h = ts::tanh(ts::matmul(x, p[0]) + p[1]);
+  return ts::mean(ts::square(ts::matmul(h, p[2]) + p[3]));
+}
+Params train(const Params& p, const ts::Array& x) {
+  const Params g = ts::grad([](const Params& q, const ts::Array& y) { return mlp_loss(q, y); })(p, x);
+  Params out;
+  for (std::size_t k = 0; k < p.size(); ++k) out.push_back(p[k] - 0.1f * g[k]);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("donation: delete_buffers deletes the array; its values are then a ValueError with JAX's message") {
@@ -218,17 +231,6 @@ TEST_CASE("donation: an elementwise kernel and an update write over a donated ar
   }
   // A small MLP's training step returning its updated parameters (a pytree):
   // every parameter's block is reused, and the values equal the step without donation.
-  using Params = std::vector<ts::Array>;
-  auto loss = [](const Params& p, ts::Array x) {
-    const ts::Array h = ts::tanh(ts::matmul(x, p[0]) + p[1]);
-    return ts::mean(ts::square(ts::matmul(h, p[2]) + p[3]));
-  };
-  auto train = [&](const Params& p, ts::Array x) {
-    const Params g = ts::grad(loss)(p, x);
-    Params out;
-    for (std::size_t k = 0; k < p.size(); ++k) out.push_back(p[k] - 0.1f * g[k]);
-    return out;
-  };
   auto init = [] {
     return Params{ts::arange(32.0f).reshape({8, 4}) * 0.01f, ts::ones({4}) * 0.1f,
                   ts::arange(8.0f).reshape({4, 2}) * -0.02f, ts::zeros({2})};
@@ -253,17 +255,6 @@ TEST_CASE("donation: an elementwise kernel and an update write over a donated ar
 }
 
 TEST_CASE("memory_analysis: donation and the blocks the runtime actually holds for a training step") {
-  using Params = std::vector<ts::Array>;
-  auto loss = [](const Params& p, ts::Array x) {
-    const ts::Array h = ts::tanh(ts::matmul(x, p[0]) + p[1]);
-    return ts::mean(ts::square(ts::matmul(h, p[2]) + p[3]));
-  };
-  auto train = [&](const Params& p, ts::Array x) {
-    const Params g = ts::grad(loss)(p, x);
-    Params out;
-    for (std::size_t k = 0; k < p.size(); ++k) out.push_back(p[k] - 0.1f * g[k]);
-    return out;
-  };
   auto init = [] {
     return Params{ts::ones({256, 512}) * 0.01f, ts::ones({512}) * 0.1f, ts::ones({512, 128}) * -0.02f, ts::zeros({128})};
   };
