@@ -470,30 +470,16 @@ std::string steps_text(const std::vector<Step>& steps) {
 }
 
 // CompiledProgram::in_place: output k may share parameter p's block where
-// the first thunk writing k's slot is an update whose operand is p, p is read
-// by no thunk after it nor by one that waits on peers (a collective reads its
-// peers' blocks), p is not itself returned, and k's slot is returned once.
-std::vector<int> in_place_outputs(const rt::Executable& e, const std::vector<bool>& updates) {
+// its slot is returned once and Executable::write_over_safe(p, slot) holds:
+// the thunk that first writes it reads p last and may write over it (an
+// update of p), and no thunk after it nor a collective reads p.
+std::vector<int> in_place_outputs(const rt::Executable& e) {
   std::vector<int> in_place(e.output_slots.size(), -1);
   for (std::size_t k = 0; k < e.output_slots.size(); ++k) {
     const int so = e.output_slots[k];
-    if (std::count(e.output_slots.begin(), e.output_slots.end(), so) != 1 ||
-        std::count(e.param_slots.begin(), e.param_slots.end(), so) != 0)
-      continue;
-    std::size_t w = 0;
-    while (w < e.thunks.size() && std::count(e.alloc_before[w].begin(), e.alloc_before[w].end(), so) == 0) ++w;
-    if (w == e.thunks.size() || !updates[w]) continue;
-    const int ps = e.reads[w][0];
-    const auto p = std::find(e.param_slots.begin(), e.param_slots.end(), ps);
-    if (p == e.param_slots.end() || std::count(e.param_slots.begin(), e.param_slots.end(), ps) != 1 ||
-        std::count(e.output_slots.begin(), e.output_slots.end(), ps) != 0 ||
-        std::count(e.reads[w].begin(), e.reads[w].end(), ps) != 1)
-      continue;
-    bool safe = true;
-    for (std::size_t t = 0; t < e.thunks.size() && safe; ++t)
-      if (std::count(e.reads[t].begin(), e.reads[t].end(), ps))
-        safe = (t < w || t == w) && !e.thunks[t]->waits_on_peers();
-    if (safe) in_place[k] = int(p - e.param_slots.begin());
+    if (std::count(e.output_slots.begin(), e.output_slots.end(), so) != 1) continue;
+    for (std::size_t p = 0; p < e.param_slots.size() && in_place[k] < 0; ++p)
+      if (e.write_over_safe(int(p), so)) in_place[k] = int(p);
   }
   return in_place;
 }
@@ -571,7 +557,6 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     for (auto& r : plan.steps[t].reads) last_read[r.get()] = t;
   std::unordered_set<const Node*> returned;
   for (auto& o : g.outputs) returned.insert(o.get());
-  std::vector<bool> updates;  // per thunk: an update (make_update_thunk), whose reads[0] it may write over
   std::ostringstream text;
   std::size_t code_bytes = 0;
   for (std::size_t at = 0; at < plan.steps.size(); ++at) {
@@ -669,7 +654,6 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     exe->free_after.push_back({});
     if (scratch >= 0) exe->free_after.back().push_back(scratch);
     exe->thunks.push_back(std::move(thunk));
-    updates.push_back(step.kind == StepKind::Update && numel(step.node->shape()) != 0);
   }
   for (auto& o : g.outputs) exe->output_slots.push_back(slot_of(o));
   // Temporaries die after their last reader.
@@ -685,7 +669,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   for (size_t s = 0; s < last.size(); ++s)
     if (!keep[s] && last[s] >= 0) exe->free_after[last[s]].push_back(int(s));
   for (auto& t : exe->thunks) text << "  " << t->describe() << '\n';
-  std::vector<int> in_place = in_place_outputs(*exe, updates);
+  std::vector<int> in_place = in_place_outputs(*exe);
   // The first compile creates the JIT's statics; exit() must let running
   // launches finish before destroying them: one handler, registered after
   // them (the JIT itself is never destroyed, later compiles add no statics).

@@ -562,7 +562,7 @@ std::vector<std::vector<BufferRef>> Executable::launch(const std::vector<int>& d
         const BufferRef& b = inputs[i][k];
         if (taken[k] || !b || !sole_holder(b)) continue;
         const BufferRef* block = &b;
-        while (*block && (*block)->is_view() && (*block)->owner_ref().use_count() == 1) block = &(*block)->owner_ref();
+        while ((*block)->is_view() && (*block)->owner_ref().use_count() == 1) block = &(*block)->owner_ref();
         if ((*block)->is_view() || (*block)->is_external() || (*block)->bytes() < slots[s].bytes) continue;
         taken[k] = true;
         BufferRef out = Buffer::deferred(device_ids[i], slots[s].bytes);
