@@ -107,6 +107,19 @@ Value* ExprEmitter::linearize(const Index& idx, const Shape& shape) {
 
 // Threefry-2x32, 20 rounds (the reference: tracer/rules_elementwise.cpp).
 // The two words come from the same rounds; LLVM shares them when both are used.
+Value* ExprEmitter::trig(MathFn fn, Value* x) {
+  Value* fast = emit_math(b, fn, x);
+  if (!x->getType()->isFloatTy() || trig_ == Trig::Fast) return fast;  // double: libm already
+  Value* large = b.CreateFCmpOGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                                 llvm::ConstantFP::get(x->getType(), kTrigFastLimit));  // inf too; not NaN
+  if (trig_ == Trig::Scan) {
+    Value* seen = b.CreateLoad(b.getInt8Ty(), trig_flag_);
+    b.CreateStore(b.CreateOr(seen, b.CreateZExt(large, b.getInt8Ty())), trig_flag_);
+    return fast;
+  }
+  return b.CreateSelect(large, emit_libm(b, fn, x), fast);
+}
+
 Value* ExprEmitter::threefry(Value* k0, Value* k1, Value* x0, Value* x1, int word) {
   auto c = [&](std::uint32_t v) { return b.getInt32(v); };
   Value* ks[3] = {k0, k1, b.CreateXor(b.CreateXor(k0, k1), c(0x1BD11BDAu))};
@@ -237,6 +250,7 @@ class Emitter final : public ExprEmitter {
   Emitter(const Step& step, llvm::LLVMContext& ctx, llvm::Module& m, int alias_read = -1)
       : ExprEmitter(ctx), step_(step), m_(m), alias_read_(alias_read) {
     for (auto& r : step.reads) leaves_.insert(r.get());
+    has_f32_trig_ = computes_f32_trig();
   }
 
   // Emits the kernel `name`; returns (work items, elements per item).
@@ -303,9 +317,12 @@ class Emitter final : public ExprEmitter {
     Value* next = b.CreateAdd(i, i64c(1), "", true, true);
     i->addIncoming(next, b.GetInsertBlock());
     llvm::BranchInst* latch = b.CreateBr(header);
-    if (interleave) {
-      llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-                                 llvm::ConstantAsMetadata::get(b.getInt32(interleave))};
+    if (interleave || scalar_loops_) {
+      // The rare path of a guarded block (libm calls) stays scalar.
+      llvm::Metadata* count[] = {
+          llvm::MDString::get(ctx_, scalar_loops_ ? "llvm.loop.vectorize.enable" : "llvm.loop.interleave.count"),
+          scalar_loops_ ? llvm::ConstantAsMetadata::get(b.getFalse())
+                        : llvm::ConstantAsMetadata::get(b.getInt32(interleave))};
       auto self = llvm::MDNode::getTemporary(ctx_, {});
       llvm::Metadata* ops[] = {self.get(), llvm::MDNode::get(ctx_, count)};
       llvm::MDNode* md = llvm::MDNode::get(ctx_, ops);
@@ -326,7 +343,74 @@ class Emitter final : public ExprEmitter {
     return v;
   }
 
+  // Runs body (which emits a block's loops and stores) so that float32
+  // trig runs its vector polynomial alone where it can: the block runs with
+  // the polynomial, noting arguments beyond kTrigFastLimit, and where it
+  // met one, runs again in a scalar loop with libm's result beyond the
+  // limit (body starts its block afresh: a reduction re-initialises). A
+  // kernel writing over one of its reads (alias_read_) could not read its
+  // block again: it looks first, in a pass whose stores are not emitted
+  // (so the rest of it is dead code), then runs one way or the other.
+  // Without float32 trig, body as it is.
+  void guarded(const std::function<void()>& body) {
+    if (!has_f32_trig_) {
+      body();
+      return;
+    }
+    llvm::Function* f = b.GetInsertBlock()->getParent();
+    if (!trig_flag_) {
+      llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+      trig_flag_ = entry.CreateAlloca(b.getInt8Ty());
+    }
+    const bool look_first = alias_read_ >= 0;
+    b.CreateStore(b.getInt8(0), trig_flag_);
+    trig_ = Trig::Scan;
+    skip_stores_ = look_first;
+    body();
+    skip_stores_ = false;
+    Value* large = b.CreateICmpNE(b.CreateLoad(b.getInt8Ty(), trig_flag_), b.getInt8(0));
+    auto* slow = llvm::BasicBlock::Create(ctx_, "trig_large", f);
+    auto* fast = look_first ? llvm::BasicBlock::Create(ctx_, "trig_fast", f) : nullptr;
+    auto* done = llvm::BasicBlock::Create(ctx_, "trig_done", f);
+    b.CreateCondBr(large, slow, look_first ? fast : done);
+    b.SetInsertPoint(slow);
+    trig_ = Trig::Precise;
+    scalar_loops_ = true;
+    memo_.clear();
+    body();
+    scalar_loops_ = false;
+    b.CreateBr(done);
+    if (look_first) {
+      b.SetInsertPoint(fast);
+      trig_ = Trig::Fast;
+      memo_.clear();
+      body();
+      b.CreateBr(done);
+    }
+    b.SetInsertPoint(done);
+    trig_ = Trig::Precise;
+    memo_.clear();
+  }
+
+  // Whether the step computes float32 (or narrow float) sin, cos or tan.
+  bool computes_f32_trig() const {
+    std::unordered_set<const Node*> seen;
+    std::vector<const Node*> todo = {step_.node.get()};
+    while (!todo.empty()) {
+      const Node* n = todo.back();
+      todo.pop_back();
+      if (!seen.insert(n).second) continue;
+      if ((n->op == Op::sin || n->op == Op::cos || n->op == Op::tan) &&
+          (n->dtype() == DType::float32 || is_narrow_float(n->dtype())))
+        return true;
+      if (leaves_.count(n) && n != step_.node.get()) continue;  // loaded, not computed here
+      for (auto& i : n->in) todo.push_back(i.get());
+    }
+    return false;
+  }
+
   void store(DType t, Value* flat, Value* v) {
+    if (skip_stores_) return;
     llvm::Type* mt = mem_type(t);
     if (t == DType::bool_) v = b.CreateZExt(v, mt);
     if (is_narrow_float(t)) v = narrow_encode(b, v, t);  // v is on the grid (value() rounds)
@@ -345,6 +429,30 @@ class Emitter final : public ExprEmitter {
     }
   }
 
+  // A constant +-2^k (k >= 0), looked for through broadcasts, reshapes and
+  // converts to floats (which keep such a value, or make it inf or NaN: the
+  // product is then inf or NaN, on the grid too; an integer convert could
+  // saturate 256 to 127).
+  static bool power_of_two_at_least_one(const Node* n) {
+    while (n->op == Op::broadcast_in_dim || n->op == Op::reshape ||
+           (n->op == Op::convert && (is_floating(n->dtype()) || is_narrow_float(n->dtype()))))
+      n = n->in[0].get();
+    if (n->op != Op::constant) return false;
+    const Literal& l = *n->attr<attr::Constant>().value;
+    if (numel(l.shape) != 1) return false;
+    int e = 0;
+    const double m = std::frexp(std::fabs(l.as_double(0)), &e);
+    return m == 0.5 && e >= 1;
+  }
+  // Whether n's float32 result is on its grid already, its operands being
+  // on theirs: a bfloat16 times +-2^k, k >= 0, is exact or overflows to the
+  // infinity rounding would give (float's exponent range; not float16's),
+  // and a NaN from it is quiet with the payload's top bits kept.
+  static bool exact_on_grid(const Node& n) {
+    return n.dtype() == DType::bfloat16 && n.op == Op::mul &&
+           (power_of_two_at_least_one(n.in[0].get()) || power_of_two_at_least_one(n.in[1].get()));
+  }
+
   Value* value(const NodeRef& n, const Index& idx) override {
     auto base = base_.find(n.get());
     if (base != base_.end()) return load(*n, base->second, idx);
@@ -353,7 +461,7 @@ class Emitter final : public ExprEmitter {
     if (it != memo_.end()) return it->second;
     Value* v = lower_expr(*this, *n, idx);
     // A narrow float is rounded at each op's result (codegen/narrow_float.hpp).
-    if (is_narrow_float(n->dtype()) && rounds(n->op)) v = narrow_round(b, v, n->dtype());
+    if (is_narrow_float(n->dtype()) && rounds(n->op) && !exact_on_grid(*n)) v = narrow_round(b, v, n->dtype());
     memo_[key] = v;
     return v;
   }
@@ -382,12 +490,14 @@ class Emitter final : public ExprEmitter {
       Value* j1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(j0, i64c(block)), i64c(last));
       Index row_idx = unflatten(row, row_shape);
       Value* row_base = b.CreateMul(row, i64c(last));
-      loop(j0, j1, [&](Value* j) {
-        Index idx = row_idx;
-        idx.push_back(j);
-        memo_.clear();
-        store(root.dtype(), b.CreateAdd(row_base, j), value(step_.node, idx));
-      }, kInterleave);
+      guarded([&] {
+        loop(j0, j1, [&](Value* j) {
+          Index idx = row_idx;
+          idx.push_back(j);
+          memo_.clear();
+          store(root.dtype(), b.CreateAdd(row_base, j), value(step_.node, idx));
+        }, kInterleave);
+      });
     });
     return {rows * nb, block};
   }
@@ -470,6 +580,7 @@ class Emitter final : public ExprEmitter {
       Index idx(xs.size(), nullptr);
       for (size_t d = 0, k = 0; d < xs.size(); ++d)
         if (!reduced[d]) idx[d] = oidx[k++];
+      guarded([&] {
       if (arg) {
         b.CreateStore(identity(is_max ? Op::reduce_max : Op::reduce_min, xt), acc);
         b.CreateStore(i64c(0), best);
@@ -500,6 +611,7 @@ class Emitter final : public ExprEmitter {
       Value* r = arg ? convert_value(b.CreateLoad(b.getInt64Ty(), best), DType::int64, root.dtype())
                      : b.CreateLoad(reg_type(xt), acc);
       store(root.dtype(), o, r);
+      });
     });
     return {n_out, per_out};
   }
@@ -527,6 +639,7 @@ class Emitter final : public ExprEmitter {
       Value* t0 = b.CreateMul(b.CreateURem(item, i64c(nb)), i64c(block));
       Value* t1 = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b.CreateAdd(t0, i64c(block)), i64c(tail));
       Value* out_base = b.CreateMul(ob, i64c(tail));
+      guarded([&] {
       loop(t0, t1, [&](Value* t) { store(root.dtype(), b.CreateAdd(out_base, t), identity(root.op, xt)); });
       Index oidx = unflatten(ob, outer_shape);
       Index idx(xs.size(), nullptr);
@@ -545,8 +658,9 @@ class Emitter final : public ExprEmitter {
           if (xt == DType::bool_) a = b.CreateICmpNE(a, b.getInt8(0));
           Value* r = combine(root.op, xt, a, v);
           if (xt == DType::bool_) r = b.CreateZExt(r, mt);
-          b.CreateStore(r, p);
+          if (!skip_stores_) b.CreateStore(r, p);
         });
+      });
       });
     });
     return {numel(outer_shape) * nb, per_item};
@@ -558,6 +672,9 @@ class Emitter final : public ExprEmitter {
   std::unordered_map<const Node*, Value*> base_;
   Value* out_ = nullptr;
   int alias_read_ = -1;
+  bool has_f32_trig_ = false;
+  bool scalar_loops_ = false;  // loops the vectoriser leaves alone (guarded's rare path)
+  bool skip_stores_ = false;   // guarded's first look, where it must not write
   std::map<std::pair<const Node*, Index>, Value*> memo_;
 };
 

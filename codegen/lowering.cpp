@@ -90,9 +90,9 @@ TESSEL_LOWER(remat_barrier) { return e.arg(n, idx, 0); }  // its second operand 
 
 #define TESSEL_LOWER_MATH1(OP, FN) \
   TESSEL_LOWER(OP) { return emit_math(e.b, MathFn::FN, e.arg(n, idx, 0)); }
-TESSEL_LOWER_MATH1(sin, sin)
-TESSEL_LOWER_MATH1(cos, cos)
-TESSEL_LOWER_MATH1(tan, tan)
+TESSEL_LOWER(sin) { return e.trig(MathFn::sin, e.arg(n, idx, 0)); }
+TESSEL_LOWER(cos) { return e.trig(MathFn::cos, e.arg(n, idx, 0)); }
+TESSEL_LOWER(tan) { return e.trig(MathFn::tan, e.arg(n, idx, 0)); }
 TESSEL_LOWER_MATH1(tanh, tanh)
 TESSEL_LOWER_MATH1(exp, exp)
 TESSEL_LOWER_MATH1(expm1, expm1)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codegen/llvm_headers.hpp"
+#include "codegen/math.hpp"
 #include "tracer/ir.hpp"
 
 namespace tessel::codegen {
@@ -49,9 +50,18 @@ class ExprEmitter {
   llvm::Value* convert_value(llvm::Value* v, DType from, DType to);
   // Threefry-2x32, 20 rounds (the reference: tracer/rules_elementwise.cpp).
   llvm::Value* threefry(llvm::Value* k0, llvm::Value* k1, llvm::Value* x0, llvm::Value* x1, int word);
+  // sin, cos or tan. float32's vector polynomial reduces exactly only to
+  // |x| <= kTrigFastLimit; by default (Precise) a larger argument takes
+  // libm's result. A kernel that checks each block first
+  // (KernelEmitter::guarded: Scan, then Fast or Precise) runs the
+  // polynomial alone where no argument is large.
+  llvm::Value* trig(MathFn fn, llvm::Value* x);
 
  protected:
   llvm::LLVMContext& ctx_;
+  enum class Trig { Precise, Fast, Scan };
+  Trig trig_ = Trig::Precise;
+  llvm::AllocaInst* trig_flag_ = nullptr;  // Scan: set (i8 1) when an argument is large
 
  public:
   llvm::IRBuilder<> b;

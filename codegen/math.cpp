@@ -108,7 +108,8 @@ struct F {
   // gives the sign. One polynomial and no octant selects (the Cephes way
   // evaluates both sin's and cos's and picks) makes 2*sin(x)+1 memory-bound.
   // pi in four parts, each with few enough bits that q * part is exact with
-  // FMA for |q| < 2^16, so |x| up to ~2e5 reduces to within 1 ulp.
+  // FMA for |q| < 2^16, so |x| up to kTrigFastLimit reduces to within 1 ulp
+  // (ExprEmitter::trig takes libm's result beyond it).
   llvm::Value* sincos(llvm::Value* x, bool want_cos) {
     llvm::Value* q;  // the multiple of pi/2 (cos) or pi (sin), an integer-valued float
     llvm::Value* h;  // q in multiples of pi
@@ -133,7 +134,8 @@ struct F {
                                  : b.CreateICmpNE(b.CreateAnd(qi, ci(1)), ci(0));
     v = sel(flip, b.CreateFNeg(v), v);
     if (!want_cos) v = sel(eq(x, c(0.0)), x, v);  // sin(-0) = -0
-    // Too large to reduce in float (and inf, NaN): NaN, as the ranges allow.
+    // Too large to reduce in float (and inf, NaN): NaN; callers take libm's
+    // result beyond kTrigFastLimit (ExprEmitter::trig).
     return sel(b.CreateFCmpULT(abs(x), c(8388608.0)), v, c(std::nan("")));
   }
 
@@ -236,6 +238,12 @@ llvm::Value* erf_inv_f64(Builder& b, llvm::Value* x) {
 }
 
 }  // namespace
+
+llvm::Value* emit_libm(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y) {
+  const char* name = libm_name(fn, x->getType()->isFloatTy());
+  if (!name) throw InternalError("no libm function for this math function");
+  return libm_call(b, name, x, y);
+}
 
 llvm::Value* emit_math(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y) {
   const bool f32 = x->getType()->isFloatTy();

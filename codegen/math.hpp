@@ -20,6 +20,13 @@ enum class MathFn { sin, cos, tan, tanh, exp, expm1, log, log1p, logistic, erf_i
 using Builder = llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderDefaultInserter>;
 
 // fn(x) (or fn(x, y) for pow and atan2) for a float or double value.
+// float32 sin, cos and tan are exact to a few ulp for |x| <= kTrigFastLimit
+// only (NaN beyond 2^23): ExprEmitter::trig gives libm's beyond the limit.
 llvm::Value* emit_math(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y = nullptr);
+// libm's fn (sinf, cosf, tanf, ...: the name by x's type).
+llvm::Value* emit_libm(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y = nullptr);
+
+// Where the float32 polynomial's four-part pi stops reducing exactly: |q| < 2^16.
+constexpr double kTrigFastLimit = 131072.0;
 
 }  // namespace tessel::codegen

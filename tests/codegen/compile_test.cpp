@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include "codegen/library.hpp"
 #include "tests/common/run_graph.hpp"
 #include "tracer/build.hpp"
@@ -121,7 +123,7 @@ TEST_CASE("float32 sin and cos reduce large arguments to within a few ulp of 1")
     // precision, so the absolute error stays at a few ulp of 1.
     check_against_interpreter(b.g, {random_host<float>(DType::float32, {8192}, rng, -1e5, 1e5)}, 3e-7, 2.5e-7);
   }
-  // sin keeps the sign of zero; cos(+-0) = 1; beyond float's reach of pi: NaN (inf, NaN too).
+  // sin keeps the sign of zero; cos(+-0) = 1; inf and NaN: NaN.
   G b;
   std::vector<float> v = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
   auto x = b.param(DType::float32, {5});
@@ -131,6 +133,86 @@ TEST_CASE("float32 sin and cos reduce large arguments to within a few ulp of 1")
   CHECK_FALSE(std::signbit(out[0].as_double(0)));
   CHECK(out[1].as_double(1) == 1.0);
   for (int i = 2; i < 5; ++i) CHECK((std::isnan(out[0].as_double(i)) && std::isnan(out[1].as_double(i))));
+}
+
+TEST_CASE("float32 and bfloat16 sin, cos and tan beyond the polynomial's range: libm's values, fused and reduced") {
+  // Rows of 9000 span two blocks of a loop kernel; a large argument sits in
+  // the second block of row 1, the first of row 2, none in row 0. Before,
+  // the polynomial's NaN stood for all of them (|x| >= 2^23) or a value a few
+  // thousand ulp off (|x| past 2e5).
+  const Shape s = {3, 9000};
+  std::mt19937 rng(11);
+  HostArray x = random_host<float>(DType::float32, s, rng, -100, 100);
+  const float large[] = {131073.0f, -2e5f, 1e6f, 8388609.0f, 1e7f, -1e8f, 1e20f, 3e38f, 16777216.0f, -INFINITY};
+  float* v = reinterpret_cast<float*>(x.bytes.data());
+  for (int k = 0; k < 10; ++k) {
+    v[9000 + 8500 + k] = large[k];
+    v[2 * 9000 + 3 + 7 * k] = large[9 - k];
+  }
+  G b;
+  auto p = b.param(DType::float32, s);
+  auto two = build::broadcast_in_dim(b.t, build::scalar(b.t, DType::float32, 2), s, {});
+  auto sin = build::unary(b.t, Op::sin, p), cos = build::unary(b.t, Op::cos, p);
+  b.g.outputs = {sin, build::binary(b.t, Op::add, build::binary(b.t, Op::mul, two, cos), two),
+                 build::unary(b.t, Op::tan, p),
+                 build::reduce(b.t, Op::reduce_sum, sin, {1}),   // a row reduction
+                 build::reduce(b.t, Op::reduce_sum, cos, {0}),   // a column reduction
+                 build::arg_reduce(b.t, Op::argmax, sin, 1, DType::int32)};
+  // The reductions: compiled code adds in another order.
+  verify(b.g);
+  auto want = interpret(b.g, {x});
+  auto got = run_compiled(b.g, {x});
+  for (int i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(compare_arrays(got[i], want[i], i == 2 ? 6e-7 : i == 3 || i == 4 ? 2e-5 : 3e-7, i == 3 ? 1e-4 : 2.5e-7) == "");
+  }
+  // bfloat16: the same arguments rounded, each result rounded once.
+  G h;
+  auto q = h.param(DType::bfloat16, s);
+  h.g.outputs = {build::unary(h.t, Op::sin, q), build::unary(h.t, Op::cos, q)};
+  const HostArray xb = interpret(
+      [&] {
+        G c;
+        auto r = c.param(DType::float32, s);
+        c.g.outputs = {build::convert(c.t, r, DType::bfloat16)};
+        return c.g;
+      }(),
+      {x})[0];
+  check_against_interpreter(h.g, {xb}, 7.9e-3, 1e-38);  // within one bfloat16 ulp (f32 sin rounds once more)
+}
+
+TEST_CASE("bfloat16 and float16 times constants: the rounding skipped only where exact, bit for bit") {
+  // bfloat16 times +-2^k (k >= 0) skips its rounding (codegen/emit.cpp,
+  // exact_on_grid); float16 (a narrower exponent range), 0.5 (subnormals
+  // lose bits) and 3 must still round. Each against the interpreter.
+  const std::vector<std::uint16_t> bf = {0x7F7F, 0x0080, 0x0001, 0x007F, 0x3FC0, 0xC050, 0x0000,
+                                         0x8000, 0x7F80, 0xFF80, 0x4780, 0x7F00, 0x3F81};
+  const std::vector<std::uint16_t> hf = {0x7BFF, 0x0400, 0x0001, 0x03FF, 0x3E00, 0xC280, 0x0000,
+                                         0x8000, 0x7C00, 0xFC00, 0x5A00, 0x7800, 0x3C01};
+  for (DType dt : {DType::bfloat16, DType::float16}) {
+    CAPTURE(dtype_name(dt));
+    const auto& bits = dt == DType::bfloat16 ? bf : hf;
+    const Shape s = {std::int64_t(bits.size())};
+    HostArray x;
+    x.dtype = dt;
+    x.shape = s;
+    x.bytes.resize(bits.size() * 2);
+    std::memcpy(x.bytes.data(), bits.data(), x.bytes.size());
+    G b;
+    auto p = b.param(dt, s);
+    for (double c : {2.0, 4.0, -8.0, 0.5, 3.0, 0x1p200, 0x1p-130, 1.0, 65536.0}) {
+      auto k = build::broadcast_in_dim(b.t, build::convert(b.t, build::scalar(b.t, DType::float64, c, true), dt), s, {});
+      b.g.outputs.push_back(build::binary(b.t, Op::mul, p, k));
+      b.g.outputs.push_back(build::binary(b.t, Op::mul, k, build::unary(b.t, Op::neg, p)));
+    }
+    verify(b.g);
+    const auto want = interpret(b.g, {x});
+    const auto got = run_compiled(b.g, {x});
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(got[i].bytes == want[i].bytes);
+    }
+  }
 }
 
 TEST_CASE("special values of the float32 math") {
