@@ -551,7 +551,10 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   };
   for (auto& p : g.params) exe->param_slots.push_back(slot_of(p));
   // Within a region, an update takes its operand's slot where the operand is
-  // a temporary it reads last: the update writes over it in place.
+  // a temporary it reads last, and so does a loop kernel reading one
+  // aligned: the step writes over it in place. (Not at the top level: there
+  // a lockstep launch may share one block of a temporary among positions,
+  // runtime/executable.cpp.)
   std::unordered_map<const Node*, std::size_t> last_read;
   for (std::size_t t = 0; t < plan.steps.size(); ++t)
     for (auto& r : plan.steps[t].reads) last_read[r.get()] = t;
@@ -561,11 +564,22 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   std::size_t code_bytes = 0;
   for (std::size_t at = 0; at < plan.steps.size(); ++at) {
     auto& step = plan.steps[at];
-    if (options.region && step.kind == StepKind::Update) {
-      const NodeRef& x = step.node->in[0];
-      if (x->op != Op::parameter && x->op != Op::get_tuple_element && !returned.count(x.get()) && slot.count(x.get()) &&
-          !slot.count(step.node.get()) && last_read.at(x.get()) == at)
-        slot[step.node.get()] = slot.at(x.get());
+    int over_temporary = -1;  // the read a loop kernel writes over
+    if (options.region && !step.node->aval.tuple && !slot.count(step.node.get())) {
+      auto dead_temporary = [&](const NodeRef& x) {
+        return x->op != Op::parameter && x->op != Op::get_tuple_element && !returned.count(x.get()) &&
+               slot.count(x.get()) && last_read.at(x.get()) == at;
+      };
+      if (step.kind == StepKind::Update && dead_temporary(step.node->in[0])) {
+        slot[step.node.get()] = slot.at(step.node->in[0].get());
+      } else if (step.kind == StepKind::Loop && numel(step.node->shape()) > 0) {
+        const std::vector<bool> aligned = aligned_reads(step);
+        for (std::size_t r = 0; r < aligned.size() && over_temporary < 0; ++r)
+          if (aligned[r] && dead_temporary(step.reads[r])) {
+            slot[step.node.get()] = slot.at(step.reads[r].get());
+            over_temporary = int(r);
+          }
+      }
     }
     std::vector<int> writes = writes_of(step);
     const int out = writes[0];
@@ -602,16 +616,18 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     else switch (step.kind) {
       case StepKind::Loop:
       case StepKind::Reduce: {
-        Kernel k = compile_kernel(step);
+        Kernel k = compile_kernel(step, over_temporary);
         code_bytes += k.code->code_bytes;
         std::vector<int> bufs{out};
         bufs.insert(bufs.end(), reads.begin(), reads.end());
         std::ostringstream os;
         os << (step.kind == StepKind::Loop ? "fusion " : "reduction ") << step.node->aval.str() << " root="
            << op_name(step.node->op) << " reads=" << reads.size() << " items=" << k.items;
-        // Reads a donated parameter may share the output's block with.
+        if (over_temporary >= 0) os << " over read " << over_temporary;
+        // Reads a parameter may share the output's block with: a donated
+        // argument, or a region's carry its loop keeps in one buffer.
         std::vector<bool> writable;
-        if (!options.region && step.kind == StepKind::Loop) {
+        if (step.kind == StepKind::Loop && over_temporary < 0) {
           writable = aligned_reads(step);
           bool any = false;
           for (std::size_t r = 0; r < writable.size(); ++r) {

@@ -629,13 +629,16 @@ std::size_t Executable::peak_bytes() const {
   std::size_t outs = 0;
   for (int s : output_slots)
     if (!fixed[s]) outs += slots[s].bytes, fixed[s] = true;
+  // A slot two steps write (a step writing over the temporary it reads) is
+  // allocated once.
+  std::vector<bool> held(slots.size(), false);
   std::size_t live = 0, peak = 0;
   for (size_t t = 0; t < thunks.size(); ++t) {
     for (int s : alloc_before[t])
-      if (!fixed[s]) live += slots[s].bytes;
+      if (!fixed[s] && !held[s]) live += slots[s].bytes, held[s] = true;
     peak = std::max(peak, live);
     for (int s : free_after[t])
-      if (!fixed[s]) live -= slots[s].bytes;
+      if (!fixed[s] && held[s]) live -= slots[s].bytes, held[s] = false;
   }
   return outs + peak;
 }

@@ -34,6 +34,19 @@ void check_exact(const Fn& fn, const std::vector<ts::Array>& args) {
   }
 }
 
+// The same within rounding (fused multiply-adds, transcendental
+// polynomials, sums in another order): for bodies that compute.
+void check_close(const Fn& fn, const std::vector<ts::Array>& args) {
+  const auto want = ts::testing::interpret_fn(fn, args);
+  auto jitted = ts::jit([&](const std::vector<ts::Array>& xs) { return fn(xs); });
+  const std::vector<ts::Array> got = jitted(args);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    CAPTURE(k);
+    CHECK(ts::testing::compare_arrays(ts::testing::host_of(got[k]), want[k], 2e-5, 1e-5) == "");
+  }
+}
+
 ts::Mesh mesh_of(int n) {
   const auto all = ts::devices();
   return ts::Mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
@@ -137,6 +150,48 @@ TEST_CASE("a loop's carry updated at an index stays one buffer: the compiled loo
     return std::vector<ts::Array>{r.first, r.second};
   };
   check_exact(late, {x});
+}
+
+TEST_CASE("a loop body's elementwise kernel writes its carry over itself: one buffer, the same bits") {
+  // x <- x * 0.9 + g, and a second carry summed from the first: the kernel
+  // reads the carry aligned, so the loop keeps it in one buffer.
+  const ts::Array x = ts::arange(std::int64_t(0), std::int64_t(4099), std::int64_t(1), ts::DType::float32) * 0.01f;
+  const ts::Array g = ts::cos(x);
+  const Fn loop = [](const std::vector<ts::Array>& a) {
+    using C = std::pair<ts::Array, ts::Array>;
+    auto r = lax::fori_loop(0, 50, [&](ts::Array, C c) {
+      return C(c.first * 0.9f + a[1] * ts::tanh(c.first), c.second + ts::sum(c.first));
+    }, C(a[0], ts::array(0.0f)));
+    return std::vector<ts::Array>{r.first, r.second};
+  };
+  const std::string text = program_text(loop, {x, g});
+  CAPTURE(text);
+  CHECK(text.find("carries updated in place: 0") != std::string::npos);
+  check_close(loop, {x, g});
+  // scan and while_loop likewise; a carry that is also read after its new
+  // value is written (by the sum of the next carry) is not, and stays right.
+  const Fn scan = [](const std::vector<ts::Array>& a) {
+    auto [c, ys] = lax::scan([](ts::Array c, ts::Array x) {
+      ts::Array n = ts::sin(c) + x;
+      return std::make_pair(n, ts::sum(n));
+    }, a[0], a[1].reshape({-1, 1}) * ts::ones({1, 4099}));
+    return std::vector<ts::Array>{c, ys};
+  };
+  // A temporary of the body read last by a loop kernel: the kernel writes
+  // over it (tanh(c @ w) + 1 over the product), and the loop stays right.
+  const Fn dense = [](const std::vector<ts::Array>& a) {
+    return std::vector<ts::Array>{
+        lax::fori_loop(0, 3, [&](ts::Array, ts::Array c) { return ts::tanh(ts::matmul(c, a[1])) + 1.0f; }, a[0])};
+  };
+  const ts::Array c0 = ts::sin(ts::arange(0.0f, 48.0f).reshape({6, 8}));
+  const ts::Array w = ts::cos(ts::arange(0.0f, 64.0f).reshape({8, 8})) * 0.3f;
+  const std::string dense_text = program_text(dense, {c0, w});
+  CAPTURE(dense_text);
+  CHECK(dense_text.find("root=add reads=1 items=6 over read 0") != std::string::npos);
+  check_close(dense, {c0, w});
+  const ts::Array small = ts::arange(std::int64_t(0), std::int64_t(6), std::int64_t(1), ts::DType::float32);
+  CHECK(program_text(scan, {x, small}).find("carries updated in place: 0") != std::string::npos);
+  check_close(scan, {x, small});
 }
 
 TEST_CASE("box updates: gradients and vmap against the interpreter and closed forms") {
