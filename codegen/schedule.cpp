@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/emit.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
@@ -66,9 +67,28 @@ void schedule_for_memory(std::vector<Step>& steps, const std::vector<NodeRef>& o
         net += static_cast<long long>(value_bytes(r->aval));
     return net >= 0;
   };
+  // A loop step computing an output from a parameter it reads aligned (a
+  // training step's update, p - lr * g) may write over that parameter when
+  // it is donated (Executable::write_over_safe), but only as its last
+  // reader: it waits for the parameter's other readers when anything else
+  // can run. Without donation that costs nothing: the gradient it reads
+  // lives longer, the output of the same size shorter.
+  std::vector<const Node*> over(n, nullptr);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Node& node = *steps[i].node;
+    if (steps[i].kind != StepKind::Loop || node.aval.tuple || !kept.count(&node)) continue;
+    const std::vector<bool> aligned = aligned_reads(steps[i]);
+    for (std::size_t r = 0; r < aligned.size() && !over[i]; ++r)
+      if (aligned[r] && steps[i].reads[r]->op == Op::parameter &&
+          value_bytes(steps[i].reads[r]->aval) == value_bytes(node.aval))
+        over[i] = steps[i].reads[r].get();
+  }
   using Heap = std::priority_queue<int, std::vector<int>, std::greater<int>>;  // earliest in the given order first
-  Heap freeing, other;
-  auto ready = [&](std::size_t i) { (frees(i) ? freeing : other).push(int(i)); };
+  Heap freeing, other, last;
+  auto ready = [&](std::size_t i) {
+    if (over[i] && uses_left.at(over[i]) > 1) last.push(int(i));
+    else (frees(i) ? freeing : other).push(int(i));
+  };
   for (std::size_t i = 0; i < n; ++i)
     if (waiting[i] == 0) ready(i);
   std::vector<Step> order;
@@ -83,6 +103,10 @@ void schedule_for_memory(std::vector<Step>& steps, const std::vector<NodeRef>& o
       if (!done[std::size_t(other.top())]) i = other.top();
       other.pop();
     }
+    while (i < 0 && !last.empty()) {
+      if (!done[std::size_t(last.top())]) i = last.top();
+      last.pop();
+    }
     if (i < 0) throw InternalError("schedule_for_memory: the steps' reads form a cycle");
     done[std::size_t(i)] = true;
     order.push_back(std::move(steps[std::size_t(i)]));
@@ -90,7 +114,8 @@ void schedule_for_memory(std::vector<Step>& steps, const std::vector<NodeRef>& o
       // The value's one reader left may now free it.
       if (--uses_left.at(r) != 1) continue;
       for (int j : readers.at(r))
-        if (!done[std::size_t(j)] && waiting[std::size_t(j)] == 0 && frees(std::size_t(j))) freeing.push(j);
+        if (!done[std::size_t(j)] && waiting[std::size_t(j)] == 0 && (frees(std::size_t(j)) || over[std::size_t(j)] == r))
+          ready(std::size_t(j));
     }
     for (int j : users[std::size_t(i)])
       if (--waiting[std::size_t(j)] == 0) ready(std::size_t(j));

@@ -10,6 +10,7 @@
 #include "runtime/executable.hpp"
 #include "runtime/trace.hpp"
 #include "tessel/core/errors.hpp"
+#include "tessel/warnings.hpp"
 
 namespace tessel::detail {
 
@@ -143,7 +144,30 @@ std::shared_ptr<const Program> lower_traced(const Traced& t, const std::vector<A
   return lower(g, args, lo, compile);
 }
 
+// JAX's rule (mlir.py, _set_up_aliases): each output takes the first donated
+// argument of its shape and dtype not taken yet; a donated argument left
+// over is a UserWarning naming its aval. (The launch then writes an output
+// into a donated block only where Executable::write_over_safe allows.)
+void warn_unusable_donations(const Program& p, const std::vector<bool>& donated) {
+  const Graph& g = p.global;
+  std::vector<bool> left(donated.begin(), donated.end());
+  left.resize(g.params.size(), false);
+  for (const NodeRef& o : g.outputs)
+    for (std::size_t k = 0; k < left.size(); ++k)
+      if (left[k] && g.params[k]->dtype() == o->dtype() && g.params[k]->shape() == o->shape()) {
+        left[k] = false;
+        break;
+      }
+  std::string names;
+  for (std::size_t k = 0; k < left.size(); ++k)
+    if (left[k]) names += (names.empty() ? "" : ", ") + cat("ShapedArray(", aval_str(g.params[k]->dtype(), g.params[k]->shape()), ")");
+  if (!names.empty())
+    warn(cat("Some donated buffers were not usable: ", names,
+             ".\nSee an explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation."));
+}
+
 std::vector<Array> run_program(const Program& p, const std::vector<Array>& args, const std::vector<bool>& donated) {
+  if (!donated.empty()) std::call_once(*p.donation_checked, [&] { warn_unusable_donations(p, donated); });
   return run(p, args, donated);
 }
 

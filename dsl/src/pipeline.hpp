@@ -9,6 +9,8 @@
 // be dumped as text (TESSEL_DUMP_DIR / config().dump_dir).
 #pragma once
 
+#include <mutex>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +42,9 @@ using CommStat = compiler::CommStat;
 struct Program : compiler::Program {
   std::vector<Sharding> output_user_shardings;
   bool committed_outputs = false;
+  // Its first run with donated arguments says which no output could use
+  // (run_program; JAX warns when it lowers).
+  std::shared_ptr<std::once_flag> donation_checked = std::make_shared<std::once_flag>();
 };
 
 // Lowers and compiles `g` for these arguments (cached by program and layouts).

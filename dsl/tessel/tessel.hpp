@@ -8,6 +8,7 @@
 #include <tessel/array.hpp>
 #include <tessel/autodiff.hpp>
 #include <tessel/checkpoint.hpp>
+#include <tessel/conv.hpp>
 #include <tessel/creation.hpp>
 #include <tessel/custom.hpp>
 #include <tessel/debug.hpp>
@@ -35,3 +36,4 @@
 #include <tessel/special.hpp>
 #include <tessel/tree.hpp>
 #include <tessel/vmap.hpp>
+#include <tessel/warnings.hpp>

@@ -39,21 +39,8 @@ int main(int argc, char** argv) {
     for (auto& [dW, db] : g) dW.block_until_ready(), db.block_until_ready();
   };
 
-  std::ostringstream setup;
-  setup << "sizes = [";
-  for (auto s : sizes) setup << s << ", ";
-  setup << "]\nB = " << batch_size << "\n"
-        << "params = [(torch.randn(a, b) / a ** 0.5, torch.randn(b)) for a, b in zip(sizes[:-1], sizes[1:])]\n"
-        << "for W, b in params: W.requires_grad_(); b.requires_grad_()\n"
-        << "x = torch.randn(B, sizes[0]); t = torch.randn(B, sizes[-1])\n"
-        << "flat = [v for p in params for v in p]\n"
-        << "def loss():\n"
-        << "    h = x\n"
-        << "    for W, b in params:\n"
-        << "        out = h @ W + b\n"
-        << "        h = torch.relu(out)\n"
-        << "    return ((out - t) ** 2).sum(-1).mean()\n";
-  double torch_s = bench::torch_seconds(setup.str(), "torch.autograd.grad(loss(), flat)", reps);
+  const std::string setup = bench::torch_mlp_setup(sizes, batch_size);
+  double torch_s = bench::torch_seconds(setup, "torch.autograd.grad(loss(), flat)", reps);
 
   std::ostringstream title;
   title << "MLP grad step " << sizes[0] << "-" << sizes[1] << "x3-10, batch " << batch_size << ", "

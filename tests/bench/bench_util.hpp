@@ -278,6 +278,27 @@ inline double torch_seconds(const std::string& setup, const std::string& stmt, i
   return std::stod(out);
 }
 
+// PyTorch's side of the seed MLP (samples/mlp.hpp): `sizes`, `B`, `params`
+// (W, b per layer, requiring gradients), `flat`, the batch `x`, `t`, and
+// `loss()`, the mean squared error of the ReLU network.
+inline std::string torch_mlp_setup(const std::vector<std::int64_t>& sizes, std::int64_t batch) {
+  std::ostringstream py;
+  py << "sizes = [";
+  for (auto s : sizes) py << s << ", ";
+  py << "]\nB = " << batch << "\n"
+     << "params = [(torch.randn(a, b) / a ** 0.5, torch.randn(b)) for a, b in zip(sizes[:-1], sizes[1:])]\n"
+     << "for W, b in params: W.requires_grad_(); b.requires_grad_()\n"
+     << "x = torch.randn(B, sizes[0]); t = torch.randn(B, sizes[-1])\n"
+     << "flat = [v for p in params for v in p]\n"
+     << "def loss():\n"
+     << "    h = x\n"
+     << "    for W, b in params:\n"
+     << "        out = h @ W + b\n"
+     << "        h = torch.relu(out)\n"
+     << "    return ((out - t) ** 2).sum(-1).mean()\n";
+  return py.str();
+}
+
 // `peer`: what the last two columns compare with (PyTorch unless named).
 inline void header(const std::string& title, const std::string& peer = "torch") {
   std::printf("\n%s\n%-44s %12s %12s %8s %12s %9s\n", title.c_str(), "case", "floor (ms)", "tessel (ms)", "x floor",

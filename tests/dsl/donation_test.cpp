@@ -312,3 +312,30 @@ TEST_CASE("donation: sin written over its donated argument still takes libm's va
   }
   CHECK(bad == 0);
 }
+
+TEST_CASE("donation: a donated argument no output can use is JAX's UserWarning, once per compiled program") {
+  std::vector<std::string> seen;
+  const ts::WarningHandler before = ts::set_warning_handler([&](const std::string& m) { seen.push_back(m); });
+  // JAX's FAQ: add with both arguments donated; one output takes one of them.
+  auto add = [](ts::Array x, ts::Array y) { return x + y; };
+  const auto both = ts::jit(add, {.donate_argnums = {0, 1}});
+  ts::Array z = both(ts::ones({2, 3}), ts::ones({2, 3}));
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] ==
+        "Some donated buffers were not usable: ShapedArray(float32[2,3]).\n"
+        "See an explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.");
+  z = both(ts::ones({2, 3}), ts::ones({2, 3}));  // the same program: no second warning
+  CHECK(seen.size() == 1);
+  // A donated argument of another shape than any output.
+  const auto other = ts::jit(add, {.donate_argnums = {1}});
+  z = other(ts::ones({2, 3}), ts::ones({1, 3}));
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1].find("ShapedArray(float32[1,3])") != std::string::npos);
+  // Every donation usable (the training step): nothing.
+  const ts::Array x = ts::arange(24.0f).reshape({3, 8}) * 0.1f;
+  Params p{ts::arange(32.0f).reshape({8, 4}) * 0.01f, ts::ones({4}) * 0.1f, ts::arange(8.0f).reshape({4, 2}) * -0.02f,
+           ts::zeros({2})};
+  p = ts::jit(train, {.donate_argnums = {0}})(p, x);
+  CHECK(seen.size() == 2);
+  ts::set_warning_handler(before);
+}

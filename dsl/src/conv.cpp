@@ -1,0 +1,398 @@
+// jax.lax's convolutions and reduce_window (tessel/conv.hpp), composed of
+// pads, strided slices, stacks and one dot_general (docs/convolutions.md).
+#include <tessel/conv.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "tessel/core/errors.hpp"
+#include "tessel/creation.hpp"
+#include "tessel/ops.hpp"
+
+namespace tessel::lax {
+
+namespace {
+
+using detail::cat;
+
+using Pairs = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+std::vector<std::int64_t> ones_if_empty(const std::vector<std::int64_t>& v, std::size_t n, const char* what,
+                                        const char* name) {
+  if (v.empty()) return std::vector<std::int64_t>(n, 1);
+  if (v.size() != n)
+    throw ValueError(cat(what, " ", name, " argument must have length equal to the number of spatial dimensions (", n,
+                         "), got ", v.size()));
+  for (auto d : v)
+    if (d < 1) throw ValueError(cat(what, " ", name, " must be positive, got ", d));
+  return v;
+}
+
+// lax.padtype_to_pads: "SAME" puts the odd element last, "SAME_LOWER" first.
+Pairs pads_of(const Padding& p, const Shape& in, const std::vector<std::int64_t>& window,
+              const std::vector<std::int64_t>& strides, const char* what) {
+  if (p.kind.empty()) {
+    if (p.pairs.size() != in.size())
+      throw ValueError(cat(what, " padding must have one (low, high) pair per spatial dimension (", in.size(), "), got ",
+                           p.pairs.size()));
+    return p.pairs;
+  }
+  std::string k = p.kind;
+  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+  Pairs out;
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    if (k == "VALID") {
+      out.push_back({0, 0});
+      continue;
+    }
+    if (k != "SAME" && k != "SAME_LOWER") throw ValueError(cat("Unknown padding type: ", p.kind, "."));
+    const std::int64_t o = (in[d] + strides[d] - 1) / strides[d];
+    const std::int64_t total = std::max<std::int64_t>(0, (o - 1) * strides[d] + window[d] - in[d]);
+    const std::int64_t lo = k == "SAME" ? total / 2 : total - total / 2;
+    out.push_back({lo, total - lo});
+  }
+  return out;
+}
+
+// x with d - 1 copies of `fill` between neighbours along axis.
+Array dilate(const Array& x, int axis, std::int64_t d, double fill) {
+  const std::int64_t n = x.shape()[std::size_t(axis)];
+  if (d == 1 || n == 0) return x;
+  std::vector<Array> parts{x};
+  const Array f = full_like(x, fill);
+  for (std::int64_t k = 1; k < d; ++k) parts.push_back(f);
+  Shape merged = x.shape();
+  merged[std::size_t(axis)] = n * d;
+  Array y = reshape(stack(parts, axis + 1), merged);
+  std::vector<IndexItem> idx(std::size_t(x.ndim()), all);
+  idx[std::size_t(axis)] = slice(0, (n - 1) * d + 1);
+  return y.index(idx);
+}
+
+// x padded with `fill` by (lo, hi) along axis; a negative side crops.
+Array pad_axis(const Array& x, int axis, std::int64_t lo, std::int64_t hi, double fill) {
+  Array y = x;
+  if (lo > 0 || hi > 0) {
+    Pairs w(std::size_t(x.ndim()), {0, 0});
+    w[std::size_t(axis)] = {std::max<std::int64_t>(lo, 0), std::max<std::int64_t>(hi, 0)};
+    y = pad(y, w, fill);
+  }
+  if (lo < 0 || hi < 0) {
+    const std::int64_t n = y.shape()[std::size_t(axis)];
+    const std::int64_t a = lo < 0 ? -lo : 0, b = hi < 0 ? n + hi : n;
+    std::vector<IndexItem> idx(std::size_t(y.ndim()), all);
+    idx[std::size_t(axis)] = slice(std::min(a, n), std::max(std::min(a, n), b));
+    y = y.index(idx);
+  }
+  return y;
+}
+
+// The windows of x (dims `dims`, each padded already): for every tap of
+// `window` (row-major), the strided slice it meets, stacked on a new last
+// axis. `out` receives the number of windows along each of `dims`.
+Array windows(const Array& x, const std::vector<int>& dims, const std::vector<std::int64_t>& window,
+              const std::vector<std::int64_t>& strides, const std::vector<std::int64_t>& dilation,
+              std::vector<std::int64_t>& out) {
+  out.clear();
+  for (std::size_t j = 0; j < dims.size(); ++j) {
+    const std::int64_t n = x.shape()[std::size_t(dims[j])], eff = (window[j] - 1) * dilation[j] + 1;
+    out.push_back(n >= eff ? (n - eff) / strides[j] + 1 : 0);
+  }
+  std::int64_t taps = 1;
+  for (auto w : window) taps *= w;
+  std::vector<Array> slices;
+  for (std::int64_t t = 0; t < taps; ++t) {
+    std::vector<IndexItem> idx(std::size_t(x.ndim()), all);
+    std::int64_t rest = t;
+    for (std::size_t j = dims.size(); j-- > 0;) {
+      const std::int64_t k = rest % window[j];
+      rest /= window[j];
+      const std::int64_t start = k * dilation[j];
+      idx[std::size_t(dims[j])] = out[j] == 0 ? slice(0, 0) : slice(start, start + (out[j] - 1) * strides[j] + 1, strides[j]);
+    }
+    slices.push_back(x.index(idx));
+  }
+  return stack(slices, x.ndim());
+}
+
+struct Layout {
+  std::vector<int> lhs, rhs, out;  // (batch, feature, spatial...) positions; the kernel's (out, in, spatial...)
+};
+
+Layout layout_of(const std::vector<std::string>& specs, int rank) {
+  Layout l;
+  if (specs.empty()) {
+    for (int d = 0; d < rank; ++d) l.lhs.push_back(d), l.rhs.push_back(d), l.out.push_back(d);
+    return l;
+  }
+  if (specs.size() != 3)
+    throw ValueError(cat("convolution dimension_numbers must have three layout strings (lhs, rhs, out), got ",
+                         specs.size()));
+  for (std::size_t s = 0; s < 3; ++s)
+    if (int(specs[s].size()) != rank)
+      throw ValueError(cat("convolution dimension_numbers[", s, "] must have length equal to the ndim of the operands (",
+                           rank, "), got '", specs[s], "'"));
+  const std::string &ls = specs[0], &rs = specs[1], &os = specs[2];
+  auto letters_ok = [&](const std::string& s, char a, char b) {
+    std::string seen;
+    for (char c : s) {
+      if (seen.find(c) != std::string::npos) return false;
+      seen += c;
+    }
+    return s.find(a) != std::string::npos && s.find(b) != std::string::npos;
+  };
+  if (!letters_ok(ls, 'N', 'C') || !letters_ok(rs, 'O', 'I') || !letters_ok(os, 'N', 'C'))
+    throw ValueError(cat("convolution dimension_numbers (", ls, ", ", rs, ", ", os,
+                         ") must name N and C in lhs and out, O and I in rhs, each letter once"));
+  std::string spatial;
+  for (char c : rs)
+    if (c != 'O' && c != 'I') spatial += c;
+  auto spatial_of = [&](const std::string& s, char a, char b) {
+    std::string sp;
+    for (char c : s)
+      if (c != a && c != b) sp += c;
+    std::string x = sp, y = spatial;
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    if (x != y)
+      throw ValueError(cat("convolution dimension_numbers (", ls, ", ", rs, ", ", os,
+                           ") must name the same spatial dimensions in lhs, rhs and out"));
+  };
+  spatial_of(ls, 'N', 'C');
+  spatial_of(os, 'N', 'C');
+  auto perm = [&](const std::string& s, char a, char b) {
+    std::vector<int> p{int(s.find(a)), int(s.find(b))};
+    for (char c : spatial) p.push_back(int(s.find(c)));
+    return p;
+  };
+  l.lhs = perm(ls, 'N', 'C');
+  l.rhs = perm(rs, 'O', 'I');
+  l.out = perm(os, 'N', 'C');
+  return l;
+}
+
+Array conv_impl(const Array& lhs_in, const Array& rhs_in, const std::vector<std::int64_t>& strides_in,
+                const Padding& padding, const ConvOptions& o) {
+  const char* what = "conv_general_dilated";
+  if (lhs_in.ndim() != rhs_in.ndim())
+    throw TypeError(cat(what, " lhs and rhs must have the same number of dimensions, got ", lhs_in.ndim(), " and ",
+                        rhs_in.ndim()));
+  if (lhs_in.ndim() < 2) throw TypeError(cat(what, " needs operands of at least 2 dimensions, got ", lhs_in.ndim()));
+  if (lhs_in.dtype() != rhs_in.dtype())
+    throw TypeError(cat(what, " requires arguments to have the same dtypes, got ", dtype_name(lhs_in.dtype()), ", ",
+                        dtype_name(rhs_in.dtype()), "."));
+  if (lhs_in.dtype() == DType::bool_) throw TypeError(cat(what, " does not accept dtype bool."));
+  const int rank = lhs_in.ndim(), k = rank - 2;
+  const Layout l = layout_of(o.dimension_numbers, rank);
+  const Array x = transpose(lhs_in, l.lhs), w = transpose(rhs_in, l.rhs);  // (N, C, S...), (O, I, K...)
+  const auto strides = ones_if_empty(strides_in, std::size_t(k), what, "window_strides");
+  const auto ld = ones_if_empty(o.lhs_dilation, std::size_t(k), what, "lhs_dilation");
+  const auto rd = ones_if_empty(o.rhs_dilation, std::size_t(k), what, "rhs_dilation");
+  const std::int64_t G = o.feature_group_count, B = o.batch_group_count;
+  const std::int64_t N = x.shape()[0], C = x.shape()[1], O = w.shape()[0], I = w.shape()[1];
+  if (G < 1 || B < 1) throw ValueError(cat(what, " feature_group_count and batch_group_count must be positive, got ", G, " and ", B));
+  if (G > 1 && B > 1)
+    throw ValueError(cat(what, " At most one of batch_group_count and feature_group_count may be > 1, got batch_group_count=",
+                         B, " and feature_group_count=", G));
+  if (C % G != 0)
+    throw ValueError(cat(what, " feature_group_count must divide lhs feature dimension size, but ", G,
+                         " does not divide ", C, "."));
+  if (C / G != I)
+    throw ValueError(cat(what, " lhs feature dimension size divided by feature_group_count must equal the rhs input "
+                               "feature dimension size, but ", C, " // ", G, " != ", I, "."));
+  if (O % G != 0)
+    throw ValueError(cat(what, " rhs output feature dimension size must be a multiple of feature_group_count, but ", O,
+                         " is not a multiple of ", G, "."));
+  if (N % B != 0)
+    throw ValueError(cat(what, " lhs batch dimension size must be evenly divisible by batch_group_count, but ", N,
+                         " is not a multiple of ", B, "."));
+  if (O % B != 0)
+    throw ValueError(cat(what, " rhs output feature dimension size must be a multiple of batch_group_count, but ", O,
+                         " is not a multiple of ", B, "."));
+  Shape in(x.shape().begin() + 2, x.shape().end());
+  std::vector<std::int64_t> kernel(w.shape().begin() + 2, w.shape().end()), eff;
+  for (int j = 0; j < k; ++j) eff.push_back((kernel[std::size_t(j)] - 1) * rd[std::size_t(j)] + 1);
+  const Pairs pads = pads_of(padding, in, eff, strides, what);
+  Array xp = x;
+  std::vector<int> dims;
+  for (int j = 0; j < k; ++j) {
+    xp = dilate(xp, 2 + j, ld[std::size_t(j)], 0.0);
+    xp = pad_axis(xp, 2 + j, pads[std::size_t(j)].first, pads[std::size_t(j)].second, 0.0);
+    dims.push_back(2 + j);
+  }
+  std::vector<std::int64_t> out;
+  const Array patches = windows(xp, dims, kernel, strides, rd, out);  // (N, C, o..., T)
+  std::int64_t T = 1;
+  for (auto t : kernel) T *= t;
+  const Array wt = reshape(w, {O, I, T});
+  const DotOptions dopt{o.preferred_element_type};
+  Array r;  // (N', o..., O)
+  auto group_last = [&](const Array& g) {  // (G, n, o..., Og) -> (n, o..., G * Og)
+    std::vector<int> p;
+    for (int d = 1; d < g.ndim() - 1; ++d) p.push_back(d);
+    p.push_back(0);
+    p.push_back(g.ndim() - 1);
+    Array t = transpose(g, p);
+    Shape s(t.shape().begin(), t.shape().end() - 2);
+    s.push_back(O);
+    return reshape(t, s);
+  };
+  if (G == 1 && B == 1) {
+    r = dot_general(patches, wt, {{1, std::int64_t(k) + 2}, {1, 2}, {}, {}}, dopt);
+  } else if (G > 1) {
+    Shape ps = patches.shape();
+    ps.erase(ps.begin() + 1);
+    ps.insert(ps.begin() + 1, {G, C / G});
+    const Array pg = reshape(patches, ps);  // (N, G, Cg, o..., T)
+    const Array wg = reshape(wt, {G, O / G, I, T});
+    r = group_last(dot_general(pg, wg, {{2, std::int64_t(k) + 3}, {2, 3}, {1}, {0}}, dopt));
+  } else {
+    Shape ps = patches.shape();
+    ps.erase(ps.begin());
+    ps.insert(ps.begin(), {B, N / B});
+    const Array pb = reshape(patches, ps);  // (B, Nb, C, o..., T)
+    const Array wb = reshape(wt, {B, O / B, I, T});
+    r = group_last(dot_general(pb, wb, {{2, std::int64_t(k) + 3}, {2, 3}, {0}, {0}}, dopt));
+  }
+  // (N', o..., O) -> the output layout.
+  std::vector<int> perm(static_cast<std::size_t>(rank));
+  perm[std::size_t(l.out[0])] = 0;
+  perm[std::size_t(l.out[1])] = k + 1;
+  for (int j = 0; j < k; ++j) perm[std::size_t(l.out[std::size_t(2 + j)])] = 1 + j;
+  return transpose(r, perm);
+}
+
+}  // namespace
+
+Array conv_general_dilated(const Array& lhs, const Array& rhs, const std::vector<std::int64_t>& window_strides,
+                           const Padding& padding, const ConvOptions& options) {
+  return conv_impl(lhs, rhs, window_strides, padding, options);
+}
+
+Array conv(const Array& lhs, const Array& rhs, const std::vector<std::int64_t>& window_strides, const Padding& padding,
+           std::optional<DType> preferred_element_type) {
+  return conv_general_dilated(lhs, rhs, window_strides, padding, {.preferred_element_type = preferred_element_type});
+}
+
+Array conv_with_general_padding(const Array& lhs, const Array& rhs, const std::vector<std::int64_t>& window_strides,
+                                const Padding& padding, const std::vector<std::int64_t>& lhs_dilation,
+                                const std::vector<std::int64_t>& rhs_dilation,
+                                std::optional<DType> preferred_element_type) {
+  return conv_general_dilated(lhs, rhs, window_strides, padding,
+                              {.lhs_dilation = lhs_dilation, .rhs_dilation = rhs_dilation,
+                               .preferred_element_type = preferred_element_type});
+}
+
+Array conv_transpose(const Array& lhs, const Array& rhs, const std::vector<std::int64_t>& strides,
+                     const Padding& padding, const ConvTransposeOptions& o) {
+  const int rank = rhs.ndim(), k = rank - 2;
+  if (lhs.ndim() != rank || rank < 2)
+    throw TypeError(cat("conv_transpose: lhs and rhs must have the same number (>= 2) of dimensions, got ", lhs.ndim(),
+                        " and ", rank));
+  // jax.lax.conv_transpose's default: TensorFlow's layouts (NHWC, HWIO).
+  std::vector<std::string> dn = o.dimension_numbers;
+  if (dn.empty()) {
+    const std::string sp = std::string("HWDEFGJKLMPQRSTUVXYZ").substr(0, std::size_t(std::max(k, 0)));
+    dn = {"N" + sp + "C", sp + "IO", "N" + sp + "C"};
+  }
+  Layout l = layout_of(dn, rank);
+  const auto rd = ones_if_empty(o.rhs_dilation, std::size_t(k), "conv_transpose", "rhs_dilation");
+  const auto st = ones_if_empty(strides, std::size_t(k), "conv_transpose", "strides");
+  // The kernel's spatial sizes, dilated.
+  std::vector<std::int64_t> eff;
+  for (int j = 0; j < k; ++j) eff.push_back((rhs.shape()[std::size_t(l.rhs[std::size_t(2 + j)])] - 1) * rd[std::size_t(j)] + 1);
+  // jax's _conv_transpose_padding for the strings; pairs as given.
+  Pairs pads;
+  if (padding.kind.empty()) {
+    pads = padding.pairs;
+    if (pads.size() != std::size_t(k))
+      throw ValueError(cat("conv_transpose padding must have one (low, high) pair per spatial dimension (", k, "), got ",
+                           pads.size()));
+  } else {
+    std::string kind = padding.kind;
+    std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+    for (int j = 0; j < k; ++j) {
+      const std::int64_t kk = eff[std::size_t(j)], s = st[std::size_t(j)];
+      std::int64_t len, lo;
+      if (kind == "SAME") {
+        len = kk + s - 2;
+        lo = s > kk - 1 ? kk - 1 : (len + 1) / 2;
+      } else if (kind == "VALID") {
+        len = kk + s - 2 + std::max<std::int64_t>(kk - s, 0);
+        lo = kk - 1;
+      } else {
+        throw ValueError("Padding mode must be `SAME` or `VALID`.");
+      }
+      pads.push_back({lo, len - lo});
+    }
+  }
+  Array w = rhs;
+  if (o.transpose_kernel) {
+    // Flip the spatial dims and swap the kernel's O and I.
+    std::vector<int> spatial;
+    for (int j = 0; j < k; ++j) spatial.push_back(l.rhs[std::size_t(2 + j)]);
+    w = flip(w, spatial);
+    std::swap(l.rhs[0], l.rhs[1]);
+  }
+  // As a convolution: lhs dilated by the strides, the kernel's layout made explicit.
+  std::string ls(std::size_t(rank), '?'), rs(std::size_t(rank), '?'), os(std::size_t(rank), '?');
+  const std::string letters = "DEFGHJKLMPQRSTUVWXYZ";
+  ls[std::size_t(l.lhs[0])] = 'N', ls[std::size_t(l.lhs[1])] = 'C';
+  rs[std::size_t(l.rhs[0])] = 'O', rs[std::size_t(l.rhs[1])] = 'I';
+  os[std::size_t(l.out[0])] = 'N', os[std::size_t(l.out[1])] = 'C';
+  for (int j = 0; j < k; ++j) {
+    ls[std::size_t(l.lhs[std::size_t(2 + j)])] = letters[std::size_t(j)];
+    rs[std::size_t(l.rhs[std::size_t(2 + j)])] = letters[std::size_t(j)];
+    os[std::size_t(l.out[std::size_t(2 + j)])] = letters[std::size_t(j)];
+  }
+  return conv_general_dilated(lhs, w, std::vector<std::int64_t>(std::size_t(k), 1), pads,
+                              {.lhs_dilation = st, .rhs_dilation = rd, .dimension_numbers = {ls, rs, os},
+                               .preferred_element_type = o.preferred_element_type});
+}
+
+Array reduce_window(const Array& x, double init, const std::string& op, const std::vector<std::int64_t>& window,
+                    const std::vector<std::int64_t>& strides_in, const Padding& padding,
+                    const std::vector<std::int64_t>& base_dilation, const std::vector<std::int64_t>& window_dilation) {
+  const char* what = "reduce_window";
+  const std::size_t r = std::size_t(x.ndim());
+  if (window.size() != r)
+    throw ValueError(cat(what, ": window_dimensions must have one entry per dimension of the operand (", r, "), got ",
+                         window.size()));
+  for (auto w : window)
+    if (w < 1) throw ValueError(cat(what, ": window_dimensions must be positive, got ", w));
+  std::function<Array(const Array&, const Array&)> f;
+  if (op == "add" || op == "sum") f = [](const Array& a, const Array& b) { return a + b; };
+  else if (op == "max") f = [](const Array& a, const Array& b) { return maximum(a, b); };
+  else if (op == "min") f = [](const Array& a, const Array& b) { return minimum(a, b); };
+  else if (op == "mul") f = [](const Array& a, const Array& b) { return a * b; };
+  else throw ValueError(cat(what, ": unsupported reduction '", op, "' (add, max, min, mul)"));
+  const auto strides = ones_if_empty(strides_in, r, what, "window_strides");
+  const auto bd = ones_if_empty(base_dilation, r, what, "base_dilation");
+  const auto wd = ones_if_empty(window_dilation, r, what, "window_dilation");
+  std::vector<std::int64_t> eff;
+  for (std::size_t d = 0; d < r; ++d) eff.push_back((window[d] - 1) * wd[d] + 1);
+  const Pairs pads = pads_of(padding, x.shape(), eff, strides, what);
+  Array xp = x;
+  std::vector<int> dims;
+  for (std::size_t d = 0; d < r; ++d) {
+    xp = dilate(xp, int(d), bd[d], init);
+    xp = pad_axis(xp, int(d), pads[d].first, pads[d].second, init);
+    dims.push_back(int(d));
+  }
+  std::vector<std::int64_t> out;
+  const Array taps = windows(xp, dims, window, strides, wd, out);  // (o..., T)
+  const std::int64_t T = taps.shape().back();
+  // A balanced tree of the op over the taps.
+  std::vector<Array> level;
+  for (std::int64_t t = 0; t < T; ++t) level.push_back(taps.index({ellipsis, t}));
+  while (level.size() > 1) {
+    std::vector<Array> next;
+    for (std::size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(f(level[i], level[i + 1]));
+    if (level.size() % 2) next.push_back(level.back());
+    level = std::move(next);
+  }
+  return level[0];
+}
+
+}  // namespace tessel::lax
