@@ -565,6 +565,8 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
   for (std::size_t at = 0; at < plan.steps.size(); ++at) {
     auto& step = plan.steps[at];
     int over_temporary = -1;  // the read a loop kernel writes over
+    // The reads a loop kernel takes at the index it writes (codegen/emit.cpp).
+    const std::vector<bool> aligned = step.kind == StepKind::Loop ? aligned_reads(step) : std::vector<bool>{};
     if (options.region && !step.node->aval.tuple && !slot.count(step.node.get())) {
       auto dead_temporary = [&](const NodeRef& x) {
         return x->op != Op::parameter && x->op != Op::get_tuple_element && !returned.count(x.get()) &&
@@ -573,7 +575,6 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
       if (step.kind == StepKind::Update && dead_temporary(step.node->in[0])) {
         slot[step.node.get()] = slot.at(step.node->in[0].get());
       } else if (step.kind == StepKind::Loop && numel(step.node->shape()) > 0) {
-        const std::vector<bool> aligned = aligned_reads(step);
         for (std::size_t r = 0; r < aligned.size() && over_temporary < 0; ++r)
           if (aligned[r] && dead_temporary(step.reads[r])) {
             slot[step.node.get()] = slot.at(step.reads[r].get());
@@ -628,7 +629,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         // argument, or a region's carry its loop keeps in one buffer.
         std::vector<bool> writable;
         if (step.kind == StepKind::Loop && over_temporary < 0) {
-          writable = aligned_reads(step);
+          writable = aligned;
           bool any = false;
           for (std::size_t r = 0; r < writable.size(); ++r) {
             writable[r] = writable[r] && step.reads[r]->op == Op::parameter;

@@ -105,8 +105,8 @@ Value* ExprEmitter::linearize(const Index& idx, const Shape& shape) {
   return flat;
 }
 
-// Threefry-2x32, 20 rounds (the reference: tracer/rules_elementwise.cpp).
-// The two words come from the same rounds; LLVM shares them when both are used.
+// Precise: libm's value beyond the limit; Scan: the polynomial, noting a
+// large argument in trig_flag_ (Emitter::guarded); Fast: the polynomial.
 Value* ExprEmitter::trig(MathFn fn, Value* x) {
   Value* fast = emit_math(b, fn, x);
   if (!x->getType()->isFloatTy() || trig_ == Trig::Fast) return fast;  // double: libm already
@@ -120,6 +120,8 @@ Value* ExprEmitter::trig(MathFn fn, Value* x) {
   return b.CreateSelect(large, emit_libm(b, fn, x), fast);
 }
 
+// Threefry-2x32, 20 rounds (the reference: tracer/rules_elementwise.cpp).
+// The two words come from the same rounds; LLVM shares them when both are used.
 Value* ExprEmitter::threefry(Value* k0, Value* k1, Value* x0, Value* x1, int word) {
   auto c = [&](std::uint32_t v) { return b.getInt32(v); };
   Value* ks[3] = {k0, k1, b.CreateXor(b.CreateXor(k0, k1), c(0x1BD11BDAu))};

@@ -52,9 +52,9 @@ class ExprEmitter {
   llvm::Value* threefry(llvm::Value* k0, llvm::Value* k1, llvm::Value* x0, llvm::Value* x1, int word);
   // sin, cos or tan. float32's vector polynomial reduces exactly only to
   // |x| <= kTrigFastLimit; by default (Precise) a larger argument takes
-  // libm's result. A kernel that checks each block first
-  // (KernelEmitter::guarded: Scan, then Fast or Precise) runs the
-  // polynomial alone where no argument is large.
+  // libm's result. A kernel that notes large arguments block by block
+  // (Emitter::guarded, codegen/emit.cpp) runs the polynomial alone where
+  // its block has none.
   llvm::Value* trig(MathFn fn, llvm::Value* x);
 
  protected:

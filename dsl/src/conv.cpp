@@ -29,6 +29,11 @@ std::vector<std::int64_t> ones_if_empty(const std::vector<std::int64_t>& v, std:
   return v;
 }
 
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+  return s;
+}
+
 // lax.padtype_to_pads: "SAME" puts the odd element last, "SAME_LOWER" first.
 Pairs pads_of(const Padding& p, const Shape& in, const std::vector<std::int64_t>& window,
               const std::vector<std::int64_t>& strides, const char* what) {
@@ -38,8 +43,7 @@ Pairs pads_of(const Padding& p, const Shape& in, const std::vector<std::int64_t>
                            p.pairs.size()));
     return p.pairs;
   }
-  std::string k = p.kind;
-  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+  const std::string k = upper(p.kind);
   Pairs out;
   for (std::size_t d = 0; d < in.size(); ++d) {
     if (k == "VALID") {
@@ -296,7 +300,7 @@ Array conv_transpose(const Array& lhs, const Array& rhs, const std::vector<std::
     const std::string sp = std::string("HWDEFGJKLMPQRSTUVXYZ").substr(0, std::size_t(std::max(k, 0)));
     dn = {"N" + sp + "C", sp + "IO", "N" + sp + "C"};
   }
-  Layout l = layout_of(dn, rank);
+  const Layout l = layout_of(dn, rank);
   const auto rd = ones_if_empty(o.rhs_dilation, std::size_t(k), "conv_transpose", "rhs_dilation");
   const auto st = ones_if_empty(strides, std::size_t(k), "conv_transpose", "strides");
   // The kernel's spatial sizes, dilated.
@@ -310,8 +314,7 @@ Array conv_transpose(const Array& lhs, const Array& rhs, const std::vector<std::
       throw ValueError(cat("conv_transpose padding must have one (low, high) pair per spatial dimension (", k, "), got ",
                            pads.size()));
   } else {
-    std::string kind = padding.kind;
-    std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+    const std::string kind = upper(padding.kind);
     for (int j = 0; j < k; ++j) {
       const std::int64_t kk = eff[std::size_t(j)], s = st[std::size_t(j)];
       std::int64_t len, lo;
@@ -333,21 +336,12 @@ Array conv_transpose(const Array& lhs, const Array& rhs, const std::vector<std::
     std::vector<int> spatial;
     for (int j = 0; j < k; ++j) spatial.push_back(l.rhs[std::size_t(2 + j)]);
     w = flip(w, spatial);
-    std::swap(l.rhs[0], l.rhs[1]);
+    std::string& rs = dn[1];
+    std::swap(rs[rs.find('O')], rs[rs.find('I')]);
   }
-  // As a convolution: lhs dilated by the strides, the kernel's layout made explicit.
-  std::string ls(std::size_t(rank), '?'), rs(std::size_t(rank), '?'), os(std::size_t(rank), '?');
-  const std::string letters = "DEFGHJKLMPQRSTUVWXYZ";
-  ls[std::size_t(l.lhs[0])] = 'N', ls[std::size_t(l.lhs[1])] = 'C';
-  rs[std::size_t(l.rhs[0])] = 'O', rs[std::size_t(l.rhs[1])] = 'I';
-  os[std::size_t(l.out[0])] = 'N', os[std::size_t(l.out[1])] = 'C';
-  for (int j = 0; j < k; ++j) {
-    ls[std::size_t(l.lhs[std::size_t(2 + j)])] = letters[std::size_t(j)];
-    rs[std::size_t(l.rhs[std::size_t(2 + j)])] = letters[std::size_t(j)];
-    os[std::size_t(l.out[std::size_t(2 + j)])] = letters[std::size_t(j)];
-  }
+  // As a convolution: lhs dilated by the strides.
   return conv_general_dilated(lhs, w, std::vector<std::int64_t>(std::size_t(k), 1), pads,
-                              {.lhs_dilation = st, .rhs_dilation = rd, .dimension_numbers = {ls, rs, os},
+                              {.lhs_dilation = st, .rhs_dilation = rd, .dimension_numbers = dn,
                                .preferred_element_type = o.preferred_element_type});
 }
 

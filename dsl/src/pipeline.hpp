@@ -9,10 +9,9 @@
 // be dumped as text (TESSEL_DUMP_DIR / config().dump_dir).
 #pragma once
 
-#include <mutex>
-
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
