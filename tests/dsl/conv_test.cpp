@@ -219,6 +219,11 @@ TEST_CASE("conv_general_dilated: integer operands, preferred_element_type, lax.c
   CHECK(message([&] { lax::conv(x, w, {1, 1}, "VALID"); }).find("window_strides") != std::string::npos);
   CHECK(message([&] { lax::conv_general_dilated(x, w, {1}, "VALID", {.dimension_numbers = {"NCW", "OIW", "NCH"}}); })
             .find("same spatial dimensions") != std::string::npos);
+  CHECK(message([&] { lax::conv(x, w, {0}, "VALID"); }).find("window_strides must be positive, got 0") != std::string::npos);
+  CHECK(message([&] { lax::reduce_window(x, 0, "xor", {1, 1, 2}); }).find("unsupported reduction 'xor'") != std::string::npos);
+  // Zero-size results, as JAX's: a kernel longer than the input (VALID), an empty batch.
+  CHECK(lax::conv(ts::ones({2, 3, 2}), ts::ones({4, 3, 5}), {1}, "VALID").shape() == ts::Shape{2, 4, 0});
+  CHECK(lax::conv(ts::ones({0, 3, 6}), ts::ones({4, 3, 2}), {1}, "SAME").shape() == ts::Shape{0, 4, 6});
 }
 
 TEST_CASE("conv gradients: central differences for the input and the kernel, strided, dilated, grouped") {
