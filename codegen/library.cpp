@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "codegen/conv.hpp"
 #include "codegen/fft.hpp"
 #include "codegen/lapack.hpp"
 #include "tessel/core/errors.hpp"
@@ -206,6 +207,7 @@ const std::array<LibraryRoutine, kNumOps>& table() {
     r[std::size_t(Op::distributed_cholesky)] = &distributed_cholesky_routine;
     r[std::size_t(Op::distributed_triangular_solve)] = &distributed_triangular_solve_routine;
     r[std::size_t(Op::fft)] = &fft_routine;
+    r[std::size_t(Op::conv)] = &conv_routine;
     r[std::size_t(Op::debug_callback)] = &debug_callback_routine;
     r[std::size_t(Op::host_call)] = &host_call_routine;
     return r;
@@ -222,6 +224,7 @@ std::size_t library_workspace(const Node& n) {
   if (n.op == Op::distributed_cholesky) return distributed_cholesky_workspace(n);
   if (n.op == Op::distributed_triangular_solve) return distributed_triangular_solve_workspace(n);
   if (library_routine(n.op) == &lapack_routine) return lapack_workspace(n);
+  if (n.op == Op::conv) return conv_workspace(n);
   return 0;
 }
 

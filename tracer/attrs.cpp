@@ -1,5 +1,6 @@
 #include "tracer/attrs.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "tessel/core/errors.hpp"
@@ -59,6 +60,32 @@ void Fft::print(std::ostream& os) const {
   for (size_t i = 0; i < axes.size(); ++i) os << (i ? "," : "") << axes[i];
   os << '}';
   if (kind == FftKind::irfft) os << ", n=" << n;
+}
+// XLA's spelling: window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}, dim_labels=b01f_01io->b01f.
+void Conv::print(std::ostream& os) const {
+  const std::size_t k = strides.size();
+  auto xs = [&](const std::vector<std::int64_t>& v) {
+    for (std::size_t j = 0; j < v.size(); ++j) os << (j ? "x" : "") << v[j];
+  };
+  os << ", window={stride=";
+  xs(strides);
+  os << " pad=";
+  for (std::size_t j = 0; j < k; ++j) os << (j ? "x" : "") << pad_lo[j] << '_' << pad_hi[j];
+  if (std::any_of(lhs_dilation.begin(), lhs_dilation.end(), [](auto d) { return d != 1; })) os << " lhs_dilate=", xs(lhs_dilation);
+  if (std::any_of(rhs_dilation.begin(), rhs_dilation.end(), [](auto d) { return d != 1; })) os << " rhs_dilate=", xs(rhs_dilation);
+  os << "}, dim_labels=";
+  auto labels = [&](const std::vector<std::int64_t>& spec, char a, char b) {
+    std::string s(spec.size(), '?');
+    for (std::size_t i = 0; i < spec.size(); ++i) s[std::size_t(spec[i])] = i == 0 ? a : i == 1 ? b : char('0' + (i - 2));
+    os << s;
+  };
+  labels(lhs_spec, 'b', 'f');
+  os << '_';
+  labels(rhs_spec, 'o', 'i');
+  os << "->";
+  labels(out_spec, 'b', 'f');
+  if (feature_group_count != 1) os << ", feature_group_count=" << feature_group_count;
+  if (batch_group_count != 1) os << ", batch_group_count=" << batch_group_count;
 }
 void DebugCallback::print(std::ostream& os) const {
   os << ", callback=" << id << (every_device ? ", every_device" : "") << (ordered ? ", ordered" : "");

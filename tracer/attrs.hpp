@@ -177,6 +177,23 @@ struct Fft {
   auto fields() const { return std::tie(kind, axes, n); }
   void print(std::ostream& os) const;
 };
+// conv (lax.conv_general_dilated, tracer/rules_conv.cpp): per spatial dim
+// the window strides, the padding of the dilated input (low, high; negative
+// crops) and the input (lhs) and kernel (rhs) dilations; the operands' and
+// result's layouts as JAX's ConvDimensionNumbers: lhs_spec = (batch dim,
+// feature dim, spatial dims...), rhs_spec = (output feature, input feature,
+// spatial...), out_spec = (batch, feature, spatial...), spatial dims in the
+// kernel's order; StableHLO's feature and batch groups.
+struct Conv {
+  std::vector<std::int64_t> strides, pad_lo, pad_hi, lhs_dilation, rhs_dilation;
+  std::vector<std::int64_t> lhs_spec, rhs_spec, out_spec;
+  std::int64_t feature_group_count = 1, batch_group_count = 1;
+  auto fields() const {
+    return std::tie(strides, pad_lo, pad_hi, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec, out_spec,
+                    feature_group_count, batch_group_count);
+  }
+  void print(std::ostream& os) const;
+};
 // debug_callback: a host function called at run time with its operands'
 // values (ts::debug::print, ts::debug::callback); its result is a bool[]
 // token nothing reads (the graph keeps the node among its effects). `id`
@@ -555,7 +572,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK,
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::Conv, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK,
                  attr::CustomJvp, attr::CustomVjp, attr::CustomLin, attr::Remat, attr::RematLin, attr::Name, attr::HostCall>;
 
 class Attrs {

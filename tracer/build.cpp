@@ -153,6 +153,9 @@ NodeRef threefry2x32(NodeTable& t, const NodeRef& k0, const NodeRef& k1, const N
 }
 
 NodeRef fft(NodeTable& t, const NodeRef& x, attr::Fft how) { return make(t, Op::fft, {x}, std::move(how)); }
+NodeRef conv(NodeTable& t, const NodeRef& lhs, const NodeRef& rhs, attr::Conv how) {
+  return make(t, Op::conv, {lhs, rhs}, std::move(how));
+}
 
 NodeRef debug_callback(NodeTable& t, const std::vector<NodeRef>& args, attr::DebugCallback how) {
   return make(t, Op::debug_callback, args, std::move(how));

@@ -58,6 +58,7 @@ NodeRef dot_general(NodeTable& t, const NodeRef& a, const NodeRef& b, const DotD
 NodeRef linalg(NodeTable& t, Op op, const std::vector<NodeRef>& operands, attr::Linalg how = {});
 // A Fourier transform of x over how.axes (attr::Fft).
 NodeRef fft(NodeTable& t, const NodeRef& x, attr::Fft how);
+NodeRef conv(NodeTable& t, const NodeRef& lhs, const NodeRef& rhs, attr::Conv how);
 // A call of a host function at run time with args' values (a bool[] token).
 NodeRef debug_callback(NodeTable& t, const std::vector<NodeRef>& args, attr::DebugCallback how);
 

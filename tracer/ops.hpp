@@ -129,6 +129,7 @@ enum class OpCost : std::uint8_t {
   X(svd, "svd", Library, Never, Linalg)                                         \
   X(eig, "eig", Library, Never, Linalg)                                         \
   X(fft, "fft", Library, Never, Fft)                                            \
+  X(conv, "convolution", Library, Never, Conv)                                  \
   X(debug_callback, "debug-callback", Library, Never, DebugCallback)            \
   X(host_call, "custom-call", Library, Never, HostCall)                         \
   X(dot_general, "dot", Dot, Never, Dot)                                        \

@@ -50,7 +50,7 @@ bool saveable(const Node& n, const attr::Remat& a) {
   switch (a.policy) {
     case 0: return false;
     case 1: return true;
-    case 2: return n.op == Op::dot_general;
+    case 2: return n.op == Op::dot_general || n.op == Op::conv;  // jax's dots_saveable
     case 3: {
       if (n.op != Op::dot_general) return false;
       const DotDims& d = n.attr<attr::Dot>().dims;

@@ -1,14 +1,19 @@
-// jax.lax's convolutions and reduce_window (tessel/conv.hpp), composed of
-// pads, strided slices, stacks and one dot_general (docs/convolutions.md).
+// jax.lax's convolutions (tessel/conv.hpp) over the conv primitive
+// (tracer/rules_conv.cpp), and reduce_window composed of pads, strided
+// slices and a tree of the op (docs/convolutions.md).
 #include <tessel/conv.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
+#include "dsl/src/compose.hpp"
+#include "dsl/src/trace.hpp"
 #include "tessel/core/errors.hpp"
 #include "tessel/creation.hpp"
+#include "tessel/dtype_info.hpp"
 #include "tessel/ops.hpp"
+#include "tracer/build.hpp"
 
 namespace tessel::lax {
 
@@ -189,12 +194,15 @@ Array conv_impl(const Array& lhs_in, const Array& rhs_in, const std::vector<std:
   if (lhs_in.dtype() == DType::bool_) throw TypeError(cat(what, " does not accept dtype bool."));
   const int rank = lhs_in.ndim(), k = rank - 2;
   const Layout l = layout_of(o.dimension_numbers, rank);
-  const Array x = transpose(lhs_in, l.lhs), w = transpose(rhs_in, l.rhs);  // (N, C, S...), (O, I, K...)
+  // The operands' shapes in the canonical order: (N, C, S...), (O, I, K...).
+  Shape xs, wsh;
+  for (int d = 0; d < rank; ++d)
+    xs.push_back(lhs_in.shape()[std::size_t(l.lhs[std::size_t(d)])]), wsh.push_back(rhs_in.shape()[std::size_t(l.rhs[std::size_t(d)])]);
   const auto strides = ones_if_empty(strides_in, std::size_t(k), what, "window_strides");
   const auto ld = ones_if_empty(o.lhs_dilation, std::size_t(k), what, "lhs_dilation");
   const auto rd = ones_if_empty(o.rhs_dilation, std::size_t(k), what, "rhs_dilation");
   const std::int64_t G = o.feature_group_count, B = o.batch_group_count;
-  const std::int64_t N = x.shape()[0], C = x.shape()[1], O = w.shape()[0], I = w.shape()[1];
+  const std::int64_t N = xs[0], C = xs[1], O = wsh[0], I = wsh[1];
   if (G < 1 || B < 1) throw ValueError(cat(what, " feature_group_count and batch_group_count must be positive, got ", G, " and ", B));
   if (G > 1 && B > 1)
     throw ValueError(cat(what, " At most one of batch_group_count and feature_group_count may be > 1, got batch_group_count=",
@@ -214,57 +222,42 @@ Array conv_impl(const Array& lhs_in, const Array& rhs_in, const std::vector<std:
   if (O % B != 0)
     throw ValueError(cat(what, " rhs output feature dimension size must be a multiple of batch_group_count, but ", O,
                          " is not a multiple of ", B, "."));
-  Shape in(x.shape().begin() + 2, x.shape().end());
-  std::vector<std::int64_t> kernel(w.shape().begin() + 2, w.shape().end()), eff;
+  Shape in(xs.begin() + 2, xs.end());
+  std::vector<std::int64_t> kernel(wsh.begin() + 2, wsh.end()), eff;
   for (int j = 0; j < k; ++j) eff.push_back((kernel[std::size_t(j)] - 1) * rd[std::size_t(j)] + 1);
   const Pairs pads = pads_of(padding, in, eff, strides, what);
-  Array xp = x;
-  std::vector<int> dims;
-  for (int j = 0; j < k; ++j) {
-    xp = dilate(xp, 2 + j, ld[std::size_t(j)], 0.0);
-    xp = pad_axis(xp, 2 + j, pads[std::size_t(j)].first, pads[std::size_t(j)].second, 0.0);
-    dims.push_back(2 + j);
-  }
-  std::vector<std::int64_t> out;
-  const Array patches = windows(xp, dims, kernel, strides, rd, out);  // (N, C, o..., T)
-  std::int64_t T = 1;
-  for (auto t : kernel) T *= t;
-  const Array wt = reshape(w, {O, I, T});
-  const DotOptions dopt{o.preferred_element_type};
-  Array r;  // (N', o..., O)
-  auto group_last = [&](const Array& g) {  // (G, n, o..., Og) -> (n, o..., G * Og)
-    std::vector<int> p;
-    for (int d = 1; d < g.ndim() - 1; ++d) p.push_back(d);
-    p.push_back(0);
-    p.push_back(g.ndim() - 1);
-    Array t = transpose(g, p);
-    Shape s(t.shape().begin(), t.shape().end() - 2);
-    s.push_back(O);
-    return reshape(t, s);
-  };
-  if (G == 1 && B == 1) {
-    r = dot_general(patches, wt, {{1, std::int64_t(k) + 2}, {1, 2}, {}, {}}, dopt);
-  } else if (G > 1) {
-    Shape ps = patches.shape();
-    ps.erase(ps.begin() + 1);
-    ps.insert(ps.begin() + 1, {G, C / G});
-    const Array pg = reshape(patches, ps);  // (N, G, Cg, o..., T)
-    const Array wg = reshape(wt, {G, O / G, I, T});
-    r = group_last(dot_general(pg, wg, {{2, std::int64_t(k) + 3}, {2, 3}, {1}, {0}}, dopt));
-  } else {
-    Shape ps = patches.shape();
-    ps.erase(ps.begin());
-    ps.insert(ps.begin(), {B, N / B});
-    const Array pb = reshape(patches, ps);  // (B, Nb, C, o..., T)
-    const Array wb = reshape(wt, {B, O / B, I, T});
-    r = group_last(dot_general(pb, wb, {{2, std::int64_t(k) + 3}, {2, 3}, {0}, {0}}, dopt));
-  }
-  // (N', o..., O) -> the output layout.
-  std::vector<int> perm(static_cast<std::size_t>(rank));
-  perm[std::size_t(l.out[0])] = 0;
-  perm[std::size_t(l.out[1])] = k + 1;
-  for (int j = 0; j < k; ++j) perm[std::size_t(l.out[std::size_t(2 + j)])] = 1 + j;
-  return transpose(r, perm);
+  attr::Conv how;
+  how.strides = strides;
+  for (auto& pr : pads) how.pad_lo.push_back(pr.first), how.pad_hi.push_back(pr.second);
+  how.lhs_dilation = ld;
+  how.rhs_dilation = rd;
+  how.lhs_spec.assign(l.lhs.begin(), l.lhs.end());
+  how.rhs_spec.assign(l.rhs.begin(), l.rhs.end());
+  how.out_spec.assign(l.out.begin(), l.out.end());
+  how.feature_group_count = G;
+  how.batch_group_count = B;
+  const auto pref = o.preferred_element_type;
+  return detail::apply1(what, {lhs_in, rhs_in}, [&](NodeTable& t, const std::vector<NodeRef>& ops) {
+    // The dtype it computes in: the preferred one when that holds every
+    // operand value (int8 to int32, bfloat16 to float32) or the operands
+    // are integers and it is a float (as a dot's); 16- and 8-bit floats in
+    // float32, rounded once to the result's dtype.
+    DType compute = ops[0]->dtype();
+    if (pref) {
+      if (is_inexact(compute) && !is_inexact(*pref))
+        throw TypeError(cat(what, ": preferred_element_type ", dtype_name(*pref), " is not a floating type for ",
+                            dtype_name(compute), " operands"));
+      if (is_complex(compute) && !is_complex(*pref))
+        throw TypeError(cat(what, ": preferred_element_type ", dtype_name(*pref), " is not complex for ",
+                            dtype_name(compute), " operands"));
+      if (can_cast(compute, *pref, "safe") || (!is_inexact(compute) && is_inexact(*pref))) compute = *pref;
+    }
+    const DType result = pref ? *pref : ops[0]->dtype();
+    if (is_narrow_float(compute)) compute = DType::float32;
+    auto as = [&](const NodeRef& v, DType d) { return v->dtype() == d ? v : detail::compose::cast(t, v, d, v->aval.weak_type); };
+    NodeRef y = build::conv(t, as(ops[0], compute), as(ops[1], compute), how);
+    return as(y, result);
+  });
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 //
 // JAX's semantics (StableHLO's convolution): strides, padding, input
 // (lhs) and kernel (rhs) dilation, feature and batch groups, any layout.
-// Built from pads, strided slices and one dot_general, so gradients, vmap
-// and shardings follow from theirs (docs/convolutions.md).
+// One primitive with its own derivative, batching and sharding rules, run
+// by oneDNN on the devices' threads for float32 (docs/convolutions.md).
 #pragma once
 
 #include <cstdint>

@@ -142,6 +142,12 @@ std::vector<Case> cases() {
                  ts::Array f = ts::fft::irfft(ts::fft::fft(z, std::nullopt, 0), 4, 1);
                  return ts::real(w) + ts::imag(w) * 2.0f + ts::abs(z) + f;
                }});
+  c.push_back({"convolution", [](ts::Array x, ts::Array y) {
+                 // x: one image of 3 features and 4 pixels; y: a kernel of 4 outputs, 3 inputs, 1 tap.
+                 ts::Array img = x.reshape({1, 3, 4}), k = y.reshape({4, 3, 1});
+                 ts::Array a = lax::conv(img, k, {1}, "SAME"), b = lax::conv(img, ts::concatenate({k, k}, 2), {1}, {{1, 0}});
+                 return (a + b).reshape({4, 4});
+               }});
   c.push_back({"debug callback", [](ts::Array x, ts::Array y) {
                  // Unrolled per example (tests/dsl/debug_print_test.cpp checks what it sees).
                  ts::debug::callback([](const ts::Array&, const ts::Array&) {}, x, y);

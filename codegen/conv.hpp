@@ -1,0 +1,26 @@
+// The conv primitive (tracer/rules_conv.cpp) run by oneDNN's convolution on
+// the device's own threads, tessel's own loops where oneDNN cannot serve.
+//
+// oneDNN (Debian's, built on OpenMP) plans and runs every primitive with one
+// thread (omp_set_num_threads(1) on the calling thread, restored after), so
+// it never starts a pool behind the devices' backs; the batch is cut into a
+// fixed number of blocks (a function of the shape alone, so the bits are
+// too) that run on the device's threads. Primitives are made once, when the
+// program compiles, and held by the thunk.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "runtime/executable.hpp"
+#include "tracer/ir.hpp"
+
+namespace tessel::codegen {
+
+std::unique_ptr<rt::Thunk> conv_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
+// Bytes of workspace the routine needs: the input dilated and padded when
+// oneDNN cannot take its dilation or crop, and the kernel in oneDNN's layout.
+std::size_t conv_workspace(const Node& n);
+
+}  // namespace tessel::codegen

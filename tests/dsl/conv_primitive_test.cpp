@@ -1,0 +1,202 @@
+// The convolution primitive (issue 42): compiled programs (oneDNN for
+// float32, tessel's loops otherwise) against the reference interpreter;
+// its sharding rules (batch and output features split with no
+// communication, input features split into partial sums); its batching
+// rule against a loop of convolutions; complex and 16-bit operands;
+// float32 gradients through oneDNN against float64 ones.
+#include <doctest/doctest.h>
+#include <tessel/tessel.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/common/interp_check.hpp"
+
+namespace ts = tessel;
+namespace lax = tessel::lax;
+using ts::Array;
+using ts::P;
+
+namespace {
+
+Array randn(std::mt19937& rng, const ts::Shape& s, ts::DType t = ts::float32) {
+  std::normal_distribution<double> u(0, 1);
+  std::vector<double> v(std::size_t(ts::numel(s)));
+  for (auto& e : v) e = u(rng);
+  return ts::array(v, s).astype(t);
+}
+
+double max_abs_diff(const Array& a, const Array& b) {
+  const auto x = a.astype(ts::float64).to_vector<double>(), y = b.astype(ts::float64).to_vector<double>();
+  REQUIRE(x.size() == y.size());
+  double m = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
+  return m;
+}
+
+struct Config {
+  const char* name;
+  ts::Shape x, w;
+  std::vector<std::int64_t> strides;
+  lax::Padding padding;
+  lax::ConvOptions options;
+  ts::DType dtype;
+  const char* runs;  // what the compiled text names
+};
+
+}  // namespace
+
+TEST_CASE("the convolution primitive: oneDNN for float32, tessel's loops otherwise, equal to the interpreter") {
+  std::mt19937 rng(11);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  const std::vector<Config> configs{
+      {"NHWC 3x3 SAME", {4, 9, 8, 5}, {3, 3, 5, 6}, {1, 1}, "SAME", {.dimension_numbers = nhwc}, ts::float32, "oneDNN"},
+      {"NCHW strided, dilated kernel", {3, 4, 11, 10}, {5, 4, 3, 2}, {2, 3}, "VALID", {.rhs_dilation = {2, 1}}, ts::float32,
+       "oneDNN"},
+      {"input dilation (an input gradient's form)", {2, 3, 5, 6}, {4, 3, 2, 3}, {1, 1}, {{1, 2}, {0, 1}},
+       {.lhs_dilation = {2, 3}}, ts::float32, "backward-data"},
+      {"input dilation and strides", {2, 3, 5, 6}, {4, 3, 2, 3}, {2, 1}, {{1, 2}, {0, 1}}, {.lhs_dilation = {2, 3}},
+       ts::float32, "input dilated first"},
+      {"a kernel larger than the result (a kernel gradient's form)", {3, 4, 9, 8}, {5, 4, 7, 7}, {1, 1}, {{1, 1}, {0, 1}},
+       {.rhs_dilation = {1, 1}}, ts::float32, "backward-weights"},
+      {"the same with batch groups", {4, 3, 9, 8}, {6, 3, 7, 6}, {1, 1}, {{1, 1}, {0, 1}}, {.batch_group_count = 2},
+       ts::float32, "backward-weights"},
+      {"negative padding", {2, 3, 9}, {4, 3, 2}, {1}, {{-2, 1}}, {}, ts::float32, "input dilated first"},
+      {"feature groups", {2, 9, 7, 6}, {5, 5, 2, 6}, {1, 2}, "SAME", {.dimension_numbers = nhwc, .feature_group_count = 3},
+       ts::float32, "oneDNN"},
+      {"3-D", {2, 6, 5, 4, 3}, {4, 6, 2, 2, 2}, {1, 2, 1}, "SAME", {}, ts::float32, "oneDNN"},
+      {"batch groups", {4, 3, 6, 5}, {6, 3, 2, 2}, {1, 1}, "VALID", {.batch_group_count = 2}, ts::float32, "oneDNN"},
+      {"batch groups, int32", {4, 3, 6}, {6, 3, 2}, {2}, "SAME", {.batch_group_count = 2}, ts::int32, "tessel loops"},
+      {"float64", {2, 3, 7, 6}, {4, 3, 3, 3}, {2, 1}, "SAME", {}, ts::float64, "tessel loops"},
+      {"int32", {2, 3, 7}, {4, 3, 3}, {1}, "SAME", {}, ts::int32, "tessel loops"},
+      {"no spatial dims", {5, 3}, {4, 3}, {}, "VALID", {}, ts::float32, "tessel loops"},
+  };
+  for (const auto& c : configs) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    Array x = ts::testing::random_array(rng, c.x, c.dtype), w = ts::testing::random_array(rng, c.w, c.dtype);
+    auto f = [&](const std::vector<Array>& a) { return lax::conv_general_dilated(a[0], a[1], c.strides, c.padding, c.options); };
+    ts::testing::check(f, {x, w});
+    auto j = ts::jit([&](const Array& a, const Array& b) { return f({a, b}); });
+    const std::string text = j.lower(x, w).compile().as_text();
+    CAPTURE(text);
+    CHECK(text.find(c.runs) != std::string::npos);
+  }
+}
+
+TEST_CASE("conv sharding: batch and output features split with no communication, input features as partial sums") {
+  std::mt19937 rng(12);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  auto conv = ts::jit([&](const Array& a, const Array& b) {
+    return lax::conv_general_dilated(a, b, {1, 1}, "SAME", {.dimension_numbers = nhwc});
+  });
+  const Array x = randn(rng, {6, 7, 5, 8}), w = randn(rng, {3, 3, 8, 6});
+  const Array want = conv(x, w);
+  for (int n : {2, 3, 4, 8}) {
+    CAPTURE(n);
+    const auto all = ts::devices();
+    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+    // The batch split (uneven for 4 and 8).
+    {
+      const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P("x"))), wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+      const Array y = conv(xs, wr);
+      CHECK(max_abs_diff(y, want) < 1e-5);
+      if (n > 6) continue;  // more devices than images or features: propagation replicates
+      CHECK(y.sharding().as_named().spec() == P("x"));
+      const std::string text = conv.lower(xs, wr).compile().as_text();
+      CHECK(text.find("all-gather") == std::string::npos);
+      CHECK(text.find("all-reduce") == std::string::npos);
+    }
+    // The kernel's output features split: the result's features split alike.
+    {
+      const Array xr = ts::device_put(x, ts::NamedSharding(mesh, P()));
+      const Array ws = ts::device_put(w, ts::NamedSharding(mesh, P(ts::None, ts::None, ts::None, "x")));
+      const Array y = conv(xr, ws);
+      CHECK(max_abs_diff(y, want) < 1e-5);
+      CHECK(y.sharding().as_named().spec() == P(ts::None, ts::None, ts::None, "x"));
+      const std::string text = conv.lower(xr, ws).compile().as_text();
+      CHECK(text.find("all-gather") == std::string::npos);
+      CHECK(text.find("all-reduce") == std::string::npos);
+    }
+    // The input features split (the input's C and the kernel's I): partial sums, all-reduced.
+    if (8 % n == 0) {
+      const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, ts::None, ts::None, "x")));
+      const Array ws = ts::device_put(w, ts::NamedSharding(mesh, P(ts::None, ts::None, "x")));
+      const Array y = conv(xs, ws);
+      CHECK(max_abs_diff(y, want) < 1e-4);
+      const std::string text = conv.lower(xs, ws).compile().as_text();
+      CHECK(text.find("all-gather") == std::string::npos);
+      CHECK(text.find("all-reduce") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("conv under vmap: the input, the kernel or both batched equal a loop of convolutions") {
+  std::mt19937 rng(13);
+  const Array xs = randn(rng, {3, 2, 4, 6, 5}), ws = randn(rng, {3, 6, 4, 3, 2});
+  auto one = [](const Array& x, const Array& w) { return lax::conv(x, w, {1, 2}, "SAME"); };
+  auto grouped = [](const Array& x, const Array& w) {
+    return lax::conv_general_dilated(x, w, {1, 1}, "VALID", {.feature_group_count = 2});
+  };
+  const Array wg = randn(rng, {3, 6, 2, 3, 2});
+  for (int kind = 0; kind < 4; ++kind) {
+    CAPTURE(kind);
+    Array got;
+    std::vector<Array> want;
+    for (std::int64_t b = 0; b < 3; ++b) {
+      if (kind == 0) want.push_back(one(xs[b], ws[0]));
+      if (kind == 1) want.push_back(one(xs[0], ws[b]));
+      if (kind == 2) want.push_back(one(xs[b], ws[b]));
+      if (kind == 3) want.push_back(grouped(xs[b], wg[b]));
+    }
+    if (kind == 0) got = ts::vmap([&](Array x) { return one(x, ws[0]); })(xs);
+    if (kind == 1) got = ts::vmap([&](Array w) { return one(xs[0], w); })(ws);
+    if (kind == 2) got = ts::vmap(one)(xs, ws);
+    if (kind == 3) got = ts::vmap(grouped)(xs, wg);
+    CHECK(max_abs_diff(got, ts::stack(want)) < 1e-5);
+  }
+}
+
+TEST_CASE("complex and 16-bit convolutions: four real ones, and float32 rounded once") {
+  std::mt19937 rng(14);
+  const Array xr = randn(rng, {2, 3, 8}), xi = randn(rng, {2, 3, 8}), wr = randn(rng, {4, 3, 3}), wi = randn(rng, {4, 3, 3});
+  auto cv = [](const Array& a, const Array& b) { return lax::conv(a, b, {1}, "SAME"); };
+  const Array z = cv(ts::complex(xr, xi), ts::complex(wr, wi));
+  CHECK(z.dtype() == ts::complex64);
+  CHECK(max_abs_diff(ts::real(z), cv(xr, wr) - cv(xi, wi)) < 1e-5);
+  CHECK(max_abs_diff(ts::imag(z), cv(xr, wi) + cv(xi, wr)) < 1e-5);
+  ts::testing::check([&](const std::vector<Array>& a) { return cv(a[0], a[1]); },
+                     {ts::complex(xr, xi).astype(ts::complex128), ts::complex(wr, wi).astype(ts::complex128)});
+  for (ts::DType narrow : {ts::bfloat16, ts::float16}) {
+    const Array xb = xr.astype(narrow), wb = wr.astype(narrow);
+    const Array y = cv(xb, wb);
+    CHECK(y.dtype() == narrow);
+    CHECK(max_abs_diff(y, cv(xb.astype(ts::float32), wb.astype(ts::float32)).astype(narrow)) == 0);
+    const Array yf = lax::conv(xb, wb, {1}, "SAME", ts::float32);
+    CHECK(yf.dtype() == ts::float32);
+    CHECK(max_abs_diff(yf, cv(xb.astype(ts::float32), wb.astype(ts::float32))) < 1e-5);
+  }
+}
+
+TEST_CASE("float32 conv gradients through oneDNN equal float64 ones: strided, padded, grouped, NHWC") {
+  std::mt19937 rng(15);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  for (int groups : {1, 2}) {
+    CAPTURE(groups);
+    const Array x = randn(rng, {4, 9, 8, 4}, ts::float64), w = randn(rng, {3, 3, 4 / groups, 6}, ts::float64);
+    const Array r = randn(rng, {4, 5, 4, 6}, ts::float64);
+    auto loss = [&](Array a, Array b) {
+      return ts::sum(lax::conv_general_dilated(a, b, {2, 2}, "SAME",
+                                               {.dimension_numbers = nhwc, .feature_group_count = groups}) *
+                     r.astype(a.dtype()));
+    };
+    auto gx = ts::jit(ts::grad(loss, 0)), gw = ts::jit(ts::grad(loss, 1));
+    const Array x32 = x.astype(ts::float32), w32 = w.astype(ts::float32);
+    CHECK(max_abs_diff(gx(x32, w32), gx(x, w)) < 1e-4);
+    CHECK(max_abs_diff(gw(x32, w32), gw(x, w)) < 1e-3);
+    // Both gradients run as oneDNN's backward primitives.
+    CHECK(gx.lower(x32, w32).compile().as_text().find("oneDNN backward-data") != std::string::npos);
+    CHECK(gw.lower(x32, w32).compile().as_text().find("oneDNN backward-weights") != std::string::npos);
+  }
+}

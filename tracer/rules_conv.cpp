@@ -1,0 +1,404 @@
+// Rules of the conv primitive (attr::Conv): lax.conv_general_dilated, with
+// StableHLO's semantics; run by oneDNN or tessel's own loops
+// (codegen/conv.cpp).
+//
+// Reference kernel: the direct sum over input features and kernel taps, in
+// double (integers wrap), from StableHLO's definition.
+// Derivatives: bilinear; the transposes are JAX's (_conv_general_dilated_
+// transpose_lhs/rhs): the input's cotangent is a convolution of the
+// cotangent with the reversed kernel, the strides becoming input dilation;
+// the kernel's is a convolution of the input with the cotangent as kernel,
+// feature groups becoming batch groups.
+// Sharding: the batch is a free factor of the input and the result, the
+// kernel's output features one of the kernel and the result, the input
+// features a reduction factor (partial sums all-reduced); spatial dims and,
+// with groups, the grouped dims are replicated.
+#include <algorithm>
+#include <numeric>
+
+#include "tessel/core/errors.hpp"
+#include "tracer/build.hpp"
+#include "tracer/complex_build.hpp"
+#include "tracer/rules.hpp"
+
+namespace tessel {
+
+using detail::cat;
+using rule_util::avals_str;
+using rule_util::expect_arity;
+
+namespace {
+
+std::int64_t dilate_dim(std::int64_t d, std::int64_t k) { return d == 0 ? 0 : 1 + k * (d - 1); }
+
+// Sizes in the canonical order: input (N, C, spatial...), kernel (O, I,
+// spatial...), result (N / B, O, spatial...).
+struct Geometry {
+  std::int64_t N = 0, C = 0, O = 0, I = 0;
+  Shape in, kernel, out;
+};
+
+Geometry geometry(const attr::Conv& p, const Shape& lhs, const Shape& rhs) {
+  Geometry g;
+  g.N = lhs[std::size_t(p.lhs_spec[0])];
+  g.C = lhs[std::size_t(p.lhs_spec[1])];
+  g.O = rhs[std::size_t(p.rhs_spec[0])];
+  g.I = rhs[std::size_t(p.rhs_spec[1])];
+  for (std::size_t j = 2; j < p.lhs_spec.size(); ++j) {
+    g.in.push_back(lhs[std::size_t(p.lhs_spec[j])]);
+    g.kernel.push_back(rhs[std::size_t(p.rhs_spec[j])]);
+  }
+  for (std::size_t j = 0; j < g.in.size(); ++j) {
+    const std::int64_t padded = dilate_dim(g.in[j], p.lhs_dilation[j]) + p.pad_lo[j] + p.pad_hi[j];
+    const std::int64_t window = dilate_dim(g.kernel[j], p.rhs_dilation[j]);
+    g.out.push_back(padded < window || window == 0 ? 0 : (padded - window) / p.strides[j] + 1);
+  }
+  return g;
+}
+
+std::string spec_str(const std::vector<std::int64_t>& v) { return rule_util::ints(v); }
+
+void check_attrs(const attr::Conv& p, const std::vector<Aval>& in) {
+  const std::size_t rank = in[0].shape.size(), k = rank - 2;
+  auto bad = [&](const std::string& why) {
+    return ValueError(cat("conv_general_dilated ", why, " (operands ", avals_str(in), ")"));
+  };
+  for (auto* spec : {&p.lhs_spec, &p.rhs_spec, &p.out_spec}) {
+    std::vector<std::int64_t> s = *spec;
+    std::sort(s.begin(), s.end());
+    std::vector<std::int64_t> iota(rank);
+    std::iota(iota.begin(), iota.end(), 0);
+    if (s != iota)
+      throw bad(cat("dimension numbers ", spec_str(p.lhs_spec), ", ", spec_str(p.rhs_spec), ", ", spec_str(p.out_spec),
+                    " must each be a permutation of the ", rank, " dimensions"));
+  }
+  for (auto* v : {&p.strides, &p.pad_lo, &p.pad_hi, &p.lhs_dilation, &p.rhs_dilation})
+    if (v->size() != k) throw bad(cat("needs one stride, pad and dilation per spatial dimension (", k, ")"));
+  for (std::size_t j = 0; j < k; ++j)
+    if (p.strides[j] < 1 || p.lhs_dilation[j] < 1 || p.rhs_dilation[j] < 1)
+      throw bad(cat("strides and dilations must be positive, got strides ", spec_str(p.strides), ", lhs_dilation ",
+                    spec_str(p.lhs_dilation), ", rhs_dilation ", spec_str(p.rhs_dilation)));
+}
+
+}  // namespace
+
+Aval Rule<Op::conv>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
+  expect_arity(Op::conv, in, 2);
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  if (a.size() != b.size() || a.size() < 2)
+    throw TypeError(cat("conv_general_dilated needs lhs and rhs of one rank (at least 2), got ", avals_str(in)));
+  if (in[0].dtype != in[1].dtype)
+    throw TypeError(cat("conv_general_dilated requires arguments to have the same dtypes, got ", avals_str(in)));
+  if (is_bool(in[0].dtype)) throw TypeError(cat("conv_general_dilated does not accept dtype bool, got ", avals_str(in)));
+  if (is_narrow_float(in[0].dtype))
+    throw TypeError(cat("the convolution primitive computes 16- and 8-bit floats in float32 (ts::lax converts), got ",
+                        avals_str(in)));
+  check_summable(Op::conv, in);
+  check_attrs(p, in);
+  const Geometry g = geometry(p, a, b);
+  const std::int64_t G = p.feature_group_count, B = p.batch_group_count;
+  if (G < 1 || B < 1 || (G > 1 && B > 1))
+    throw ValueError(cat("conv_general_dilated: feature_group_count ", G, " and batch_group_count ", B,
+                         " must be positive and at most one of them > 1"));
+  if (g.C % G != 0 || g.C / G != g.I || g.O % G != 0)
+    throw ValueError(cat("conv_general_dilated: lhs features ", g.C, " / feature_group_count ", G,
+                         " must equal the kernel's input features ", g.I, ", and its output features ", g.O,
+                         " be a multiple of the groups (", avals_str(in), ")"));
+  if (g.N % B != 0 || g.O % B != 0)
+    throw ValueError(cat("conv_general_dilated: batch ", g.N, " and kernel output features ", g.O,
+                         " must be multiples of batch_group_count ", B, " (", avals_str(in), ")"));
+  for (std::size_t j = 0; j < g.in.size(); ++j)
+    if (dilate_dim(g.in[j], p.lhs_dilation[j]) + p.pad_lo[j] + p.pad_hi[j] < 0)
+      throw ValueError(cat("Negative padding is larger than the size of the corresponding dimension: got padding ",
+                           spec_str(p.pad_lo), ", ", spec_str(p.pad_hi), " for ", avals_str(in)));
+  Shape o(a.size());
+  o[std::size_t(p.out_spec[0])] = g.N / B;
+  o[std::size_t(p.out_spec[1])] = g.O;
+  for (std::size_t j = 0; j < g.out.size(); ++j) o[std::size_t(p.out_spec[2 + j])] = g.out[j];
+  return Aval{in[0].dtype, o, in[0].weak_type && in[1].weak_type};
+}
+
+namespace {
+template <class T>
+struct ConvAcc {
+  using type = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+};
+template <class T>
+struct ConvAcc<std::complex<T>> {
+  using type = std::complex<double>;
+};
+}  // namespace
+
+void Rule<Op::conv>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  const Shape &a = in[0]->shape, &b = in[1]->shape;
+  const Geometry g = geometry(p, a, b);
+  const auto as = row_major_strides(a), bs = row_major_strides(b), os = row_major_strides(aval.shape);
+  const std::size_t k = g.in.size();
+  const std::int64_t G = p.feature_group_count, B = p.batch_group_count;
+  const std::int64_t Nb = g.N / B, Og = g.O / G, Ob = g.O / B;
+  const std::int64_t nout = numel(g.out), ntaps = numel(g.kernel);
+  visit_wide_dtype(aval.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using Acc = typename ConvAcc<T>::type;
+    const T* x = reinterpret_cast<const T*>(in[0]->bytes.data());
+    const T* w = reinterpret_cast<const T*>(in[1]->bytes.data());
+    T* z = reinterpret_cast<T*>(out.bytes.data());
+    std::vector<std::int64_t> y(k), t(k);
+    for (std::int64_t n = 0; n < Nb; ++n)
+      for (std::int64_t o = 0; o < g.O; ++o) {
+        const std::int64_t fg = o / Og, bg = o / Ob;
+        const std::int64_t xn = bg * Nb + n;
+        for (std::int64_t f = 0; f < nout; ++f) {
+          for (std::int64_t r = f, j = std::int64_t(k) - 1; j >= 0; --j) y[std::size_t(j)] = r % g.out[std::size_t(j)], r /= g.out[std::size_t(j)];
+          Acc acc = Acc(0);
+          for (std::int64_t c = 0; c < g.I; ++c) {
+            const std::int64_t xc = fg * g.I + c;
+            for (std::int64_t tap = 0; tap < ntaps; ++tap) {
+              for (std::int64_t r = tap, j = std::int64_t(k) - 1; j >= 0; --j)
+                t[std::size_t(j)] = r % g.kernel[std::size_t(j)], r /= g.kernel[std::size_t(j)];
+              std::int64_t xo = xn * as[std::size_t(p.lhs_spec[0])] + xc * as[std::size_t(p.lhs_spec[1])];
+              std::int64_t wo = o * bs[std::size_t(p.rhs_spec[0])] + c * bs[std::size_t(p.rhs_spec[1])];
+              bool inside = true;
+              for (std::size_t j = 0; j < k && inside; ++j) {
+                // Position in the dilated, padded input; inside when it falls on an input element.
+                const std::int64_t q = y[j] * p.strides[j] + t[j] * p.rhs_dilation[j] - p.pad_lo[j];
+                if (q < 0 || q % p.lhs_dilation[j] != 0 || q / p.lhs_dilation[j] >= g.in[j]) inside = false;
+                else xo += (q / p.lhs_dilation[j]) * as[std::size_t(p.lhs_spec[2 + j])];
+                wo += t[j] * bs[std::size_t(p.rhs_spec[2 + j])];
+              }
+              if (!inside) continue;
+              if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+                acc = Acc(wrap_unsigned_t<T>(acc) + wrap_unsigned_t<T>(x[xo]) * wrap_unsigned_t<T>(w[wo]));
+              else
+                acc += Acc(x[xo]) * Acc(w[wo]);
+            }
+          }
+          std::int64_t zo = n * os[std::size_t(p.out_spec[0])] + o * os[std::size_t(p.out_spec[1])];
+          for (std::size_t j = 0; j < k; ++j) zo += y[j] * os[std::size_t(p.out_spec[2 + j])];
+          if constexpr (is_complex_v<T>) z[zo] = T(typename T::value_type(acc.real()), typename T::value_type(acc.imag()));
+          else z[zo] = T(acc);
+        }
+      }
+  });
+}
+
+// The batch (without batch groups), the kernel's output features and the
+// input features (without groups) are factors; every other dim is replicated.
+FactorRule Rule<Op::conv>::factors(const Node& n) {
+  FactorRule r;
+  const auto& p = attrs_of(n);
+  const Shape &a = n.in[0]->shape(), &b = n.in[1]->shape(), &o = n.shape();
+  const bool grouped = p.feature_group_count > 1 || p.batch_group_count > 1;
+  std::vector<std::vector<int>> lhs(a.size()), rhs(b.size()), res(o.size());
+  auto own = [&](std::vector<std::vector<int>>& dims, std::int64_t d, std::int64_t size) {
+    dims[std::size_t(d)] = {r.add_factor(size, false, true)};
+  };
+  if (p.batch_group_count == 1) {
+    const int f = r.add_factor(a[std::size_t(p.lhs_spec[0])]);
+    lhs[std::size_t(p.lhs_spec[0])] = {f};
+    res[std::size_t(p.out_spec[0])] = {f};
+  } else {
+    own(lhs, p.lhs_spec[0], a[std::size_t(p.lhs_spec[0])]);
+    own(res, p.out_spec[0], o[std::size_t(p.out_spec[0])]);
+  }
+  if (!grouped) {
+    const int f = r.add_factor(b[std::size_t(p.rhs_spec[0])]);
+    rhs[std::size_t(p.rhs_spec[0])] = {f};
+    res[std::size_t(p.out_spec[1])] = {f};
+    const int c = r.add_factor(a[std::size_t(p.lhs_spec[1])], true);
+    lhs[std::size_t(p.lhs_spec[1])] = {c};
+    rhs[std::size_t(p.rhs_spec[1])] = {c};
+  } else {
+    own(rhs, p.rhs_spec[0], b[std::size_t(p.rhs_spec[0])]);
+    own(res, p.out_spec[1], o[std::size_t(p.out_spec[1])]);
+    own(lhs, p.lhs_spec[1], a[std::size_t(p.lhs_spec[1])]);
+    own(rhs, p.rhs_spec[1], b[std::size_t(p.rhs_spec[1])]);
+  }
+  for (std::size_t j = 2; j < a.size(); ++j) {
+    own(lhs, p.lhs_spec[j], a[std::size_t(p.lhs_spec[j])]);
+    own(rhs, p.rhs_spec[j], b[std::size_t(p.rhs_spec[j])]);
+    own(res, p.out_spec[j], o[std::size_t(p.out_spec[j])]);
+  }
+  r.operands = {lhs, rhs};
+  r.result = res;
+  return r;
+}
+
+NodeRef Rule<Op::conv>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx,
+                            const NodeRef&) {
+  NodeRef a = tx[0] ? build::conv(t, tx[0], x[1], attrs_of(n)) : nullptr;
+  NodeRef b = tx[1] ? build::conv(t, x[0], tx[1], attrs_of(n)) : nullptr;
+  return ad::add(t, a, b);
+}
+
+namespace {
+
+// JAX's _reshape_axis_into: axis src of x merged into axis dst (numbered
+// with src removed), src the major part.
+NodeRef reshape_axis_into(NodeTable& t, std::int64_t src, std::int64_t dst, const NodeRef& x) {
+  std::vector<std::int64_t> perm;
+  for (std::int64_t i = 0; i < x->rank(); ++i)
+    if (i != src) perm.push_back(i);
+  perm.insert(perm.begin() + dst, src);
+  Shape s;
+  for (std::int64_t i = 0; i < x->rank(); ++i)
+    if (i != src) s.push_back(x->shape()[std::size_t(i)]);
+  s[std::size_t(dst)] *= x->shape()[std::size_t(src)];
+  return build::reshape(t, build::transpose(t, x, perm), s);
+}
+
+// JAX's _reshape_axis_out_of: axis src of x split into (size1, rest).
+NodeRef reshape_axis_out_of(NodeTable& t, std::int64_t src, std::int64_t size1, const NodeRef& x) {
+  Shape s = x->shape();
+  const std::int64_t whole = s[std::size_t(src)];
+  s[std::size_t(src)] = whole / size1;
+  s.insert(s.begin() + src, size1);
+  return build::reshape(t, x, s);
+}
+
+std::vector<std::int64_t> swap01(std::vector<std::int64_t> spec) {
+  std::swap(spec[0], spec[1]);
+  return spec;
+}
+
+// x with axis `from` moved to position `to`.
+NodeRef move_axis(NodeTable& t, const NodeRef& x, std::int64_t from, std::int64_t to) {
+  if (from == to) return x;
+  std::vector<std::int64_t> perm;
+  for (std::int64_t i = 0; i < x->rank(); ++i)
+    if (i != from) perm.push_back(i);
+  perm.insert(perm.begin() + to, from);
+  return build::transpose(t, x, perm);
+}
+
+}  // namespace
+
+void Rule<Op::conv>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>& linear,
+                               std::vector<NodeRef>& cts) {
+  if (linear[0] && linear[1]) rule_util::not_linear(n);
+  const auto& p = attrs_of(n);
+  const Shape &a = n.in[0]->shape(), &b = n.in[1]->shape();
+  const Geometry g = geometry(p, a, b);
+  const std::size_t k = g.in.size();
+  if (linear[0]) {
+    // _conv_general_dilated_transpose_lhs
+    NodeRef w = n.in[1];
+    attr::Conv q = p;
+    std::int64_t G = p.feature_group_count;
+    const std::int64_t B = p.batch_group_count;
+    if (G > 1 || B > 1) {
+      const std::int64_t groups = G > 1 ? G : B;
+      w = reshape_axis_out_of(t, p.rhs_spec[0], groups, w);
+      w = reshape_axis_into(t, p.rhs_spec[0], p.rhs_spec[1], w);
+      G = groups;
+    }
+    Shape kernel;
+    std::vector<std::int64_t> sdims;
+    for (std::size_t j = 0; j < k; ++j) {
+      kernel.push_back(w->shape()[std::size_t(p.rhs_spec[2 + j])]);
+      sdims.push_back(p.rhs_spec[2 + j]);
+    }
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::int64_t lhs_d = dilate_dim(g.in[j], p.lhs_dilation[j]);
+      const std::int64_t rhs_d = dilate_dim(kernel[j], p.rhs_dilation[j]);
+      const std::int64_t out_d = dilate_dim(g.out[j], p.strides[j]);
+      const std::int64_t before = rhs_d - p.pad_lo[j] - 1;
+      q.pad_lo[j] = before;
+      q.pad_hi[j] = lhs_d + rhs_d - 1 - out_d - before;
+    }
+    q.strides = p.lhs_dilation;
+    q.lhs_dilation = p.strides;
+    q.lhs_spec = p.out_spec;
+    q.rhs_spec = swap01(p.rhs_spec);
+    q.out_spec = p.lhs_spec;
+    q.feature_group_count = G;
+    q.batch_group_count = 1;
+    NodeRef r = build::conv(t, ct, build::rev(t, w, sdims), q);
+    if (B > 1) {
+      r = reshape_axis_out_of(t, p.lhs_spec[1], B, r);
+      r = reshape_axis_into(t, p.lhs_spec[1], p.lhs_spec[0], r);
+    }
+    cts[0] = r;
+  }
+  if (linear[1]) {
+    // _conv_general_dilated_transpose_rhs
+    if (numel(ct->shape()) == 0) {
+      cts[1] = ad::zeros(t, n.in[1]->aval);
+      return;
+    }
+    attr::Conv q = p;
+    q.feature_group_count = p.batch_group_count > 1 ? p.batch_group_count : 1;
+    q.batch_group_count = p.feature_group_count > 1 ? p.feature_group_count : 1;
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::int64_t lhs_d = dilate_dim(g.in[j], p.lhs_dilation[j]);
+      const std::int64_t rhs_d = dilate_dim(g.kernel[j], p.rhs_dilation[j]);
+      const std::int64_t out_d = dilate_dim(g.out[j], p.strides[j]);
+      q.pad_lo[j] = p.pad_lo[j];
+      q.pad_hi[j] = (out_d - lhs_d) + (rhs_d - p.pad_lo[j] - 1);
+    }
+    q.strides = p.rhs_dilation;
+    q.rhs_dilation = p.strides;
+    q.lhs_spec = swap01(p.lhs_spec);
+    q.rhs_spec = swap01(p.out_spec);
+    q.out_spec = swap01(p.rhs_spec);
+    cts[1] = build::conv(t, n.in[0], ct, q);
+  }
+}
+
+TESSEL_LOCAL_SAME_OP(conv)
+
+// JAX's _conv_general_dilated_batch_rule for the input batched (merged into
+// the batch), the kernel batched (into the output features) and both (into
+// the feature groups); with groups and one side batched, a map.
+NodeRef Rule<Op::conv>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<bool>& batched,
+                              const BatchInfo& bi) {
+  attr::Conv p = attrs_of(n);
+  const std::int64_t bs = bi.size;
+  if (bs == 0) return bt::by_map(t, n, x, batched, bi);
+  if (batched[0] && batched[1]) {
+    NodeRef l;
+    if (p.batch_group_count > 1) {
+      l = reshape_axis_into(t, 0, p.lhs_spec[0], x[0]);
+      p.batch_group_count *= bs;
+    } else {
+      l = reshape_axis_into(t, 0, p.lhs_spec[1], x[0]);
+      p.feature_group_count *= bs;
+    }
+    NodeRef r = reshape_axis_into(t, 0, p.rhs_spec[0], x[1]);
+    NodeRef y = reshape_axis_out_of(t, p.out_spec[1], bs, build::conv(t, l, r, p));
+    return move_axis(t, y, p.out_spec[1], 0);
+  }
+  if (batched[0] && p.batch_group_count == 1) {
+    NodeRef l = reshape_axis_into(t, 0, p.lhs_spec[0], x[0]);
+    NodeRef y = reshape_axis_out_of(t, p.out_spec[0], bs, build::conv(t, l, x[1], p));
+    return move_axis(t, y, p.out_spec[0], 0);
+  }
+  if (batched[1] && p.feature_group_count == 1 && p.batch_group_count == 1) {
+    NodeRef r = reshape_axis_into(t, 0, p.rhs_spec[0], x[1]);
+    NodeRef y = reshape_axis_out_of(t, p.out_spec[1], bs, build::conv(t, x[0], r, p));
+    return move_axis(t, y, p.out_spec[1], 0);
+  }
+  return bt::by_map(t, n, x, batched, bi);
+}
+
+// (a + bi)(c + di) summed: four real convolutions.
+NodeRef Rule<Op::conv>::expand_complex(ComplexBuilder& b, const Node& n, const std::vector<NodeRef>& ops) {
+  const auto& p = attrs_of(n);
+  Parts x = b.unpack(ops[0]), y = b.unpack(ops[1]);
+  auto cv = [&](const NodeRef& l, const NodeRef& r) { return build::conv(b.table(), l, r, p); };
+  return b.pack({b.sub(cv(x.re, y.re), cv(x.im, y.im)), b.add(cv(x.re, y.im), cv(x.im, y.re))});
+}
+
+// Two flops per result element, input feature of its group and kernel tap.
+NodeCost Rule<Op::conv>::cost(const Node& n) {
+  NodeCost c = rule_util::memory_cost(n);
+  const auto& p = attrs_of(n);
+  const Shape& b = n.in[1]->shape();
+  double taps = double(b[std::size_t(p.rhs_spec[1])]);
+  for (std::size_t j = 2; j < b.size(); ++j) taps *= double(b[std::size_t(p.rhs_spec[j])]);
+  c.flops = 2 * double(numel(n.shape())) * taps;
+  return c;
+}
+
+}  // namespace tessel
