@@ -11,14 +11,17 @@
 // feature groups becoming batch groups.
 // Sharding: the batch is a free factor of the input and the result, the
 // kernel's output features one of the kernel and the result, the input
-// features a reduction factor (partial sums all-reduced); spatial dims and,
-// with groups, the grouped dims are replicated.
+// features a reduction factor (partial sums all-reduced); a spatial dim
+// whose rows line up is split alike in the input and the result, the
+// border rows exchanged with the neighbours (halo exchange); other spatial
+// dims and, with groups, the grouped dims are replicated.
 #include <algorithm>
 #include <numeric>
 
 #include "tessel/core/errors.hpp"
 #include "tracer/build.hpp"
 #include "tracer/complex_build.hpp"
+#include "tracer/halo.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {
@@ -183,8 +186,21 @@ void Rule<Op::conv>::eval(const std::vector<const HostArray*>& in, const A& p, c
   });
 }
 
+namespace {
+// Whether spatial dim j can be split alike in the input and the result,
+// each device computing its own rows from its tile and its neighbours'
+// border rows: no input dilation, a non-negative low pad, and the result
+// the input's size over the stride (SAME convolutions, strided ones on
+// sizes the stride divides), so that tile for tile the rows line up.
+bool haloable(const attr::Conv& p, const Shape& a, const Shape& b, std::size_t j) {
+  const Geometry g = geometry(p, a, b);
+  return p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 && g.out[j] * p.strides[j] == g.in[j];
+}
+}  // namespace
+
 // The batch (without batch groups), the kernel's output features and the
-// input features (without groups) are factors; every other dim is replicated.
+// input features (without groups) are factors, and a spatial dim whose
+// rows line up (haloable); every other dim is replicated.
 FactorRule Rule<Op::conv>::factors(const Node& n) {
   FactorRule r;
   const auto& p = attrs_of(n);
@@ -216,9 +232,17 @@ FactorRule Rule<Op::conv>::factors(const Node& n) {
     own(rhs, p.rhs_spec[1], b[std::size_t(p.rhs_spec[1])]);
   }
   for (std::size_t j = 2; j < a.size(); ++j) {
-    own(lhs, p.lhs_spec[j], a[std::size_t(p.lhs_spec[j])]);
     own(rhs, p.rhs_spec[j], b[std::size_t(p.rhs_spec[j])]);
-    own(res, p.out_spec[j], o[std::size_t(p.out_spec[j])]);
+    if (haloable(p, a, b, j - 2)) {
+      // An input dim and the result's split alike: the window's border rows
+      // come from the neighbours (the partition rule).
+      const int f = r.add_factor(o[std::size_t(p.out_spec[j])]);
+      lhs[std::size_t(p.lhs_spec[j])] = {f};
+      res[std::size_t(p.out_spec[j])] = {f};
+    } else {
+      own(lhs, p.lhs_spec[j], a[std::size_t(p.lhs_spec[j])]);
+      own(res, p.out_spec[j], o[std::size_t(p.out_spec[j])]);
+    }
   }
   r.operands = {lhs, rhs};
   r.result = res;
@@ -346,7 +370,68 @@ void Rule<Op::conv>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
   }
 }
 
-TESSEL_LOCAL_SAME_OP(conv)
+// A spatial dim split alike in the input and the result: each device pads
+// its tile with the last pad_lo rows of the previous tile and the first
+// (window - stride - pad_lo) of the next (collective permutes; zeros past
+// the ends: the convolution's own padding) and convolves it unpadded. When
+// the tiles do not line up (uneven splits where the stride does not divide
+// the tile), the dim is gathered instead and the result cut to the tile.
+NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
+                              const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  const auto& p = attrs_of(n);
+  NodeTable& t = b.table();
+  const Shape& G = n.in[0]->shape();
+  const Geometry g = geometry(p, G, n.in[1]->shape());
+  AxisSharding have = op_sh[0];
+  std::vector<std::size_t> halo, gathered;
+  for (std::size_t j = 0; j < g.in.size(); ++j) {
+    const auto& A = have.dims[std::size_t(p.lhs_spec[2 + j])];
+    if (A.empty()) continue;
+    const std::int64_t T = b.tiles(A), ti = (g.in[j] + T - 1) / T, to = (g.out[j] + T - 1) / T;
+    const std::int64_t L = p.pad_lo[j], R = dilate_dim(g.kernel[j], p.rhs_dilation[j]) - p.strides[j] - L;
+    const bool lines_up = natural.dims[std::size_t(p.out_spec[2 + j])] == A && p.lhs_dilation[j] == 1 &&
+                          to * p.strides[j] == ti && L >= 0 && L <= ti && R <= ti;
+    (lines_up ? halo : gathered).push_back(j);
+  }
+  if (halo.empty() && gathered.empty()) return build::with_operands(t, n, ops);
+  NodeRef x = ops[0];
+  if (!gathered.empty()) {
+    AxisSharding whole = have;
+    for (auto j : gathered) whole.dims[std::size_t(p.lhs_spec[2 + j])].clear();
+    x = b.reshard(x, G, have, whole);
+    have = whole;
+  }
+  attr::Conv q = p;
+  if (!halo.empty()) {
+    std::vector<int> dims;
+    for (auto j : halo) dims.push_back(int(p.lhs_spec[2 + j]));
+    x = b.mask(x, G, have, dims, reduction_identity(Op::add, x->dtype()));  // uneven tiles' padding: zeros
+    for (auto j : halo) {
+      const int d = int(p.lhs_spec[2 + j]);
+      const auto& A = have.dims[std::size_t(d)];
+      const std::int64_t L = p.pad_lo[j], R = dilate_dim(g.kernel[j], p.rhs_dilation[j]) - p.strides[j] - L;
+      std::vector<NodeRef> parts;
+      if (L > 0) parts.push_back(halo::neighbour_rows(b, x, A, d, L, -1));
+      if (R >= 0) {
+        parts.push_back(x);
+      } else {
+        std::vector<std::int64_t> lo(std::size_t(x->rank()), 0), hi = x->shape();
+        hi[std::size_t(d)] += R;
+        parts.push_back(build::slice(t, x, lo, hi));
+      }
+      if (R > 0) parts.push_back(halo::neighbour_rows(b, x, A, d, R, 1));
+      x = parts.size() == 1 ? parts[0] : build::concatenate(t, parts, d);
+      q.pad_lo[j] = q.pad_hi[j] = 0;
+    }
+  }
+  NodeRef y = build::conv(t, x, ops[1], q);
+  if (!gathered.empty()) {
+    AxisSharding whole = natural;
+    for (auto j : gathered) whole.dims[std::size_t(p.out_spec[2 + j])].clear();
+    y = b.reshard(y, n.shape(), whole, natural);
+  }
+  return y;
+}
 
 // JAX's _conv_general_dilated_batch_rule for the input batched (merged into
 // the batch), the kernel batched (into the output features) and both (into

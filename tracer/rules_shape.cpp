@@ -9,6 +9,7 @@
 
 #include "tracer/build.hpp"
 #include "tessel/core/errors.hpp"
+#include "tracer/halo.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {
@@ -737,14 +738,13 @@ NodeRef gather_window(LocalBuilder& b, NodeRef x, const Shape& G, const std::vec
 }
 }  // namespace
 
-namespace {
-// x's rows [0, s) along d from the device holding the next tile over `axes`
-// (the last tile's: zeros, past the array's end): one collective permute.
-NodeRef from_next_tile(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d, std::int64_t s) {
+NodeRef halo::neighbour_rows(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d, std::int64_t rows,
+                             int dir) {
   NodeTable& t = b.table();
   std::vector<std::int64_t> lo(x->shape().size(), 0), hi = x->shape();
-  hi[std::size_t(d)] = s;
-  NodeRef head = build::slice(t, x, lo, hi);
+  if (dir > 0) hi[std::size_t(d)] = rows;
+  else lo[std::size_t(d)] = hi[std::size_t(d)] - rows;
+  NodeRef part = build::slice(t, x, lo, hi);
   const DeviceMesh& mesh = *b.device_mesh();
   // Positions by (tile along axes, the other coordinates).
   auto tile_of = [&](std::int64_t pos) {
@@ -760,14 +760,14 @@ NodeRef from_next_tile(LocalBuilder& b, const NodeRef& x, const std::vector<int>
   };
   std::map<std::pair<std::int64_t, std::vector<std::int64_t>>, std::int64_t> at;
   for (std::int64_t pos = 0; pos < mesh.size(); ++pos) at[{tile_of(pos), others(pos)}] = pos;
+  // The neighbour `dir` tiles over sends its part to this device.
   std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
   for (std::int64_t pos = 0; pos < mesh.size(); ++pos) {
-    auto it = at.find({tile_of(pos) + 1, others(pos)});
+    auto it = at.find({tile_of(pos) + dir, others(pos)});
     if (it != at.end()) pairs.push_back({it->second, pos});
   }
-  return build::collective_permute(t, head, b.device_mesh(), pairs);
+  return build::collective_permute(t, part, b.device_mesh(), pairs);
 }
-}  // namespace
 
 NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                                const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
@@ -788,7 +788,7 @@ NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector
         if (s > 0) {
           std::vector<std::int64_t> l0(x->shape().size(), 0), h0 = x->shape();
           l0[std::size_t(d)] = s;
-          x = build::concatenate(t, {build::slice(t, x, l0, h0), from_next_tile(b, x, A, d, s)}, d);
+          x = build::concatenate(t, {build::slice(t, x, l0, h0), halo::neighbour_rows(b, x, A, d, s, 1)}, d);
         }
       } else {
         // Tiles that do not line up: the window, whole, then this device's tile of it.

@@ -1,9 +1,9 @@
 // Convolutions (issue 42): ResNet-like 2-D layers, NHWC, forward and
-// forward + backward (both gradients), under jit on one device and with the
-// batch split over every device; against oneDNN called directly on all
-// cores (its own layout for the kernel, prepared outside the timing) and
-// PyTorch's conv2d (channels last) in the same run. Floor: the flops at the
-// cores' peak FMA rate.
+// forward + backward (both gradients), under jit on one device, with the
+// batch split over every device, and with the rows split (halo exchange);
+// against oneDNN called directly on all cores (its own layout for the
+// kernel, prepared outside the timing) and PyTorch's conv2d (channels last)
+// in the same run. Floor: the flops at the cores' peak FMA rate.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdlib>
@@ -136,16 +136,23 @@ int main(int argc, char** argv) {
     const double dp_f = bench::seconds([&] { fwd(xs, ws).block_until_ready(); }, reps);
     const double dp_fb = bench::seconds([&] { std::get<2>(fwd_bwd(xs, ws, gs)).block_until_ready(); }, reps);
 
+    // The images split along their rows: halo exchange (collective permutes).
+    Array xh = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x"))), gh = ts::device_put(g, ts::NamedSharding(mesh, P(ts::None, "x")));
+    const double sp_f = bench::seconds([&] { fwd(xh, ws).block_until_ready(); }, reps);
+    const double sp_fb = bench::seconds([&] { std::get<2>(fwd_bwd(xh, ws, gh)).block_until_ready(); }, reps);
     const std::string dev = std::to_string(ts::device_count()) + " devices, batch split";
+    const std::string rows = std::to_string(ts::device_count()) + " devices, rows split";
     bench::header(std::string("conv ") + l.name + " float32 NHWC, " + std::to_string(flops / 1e9) +
                   " GFLOP forward (peak " + std::to_string(bench::peak_flops() / 1e9) + " GFLOP/s)");
     const double floor_f = bench::flop_floor(flops), floor_fb = bench::flop_floor(3 * flops);
     bench::row("forward: oneDNN direct, all cores", floor_f, dnn_f, torch_f);
     bench::row("forward: tessel, 1 device", floor_f, one_f, torch_f);
     bench::row("forward: tessel, " + dev, floor_f, dp_f, torch_f);
+    bench::row("forward: tessel, " + rows, floor_f, sp_f, torch_f);
     bench::row("fwd+bwd: oneDNN direct, all cores", floor_fb, dnn_fb, torch_fb);
     bench::row("fwd+bwd: tessel, 1 device", floor_fb, one_fb, torch_fb);
     bench::row("fwd+bwd: tessel, " + dev, floor_fb, dp_fb, torch_fb);
+    bench::row("fwd+bwd: tessel, " + rows, floor_fb, sp_fb, torch_fb);
     std::printf("  oneDNN direct / tessel 1 device: forward %.2f, fwd+bwd %.2f (target >= 0.9)\n", dnn_f / one_f,
                 dnn_fb / one_fb);
   }

@@ -200,3 +200,60 @@ TEST_CASE("float32 conv gradients through oneDNN equal float64 ones: strided, pa
     CHECK(gw.lower(x32, w32).compile().as_text().find("oneDNN backward-weights") != std::string::npos);
   }
 }
+
+TEST_CASE("conv with the images split spatially: border rows by collective permute, never an all-gather") {
+  std::mt19937 rng(16);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  struct Spatial {
+    std::int64_t H;
+    std::vector<std::int64_t> strides;
+    std::int64_t K;
+    const char* padding;
+  };
+  for (const auto& c : std::vector<Spatial>{{16, {1, 1}, 3, "SAME"},
+                                            {13, {1, 1}, 3, "SAME"},
+                                            {16, {2, 2}, 3, "SAME"},
+                                            {16, {2, 2}, 1, "VALID"},
+                                            {12, {1, 1}, 5, "SAME"}}) {
+    CAPTURE(c.H);
+    CAPTURE(c.K);
+    CAPTURE(c.strides[0]);
+    const Array x = randn(rng, {2, c.H, 10, 3}), w = randn(rng, {c.K, c.K, 3, 4});
+    auto conv = ts::jit([&](const Array& a, const Array& b) {
+      return lax::conv_general_dilated(a, b, c.strides, c.padding, {.dimension_numbers = nhwc});
+    });
+    const Array want = conv(x, w);
+    for (int n : {2, 3, 4, 8}) {
+      CAPTURE(n);
+      const auto all = ts::devices();
+      ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+      const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
+      const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+      const Array y = conv(xs, wr);
+      CHECK(max_abs_diff(y, want) < 1e-5);
+      CHECK(y.sharding().as_named().spec() == P(ts::None, "x"));
+      const std::string text = conv.lower(xs, wr).compile().as_text();
+      CHECK(text.find("all-gather") == std::string::npos);
+      if (c.K > 1) CHECK(text.find("collective-permute") != std::string::npos);
+    }
+  }
+  // Both spatial dims split on a 2 x 4 mesh: the corners come with the second exchange.
+  const Array x = randn(rng, {2, 12, 10, 3}), w = randn(rng, {3, 3, 3, 4});
+  auto conv = ts::jit([&](const Array& a, const Array& b) {
+    return lax::conv_general_dilated(a, b, {1, 1}, "SAME", {.dimension_numbers = nhwc});
+  });
+  const Array want = conv(x, w);
+  ts::Mesh mesh = ts::make_mesh({2, 4}, {"x", "y"});
+  const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x", "y")));
+  const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+  CHECK(max_abs_diff(conv(xs, wr), want) < 1e-5);
+  CHECK(conv.lower(xs, wr).compile().as_text().find("all-gather") == std::string::npos);
+  // Gradients with the images split spatially: the same values.
+  const Array r = randn(rng, {2, 12, 10, 4});
+  auto loss = [&](Array a, Array b) {
+    return ts::sum(lax::conv_general_dilated(a, b, {1, 1}, "SAME", {.dimension_numbers = nhwc}) * r);
+  };
+  auto gx = ts::jit(ts::grad(loss, 0)), gw = ts::jit(ts::grad(loss, 1));
+  CHECK(max_abs_diff(gx(xs, wr), gx(x, w)) < 1e-4);
+  CHECK(max_abs_diff(gw(xs, wr), gw(x, w)) < 1e-3);
+}
