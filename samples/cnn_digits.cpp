@@ -1,11 +1,14 @@
 // A small CNN on real data: scikit-learn's 8x8 handwritten digits (1797
 // images, the file Debian's python3-sklearn ships), trained data parallel
 // over the devices (the batch split, the weights replicated: the gradients'
-// all-reduce is the only communication). Two convolutions with ReLU and max
-// pooling, a dense layer, softmax cross-entropy, SGD with momentum, under
-// jit(value_and_grad). The same network in PyTorch: tools/cnn_digits_torch.py.
+// all-reduce is the only communication), or with every image's rows split
+// over the devices (--split rows: the convolutions exchange border rows).
+// Two convolutions with ReLU and max pooling, a dense layer, softmax
+// cross-entropy, SGD with momentum, under jit(value_and_grad). The program
+// is the same; only the inputs' sharding changes. The same network in
+// PyTorch: tools/cnn_digits_torch.py.
 //
-//   build/samples/cnn_digits [--epochs N] [--data PATH]
+//   build/samples/cnn_digits [--epochs N] [--split batch|rows] [--data PATH]
 #include <tessel/tessel.hpp>
 
 #include <zlib.h>
@@ -73,13 +76,15 @@ Array loss(const std::vector<Array>& m, const Array& x, const Array& y) {
 
 int main(int argc, char** argv) {
   int epochs = 40;
-  std::string path = kDigits;
+  std::string path = kDigits, split_by = "batch";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--epochs" && i + 1 < argc) epochs = std::stoi(argv[++i]);
     else if (a == "--data" && i + 1 < argc) path = argv[++i];
+    else if (a == "--split" && i + 1 < argc && (std::string(argv[i + 1]) == "batch" || std::string(argv[i + 1]) == "rows"))
+      split_by = argv[++i];
     else {
-      std::cerr << "usage: cnn_digits [--epochs N] [--data PATH]\n";
+      std::cerr << "usage: cnn_digits [--epochs N] [--split batch|rows] [--data PATH]\n";
       return 2;
     }
   }
@@ -93,9 +98,10 @@ int main(int argc, char** argv) {
   const Array x_train = images.index({ts::slice(0, train_n)}), y_train = classes.index({ts::slice(0, train_n)});
   const Array x_test = images.index({ts::slice(train_n, n)}), y_test = classes.index({ts::slice(train_n, n)});
 
-  // Data parallel: every batch split over the devices, the weights replicated.
-  auto mesh = ts::make_mesh({ts::device_count()}, {"batch"});
-  const ts::NamedSharding split(mesh, P("batch")), replicated(mesh, P());
+  // Every batch split over the devices (by images, or by rows), the weights replicated.
+  auto mesh = ts::make_mesh({ts::device_count()}, {"d"});
+  const ts::NamedSharding split(mesh, split_by == "rows" ? P(ts::None, "d") : P("d")), replicated(mesh, P());
+  const ts::NamedSharding labels_split(mesh, split_by == "rows" ? P() : P("d"));
   Model m0 = init(ts::random::key(0));
   std::vector<Array> params{m0.c1, m0.b1, m0.c2, m0.b2, m0.w3, m0.b3}, velocity;
   for (auto& p : params) p = ts::device_put(p, replicated), velocity.push_back(ts::zeros_like(p));
@@ -114,7 +120,7 @@ int main(int argc, char** argv) {
     double total = 0;
     for (std::int64_t b = 0; b < train_n / batch; ++b) {
       const Array xb = ts::device_put(x_train.index({ts::slice(b * batch, (b + 1) * batch)}), split);
-      const Array yb = ts::device_put(y_train.index({ts::slice(b * batch, (b + 1) * batch)}), split);
+      const Array yb = ts::device_put(y_train.index({ts::slice(b * batch, (b + 1) * batch)}), labels_split);
       auto [p, v, value] = step(params, velocity, xb, yb);
       params = p, velocity = v;
       total += value.item<float>();
@@ -124,6 +130,7 @@ int main(int argc, char** argv) {
                   accuracy(params, x_test, y_test).item<float>());
   }
   const float acc = accuracy(params, x_test, y_test).item<float>();
-  std::printf("test accuracy after %d epochs on %d devices (batch split): %.4f\n", epochs, ts::device_count(), acc);
+  std::printf("test accuracy after %d epochs on %d devices (%s split): %.4f\n", epochs, ts::device_count(),
+              split_by == "rows" ? "rows" : "batch", acc);
   return acc >= 0.9f ? 0 : 1;
 }
