@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "codegen/library.hpp"
 #include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
@@ -43,6 +44,28 @@ dnnl::engine& engine() {
 }
 
 std::int64_t dilate_dim(std::int64_t d, std::int64_t k) { return d == 0 ? 0 : 1 + k * (d - 1); }
+
+// oneDNN's scratchpad for the blocks one thread runs (scratchpad_mode::user:
+// every call brings its own), aligned as its kernels' stores need.
+class Scratchpad {
+ public:
+  dnnl::memory of(const dnnl::memory::desc& md, std::size_t bytes) {
+    lines_.resize((bytes + 63) / 64);
+    return dnnl::memory(md, engine(), lines_.empty() ? nullptr : lines_.data());
+  }
+
+ private:
+  struct alignas(64) Line {
+    char b[64];
+  };
+  std::vector<Line> lines_;
+};
+
+// The primitive of block b of n: the full blocks', or the last one's when smaller.
+template <class Prim>
+const Prim& block_prim(const std::vector<Prim>& prims, std::int64_t b, std::int64_t n) {
+  return b + 1 == n && prims.size() > 1 ? prims[1] : prims[0];
+}
 
 // Blocks the batch is cut into (fewer when the batch is smaller), and the
 // work below which one block does it all.
@@ -388,9 +411,8 @@ class ConvThunk final : public rt::Thunk {
                   << (plan_->blocks == 1 ? " block" : " blocks");
     else os << " (tessel loops";
     if (g_.flops >= kMachineWideFlops) {
-      const bool pays = rt::ComputeSlot::machine_wide_pays();
-      width_ = pays ? rt::ComputeSlot::Width::machine : rt::ComputeSlot::Width::machine_if_idle;
-      os << (pays ? ", machine-wide" : ", machine-wide-if-idle");
+      width_ = machine_wide_width();
+      os << ", " << width_words(width_);
     }
     os << ')';
     text_ = os.str();
@@ -460,15 +482,11 @@ class ConvThunk final : public rt::Thunk {
     parallel(plan.blocks, [&](std::int64_t b0, std::int64_t b1) {
       OneThread one;
       dnnl::stream s(engine());
-      struct alignas(64) Line {
-        char b[64];
-      };
-      std::vector<Line> scratch;
+      Scratchpad scratch;
       for (std::int64_t b = b0; b < b1; ++b) {
-        const auto& prim = b + 1 == plan.blocks && plan.prims.size() > 1 ? plan.prims[1] : plan.prims[0];
+        const auto& prim = block_prim(plan.prims, b, plan.blocks);
         const std::int64_t at = b * plan.per;
-        scratch.resize((prim.scratch + 63) / 64);
-        dnnl::memory scr(prim.scratch_md, engine(), scratch.empty() ? nullptr : scratch.data());
+        dnnl::memory scr = scratch.of(prim.scratch_md, prim.scratch);
         if (plan.form == Form::backward_data) {
           dnnl::memory dd(prim.a, engine(), x + at * g_.xs[0]), wei(plan.wei, engine(), ws + plan.plain_bytes);
           dnnl::memory ds(prim.c, engine(), z + at * g_.zs[0]);
@@ -563,22 +581,17 @@ class ConvThunk final : public rt::Thunk {
     parallel(g_.B * plan.blocks, [&](std::int64_t b0, std::int64_t b1) {
       OneThread one;
       dnnl::stream s(engine());
-      // oneDNN's scratchpad, aligned as its kernels' stores need.
-      struct alignas(64) Line {
-        char b[64];
-      };
-      std::vector<Line> scratch;
+      Scratchpad scratch;
       for (std::int64_t i = b0; i < b1; ++i) {
         const std::int64_t bg = i / plan.blocks, b = i % plan.blocks;
-        const auto& prim = b + 1 == plan.blocks && plan.prims.size() > 1 ? plan.prims[1] : plan.prims[0];
+        const auto& prim = block_prim(plan.prims, b, plan.blocks);
         const std::int64_t n0 = b * plan.mb;
         dnnl::memory src_m(prim.src, engine(), const_cast<float*>(src) + (bg * Nb + n0) * src_batch_stride);
         void* wei = prim.reorder ? static_cast<void*>(ws + prim.wei_offset + std::size_t(bg) * prim.wei_bytes)
                                  : static_cast<void*>(w + bg * Ob * g_.ws[0]);
         dnnl::memory wei_m(prim.wei, engine(), wei);
         dnnl::memory dst_m(prim.dst, engine(), z + n0 * g_.zs[0] + bg * Ob * g_.zs[1]);
-        scratch.resize((prim.scratch + 63) / 64);
-        dnnl::memory scr(prim.scratch_md, engine(), scratch.empty() ? nullptr : scratch.data());
+        dnnl::memory scr = scratch.of(prim.scratch_md, prim.scratch);
         prim.conv.execute(s, {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, wei_m}, {DNNL_ARG_DST, dst_m},
                               {DNNL_ARG_SCRATCHPAD, scr}});
       }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "codegen/gemm.hpp"
+#include "codegen/library.hpp"
 #include "codegen/gemm_bf16.hpp"
 #include "codegen/gemm_int8.hpp"
 #include "codegen/host.hpp"
@@ -170,9 +171,8 @@ class DotThunk final : public rt::Thunk {
       // not pay, only when nothing else computes (runtime/device.hpp, ComputeSlot).
       const double flops = 2.0 * double(va_.dims[0]) * double(va_.dims[1]) * double(va_.dims[2]) * double(vb_.dims[2]);
       if (flops >= kMachineWideFlops) {
-        const bool pays = rt::ComputeSlot::machine_wide_pays();
-        width_ = pays ? rt::ComputeSlot::Width::machine : rt::ComputeSlot::Width::machine_if_idle;
-        text_ += pays ? " machine-wide" : " machine-wide-if-idle";
+        width_ = machine_wide_width();
+        text_ += std::string(" ") + width_words(width_);
       }
     }
   }

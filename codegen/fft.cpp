@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "codegen/library.hpp"
 #include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
@@ -217,9 +218,8 @@ class FftThunk final : public rt::Thunk {
     if (phases_.front().loops.front().n > 1) os << ", in blocks";
     const std::int64_t logical = std::max(in_elements_, out_elements_);
     if (logical >= kMachineWideElements) {
-      const bool pays = rt::ComputeSlot::machine_wide_pays();
-      width_ = pays ? rt::ComputeSlot::Width::machine : rt::ComputeSlot::Width::machine_if_idle;
-      os << (pays ? ", machine-wide" : ", machine-wide-if-idle");
+      width_ = machine_wide_width();
+      os << ", " << width_words(width_);
     }
     os << ')';
     text_ = os.str();

@@ -228,6 +228,19 @@ std::size_t library_workspace(const Node& n) {
   return 0;
 }
 
+rt::ComputeSlot::Width machine_wide_width() {
+  return rt::ComputeSlot::machine_wide_pays() ? rt::ComputeSlot::Width::machine : rt::ComputeSlot::Width::machine_if_idle;
+}
+
+const char* width_words(rt::ComputeSlot::Width w) {
+  switch (w) {
+    case rt::ComputeSlot::Width::device: return "device-wide";
+    case rt::ComputeSlot::Width::machine: return "machine-wide";
+    case rt::ComputeSlot::Width::machine_if_idle: return "machine-wide-if-idle";
+  }
+  return "";
+}
+
 std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   LibraryRoutine r = library_routine(n.op);
   TESSEL_CHECK_INTERNAL(r && op_family(n.op) == OpFamily::Library, "no library routine for ", op_name(n.op));

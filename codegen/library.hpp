@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/device.hpp"
 #include "runtime/executable.hpp"
 #include "tracer/ir.hpp"
 
@@ -24,6 +25,12 @@ LibraryRoutine library_routine(Op op);
 // Bytes of workspace the routine of `n` needs beside its results (0: none):
 // compile() gives it a slot live for that step only, after `writes`.
 std::size_t library_workspace(const Node& n);
+// The compute slot of work as large as a machine-wide dot (dots, FFTs,
+// convolutions): every core, or, where that does not pay (an oversubscribed
+// host), every core when nothing else computes (runtime/device.hpp,
+// ComputeSlot); and its words in a thunk's text.
+rt::ComputeSlot::Width machine_wide_width();
+const char* width_words(rt::ComputeSlot::Width w);
 // The thunk for `n` (InternalError naming the op when it has no routine).
 std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
 

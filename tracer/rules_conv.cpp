@@ -196,11 +196,23 @@ bool haloable(const attr::Conv& p, const Shape& a, const Shape& b, std::size_t j
   const Geometry g = geometry(p, a, b);
   return p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 && g.out[j] * p.strides[j] == g.in[j];
 }
+// Whether spatial dim j can be split alike in the input and the kernel, as a
+// sum: a kernel gradient's form, whose kernel (the cotangent) spans the
+// image, its rows the input's over the kernel dilation (the forward's
+// stride). Each device sums over its own kernel rows, reading its input
+// tile and its neighbours' border rows; the partial results are all-reduced.
+bool window_summable(const attr::Conv& p, const Shape& a, const Shape& b, std::size_t j) {
+  const Geometry g = geometry(p, a, b);
+  return !haloable(p, a, b, j) && p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 &&
+         g.kernel[j] > g.out[j] && g.kernel[j] * p.rhs_dilation[j] == g.in[j];
+}
 }  // namespace
 
 // The batch (without batch groups), the kernel's output features and the
 // input features (without groups) are factors, and a spatial dim whose
-// rows line up (haloable); every other dim is replicated.
+// rows line up (haloable), or, in a kernel gradient's form, a spatial dim
+// of the input and the kernel as a sum (window_summable); every other dim
+// is replicated.
 FactorRule Rule<Op::conv>::factors(const Node& n) {
   FactorRule r;
   const auto& p = attrs_of(n);
@@ -232,6 +244,13 @@ FactorRule Rule<Op::conv>::factors(const Node& n) {
     own(rhs, p.rhs_spec[1], b[std::size_t(p.rhs_spec[1])]);
   }
   for (std::size_t j = 2; j < a.size(); ++j) {
+    if (window_summable(p, a, b, j - 2)) {
+      const int f = r.add_factor(b[std::size_t(p.rhs_spec[j])], true);
+      lhs[std::size_t(p.lhs_spec[j])] = {f};
+      rhs[std::size_t(p.rhs_spec[j])] = {f};
+      own(res, p.out_spec[j], o[std::size_t(p.out_spec[j])]);
+      continue;
+    }
     own(rhs, p.rhs_spec[j], b[std::size_t(p.rhs_spec[j])]);
     if (haloable(p, a, b, j - 2)) {
       // An input dim and the result's split alike: the window's border rows
@@ -373,63 +392,98 @@ void Rule<Op::conv>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
 // A spatial dim split alike in the input and the result: each device pads
 // its tile with the last pad_lo rows of the previous tile and the first
 // (window - stride - pad_lo) of the next (collective permutes; zeros past
-// the ends: the convolution's own padding) and convolves it unpadded. When
-// the tiles do not line up (uneven splits where the stride does not divide
-// the tile), the dim is gathered instead and the result cut to the tile.
+// the ends: the convolution's own padding) and convolves it unpadded. A
+// spatial dim split as a sum (a kernel gradient's) pads the input tile the
+// same way, with (result's rows' extent - kernel dilation - pad_lo) rows
+// after it, and convolves it with this device's kernel rows: a partial sum.
+// When the tiles do not line up (uneven splits where the stride does not
+// divide the tile), the dim is gathered instead: the result is cut to the
+// tile, or, for a sum, kept on the first tile only (zeros elsewhere).
 NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                               const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
   const auto& p = attrs_of(n);
   NodeTable& t = b.table();
-  const Shape& G = n.in[0]->shape();
-  const Geometry g = geometry(p, G, n.in[1]->shape());
-  AxisSharding have = op_sh[0];
-  std::vector<std::size_t> halo, gathered;
+  const Shape &G = n.in[0]->shape(), &K = n.in[1]->shape();
+  const Geometry g = geometry(p, G, K);
+  struct Split {
+    std::size_t j;
+    bool sum, lines_up;
+    std::int64_t L, R;
+  };
+  std::vector<Split> splits;
   for (std::size_t j = 0; j < g.in.size(); ++j) {
-    const auto& A = have.dims[std::size_t(p.lhs_spec[2 + j])];
+    const auto& A = op_sh[0].dims[std::size_t(p.lhs_spec[2 + j])];
     if (A.empty()) continue;
-    const std::int64_t T = b.tiles(A), ti = (g.in[j] + T - 1) / T, to = (g.out[j] + T - 1) / T;
-    const std::int64_t L = p.pad_lo[j], R = dilate_dim(g.kernel[j], p.rhs_dilation[j]) - p.strides[j] - L;
-    const bool lines_up = natural.dims[std::size_t(p.out_spec[2 + j])] == A && p.lhs_dilation[j] == 1 &&
-                          to * p.strides[j] == ti && L >= 0 && L <= ti && R <= ti;
-    (lines_up ? halo : gathered).push_back(j);
+    const std::int64_t T = b.tiles(A), ti = (g.in[j] + T - 1) / T, L = p.pad_lo[j];
+    Split s{j, !haloable(p, G, K, j), false, L, 0};
+    if (!s.sum) {
+      const std::int64_t to = (g.out[j] + T - 1) / T;
+      s.R = dilate_dim(g.kernel[j], p.rhs_dilation[j]) - p.strides[j] - L;
+      s.lines_up = natural.dims[std::size_t(p.out_spec[2 + j])] == A && to * p.strides[j] == ti;
+    } else {
+      const std::int64_t tk = (g.kernel[j] + T - 1) / T;
+      s.R = dilate_dim(g.out[j], p.strides[j]) - p.rhs_dilation[j] - L;
+      s.lines_up = op_sh[1].dims[std::size_t(p.rhs_spec[2 + j])] == A && tk * p.rhs_dilation[j] == ti;
+    }
+    s.lines_up = s.lines_up && p.lhs_dilation[j] == 1 && L >= 0 && L <= ti && s.R <= ti;
+    splits.push_back(s);
   }
-  if (halo.empty() && gathered.empty()) return build::with_operands(t, n, ops);
-  NodeRef x = ops[0];
-  if (!gathered.empty()) {
-    AxisSharding whole = have;
-    for (auto j : gathered) whole.dims[std::size_t(p.lhs_spec[2 + j])].clear();
-    x = b.reshard(x, G, have, whole);
-    have = whole;
+  if (splits.empty()) return build::with_operands(t, n, ops);
+  NodeRef x = ops[0], w = ops[1];
+  AxisSharding xs = op_sh[0], ws = op_sh[1];
+  {
+    AxisSharding xw = xs, ww = ws;
+    for (auto& s : splits)
+      if (!s.lines_up) {
+        xw.dims[std::size_t(p.lhs_spec[2 + s.j])].clear();
+        if (s.sum) ww.dims[std::size_t(p.rhs_spec[2 + s.j])].clear();
+      }
+    if (xw.dims != xs.dims) x = b.reshard(x, G, xs, xw), xs = xw;
+    if (ww.dims != ws.dims) w = b.reshard(w, K, ws, ww), ws = ww;
   }
   attr::Conv q = p;
-  if (!halo.empty()) {
-    std::vector<int> dims;
-    for (auto j : halo) dims.push_back(int(p.lhs_spec[2 + j]));
-    x = b.mask(x, G, have, dims, reduction_identity(Op::add, x->dtype()));  // uneven tiles' padding: zeros
-    for (auto j : halo) {
-      const int d = int(p.lhs_spec[2 + j]);
-      const auto& A = have.dims[std::size_t(d)];
-      const std::int64_t L = p.pad_lo[j], R = dilate_dim(g.kernel[j], p.rhs_dilation[j]) - p.strides[j] - L;
-      std::vector<NodeRef> parts;
-      if (L > 0) parts.push_back(halo::neighbour_rows(b, x, A, d, L, -1));
-      if (R >= 0) {
-        parts.push_back(x);
-      } else {
-        std::vector<std::int64_t> lo(std::size_t(x->rank()), 0), hi = x->shape();
-        hi[std::size_t(d)] += R;
-        parts.push_back(build::slice(t, x, lo, hi));
-      }
-      if (R > 0) parts.push_back(halo::neighbour_rows(b, x, A, d, R, 1));
-      x = parts.size() == 1 ? parts[0] : build::concatenate(t, parts, d);
-      q.pad_lo[j] = q.pad_hi[j] = 0;
+  std::vector<int> xdims, wdims;
+  for (auto& s : splits)
+    if (s.lines_up) {
+      xdims.push_back(int(p.lhs_spec[2 + s.j]));
+      if (s.sum) wdims.push_back(int(p.rhs_spec[2 + s.j]));
     }
+  // Uneven tiles' padding: zeros (the convolution's padding; no term of a sum).
+  if (!xdims.empty()) x = b.mask(x, G, xs, xdims, reduction_identity(Op::add, x->dtype()));
+  if (!wdims.empty()) w = b.mask(w, K, ws, wdims, reduction_identity(Op::add, w->dtype()));
+  for (auto& s : splits) {
+    if (!s.lines_up) continue;
+    const int d = int(p.lhs_spec[2 + s.j]);
+    const auto& A = xs.dims[std::size_t(d)];
+    std::vector<NodeRef> parts;
+    if (s.L > 0) parts.push_back(halo::neighbour_rows(b, x, A, d, s.L, -1));
+    if (s.R >= 0) {
+      parts.push_back(x);
+    } else {
+      std::vector<std::int64_t> lo(std::size_t(x->rank()), 0), hi = x->shape();
+      hi[std::size_t(d)] += s.R;
+      parts.push_back(build::slice(t, x, lo, hi));
+    }
+    if (s.R > 0) parts.push_back(halo::neighbour_rows(b, x, A, d, s.R, 1));
+    x = parts.size() == 1 ? parts[0] : build::concatenate(t, parts, d);
+    q.pad_lo[s.j] = q.pad_hi[s.j] = 0;
   }
-  NodeRef y = build::conv(t, x, ops[1], q);
-  if (!gathered.empty()) {
-    AxisSharding whole = natural;
-    for (auto j : gathered) whole.dims[std::size_t(p.out_spec[2 + j])].clear();
-    y = b.reshard(y, n.shape(), whole, natural);
+  NodeRef y = build::conv(t, x, w, q);
+  AxisSharding whole = natural;
+  NodeRef first;  // whether this device holds the first tile of every gathered sum
+  for (auto& s : splits) {
+    if (s.lines_up) continue;
+    if (!s.sum) {
+      whole.dims[std::size_t(p.out_spec[2 + s.j])].clear();
+      continue;
+    }
+    const auto& A = op_sh[0].dims[std::size_t(p.lhs_spec[2 + s.j])];
+    NodeRef at0 = build::binary(t, Op::eq, b.offset(A, 1), build::scalar(t, DType::int32, 0));
+    first = first ? build::binary(t, Op::and_, first, at0) : at0;
   }
+  if (first)
+    y = build::select(t, build::broadcast_in_dim(t, first, y->shape(), {}), y, ad::zeros_like(t, y));
+  if (whole.dims != natural.dims) y = b.reshard(y, n.shape(), whole, natural);
   return y;
 }
 
