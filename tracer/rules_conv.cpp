@@ -19,6 +19,7 @@
 #include <numeric>
 
 #include "tessel/core/errors.hpp"
+#include "tracer/accumulator.hpp"
 #include "tracer/build.hpp"
 #include "tracer/complex_build.hpp"
 #include "tracer/halo.hpp"
@@ -121,17 +122,6 @@ Aval Rule<Op::conv>::infer(const std::vector<Aval>& in, const A& p, const Aval&)
   return Aval{in[0].dtype, o, in[0].weak_type && in[1].weak_type};
 }
 
-namespace {
-template <class T>
-struct ConvAcc {
-  using type = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-};
-template <class T>
-struct ConvAcc<std::complex<T>> {
-  using type = std::complex<double>;
-};
-}  // namespace
-
 void Rule<Op::conv>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
   const Shape &a = in[0]->shape, &b = in[1]->shape;
@@ -143,7 +133,7 @@ void Rule<Op::conv>::eval(const std::vector<const HostArray*>& in, const A& p, c
   const std::int64_t nout = numel(g.out), ntaps = numel(g.kernel);
   visit_wide_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
-    using Acc = typename ConvAcc<T>::type;
+    using S = Acc<T>;  // the sum's type
     const T* x = reinterpret_cast<const T*>(in[0]->bytes.data());
     const T* w = reinterpret_cast<const T*>(in[1]->bytes.data());
     T* z = reinterpret_cast<T*>(out.bytes.data());
@@ -154,7 +144,7 @@ void Rule<Op::conv>::eval(const std::vector<const HostArray*>& in, const A& p, c
         const std::int64_t xn = bg * Nb + n;
         for (std::int64_t f = 0; f < nout; ++f) {
           for (std::int64_t r = f, j = std::int64_t(k) - 1; j >= 0; --j) y[std::size_t(j)] = r % g.out[std::size_t(j)], r /= g.out[std::size_t(j)];
-          Acc acc = Acc(0);
+          S acc = S(0);
           for (std::int64_t c = 0; c < g.I; ++c) {
             const std::int64_t xc = fg * g.I + c;
             for (std::int64_t tap = 0; tap < ntaps; ++tap) {
@@ -172,9 +162,9 @@ void Rule<Op::conv>::eval(const std::vector<const HostArray*>& in, const A& p, c
               }
               if (!inside) continue;
               if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-                acc = Acc(wrap_unsigned_t<T>(acc) + wrap_unsigned_t<T>(x[xo]) * wrap_unsigned_t<T>(w[wo]));
+                acc = S(wrap_unsigned_t<T>(acc) + wrap_unsigned_t<T>(x[xo]) * wrap_unsigned_t<T>(w[wo]));
               else
-                acc += Acc(x[xo]) * Acc(w[wo]);
+                acc += S(x[xo]) * S(w[wo]);
             }
           }
           std::int64_t zo = n * os[std::size_t(p.out_spec[0])] + o * os[std::size_t(p.out_spec[1])];

@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "tracer/accumulator.hpp"
 #include "tracer/build.hpp"
 #include "tracer/complex_build.hpp"
 #include "tessel/core/errors.hpp"
@@ -64,17 +65,6 @@ void for_each_reduced(const Shape& in, const std::vector<std::int64_t>& axes, F&
     }
   }
 }
-
-template <class T>
-struct AccOf {
-  using type = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-};
-template <class T>
-struct AccOf<std::complex<T>> {
-  using type = std::complex<double>;
-};
-template <class T>
-using Acc = typename AccOf<T>::type;
 
 Aval reduce_infer(Op op, const std::vector<Aval>& in, const attr::Dimensions& p, bool numeric_only) {
   expect_arity(op, in, 1);
