@@ -110,13 +110,16 @@ Value* ExprEmitter::linearize(const Index& idx, const Shape& shape) {
 Value* ExprEmitter::trig(MathFn fn, Value* x) {
   Value* fast = emit_math(b, fn, x);
   if (!x->getType()->isFloatTy() || trig_ == Trig::Fast) return fast;  // double: libm already
-  Value* large = b.CreateFCmpOGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
-                                 llvm::ConstantFP::get(x->getType(), kTrigFastLimit));  // inf too; not NaN
   if (trig_ == Trig::Scan) {
-    Value* seen = b.CreateLoad(b.getInt8Ty(), trig_flag_);
-    b.CreateStore(b.CreateOr(seen, b.CreateZExt(large, b.getInt8Ty())), trig_flag_);
+    // The largest |x|'s bits so far (two vector instructions; NaN counts as
+    // large, and its row takes the precise path, which gives NaN too).
+    Value* mag = b.CreateAnd(b.CreateBitCast(x, b.getInt32Ty()), b.getInt32(0x7fffffff));
+    Value* seen = b.CreateLoad(b.getInt32Ty(), trig_flag_);
+    b.CreateStore(b.CreateBinaryIntrinsic(llvm::Intrinsic::umax, seen, mag), trig_flag_);
     return fast;
   }
+  Value* large = b.CreateFCmpOGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                                 llvm::ConstantFP::get(x->getType(), kTrigFastLimit));  // inf too; not NaN
   return b.CreateSelect(large, emit_libm(b, fn, x), fast);
 }
 
@@ -362,15 +365,18 @@ class Emitter final : public ExprEmitter {
     llvm::Function* f = b.GetInsertBlock()->getParent();
     if (!trig_flag_) {
       llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
-      trig_flag_ = entry.CreateAlloca(b.getInt8Ty());
+      trig_flag_ = entry.CreateAlloca(b.getInt32Ty());
     }
     const bool look_first = alias_read_ >= 0;
-    b.CreateStore(b.getInt8(0), trig_flag_);
+    b.CreateStore(b.getInt32(0), trig_flag_);
     trig_ = Trig::Scan;
     skip_stores_ = look_first;
     body();
     skip_stores_ = false;
-    Value* large = b.CreateICmpNE(b.CreateLoad(b.getInt8Ty(), trig_flag_), b.getInt8(0));
+    const float limit = float(kTrigFastLimit);
+    std::uint32_t limit_bits;
+    std::memcpy(&limit_bits, &limit, 4);
+    Value* large = b.CreateICmpUGT(b.CreateLoad(b.getInt32Ty(), trig_flag_), b.getInt32(limit_bits));
     auto* slow = llvm::BasicBlock::Create(ctx_, "trig_large", f);
     auto* fast = look_first ? llvm::BasicBlock::Create(ctx_, "trig_fast", f) : nullptr;
     auto* done = llvm::BasicBlock::Create(ctx_, "trig_done", f);

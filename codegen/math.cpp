@@ -104,39 +104,37 @@ struct F {
   }
 
   // sin and cos by one odd minimax polynomial on [-pi/2, pi/2]: sin writes
-  // x = q*pi + r, cos writes x = q*pi/2 + r with q odd, and the parity of q
-  // gives the sign. One polynomial and no octant selects (the Cephes way
-  // evaluates both sin's and cos's and picks) makes 2*sin(x)+1 memory-bound.
-  // pi in four parts, each with few enough bits that q * part is exact with
-  // FMA for |q| < 2^16, so |x| up to kTrigFastLimit reduces to within 1 ulp
-  // (ExprEmitter::trig takes libm's result beyond it).
+  // x = n*pi + r, cos writes x = (n + 1/2)*pi + r, and the parity of n gives
+  // the sign. One polynomial and no octant selects (the Cephes way evaluates
+  // both sin's and cos's and picks).
+  //
+  // What it costs is counted in vector instructions on the FMA pipes (a
+  // double-pumped 512-bit FMA on this project's hosts): n is rounded by
+  // adding 1.5 * 2^23 inside the multiply's FMA, so n's parity is the low
+  // bit of the sum; the sign is applied by one copysign from r's sign bit
+  // (which also gives sin(-0) = -0). pi in four parts, each with few enough
+  // bits that n * part is exact with FMA for |n| < 2^16, so |x| up to
+  // kTrigFastLimit reduces to within 1 ulp. Beyond it (inf too) the value is
+  // not used: ExprEmitter::trig takes libm's.
   llvm::Value* sincos(llvm::Value* x, bool want_cos) {
-    llvm::Value* q;  // the multiple of pi/2 (cos) or pi (sin), an integer-valued float
-    llvm::Value* h;  // q in multiples of pi
-    if (want_cos) {
-      q = fma(roundeven(fma(x, c(0.3183098861837907), c(-0.5))), c(2.0), c(1.0));
-      h = mul(q, c(0.5));
-    } else {
-      q = roundeven(mul(x, c(0.3183098861837907)));
-      h = q;
-    }
-    llvm::Value* r = fma(h, c(-3.140625), x);
-    r = fma(h, c(-0.0009670257568359375), r);
-    r = fma(h, c(-6.2771141529083251953e-07), r);
-    r = fma(h, c(-1.2154201256553420762e-10), r);
+    const double shifter = 0x1.8p23;  // in [2^23, 2^24) a float's ulp is 1
+    const double inv_pi = 0.3183098861837907;
+    llvm::Value* big = want_cos ? add(fma(x, c(inv_pi), c(-0.5)), c(shifter)) : fma(x, c(inv_pi), c(shifter));
+    llvm::Value* n = sub(big, c(shifter));  // exact: an integer
+    llvm::Value* h = want_cos ? add(n, c(0.5)) : n;  // x = h*pi + r
+    // pi's parts are all below pi's value, so each product has h's sign and
+    // sin(-0) stays -0 (a +0 product would turn r into +0). The first is exact.
+    llvm::Value* r = fma(h, c(-3.141592502593994), x);
+    r = fma(h, c(-1.5099578831723193e-07), r);
+    r = fma(h, c(-1.0780605906948477e-14), r);
     llvm::Value* z = mul(r, r);
     llvm::Value* p = poly(z, {2.6083159809786593541503e-06, -0.0001981069071916863322258, 0.00833307858556509017944336,
                               -0.166666597127914428710938});
-    llvm::Value* v = fma(mul(p, z), r, r);
-    // sin: odd q flips the sign; cos (q odd): q = 1 mod 4 flips it (cos x = -sin(x - pi/2)).
-    llvm::Value* qi = to_int(q);
-    llvm::Value* flip = want_cos ? b.CreateICmpEQ(b.CreateAnd(qi, ci(2)), ci(0))
-                                 : b.CreateICmpNE(b.CreateAnd(qi, ci(1)), ci(0));
-    v = sel(flip, b.CreateFNeg(v), v);
-    if (!want_cos) v = sel(eq(x, c(0.0)), x, v);  // sin(-0) = -0
-    // Too large to reduce in float (and inf, NaN): NaN; callers take libm's
-    // result beyond kTrigFastLimit (ExprEmitter::trig).
-    return sel(b.CreateFCmpULT(abs(x), c(8388608.0)), v, c(std::nan("")));
+    llvm::Value* v = fma(mul(p, z), r, r);  // sin(r): r's sign, as 1 + z*p > 1/2
+    // sin x = (-1)^n sin r; cos x = (-1)^(n+1) sin r.
+    llvm::Value* odd = b.CreateShl(bits(big), ci(31));
+    if (want_cos) odd = b.CreateXor(odd, ci(std::numeric_limits<int>::min()));
+    return copysign(v, from_bits(b.CreateXor(bits(r), odd)));
   }
 
   llvm::Value* tanh(llvm::Value* x) {

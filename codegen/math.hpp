@@ -21,7 +21,7 @@ using Builder = llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderDefaultInse
 
 // fn(x) (or fn(x, y) for pow and atan2) for a float or double value.
 // float32 sin, cos and tan are exact to a few ulp for |x| <= kTrigFastLimit
-// only (NaN beyond 2^23): ExprEmitter::trig gives libm's beyond the limit.
+// only (no meaning beyond): ExprEmitter::trig gives libm's beyond the limit.
 llvm::Value* emit_math(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y = nullptr);
 // libm's fn (sinf, cosf, tanf, ...: the name by x's type).
 llvm::Value* emit_libm(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y = nullptr);
