@@ -223,10 +223,44 @@ TESSEL_LOWER(broadcast_in_dim) {
   for (size_t i = 0; i < s.size(); ++i) sub[i] = s[i] == 1 ? e.i64c(0) : idx[dims[i]];
   return e.value(n.in[0], sub);
 }
+// The shapes split into groups of dims whose sizes multiply to the same
+// product (XLA's reshape decomposition): a dim matched by one of the same size
+// takes its index as it is, a unit dim 0, and only a group that merges or
+// splits dims linearizes and divides. A squeeze or an expand_dims divides
+// nothing (the max-pool gradient's pads of a [..., 1] slice were 60x slower
+// through one flat index).
 TESSEL_LOWER(reshape) {
   const Shape& s = n.in[0]->shape();
+  const Shape& o = n.shape();
   if (s.empty()) return e.value(n.in[0], {});
-  return e.value(n.in[0], e.unflatten(e.linearize(idx, n.shape()), s));
+  if (numel(s) == 0) return e.value(n.in[0], e.unflatten(e.linearize(idx, o), s));
+  Index sub(s.size());
+  std::size_t i = 0, j = 0;
+  while (i < s.size() || j < o.size()) {
+    if (i < s.size() && s[i] == 1) {
+      sub[i++] = e.i64c(0);
+      continue;
+    }
+    if (j < o.size() && o[j] == 1) {
+      ++j;
+      continue;
+    }
+    const std::size_t i0 = i, j0 = j;
+    std::int64_t pi = s[i++], po = o[j++];
+    while (pi != po) {
+      if (pi < po) pi *= s[i++];
+      else po *= o[j++];
+    }
+    if (i - i0 == 1 && j - j0 == 1) {
+      sub[i0] = idx[j0];
+      continue;
+    }
+    const Index out_part(idx.begin() + std::ptrdiff_t(j0), idx.begin() + std::ptrdiff_t(j));
+    const Index in_part = e.unflatten(e.linearize(out_part, Shape(o.begin() + std::ptrdiff_t(j0), o.begin() + std::ptrdiff_t(j))),
+                                      Shape(s.begin() + std::ptrdiff_t(i0), s.begin() + std::ptrdiff_t(i)));
+    std::copy(in_part.begin(), in_part.end(), sub.begin() + std::ptrdiff_t(i0));
+  }
+  return e.value(n.in[0], sub);
 }
 TESSEL_LOWER(transpose) {
   const auto& perm = n.attr<attr::Dimensions>().dims;
@@ -258,6 +292,10 @@ TESSEL_LOWER(pad) {
   Index sub(idx.size());
   for (size_t i = 0; i < idx.size(); ++i) {
     std::int64_t period = a.interior[i] + 1;
+    if (period == 1 && a.low[i] == 0 && a.high[i] == 0) {  // not padded: always inside
+      sub[i] = idx[i];
+      continue;
+    }
     Value* r = b.CreateSub(idx[i], e.i64c(a.low[i]));
     Value* ok = b.CreateICmpSGE(r, e.i64c(0));
     Value* q = r;
@@ -268,10 +306,11 @@ TESSEL_LOWER(pad) {
     }
     ok = b.CreateAnd(ok, b.CreateICmpSLT(q, e.i64c(s[i])));
     inside = b.CreateAnd(inside, ok);
-    sub[i] = q;
+    // Read a safe index where this dim is outside. A dim's index depends on
+    // its own test only, so an unpadded (innermost) dim stays contiguous and
+    // its loads vectorise instead of gathering.
+    sub[i] = b.CreateSelect(ok, q, e.i64c(0));
   }
-  // Read a safe index outside, then choose.
-  for (auto& v : sub) v = b.CreateSelect(inside, v, e.i64c(0));
   return b.CreateSelect(inside, e.value(n.in[0], sub), e.value(n.in[1], {}));
 }
 TESSEL_LOWER(concatenate) {

@@ -82,6 +82,42 @@ struct OneDnn {
 
 }  // namespace
 
+// Max pooling 2x2 stride 2 (lax.reduce_window): forward and forward + the
+// input's gradient, against PyTorch's max_pool2d on channels-last tensors.
+// Floors: the bytes each must move at least once.
+void pooling(int reps) {
+  const std::int64_t N = 32, H = 112, W = 112, C = 64;
+  Array x = ts::linspace(-1, 1, N * H * W * C).reshape({N, H, W, C}).block_until_ready();
+  Array g = ts::linspace(-0.5, 0.5, N * H / 2 * W / 2 * C).reshape({N, H / 2, W / 2, C}).block_until_ready();
+  auto pool = [](Array a) { return lax::reduce_window(a, -INFINITY, "max", {1, 2, 2, 1}, {1, 2, 2, 1}, lax::Padding{"VALID"}); };
+  auto fwd = ts::jit(pool);
+  auto fwd_bwd = ts::jit([&](Array a, Array c) {
+    auto [y, pullback] = ts::vjp(pool, a);
+    auto [ga] = pullback(c);
+    return std::make_tuple(y, ga);
+  });
+  const std::string setup = "import torch.nn.functional as F\n"
+                            "x = torch.randn(32, 64, 112, 112).to(memory_format=torch.channels_last).requires_grad_()\n"
+                            "g = torch.randn(32, 64, 56, 56).contiguous(memory_format=torch.channels_last)";
+  const double torch_f = bench::torch_seconds(setup, "with torch.no_grad(): F.max_pool2d(x, 2)", reps);
+  const double torch_fb = bench::torch_seconds(setup, "F.max_pool2d(x, 2).backward(g)", reps);
+  const double one_f = bench::seconds([&] { fwd(x).block_until_ready(); }, reps);
+  const double one_fb = bench::seconds([&] { std::get<1>(fwd_bwd(x, g)).block_until_ready(); }, reps);
+  auto mesh = ts::make_mesh({ts::device_count()}, {"x"});
+  Array xs = ts::device_put(x, ts::NamedSharding(mesh, P("x"))), gs = ts::device_put(g, ts::NamedSharding(mesh, P("x")));
+  const double dp_f = bench::seconds([&] { fwd(xs).block_until_ready(); }, reps);
+  const double dp_fb = bench::seconds([&] { std::get<1>(fwd_bwd(xs, gs)).block_until_ready(); }, reps);
+  const std::size_t bx = std::size_t(N * H * W * C) * 4, by = bx / 4;
+  const bench::Floor ff = bench::memory_floor(bx, by), ffb = bench::memory_floor(bx + by, by + bx);
+  bench::header("max pool 2x2 stride 2, N=32 112x112x64 float32 NHWC; floors: the bytes moved (" +
+                bench::describe(ff, double(bx + by)) + " forward)");
+  const std::string dev = std::to_string(ts::device_count()) + " devices, batch split";
+  bench::row("forward: tessel, 1 device", ff.seconds, one_f, torch_f);
+  bench::row("forward: tessel, " + dev, ff.seconds, dp_f, torch_f);
+  bench::row("fwd+bwd: tessel, 1 device", ffb.seconds, one_fb, torch_fb);
+  bench::row("fwd+bwd: tessel, " + dev, ffb.seconds, dp_fb, torch_fb);
+}
+
 int main(int argc, char** argv) {
   // Before OpenMP starts: the peer's team sleeps, not spins, while tessel runs.
   setenv("OMP_WAIT_POLICY", "passive", 1);
@@ -156,5 +192,6 @@ int main(int argc, char** argv) {
     std::printf("  oneDNN direct / tessel 1 device: forward %.2f, fwd+bwd %.2f (target >= 0.9)\n", dnn_f / one_f,
                 dnn_fb / one_fb);
   }
+  pooling(reps);
   return bench::status();
 }

@@ -76,6 +76,28 @@ TEST_CASE("large loop nests and dots ask for every core, and equal the interpret
   }
 }
 
+TEST_CASE("fused reshapes map each group of dims alone, and pads read safe indices dim by dim") {
+  // Reshapes whose dims group (same size, unit dims, merges, splits), fused
+  // into a loop after an add, and interior, edge and negative pads of them.
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{2, 1, 3, 4}, {6, 1, 2, 2}}, {{4, 1}, {2, 2}},       {{1, 1}, {1}},          {{3, 5, 1}, {1, 3, 5}},
+      {{6, 4}, {2, 3, 2, 2}},       {{2, 3, 4}, {24}},      {{24}, {1, 2, 1, 12, 1}}, {{2, 6, 5}, {4, 3, 5}},
+      {{5, 1, 7, 1}, {35}},         {{0, 3}, {3, 0, 1}}};
+  std::mt19937 rng(3);
+  for (auto& [from, to] : cases) {
+    G b;
+    auto p = b.param(DType::float32, from);
+    auto r = build::reshape(b.t, build::binary(b.t, Op::add, p, p), to);
+    std::vector<std::int64_t> lo(to.size(), 0), hi(to.size(), 0), in(to.size(), 0);
+    lo.front() = 1, hi.back() = 2, in.back() = 1;
+    if (to.size() > 1 && to[0] > 1) lo[0] = -1;
+    auto padded = build::pad(b.t, r, build::scalar(b.t, DType::float32, 7), lo, hi, in);
+    b.g.outputs = {r, build::binary(b.t, Op::mul, padded, padded)};
+    CAPTURE(to.size());
+    check_against_interpreter(b.g, {random_host<float>(DType::float32, from, rng, -3, 3)});
+  }
+}
+
 TEST_CASE("every transcendental is within a few ulp over a wide range") {
   for (Op op : {Op::sin, Op::cos, Op::tan, Op::tanh, Op::exp, Op::expm1, Op::log, Op::log1p, Op::logistic,
                 Op::sqrt, Op::rsqrt, Op::erf_inv}) {
