@@ -10,6 +10,7 @@
 #include "dsl/src/compose.hpp"
 #include "dsl/src/trace.hpp"
 #include "tessel/core/errors.hpp"
+#include "tessel/custom.hpp"
 #include "tessel/creation.hpp"
 #include "tessel/dtype_info.hpp"
 #include "tessel/ops.hpp"
@@ -359,26 +360,55 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
   std::vector<std::int64_t> eff;
   for (std::size_t d = 0; d < r; ++d) eff.push_back((window[d] - 1) * wd[d] + 1);
   const Pairs pads = pads_of(padding, x.shape(), eff, strides, what);
-  Array xp = x;
   std::vector<int> dims;
-  for (std::size_t d = 0; d < r; ++d) {
-    xp = dilate(xp, int(d), bd[d], init);
-    xp = pad_axis(xp, int(d), pads[d].first, pads[d].second, init);
-    dims.push_back(int(d));
+  for (std::size_t d = 0; d < r; ++d) dims.push_back(int(d));
+  // The taps of v padded (and dilated) with `fill`, each a strided slice. A
+  // balanced tree of the op over them: the gradient is then a sum of interior
+  // pads of the operand's shape, which fuses into one loop over it (a stack of
+  // the taps, (o..., T), made the gradient's loops run along T and was 4x
+  // slower for 2x2 pooling).
+  auto taps_of = [=](const Array& v, double fill) {
+    Array p = v;
+    for (std::size_t d = 0; d < r; ++d) {
+      p = dilate(p, int(d), bd[d], fill);
+      p = pad_axis(p, int(d), pads[d].first, pads[d].second, fill);
+    }
+    std::vector<std::int64_t> out;
+    return windows(p, dims, window, strides, wd, out);
+  };
+  auto tree = [f](std::vector<Array> level) {
+    while (level.size() > 1) {
+      std::vector<Array> next;
+      for (std::size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(f(level[i], level[i + 1]));
+      if (level.size() % 2) next.push_back(level.back());
+      level = std::move(next);
+    }
+    return level[0];
+  };
+  if ((op == "max" || op == "min") && issubdtype(x.dtype(), "floating")) {
+    // JAX's derivative (_reduce_window_chooser_jvp_rule, select_and_gather_add
+    // with ge or le): the tangent of the window's first element, in row-major
+    // order, equal to the result. A tie sends the whole cotangent to one
+    // element, as JAX's gradient does; lax.max's own rule would split it.
+    auto fun = [=](const std::vector<Array>& a) { return std::vector<Array>{tree(taps_of(a[0], init))}; };
+    // Written as a sum of one select per tap, each with its own test (the
+    // tap equals the result and no earlier one does): its transpose is one
+    // select per tap, and the input gradient one fused loop. A chain of
+    // selects would transpose into a chain of materialised masks.
+    auto jvp = [=](const std::vector<Array>& a) {
+      const std::vector<Array> taps = taps_of(a[0], init), dtaps = taps_of(a[1], 0.0);
+      const Array y = tree(taps);
+      Array dy = zeros_like(dtaps[0]);
+      for (std::size_t t = 0; t < taps.size(); ++t) {
+        Array first = taps[t] == y;
+        for (std::size_t k = 0; k < t; ++k) first = logical_and(first, taps[k] != y);
+        dy = dy + where(first, dtaps[t], 0.0);
+      }
+      return std::vector<Array>{y, dy};
+    };
+    return detail::custom_jvp_call("reduce_window_" + op, fun, jvp, {x}, {})[0];
   }
-  std::vector<std::int64_t> out;
-  // A balanced tree of the op over the taps, each a strided slice: the
-  // gradient is then a sum of interior pads of the operand's shape, which
-  // fuses into one loop over it (a stack of the taps, (o..., T), made the
-  // gradient's loops run along T and was 4x slower for 2x2 pooling).
-  std::vector<Array> level = windows(xp, dims, window, strides, wd, out);
-  while (level.size() > 1) {
-    std::vector<Array> next;
-    for (std::size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(f(level[i], level[i + 1]));
-    if (level.size() % 2) next.push_back(level.back());
-    level = std::move(next);
-  }
-  return level[0];
+  return tree(taps_of(x, init));
 }
 
 }  // namespace tessel::lax

@@ -314,6 +314,51 @@ TEST_CASE("reduce_window: max, add and min pooling against a direct loop, stride
   CHECK(g.to_vector<double>() == std::vector<double>{0, 1, 0, 0, 0, 0, 1, 0});
 }
 
+TEST_CASE("reduce_window max and min: ties send the cotangent to the window's first extreme, as JAX's select_and_scatter_add") {
+  // Values from {0, 1, 2}: most windows tie. Overlapping windows (3 x 2,
+  // strides 1 x 2, SAME). The reference: for each window, the first element
+  // (row-major in the window) equal to the result takes the window's weight.
+  std::mt19937 rng(17);
+  const std::int64_t B = 2, H = 5, W = 6;
+  std::vector<double> v(std::size_t(B * H * W));
+  for (auto& e : v) e = double(rng() % 3);
+  const ts::Array x = ts::array(v).reshape({B, H, W});
+  for (const std::string op : {"max", "min"}) {
+    const double init = op == "max" ? -INFINITY : INFINITY;
+    auto pool = [op, init](const ts::Array& a) { return lax::reduce_window(a, init, op, {1, 3, 2}, {1, 1, 2}, "SAME"); };
+    const std::int64_t oh = H, ow = W / 2, ph = 1, pw = 0;
+    std::vector<double> wts(std::size_t(B * oh * ow));
+    for (auto& e : wts) e = double(rng() % 7) - 3;
+    const ts::Array w = ts::array(wts).reshape({B, oh, ow});
+    std::vector<double> want(v.size(), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < oh; ++i)
+        for (std::int64_t j = 0; j < ow; ++j) {
+          double best = init;
+          std::int64_t at = -1;
+          for (std::int64_t di = 0; di < 3; ++di)
+            for (std::int64_t dj = 0; dj < 2; ++dj) {
+              const std::int64_t a = i + di - ph, c = j * 2 + dj - pw;
+              if (a < 0 || a >= H || c < 0 || c >= W) continue;
+              const double e = v[std::size_t((b * H + a) * W + c)];
+              if (at < 0 || (op == "max" ? e > best : e < best)) best = e, at = (b * H + a) * W + c;
+            }
+          want[std::size_t(at)] += wts[std::size_t((b * oh + i) * ow + j)];
+        }
+    auto loss = [&](const ts::Array& a) { return ts::sum(pool(a) * w); };
+    CAPTURE(op);
+    CHECK(ts::grad(loss)(x).to_vector<double>() == want);
+    CHECK(ts::jit(ts::grad(loss))(x).to_vector<double>() == want);
+    // Forward mode: the tangent is the chosen element's.
+    const auto [y, dy] = ts::jvp(pool, std::make_tuple(x), std::make_tuple(ts::array(v).reshape({B, H, W}) * 10.0));
+    CHECK(close(dy.to_vector<double>(), (y * 10.0).to_vector<double>(), 0) == "");
+    // The batch split over 8 devices: the same gradient.
+    ts::Mesh mesh(ts::devices(), {int(ts::devices().size())}, {"x"});
+    const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, P("x")));
+    CHECK(ts::jit(ts::grad(loss))(xs).to_vector<double>() == want);
+  }
+}
+
 TEST_CASE("conv on 1..8 devices with the batch split, even and uneven: the loop's values, the batch kept split") {
   std::mt19937 rng(9);
   for (int n = 1; n <= 8; ++n) {
