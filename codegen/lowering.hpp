@@ -61,7 +61,7 @@ class ExprEmitter {
   llvm::LLVMContext& ctx_;
   enum class Trig { Precise, Fast, Scan };
   Trig trig_ = Trig::Precise;
-  llvm::AllocaInst* trig_flag_ = nullptr;  // Scan: set (i8 1) when an argument is large
+  llvm::AllocaInst* trig_flag_ = nullptr;  // Scan: the largest |x|'s bits (an i32)
 
  public:
   llvm::IRBuilder<> b;

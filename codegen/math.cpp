@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "codegen/host.hpp"
 #include "codegen/llvm_headers.hpp"
 #include "tessel/core/errors.hpp"
 
@@ -112,21 +113,32 @@ struct F {
   // double-pumped 512-bit FMA on this project's hosts): n is rounded by
   // adding 1.5 * 2^23 inside the multiply's FMA, so n's parity is the low
   // bit of the sum; the sign is applied by one copysign from r's sign bit
-  // (which also gives sin(-0) = -0). pi in four parts, each with few enough
-  // bits that n * part is exact with FMA for |n| < 2^16, so |x| up to
-  // kTrigFastLimit reduces to within 1 ulp. Beyond it (inf too) the value is
-  // not used: ExprEmitter::trig takes libm's.
+  // (which also gives sin(-0) = -0). With FMA, pi in three parts, the first
+  // float(pi) rounded down: x - n * part1 is exact for |n| < 2^16, so |x| up
+  // to kTrigFastLimit reduces to half an ulp (1.8 ulp at most in all). A CPU
+  // without FMA rounds each product: there pi is in four short parts whose
+  // products with n are exact. Beyond the limit (inf too) the value is not
+  // used: ExprEmitter::trig takes libm's.
   llvm::Value* sincos(llvm::Value* x, bool want_cos) {
     const double shifter = 0x1.8p23;  // in [2^23, 2^24) a float's ulp is 1
     const double inv_pi = 0.3183098861837907;
     llvm::Value* big = want_cos ? add(fma(x, c(inv_pi), c(-0.5)), c(shifter)) : fma(x, c(inv_pi), c(shifter));
     llvm::Value* n = sub(big, c(shifter));  // exact: an integer
     llvm::Value* h = want_cos ? add(n, c(0.5)) : n;  // x = h*pi + r
-    // pi's parts are all below pi's value, so each product has h's sign and
-    // sin(-0) stays -0 (a +0 product would turn r into +0). The first is exact.
-    llvm::Value* r = fma(h, c(-3.141592502593994), x);
-    r = fma(h, c(-1.5099578831723193e-07), r);
-    r = fma(h, c(-1.0780605906948477e-14), r);
+    // pi's parts are all positive, so each product -h * part has -h's sign
+    // and sin(-0) stays -0 (a +0 product would turn r into +0).
+    static const bool has_fma = host_cpu().has("fma");
+    llvm::Value* r;
+    if (has_fma) {
+      r = fma(h, c(-3.141592502593994), x);
+      r = fma(h, c(-1.5099578831723193e-07), r);
+      r = fma(h, c(-1.0780605906948477e-14), r);
+    } else {
+      r = fma(h, c(-3.140625), x);
+      r = fma(h, c(-0.0009670257568359375), r);
+      r = fma(h, c(-6.2771141529083251953e-07), r);
+      r = fma(h, c(-1.2154201256553420762e-10), r);
+    }
     llvm::Value* z = mul(r, r);
     llvm::Value* p = poly(z, {2.6083159809786593541503e-06, -0.0001981069071916863322258, 0.00833307858556509017944336,
                               -0.166666597127914428710938});

@@ -26,7 +26,7 @@ llvm::Value* emit_math(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y = n
 // libm's fn (sinf, cosf, tanf, ...: the name by x's type).
 llvm::Value* emit_libm(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y = nullptr);
 
-// Where the float32 polynomial's four-part pi stops reducing exactly: |q| < 2^16.
+// Where the float32 polynomial's parts of pi stop reducing exactly: |n| < 2^16.
 constexpr double kTrigFastLimit = 131072.0;
 
 }  // namespace tessel::codegen

@@ -399,9 +399,19 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
       const std::vector<Array> taps = taps_of(a[0], init), dtaps = taps_of(a[1], 0.0);
       const Array y = tree(taps);
       Array dy = zeros_like(dtaps[0]);
+      // Up to 16 taps each test repeats the earlier taps' compares (at most
+      // 120, fused); past that a running "seen" mask keeps the rule O(taps)
+      // (a global pool's thousands of taps), its masks materialised.
+      const bool small = taps.size() <= 16;
+      Array seen;
       for (std::size_t t = 0; t < taps.size(); ++t) {
         Array first = taps[t] == y;
-        for (std::size_t k = 0; k < t; ++k) first = logical_and(first, taps[k] != y);
+        if (small) {
+          for (std::size_t k = 0; k < t; ++k) first = logical_and(first, taps[k] != y);
+        } else if (t > 0) {
+          first = logical_and(first, logical_not(seen));
+        }
+        if (!small) seen = t == 0 ? taps[0] == y : logical_or(seen, taps[t] == y);
         dy = dy + where(first, dtaps[t], 0.0);
       }
       return std::vector<Array>{y, dy};

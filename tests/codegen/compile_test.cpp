@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "codegen/host.hpp"
 #include "codegen/library.hpp"
 #include "tests/common/run_graph.hpp"
 #include "tracer/build.hpp"
@@ -161,6 +162,8 @@ TEST_CASE("float32 sin and cos are within 2 ulp of the exact value up to the pol
   // Against libm's double, rounded: the ulp of the float result. Three parts
   // of pi with FMA keep the reduction within half an ulp; the four short parts
   // before were 6 ulp off past 1e5. The polynomial's own error is under 1.9.
+  // A CPU without FMA keeps the four short parts (codegen/math.cpp).
+  const double bound = codegen::host_cpu().has("fma") ? 2.0 : 6.5;
   const std::int64_t n = 1 << 20;
   std::mt19937 rng(5);
   for (double lim : {4.0, 1000.0, 131072.0}) {
@@ -180,7 +183,7 @@ TEST_CASE("float32 sin and cos are within 2 ulp of the exact value up to the pol
       CAPTURE(lim);
       CAPTURE(k);
       CAPTURE(at);
-      CHECK(worst < 2.0);
+      CHECK(worst < bound);
     }
   }
 }

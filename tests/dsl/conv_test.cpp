@@ -357,6 +357,15 @@ TEST_CASE("reduce_window max and min: ties send the cotangent to the window's fi
     const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, P("x")));
     CHECK(ts::jit(ts::grad(loss))(xs).to_vector<double>() == want);
   }
+  // A global pool of 25 taps (the running-mask form past 16): the first 1 of each image.
+  std::vector<double> u(50, 0.0);
+  u[7] = u[12] = u[30] = u[41] = 1.0;
+  const ts::Array gx = ts::grad([](const ts::Array& a) {
+    return ts::sum(lax::reduce_window(a, -INFINITY, "max", {1, 5, 5}, {1, 1, 1}, "VALID") * ts::array({2.0, 3.0}).reshape({2, 1, 1}));
+  })(ts::array(u).reshape({2, 5, 5}));
+  std::vector<double> gw(50, 0.0);
+  gw[7] = 2.0, gw[30] = 3.0;
+  CHECK(gx.to_vector<double>() == gw);
 }
 
 TEST_CASE("conv on 1..8 devices with the batch split, even and uneven: the loop's values, the batch kept split") {
