@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <cmath>
 #include <functional>
@@ -373,10 +374,8 @@ class Emitter final : public ExprEmitter {
     skip_stores_ = look_first;
     body();
     skip_stores_ = false;
-    const float limit = float(kTrigFastLimit);
-    std::uint32_t limit_bits;
-    std::memcpy(&limit_bits, &limit, 4);
-    Value* large = b.CreateICmpUGT(b.CreateLoad(b.getInt32Ty(), trig_flag_), b.getInt32(limit_bits));
+    Value* large = b.CreateICmpUGT(b.CreateLoad(b.getInt32Ty(), trig_flag_),
+                                   b.getInt32(std::bit_cast<std::uint32_t>(float(kTrigFastLimit))));
     auto* slow = llvm::BasicBlock::Create(ctx_, "trig_large", f);
     auto* fast = look_first ? llvm::BasicBlock::Create(ctx_, "trig_fast", f) : nullptr;
     auto* done = llvm::BasicBlock::Create(ctx_, "trig_done", f);

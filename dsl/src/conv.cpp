@@ -99,11 +99,10 @@ Array pad_axis(const Array& x, int axis, std::int64_t lo, std::int64_t hi, doubl
 }
 
 // The windows of x (dims `dims`, each padded already): for every tap of
-// `window` (row-major), the strided slice it meets. `out` receives the number of windows along each of `dims`.
+// `window` (row-major), the strided slice it meets.
 std::vector<Array> windows(const Array& x, const std::vector<int>& dims, const std::vector<std::int64_t>& window,
-                           const std::vector<std::int64_t>& strides, const std::vector<std::int64_t>& dilation,
-                           std::vector<std::int64_t>& out) {
-  out.clear();
+                           const std::vector<std::int64_t>& strides, const std::vector<std::int64_t>& dilation) {
+  std::vector<std::int64_t> out;  // the number of windows along each of `dims`
   for (std::size_t j = 0; j < dims.size(); ++j) {
     const std::int64_t n = x.shape()[std::size_t(dims[j])], eff = (window[j] - 1) * dilation[j] + 1;
     out.push_back(n >= eff ? (n - eff) / strides[j] + 1 : 0);
@@ -373,8 +372,7 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
       p = dilate(p, int(d), bd[d], fill);
       p = pad_axis(p, int(d), pads[d].first, pads[d].second, fill);
     }
-    std::vector<std::int64_t> out;
-    return windows(p, dims, window, strides, wd, out);
+    return windows(p, dims, window, strides, wd);
   };
   auto tree = [f](std::vector<Array> level) {
     while (level.size() > 1) {
@@ -405,13 +403,16 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
       const bool small = taps.size() <= 16;
       Array seen;
       for (std::size_t t = 0; t < taps.size(); ++t) {
-        Array first = taps[t] == y;
+        const Array hit = taps[t] == y;
+        Array first = hit;
         if (small) {
           for (std::size_t k = 0; k < t; ++k) first = logical_and(first, taps[k] != y);
         } else if (t > 0) {
-          first = logical_and(first, logical_not(seen));
+          first = logical_and(hit, logical_not(seen));
+          seen = logical_or(seen, hit);
+        } else {
+          seen = hit;
         }
-        if (!small) seen = t == 0 ? taps[0] == y : logical_or(seen, taps[t] == y);
         dy = dy + where(first, dtaps[t], 0.0);
       }
       return std::vector<Array>{y, dy};
