@@ -572,7 +572,12 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         return x->op != Op::parameter && x->op != Op::get_tuple_element && !returned.count(x.get()) &&
                slot.count(x.get()) && last_read.at(x.get()) == at;
       };
-      if (step.kind == StepKind::Update && dead_temporary(step.node->in[0])) {
+      // An update of a box, or a scatter whose operand is not also its
+      // indices or updates: it writes over its operand in place.
+      const bool updates_operand =
+          step.kind == StepKind::Update ||
+          (step.node->op == Op::scatter && step.node->in[0] != step.node->in[1] && step.node->in[0] != step.node->in[2]);
+      if (updates_operand && dead_temporary(step.node->in[0])) {
         slot[step.node.get()] = slot.at(step.node->in[0].get());
       } else if (step.kind == StepKind::Loop && numel(step.node->shape()) > 0) {
         for (std::size_t r = 0; r < aligned.size() && over_temporary < 0; ++r)

@@ -130,7 +130,9 @@ Literal gather_fill(DType t) {
 
 void scatter_kernel(const attr::Indexed& a, DType dtype, const Shape& xs, DType idx_dtype, const Shape& is, const void* x,
                     const void* idx, const void* updates, void* out) {
-  std::memcpy(out, x, std::size_t(numel(xs)) * dtype_size(dtype));
+  // out == x: the operand's block written over in place (a dead operand, a
+  // loop's carry, a donated argument): only the indexed elements are touched.
+  if (out != x) std::memcpy(out, x, std::size_t(numel(xs)) * dtype_size(dtype));
   const std::int64_t n = xs[size_t(a.axis)];
   visit_wide_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);

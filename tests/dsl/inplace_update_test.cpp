@@ -218,3 +218,65 @@ TEST_CASE("box updates: gradients and vmap against the interpreter and closed fo
       },
       {xs, idx}, false);
 }
+
+TEST_CASE("scatter at an index array writes over its operand in place: a loop's carry, a dead temporary, a donated argument") {
+  // Indices with a duplicate, a negative one and two out of bounds (dropped,
+  // as JAX's scatter drops them).
+  const ts::Array idx = ts::array(std::vector<std::int32_t>{5, -3, 4100, 5, 0, 77, -5000});
+  const ts::Array v = ts::arange(1.0f, 8.0f);
+  const Fn loop = [](const std::vector<ts::Array>& a) {
+    const ts::Array idx = a[1], v = a[2];
+    const ts::Array r = lax::fori_loop(0, 40, [&](ts::Array i, ts::Array x) {
+      // The carry's scatters (add, then max at shifted indices), and a
+      // scatter into a temporary of the body read by nothing else.
+      const ts::Array y = x.at({idx + i}).add(v * i.astype(ts::DType::float32)).at({idx * 2}).max(v * 9.0f);
+      return y + (y * 0.5f).at({idx}).set(v).index({ts::slice(0, 1)}).sum();
+    }, a[0]);
+    return std::vector<ts::Array>{r};
+  };
+  const ts::Array x0 = ts::arange(std::int64_t(0), std::int64_t(4096), std::int64_t(1), ts::DType::float32) * 0.25f;
+  const std::string text = program_text(loop, {x0, idx, v});
+  CAPTURE(text);
+  CHECK(text.find("scatter-add float32[4096] at int32[7]") != std::string::npos);
+  CHECK(text.find("carries updated in place: 0 1") != std::string::npos);
+  // The carry's two scatters in a chain: its plain update (no elementwise
+  // kernel that reads the carry whole) stays one buffer.
+  const Fn chain = [](const std::vector<ts::Array>& a) {
+    const ts::Array idx = a[1], v = a[2];
+    return std::vector<ts::Array>{lax::fori_loop(0, 40, [&](ts::Array i, ts::Array x) {
+      return x.at({idx + i}).add(v).at({idx * 3 - i}).min(-v);
+    }, a[0])};
+  };
+  const std::string chain_text = program_text(chain, {x0, idx, v});
+  CAPTURE(chain_text);
+  CHECK(chain_text.find("carries updated in place: 0 1") != std::string::npos);
+  for (int n = 1; n <= 8; ++n) {
+    CAPTURE(n);
+    const ts::Mesh mesh = mesh_of(n);
+    for (std::int64_t len : {4096, 4093}) {
+      CAPTURE(len);
+      const ts::Array x = x0.index({ts::slice(0, len)});
+      for (const ts::Array& xs : {x, ts::device_put(x, ts::NamedSharding(mesh, P("x")))}) {
+        check_exact(chain, {xs, idx, v});
+        check_close(loop, {xs, idx, v});
+      }
+    }
+  }
+  // The operand also its own updates (x.at[perm].set(x)): never in place.
+  const Fn perm = [](const std::vector<ts::Array>& a) {
+    return std::vector<ts::Array>{lax::fori_loop(0, 3, [&](ts::Array, ts::Array x) {
+      return (x + 1.0f).at({a[1]}).set(x + 1.0f);
+    }, a[0])};
+  };
+  check_exact(perm, {ts::arange(0.0f, 6.0f), ts::array(std::vector<std::int32_t>{5, 0, 1, 2, 3, 4})});
+  // A donated argument at the top level: the scatter writes into its block.
+  const auto add = [](ts::Array x, ts::Array i, ts::Array u) { return x.at({i}).add(u); };
+  const auto want = ts::testing::interpret_fn(
+      [&](const std::vector<ts::Array>& a) { return std::vector<ts::Array>{add(a[0], a[1], a[2])}; }, {x0 * 1.0f, idx, v});
+  ts::Array p = x0 * 1.0f;
+  const std::uintptr_t block = p.addressable_shards().at(0).unsafe_buffer_pointer();
+  const ts::Array out = ts::jit(add, {.donate_argnums = {0}})(p, idx, v);
+  CHECK(p.is_deleted());
+  CHECK(ts::testing::same_bits(ts::testing::host_of(out), want[0]) == "");
+  CHECK(out.addressable_shards().at(0).unsafe_buffer_pointer() == block);
+}
