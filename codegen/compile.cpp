@@ -550,11 +550,13 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     return w;
   };
   for (auto& p : g.params) exe->param_slots.push_back(slot_of(p));
-  // Within a region, an update takes its operand's slot where the operand is
-  // a temporary it reads last, and so does a loop kernel reading one
-  // aligned: the step writes over it in place. (Not at the top level: there
-  // a lockstep launch may share one block of a temporary among positions,
-  // runtime/executable.cpp.)
+  // An update takes its operand's slot where the operand is a temporary it
+  // reads last, and so does a loop kernel reading one aligned: the step
+  // writes over it in place. At the top level the result must be a
+  // temporary too: a lockstep launch may let positions share one block of a
+  // temporary, or of a result (another position's output viewing it), and
+  // gives a position that writes over a shared temporary a copy of its own
+  // first (runtime/executable.cpp), which an output's view cannot take.
   std::unordered_map<const Node*, std::size_t> last_read;
   for (std::size_t t = 0; t < plan.steps.size(); ++t)
     for (auto& r : plan.steps[t].reads) last_read[r.get()] = t;
@@ -567,7 +569,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     int over_temporary = -1;  // the read a loop kernel writes over
     // The reads a loop kernel takes at the index it writes (codegen/emit.cpp).
     const std::vector<bool> aligned = step.kind == StepKind::Loop ? aligned_reads(step) : std::vector<bool>{};
-    if (options.region && !step.node->aval.tuple && !slot.count(step.node.get())) {
+    if ((options.region || !returned.count(step.node.get())) && !step.node->aval.tuple && !slot.count(step.node.get())) {
       auto dead_temporary = [&](const NodeRef& x) {
         return x->op != Op::parameter && x->op != Op::get_tuple_element && !returned.count(x.get()) &&
                slot.count(x.get()) && last_read.at(x.get()) == at;

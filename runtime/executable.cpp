@@ -114,12 +114,15 @@ void bind(const Executable& e, ExecContext& ctx, int dev, int i, const std::vect
 }
 
 // The slots that a lockstep run inside one process binds as they are
-// written (SharedSlots): those of thunks that share their results or are pure.
+// written (SharedSlots): those of thunks that share their results or are
+// pure, but for a slot such a thunk writes over (it reads it too: its
+// writer before it binds it).
 std::vector<bool> shared_result_slots(const Executable& e) {
   std::vector<bool> slots(e.slots.size(), false);
   for (std::size_t t = 0; t < e.thunks.size(); ++t)
     if (e.thunks[t]->shares_results() || e.thunks[t]->pure())
-      for (int s : e.alloc_before[t]) slots[std::size_t(s)] = true;
+      for (int s : e.alloc_before[t])
+        if (std::find(e.reads[t].begin(), e.reads[t].end(), s) == e.reads[t].end()) slots[std::size_t(s)] = true;
   return slots;
 }
 
@@ -213,6 +216,35 @@ class LockstepSlots final : public SharedSlots {
   const std::vector<std::size_t>& positions_;
 };
 
+// Before a thunk writes over the `over` slots of the positions that compute
+// it (`runs`; each of `same` shares its twin's results): a block that a
+// position outside a run's twins also holds (a lockstep run let positions
+// share a temporary computed once) would change under that position, so
+// every run but the block's owner first takes a copy of its own. Twins then
+// follow their run's block.
+void own_blocks_written_over(const Executable& e, std::vector<ExecContext>& ctxs, std::vector<Owned>& owned,
+                             const std::vector<std::size_t>& runs,
+                             const std::vector<std::pair<std::size_t, std::size_t>>& same, const std::vector<int>& over,
+                             std::vector<std::size_t>& twin_of) {
+  const std::size_t n = ctxs.size();
+  for (std::size_t k = 0; k < n; ++k) twin_of[k] = k;
+  for (auto [j, twin] : same) twin_of[j] = twin;
+  for (int s : over)
+    for (std::size_t j : runs) {
+      void* const block = ctxs[j].slots[std::size_t(s)];
+      if (!block || owned[j].blocks[std::size_t(s)] == block) continue;
+      bool elsewhere = false;
+      for (std::size_t k = 0; k < n && !elsewhere; ++k)
+        elsewhere = k != j && twin_of[k] != j && ctxs[k].slots[std::size_t(s)] == block;
+      if (!elsewhere) continue;
+      TESSEL_CHECK_INTERNAL(!owned[j].blocks[std::size_t(s)], "a block written over in place: slot ", s,
+                            " holds a block of its own already");
+      ctxs[j].slots[std::size_t(s)] = nullptr;
+      alloc_temporary(e, s, ctxs[j], owned[j]);
+      std::memcpy(ctxs[j].slots[std::size_t(s)], block, e.slots[std::size_t(s)].bytes);
+    }
+}
+
 // Elements of work (a few microseconds on one core: a core's wake-up) below
 // which a lockstep run computes a thunk's positions one after another on its
 // own thread rather than side by side on the machine's cores (a loop's
@@ -238,8 +270,13 @@ void run_thunks_lockstep(const Executable& e, std::vector<ExecContext>& ctxs, st
   };
   std::vector<std::size_t> runs;                          // the positions that compute a thunk
   std::vector<std::pair<std::size_t, std::size_t>> same;  // (position, the one whose results it shares)
+  std::vector<std::size_t> twin_of(n);
+  std::vector<int> over;  // the slots a thunk writes over: it reads them too (compile.cpp)
   for (std::size_t t = 0; t < e.thunks.size(); ++t) {
     const Thunk& thunk = *e.thunks[t];
+    over.clear();
+    for (int s : e.alloc_before[t])
+      if (std::find(e.reads[t].begin(), e.reads[t].end(), s) != e.reads[t].end()) over.push_back(s);
     for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i], defer);
     if (thunk.waits_on_peers()) {
       // Once for all: on every device's track in a trace.
@@ -268,8 +305,10 @@ void run_thunks_lockstep(const Executable& e, std::vector<ExecContext>& ctxs, st
         }
         runs.push_back(j);
         if (once)
-          for (int s : e.alloc_before[t]) shared->own(ctxs[j], s);
+          for (int s : e.alloc_before[t])
+            if (std::find(over.begin(), over.end(), s) == over.end()) shared->own(ctxs[j], s);
       }
+      if (!over.empty()) own_blocks_written_over(e, ctxs, owned, runs, same, over, twin_of);
       if (parallel && runs.size() > 1 && thunk.work() >= kSpreadWork / std::int64_t(runs.size())) {
         parallel_for_machine(0, std::int64_t(runs.size()), 1, [&](std::int64_t lo, std::int64_t hi) {
           for (std::int64_t i = lo; i < hi; ++i) compute(thunk, runs[std::size_t(i)]);
@@ -277,8 +316,12 @@ void run_thunks_lockstep(const Executable& e, std::vector<ExecContext>& ctxs, st
       } else {
         for (std::size_t j : runs) compute(thunk, j);
       }
-      for (auto [j, twin] : same)
-        for (int s : e.alloc_before[t]) shared->share(ctxs[j], ctxs[twin], s);
+      if (shared)  // else none shares
+        for (auto [j, twin] : same)
+          for (int s : e.alloc_before[t]) {
+            if (std::find(over.begin(), over.end(), s) == over.end()) shared->share(ctxs[j], ctxs[twin], s);
+            else ctxs[j].slots[std::size_t(s)] = ctxs[twin].slots[std::size_t(s)];  // its twin's block, written over
+          }
     }
     for (std::size_t i = 0; i < n; ++i) free_after(e, t, ctxs[i], owned[i]);
   }

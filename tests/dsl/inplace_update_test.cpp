@@ -280,3 +280,38 @@ TEST_CASE("scatter at an index array writes over its operand in place: a loop's 
   CHECK(ts::testing::same_bits(ts::testing::host_of(out), want[0]) == "");
   CHECK(out.addressable_shards().at(0).unsafe_buffer_pointer() == block);
 }
+
+TEST_CASE("a top-level kernel writes over a dead temporary; one the devices share is copied first, never changed under them") {
+  // cumsum of a replicated block runs once and the devices share its result;
+  // the kernel t * 2 + axis_index then differs per device and writes over t.
+  const std::int64_t len = 1000;
+  std::vector<float> host(static_cast<std::size_t>(len));
+  for (std::int64_t k = 0; k < len; ++k) host[std::size_t(k)] = float(k % 7) - 3.0f;
+  const ts::Array x = ts::array(host);
+  for (int n = 1; n <= 8; ++n) {
+    CAPTURE(n);
+    const ts::Mesh mesh = mesh_of(n);
+    auto body = [](ts::Array b) {
+      const ts::Array t = ts::cumsum(b);
+      return ts::cumsum(t * 2.0f + ts::axis_index("x").astype(ts::DType::float32));
+    };
+    auto f = ts::jit([&](ts::Array a) { return ts::shard_map(body, mesh, P(), P("x"))(a); });
+    const std::string text = f.lower(x).compile().as_text();
+    CAPTURE(text);
+    CHECK(text.find("over read 0") != std::string::npos);
+    for (int rep = 0; rep < 3; ++rep) {
+      const std::vector<float> got = f(ts::device_put(x, ts::NamedSharding(mesh, P()))).to_vector<float>();
+      REQUIRE(got.size() == std::size_t(n * len));
+      std::vector<float> want;
+      for (int i = 0; i < n; ++i) {
+        float t = 0, u = 0;
+        for (std::int64_t k = 0; k < len; ++k) {
+          t += host[std::size_t(k)];
+          u += t * 2.0f + float(i);
+          want.push_back(u);
+        }
+      }
+      CHECK(got == want);
+    }
+  }
+}
