@@ -529,6 +529,13 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     element_slot[{c, k}] = s;
     return s;
   };
+  // The values each slot holds over the program: one, or several where a
+  // step writes over its operand or a reshape reads its operand's bytes.
+  std::unordered_map<int, std::vector<const Node*>> holders;
+  auto hold = [&](const NodeRef& n, int s) {
+    slot[n.get()] = s;
+    holders[s].push_back(n.get());
+  };
   auto slot_of = [&](const NodeRef& n) {
     auto it = slot.find(n.get());
     if (it != slot.end()) return it->second;
@@ -539,7 +546,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
       s = int(exe->slots.size());
       exe->slots.push_back({std::size_t(numel(n->shape())) * dtype_size(n->dtype()), false});
     }
-    slot[n.get()] = s;
+    hold(n, s);
     return s;
   };
   // The slots a step writes.
@@ -569,10 +576,28 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     int over_temporary = -1;  // the read a loop kernel writes over
     // The reads a loop kernel takes at the index it writes (codegen/emit.cpp).
     const std::vector<bool> aligned = step.kind == StepKind::Loop ? aligned_reads(step) : std::vector<bool>{};
+    // A row-major reshape of a value in memory is its bytes as they lie
+    // (XLA's bitcast): it takes the value's slot and runs nothing. Not where
+    // a parameter's block or another result would be returned as well.
+    bool bitcast = false;
+    if (step.kind == StepKind::Loop && step.node->op == Op::reshape && !slot.count(step.node.get()) &&
+        step.reads.size() == 1 && step.reads[0] == step.node->in[0]) {
+      const int s = slot_of(step.node->in[0]);
+      bitcast = true;
+      if (returned.count(step.node.get()))
+        for (const Node* h : holders[s]) bitcast = bitcast && h->op != Op::parameter && !returned.count(h);
+      if (bitcast) hold(step.node, s);
+    }
     if ((options.region || !returned.count(step.node.get())) && !step.node->aval.tuple && !slot.count(step.node.get())) {
+      // Dead after this step: no value its slot holds is a parameter, a
+      // tuple's element or returned, or read later.
       auto dead_temporary = [&](const NodeRef& x) {
-        return x->op != Op::parameter && x->op != Op::get_tuple_element && !returned.count(x.get()) &&
-               slot.count(x.get()) && last_read.at(x.get()) == at;
+        if (!slot.count(x.get()) || last_read.at(x.get()) != at) return false;
+        for (const Node* h : holders[slot.at(x.get())]) {
+          if (h->op == Op::parameter || h->op == Op::get_tuple_element || returned.count(h)) return false;
+          if (auto r = last_read.find(h); r != last_read.end() && r->second > at) return false;
+        }
+        return true;
       };
       // An update of a box, or a scatter whose operand is not also its
       // indices or updates: it writes over its operand in place.
@@ -580,11 +605,11 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
           step.kind == StepKind::Update ||
           (step.node->op == Op::scatter && step.node->in[0] != step.node->in[1] && step.node->in[0] != step.node->in[2]);
       if (updates_operand && dead_temporary(step.node->in[0])) {
-        slot[step.node.get()] = slot.at(step.node->in[0].get());
+        hold(step.node, slot.at(step.node->in[0].get()));
       } else if (step.kind == StepKind::Loop && numel(step.node->shape()) > 0) {
         for (std::size_t r = 0; r < aligned.size() && over_temporary < 0; ++r)
           if (aligned[r] && dead_temporary(step.reads[r])) {
-            slot[step.node.get()] = slot.at(step.reads[r].get());
+            hold(step.node, slot.at(step.reads[r].get()));
             over_temporary = int(r);
           }
       }
@@ -598,6 +623,15 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     // An empty result needs no work (and no kernel: its loops would divide
     // by zero sizes). Every device holds the same shapes, so collectives
     // skipped here are skipped on every device.
+    if (bitcast) {
+      // Nothing to run, allocate or read: its readers read the slot.
+      exe->alloc_before.push_back({});
+      exe->reads.push_back({});
+      exe->free_after.push_back({});
+      exe->thunks.push_back(std::make_unique<EmptyThunk>("bitcast " + step.node->aval.str() + " of " +
+                                                         step.node->in[0]->aval.str()));
+      continue;
+    }
     if (step.kind == StepKind::Control) {
       std::vector<std::shared_ptr<rt::Executable>> regions;
       std::vector<std::vector<int>> in_place;

@@ -81,6 +81,40 @@ int main() {
     bench::row("fori_loop y.at[i].set(v), 1M floats", ufloor, t_big, torch_upd);
     std::printf("the same loop over 1 float: %.3f ms; 1M / 1 = %.2fx (target: at most 3x)\n", t_one * 1e3,
                 t_big / t_one);
+    // Scatters at index arrays: 16 positions a step, along one dim and at
+    // (row, column) pairs (one scatter into the carry flattened, its
+    // reshapes bitcasts), into 1M floats and into 16.
+    const ts::Array idx = ts::arange(std::int64_t(0), std::int64_t(16), std::int64_t(1), ts::DType::int32) * 5;
+    const ts::Array vals = ts::ones({16}, ts::DType::float32);
+    auto scatters = [&](std::int64_t rows, std::int64_t cols) {
+      return ts::jit([rows, cols, usteps, idx, vals](ts::Array v) {
+        return lax::fori_loop(0, usteps, [&](ts::Array i, ts::Array y) {
+          if (cols == 0) return y.at({(idx + i) % std::int32_t(rows)}).add(vals);
+          return y.at({(idx + i) % std::int32_t(rows), idx % std::int32_t(cols)}).add(vals);
+        }, v);
+      });
+    };
+    for (std::int64_t cols : {0, 1024}) {
+      const std::int64_t rows = cols ? big / cols : big, small_rows = cols ? 4 : 16, small_cols = cols ? 4 : 0;
+      ts::Array sb = cols ? ts::zeros({rows, cols}) : ts::zeros({rows});
+      ts::Array ss = cols ? ts::zeros({small_rows, small_cols}) : ts::zeros({small_rows});
+      auto fb = scatters(rows, cols), fs = scatters(small_rows, small_cols);
+      fb(sb).block_until_ready();
+      fs(ss).block_until_ready();
+      const double t_small = bench::seconds([&] { fs(ss).block_until_ready(); }, 5, 1);
+      const double t_large = bench::seconds([&] { fb(sb).block_until_ready(); }, 5, 1);
+      const double sfloor = bench::memory_floor(std::size_t(big * 4), std::size_t(big * 4 + usteps * 16 * 4)).seconds;
+      const double torch_sc = bench::torch_seconds(
+          cols ? "x = torch.zeros(1024, 1024); r = torch.arange(16) * 5; c = r % 1024; v = torch.ones(16)"
+               : "x = torch.zeros(1 << 20); r = torch.arange(16) * 5; v = torch.ones(16)",
+          cols ? "for i in range(100000): x.index_put_(((r + i) % 1024, c), v, accumulate=True)"
+               : "for i in range(100000): x.index_add_(0, (r + i) % (1 << 20), v)",
+          1);
+      bench::row(cols ? "fori_loop y.at[r, c].add(v), 16 pairs, 1024^2 floats" : "fori_loop y.at[idx].add(v), 16 indices, 1M floats",
+                 sfloor, t_large, torch_sc);
+      std::printf("the same loop over 16 floats: %.3f ms; 1M / 16 = %.2fx (target: at most 3x)\n", t_small * 1e3,
+                  t_large / t_small);
+    }
   }
 
   // A loop whose every step meets the other devices: y = y * 0.999 +

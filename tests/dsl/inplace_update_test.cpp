@@ -315,3 +315,46 @@ TEST_CASE("a top-level kernel writes over a dead temporary; one the devices shar
     }
   }
 }
+
+TEST_CASE("updates at several index arrays write in place: a reshape reads its operand's bytes where they lie") {
+  // Rows and columns together (a duplicate, negatives, a row out of bounds):
+  // one scatter into x flattened, whose reshapes are bitcasts of the carry.
+  const ts::Array rows = ts::array(std::vector<std::int32_t>{1, -1, 40, 1, 30});
+  const ts::Array cols = ts::array(std::vector<std::int32_t>{0, 2, -3, 0, 1});
+  const ts::Array v = ts::arange(1.0f, 6.0f);
+  const Fn loop = [](const std::vector<ts::Array>& a) {
+    return std::vector<ts::Array>{lax::fori_loop(0, 30, [&](ts::Array i, ts::Array x) {
+      return x.at({a[1], a[2] + i % 3}).add(a[3]).at({a[1] * 2, 1}).set(-a[3]);
+    }, a[0])};
+  };
+  const ts::Array x0 = ts::arange(0.0f, 32.0f * 6.0f).reshape({32, 6});
+  const std::string text = program_text(loop, {x0, rows, cols, v});
+  CAPTURE(text);
+  CHECK(text.find("bitcast f32[192] of f32[32,6]") != std::string::npos);
+  CHECK(text.find("carries updated in place: 0 1") != std::string::npos);
+  // Reshapes returned beside their operand, of a parameter, of a
+  // temporary, and read by a scatter and a dot: each right.
+  const Fn shapes = [](const std::vector<ts::Array>& a) {
+    const ts::Array t = ts::cumsum(a[0], 0);
+    return std::vector<ts::Array>{a[0].reshape({-1}), t, t.reshape({6, -1}), ts::cumsum(t.reshape({-1}), 0),
+                                  ts::matmul(ts::transpose(t.reshape({-1, 12})), t.reshape({-1, 12})),
+                                  (t * 2.0f).reshape({-1}).at({a[1]}).add(1.0f)};
+  };
+  for (int n = 1; n <= 8; ++n) {
+    CAPTURE(n);
+    const ts::Mesh mesh = mesh_of(n);
+    for (std::int64_t len : {32, 30}) {
+      CAPTURE(len);
+      const ts::Array x = x0.index({ts::slice(0, len)});
+      for (const ts::Array& xs : {x, ts::device_put(x, ts::NamedSharding(mesh, P("x")))}) {
+        check_exact(loop, {xs, rows, cols, v});
+        check_close(shapes, {xs, rows});
+      }
+    }
+  }
+  // The argument stays what it was after a call returning its reshape.
+  const ts::Array p = x0 * 1.0f;
+  const ts::Array flat = ts::jit([](ts::Array a) { return a.reshape({-1}); })(p);
+  CHECK(flat.to_vector<float>() == x0.reshape({-1}).to_vector<float>());
+  CHECK(p.to_vector<float>() == x0.reshape({-1}).to_vector<float>());
+}
