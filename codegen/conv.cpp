@@ -72,6 +72,13 @@ const Prim& block_prim(const std::vector<Prim>& prims, std::int64_t b, std::int6
 constexpr std::int64_t kBlocks = 16;
 constexpr double kParallelFlops = double(1 << 22);
 constexpr double kMachineWideFlops = 2.0 * 512 * 512 * 512;  // as a dot's (codegen/dot.cpp)
+// Batches of at most kChunkedBatch images are cut into chunks of at least
+// kChunkRows output rows too (smaller chunks run oneDNN's kernels less
+// well: 4 images in 16 chunks of 14 rows took 8% longer than in 4 blocks);
+// such a plan takes every idle core from kChunkedMachineWideFlops on (one
+// 56x56x64 image's 3x3 layer, 0.23 GFLOP, ran on one core).
+constexpr std::int64_t kChunkedBatch = 2, kChunkRows = 8;
+constexpr double kChunkedMachineWideFlops = double(1 << 25);
 
 // A conv node in the canonical order: input (N, C, S...), kernel (O, I,
 // K...), result (N / B, O, S_out...), with each operand's element strides.
@@ -123,12 +130,23 @@ struct OneDnnPlan {
   struct Prim {
     dnnl::convolution_forward conv;
     dnnl::memory::desc src, dst, scratch_md, wei_user, wei;
-    std::optional<dnnl::reorder> reorder;
+    std::optional<dnnl::reorder> reorder;  // the kernel into its layout, where this kind reorders it
+    bool reordered = false;                // it reads the kernel reordered (by it or an earlier kind)
     std::size_t wei_offset = 0, wei_bytes = 0;  // of the reordered kernel(s) in the workspace
     std::size_t scratch = 0;
     std::int64_t batch = 0;
+    // A chunk of output rows (row_chunks > 1): its rows, and the input rows
+    // it reads with the pads at its edges.
+    std::int64_t out_rows = 0, in_rows = 0, pad_top = 0, pad_bottom = 0;
   };
-  std::vector<Prim> prims;  // the full blocks', and the last block's when smaller
+  std::vector<Prim> prims;  // the full blocks', and the last block's when smaller; or one per kind of row chunk
+  // A small batch is cut along the first spatial dim's output rows too:
+  // block b is image b / row_chunks, chunk b % row_chunks, whose rows start
+  // at chunk * chunk_rows (and its input rows at chunk_in[chunk]), run by
+  // prims[chunk_prim[chunk]].
+  std::int64_t row_chunks = 1, chunk_rows = 0;
+  std::vector<std::int64_t> chunk_in;
+  std::vector<std::size_t> chunk_prim;
   std::size_t prep_bytes = 0, workspace = 0;
   std::string impl;
 };
@@ -169,6 +187,34 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
   plan.mb = std::max<std::int64_t>(1, (Nb + plan.blocks - 1) / plan.blocks);
   plan.blocks = std::max<std::int64_t>(1, (Nb + plan.mb - 1) / plan.mb);
   plan.tail = Nb - (plan.blocks - 1) * plan.mb;
+  // A batch too small to give each of kBlocks blocks an image (inference
+  // on one image) is cut along the first spatial dim's output rows as well:
+  // each chunk a convolution of the input rows it reads, padded only where
+  // the image's pad lies at its edges. Every chunk reads at least one row.
+  const std::int64_t H = plan.prepared ? plan.prep[0] : g.in[0], rows = g.out[0];
+  // Only where rows are outermost in an image, input and result (channels
+  // last: NHWC, or the prepared input): a chunk is then a dense image of
+  // fewer rows, which oneDNN's fast kernels take (a chunk of NCHW rows took
+  // its reference kernel, 400x slower).
+  const bool rows_outer = src_strides[2] * H == src_strides[0] && g.zs[2] * rows == g.zs[0];
+  if (rows_outer && g.B == 1 && Nb > 0 && Nb <= kChunkedBatch && g.flops >= kParallelFlops && rows >= 2 * kChunkRows) {
+    const std::int64_t want = std::min(rows / kChunkRows, (kBlocks + Nb - 1) / Nb);
+    const std::int64_t per = (rows + want - 1) / want, chunks = (rows + per - 1) / per;
+    const std::int64_t s0 = g.p.strides[0], span = (g.kernel[0] - 1) * g.p.rhs_dilation[0],
+                       pl = plan.prepared ? 0 : g.p.pad_lo[0];
+    bool reads = true;
+    for (std::int64_t c = 0; c < chunks && reads; ++c) {
+      const std::int64_t y0 = c * per, y1 = std::min(rows, y0 + per);
+      const std::int64_t first = y0 * s0 - pl, last = (y1 - 1) * s0 + span - pl;
+      reads = std::max<std::int64_t>(first, 0) <= std::min(last, H - 1);
+    }
+    if (chunks > 1 && reads) {
+      plan.row_chunks = chunks;
+      plan.chunk_rows = per;
+      plan.blocks = Nb * chunks;
+      plan.mb = plan.tail = 1;
+    }
+  }
   MemDims wdims, wstrides;
   if (g.G > 1) {
     wdims = {g.G, g.O / g.G, g.I};
@@ -180,15 +226,44 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
   for (std::size_t j = 0; j < k; ++j) wdims.push_back(g.kernel[j]), wstrides.push_back(g.ws[2 + j]);
   using dt = dnnl::memory::data_type;
   OneThread one;
+  // The kinds of block: (batch, out rows, in rows, pad top, pad bottom).
+  struct Kind {
+    std::int64_t batch, out_rows, in_rows, top, bottom;
+    bool operator==(const Kind&) const = default;
+  };
+  std::vector<Kind> kinds;
+  if (plan.row_chunks == 1) {
+    kinds.push_back({plan.mb, rows, H, pad_l[0], pad_r[0]});
+    if (plan.tail != plan.mb) kinds.push_back({plan.tail, rows, H, pad_l[0], pad_r[0]});
+  } else {
+    const std::int64_t s0 = g.p.strides[0], span = (g.kernel[0] - 1) * g.p.rhs_dilation[0], pl = pad_l[0];
+    for (std::int64_t c = 0; c < plan.row_chunks; ++c) {
+      const std::int64_t y0 = c * plan.chunk_rows, y1 = std::min(rows, y0 + plan.chunk_rows);
+      const std::int64_t first = y0 * s0 - pl, last = (y1 - 1) * s0 + span - pl;
+      const std::int64_t in0 = std::max<std::int64_t>(first, 0), in1 = std::min(last, H - 1);
+      const Kind kind{1, y1 - y0, in1 - in0 + 1, in0 - first, last - in1};
+      auto it = std::find(kinds.begin(), kinds.end(), kind);
+      plan.chunk_prim.push_back(std::size_t(it - kinds.begin()));
+      plan.chunk_in.push_back(in0);
+      if (it == kinds.end()) kinds.push_back(kind);
+    }
+  }
   try {
-    for (std::int64_t batch : {plan.mb, plan.tail}) {
-      if (!plan.prims.empty() && batch == plan.prims.front().batch) break;
+    for (const Kind& kind : kinds) {
+      const std::int64_t batch = kind.batch;
       MemDims sdims{batch, g.C}, ddims{batch, Ob};
       for (std::size_t j = 0; j < k; ++j) {
-        sdims.push_back(plan.prepared ? plan.prep[j] : g.in[j]);
-        ddims.push_back(g.out[j]);
+        sdims.push_back(j == 0 ? kind.in_rows : plan.prepared ? plan.prep[j] : g.in[j]);
+        ddims.push_back(j == 0 ? kind.out_rows : g.out[j]);
       }
-      dnnl::memory::desc src(sdims, dt::f32, src_strides), dst(ddims, dt::f32, MemDims(g.zs.begin(), g.zs.end()));
+      pad_l[0] = kind.top;
+      pad_r[0] = kind.bottom;
+      MemDims sstrides = src_strides, dstrides(g.zs.begin(), g.zs.end());
+      if (plan.row_chunks > 1) {  // a dense image of its rows
+        sstrides[0] = kind.in_rows * sstrides[2];
+        dstrides[0] = kind.out_rows * dstrides[2];
+      }
+      dnnl::memory::desc src(sdims, dt::f32, sstrides), dst(ddims, dt::f32, dstrides);
       dnnl::memory::desc wei_user(wdims, dt::f32, wstrides), wei_any(wdims, dt::f32, dnnl::memory::format_tag::any);
       dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
                                         wei_any, dst, strides, dilates, pad_l, pad_r);
@@ -197,10 +272,21 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
       dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
       OneDnnPlan::Prim prim{.conv = dnnl::convolution_forward(pd), .src = src, .dst = dst,
                             .scratch_md = pd.scratchpad_desc(), .wei_user = wei_user, .wei = pd.weights_desc(),
-                            .scratch = pd.scratchpad_desc().get_size(), .batch = batch};
-      if (prim.wei != wei_user) {
+                            .scratch = pd.scratchpad_desc().get_size(), .batch = batch,
+                            .out_rows = kind.out_rows, .in_rows = kind.in_rows, .pad_top = kind.top,
+                            .pad_bottom = kind.bottom};
+      const auto same_kernel = std::find_if(plan.prims.begin(), plan.prims.end(), [&](const OneDnnPlan::Prim& q) {
+        return q.reordered && q.wei == prim.wei;
+      });
+      if (prim.wei != wei_user && same_kernel != plan.prims.end()) {
+        // The kernel as an earlier block kind's primitive takes it: reordered once.
+        prim.reordered = true;
+        prim.wei_offset = same_kernel->wei_offset;
+        prim.wei_bytes = same_kernel->wei_bytes;
+      } else if (prim.wei != wei_user) {
         dnnl::reorder::primitive_desc rpd(engine(), wei_user, engine(), prim.wei);
         prim.reorder = dnnl::reorder(rpd);
+        prim.reordered = true;
         prim.wei_offset = plan.prep_bytes + plan.workspace;
         prim.wei_bytes = (prim.wei.get_size() + 63) / 64 * 64;  // per batch group
         plan.workspace += prim.wei_bytes * std::size_t(g.B);
@@ -407,10 +493,13 @@ class ConvThunk final : public rt::Thunk {
     if (grad_)
       os << " (oneDNN " << (grad_->form == Form::backward_data ? "backward-data " : "backward-weights ") << grad_->impl
          << ", " << grad_->blocks << (grad_->blocks == 1 ? " block" : " blocks");
-    else if (plan_) os << " (oneDNN " << plan_->impl << (plan_->prepared ? ", input dilated first" : "") << ", " << plan_->blocks
-                  << (plan_->blocks == 1 ? " block" : " blocks");
+    else if (plan_) {
+      os << " (oneDNN " << plan_->impl << (plan_->prepared ? ", input dilated first" : "") << ", " << plan_->blocks
+         << (plan_->blocks == 1 ? " block" : " blocks");
+      if (plan_->row_chunks > 1) os << " of " << plan_->chunk_rows << " rows";
+    }
     else os << " (tessel loops";
-    if (g_.flops >= kMachineWideFlops) {
+    if (g_.flops >= (plan_ && plan_->row_chunks > 1 ? kChunkedMachineWideFlops : kMachineWideFlops)) {
       width_ = machine_wide_width();
       os << ", " << width_words(width_);
     }
@@ -536,11 +625,12 @@ class ConvThunk final : public rt::Thunk {
     const std::size_t k = g_.rank();
     const std::int64_t Nb = g_.N / g_.B, Ob = g_.O / g_.B;
     const float* src = x;
-    std::int64_t src_batch_stride = g_.xs[0];
+    std::int64_t src_batch_stride = g_.xs[0], src_row_stride = g_.xs[2];
     if (plan.prepared) {
       float* prep = reinterpret_cast<float*>(ws);
       const std::int64_t sp = numel(plan.prep), sin = numel(g_.in);
       src_batch_stride = sp * g_.C;
+      src_row_stride = sp / plan.prep[0] * g_.C;  // dense (N, S'..., C)
       parallel(g_.N, [&](std::int64_t n0, std::int64_t n1) {
         std::vector<std::int64_t> s(k);
         for (std::int64_t n = n0; n < n1; ++n) {
@@ -584,13 +674,17 @@ class ConvThunk final : public rt::Thunk {
       Scratchpad scratch;
       for (std::int64_t i = b0; i < b1; ++i) {
         const std::int64_t bg = i / plan.blocks, b = i % plan.blocks;
-        const auto& prim = block_prim(plan.prims, b, plan.blocks);
-        const std::int64_t n0 = b * plan.mb;
-        dnnl::memory src_m(prim.src, engine(), const_cast<float*>(src) + (bg * Nb + n0) * src_batch_stride);
-        void* wei = prim.reorder ? static_cast<void*>(ws + prim.wei_offset + std::size_t(bg) * prim.wei_bytes)
+        // A chunk of rows: its image, and its first output and input rows.
+        const std::int64_t chunk = b % plan.row_chunks, n0 = plan.row_chunks > 1 ? b / plan.row_chunks : b * plan.mb;
+        const auto& prim = plan.row_chunks > 1 ? plan.prims[plan.chunk_prim[std::size_t(chunk)]]
+                                               : block_prim(plan.prims, b, plan.blocks);
+        const std::int64_t src_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * src_row_stride : 0,
+                           dst_row = plan.row_chunks > 1 ? chunk * plan.chunk_rows * g_.zs[2] : 0;
+        dnnl::memory src_m(prim.src, engine(), const_cast<float*>(src) + (bg * Nb + n0) * src_batch_stride + src_row);
+        void* wei = prim.reordered ? static_cast<void*>(ws + prim.wei_offset + std::size_t(bg) * prim.wei_bytes)
                                  : static_cast<void*>(w + bg * Ob * g_.ws[0]);
         dnnl::memory wei_m(prim.wei, engine(), wei);
-        dnnl::memory dst_m(prim.dst, engine(), z + n0 * g_.zs[0] + bg * Ob * g_.zs[1]);
+        dnnl::memory dst_m(prim.dst, engine(), z + n0 * g_.zs[0] + bg * Ob * g_.zs[1] + dst_row);
         dnnl::memory scr = scratch.of(prim.scratch_md, prim.scratch);
         prim.conv.execute(s, {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, wei_m}, {DNNL_ARG_DST, dst_m},
                               {DNNL_ARG_SCRATCHPAD, scr}});

@@ -176,6 +176,13 @@ int main(int argc, char** argv) {
     Array xh = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x"))), gh = ts::device_put(g, ts::NamedSharding(mesh, P(ts::None, "x")));
     const double sp_f = bench::seconds([&] { fwd(xh, ws).block_until_ready(); }, reps);
     const double sp_fb = bench::seconds([&] { std::get<2>(fwd_bwd(xh, ws, gh)).block_until_ready(); }, reps);
+    // One image (inference): cut into chunks of output rows for the device's threads.
+    Array x_img = ts::device_put(x.index({ts::slice(0, 1)}), ts::Device(0)).block_until_ready();
+    fwd(x_img, w1).block_until_ready();
+    const double img_f = bench::seconds([&] { fwd(x_img, w1).block_until_ready(); }, reps);
+    const double torch_img =
+        bench::torch_seconds(setup + "\nx = x[:1].detach().contiguous(memory_format=torch.channels_last)",
+                             "with torch.no_grad(): " + call, reps);
     const std::string dev = std::to_string(ts::device_count()) + " devices, batch split";
     const std::string rows = std::to_string(ts::device_count()) + " devices, rows split";
     bench::header(std::string("conv ") + l.name + " float32 NHWC, " + std::to_string(flops / 1e9) +
@@ -185,6 +192,7 @@ int main(int argc, char** argv) {
     bench::row("forward: tessel, 1 device", floor_f, one_f, torch_f);
     bench::row("forward: tessel, " + dev, floor_f, dp_f, torch_f);
     bench::row("forward: tessel, " + rows, floor_f, sp_f, torch_f);
+    bench::row("forward, one image: tessel, 1 device", floor_f / double(l.N), img_f, torch_img);
     bench::row("fwd+bwd: oneDNN direct, all cores", floor_fb, dnn_fb, torch_fb);
     bench::row("fwd+bwd: tessel, 1 device", floor_fb, one_fb, torch_fb);
     bench::row("fwd+bwd: tessel, " + dev, floor_fb, dp_fb, torch_fb);

@@ -85,6 +85,53 @@ TEST_CASE("the convolution primitive: oneDNN for float32, tessel's loops otherwi
   }
 }
 
+TEST_CASE("a batch of one image is cut into chunks of output rows, each padded only at the image's edges") {
+  // Enough work to cut (2^22 flops); SAME, VALID, asymmetric and negative
+  // pads, strides and dilations, an input dilation, layouts, 1-D to 3-D, and
+  // rows that do not divide evenly; compared with the interpreter.
+  std::mt19937 rng(23);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  const std::vector<std::string> nwc{"NWC", "WIO", "NWC"}, ndhwc{"NDHWC", "DHWIO", "NDHWC"};
+  const std::vector<Config> configs{
+      {"NHWC 3x3 SAME", {1, 33, 32, 16}, {3, 3, 16, 16}, {1, 1}, "SAME", {.dimension_numbers = nhwc}, ts::float32, ""},
+      {"strided 5x5, VALID", {1, 45, 30, 16}, {5, 5, 16, 16}, {2, 1}, "VALID", {.dimension_numbers = nhwc}, ts::float32,
+       ""},
+      {"two images, asymmetric pads, dilated kernel", {2, 37, 24, 16}, {3, 3, 16, 16}, {1, 1}, {{4, 1}, {1, 1}},
+       {.rhs_dilation = {3, 1}, .dimension_numbers = nhwc}, ts::float32, ""},
+      // A chunk wholly in the pad would read no row: not cut.
+      {"pads past the kernel's reach", {1, 20, 40, 16}, {3, 3, 16, 16}, {1, 1}, {{12, 12}, {1, 1}},
+       {.dimension_numbers = nhwc}, ts::float32, "uncut"},
+      {"pads within the kernel's reach", {1, 20, 40, 16}, {5, 3, 16, 16}, {1, 1}, {{4, 3}, {1, 1}},
+       {.dimension_numbers = nhwc}, ts::float32, ""},
+      {"negative pad (input prepared first)", {1, 40, 24, 16}, {3, 3, 16, 16}, {1, 1}, {{-2, 3}, {1, 1}},
+       {.dimension_numbers = nhwc}, ts::float32, ", input dilated first"},
+      {"input dilation and strides", {1, 41, 40, 16}, {3, 3, 16, 16}, {2, 1}, {{1, 2}, {1, 1}},
+       {.lhs_dilation = {2, 1}, .dimension_numbers = nhwc}, ts::float32, ", input dilated first"},
+      {"1-D", {1, 600, 32}, {5, 32, 32}, {1}, "SAME", {.dimension_numbers = nwc}, ts::float32, ""},
+      {"3-D", {1, 17, 12, 12, 8}, {3, 3, 3, 8, 8}, {1, 1, 1}, "SAME", {.dimension_numbers = ndhwc}, ts::float32, ""},
+      // NCHW: an image's rows are not outermost, a chunk would not be dense.
+      {"NCHW", {1, 16, 33, 32}, {16, 16, 3, 3}, {1, 1}, "SAME", {}, ts::float32, "uncut"},
+  };
+
+  for (const auto& c : configs) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    Array x = ts::testing::random_array(rng, c.x, c.dtype), w = ts::testing::random_array(rng, c.w, c.dtype);
+    auto f = [&](const std::vector<Array>& a) { return lax::conv_general_dilated(a[0], a[1], c.strides, c.padding, c.options); };
+    ts::testing::check(f, {x, w});
+    auto j = ts::jit([&](const Array& a, const Array& b) { return f({a, b}); });
+    const std::string text = j.lower(x, w).compile().as_text();
+    CAPTURE(text);
+    if (std::string(c.runs) == "uncut") {
+      CHECK(text.find(" rows") == std::string::npos);
+    } else {
+      CHECK(text.find(std::string(" (oneDNN ")) != std::string::npos);
+      CHECK(text.find(c.runs) != std::string::npos);
+      CHECK(text.find(" rows") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("conv sharding: batch and output features split with no communication, input features as partial sums") {
   std::mt19937 rng(12);
   const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
