@@ -433,11 +433,17 @@ namespace {
 // A slice's dim that keeps most of the operand's (stride 1, at least half):
 // a shift, whose result stays split like its operand (its factor is
 // shared; the partition rule brings each tile's missing rows from the next
-// device: a halo exchange).
+// device: a halo exchange). Likewise a strided slice taking every s-th row
+// from one of the first 2s rows over at least half the dim (a pooling
+// window's tap): where each tile holds s times the result's, a device's
+// result rows come from its own tile and the next tile's first rows.
 bool shifted(const Node& n, int d) {
   const auto& p = n.attr<attr::Slice>();
-  const std::int64_t len = n.in[0]->shape()[std::size_t(d)], k = p.limit[std::size_t(d)] - p.start[std::size_t(d)];
-  return p.stride[std::size_t(d)] == 1 && k < len && 2 * k >= len;
+  const std::size_t u = std::size_t(d);
+  const std::int64_t len = n.in[0]->shape()[u], s = p.stride[u], k = p.limit[u] - p.start[u];
+  if (s == 1) return k < len && 2 * k >= len;
+  const std::int64_t rows = n.shape()[u];
+  return s <= 8 && p.start[u] < 2 * s && rows >= 1 && 2 * rows * s >= len;
 }
 }  // namespace
 
@@ -778,7 +784,23 @@ NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector
   AxisSharding have = natural;  // the layout x ends in (dims brought whole are resliced at the end)
   for (int d = 0; d < n.rank(); ++d) {
     const auto& A = op_sh[0].dims[std::size_t(d)];
-    if (shifted(n, d) && !A.empty()) {
+    if (shifted(n, d) && !A.empty() && p.stride[std::size_t(d)] > 1) {
+      // Result tile j holds rows start + stride [j co, (j + 1) co). When the
+      // operand's tile c is stride co, that is this tile's rows start,
+      // start + stride, ... and, past its end, the next tile's first
+      // start - stride + 1 rows.
+      const std::int64_t T = b.tiles(A), len = n.in[0]->shape()[std::size_t(d)], st = p.stride[std::size_t(d)];
+      const std::int64_t c = (len + T - 1) / T, co = (n.shape()[std::size_t(d)] + T - 1) / T, s = p.start[std::size_t(d)];
+      const std::int64_t halo_rows = s + (co - 1) * st - (c - 1);
+      if (natural.dims[std::size_t(d)] == A && co * st == c && halo_rows <= c) {
+        if (halo_rows > 0) x = build::concatenate(t, {x, halo::neighbour_rows(b, x, A, d, halo_rows, 1)}, d);
+        lo[d] = s, hi[d] = s + (co - 1) * st + 1, step[d] = st;
+      } else {
+        x = gather_window(b, x, n.in[0]->shape(), A, d, p.start[std::size_t(d)], p.limit[std::size_t(d)], st);
+        have.dims[std::size_t(d)].clear();
+        lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;
+      }
+    } else if (shifted(n, d) && !A.empty()) {
       // Result tile j holds rows start + [j co, (j + 1) co). When co is the
       // operand's tile c and start <= c, that is this tile's rows [start,
       // c) and the next tile's first start rows.

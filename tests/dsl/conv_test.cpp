@@ -392,3 +392,51 @@ TEST_CASE("conv on 1..8 devices with the batch split, even and uneven: the loop'
     }
   }
 }
+
+TEST_CASE("pooling with the images split along their rows: strided taps by halo exchange, never an all-gather where tiles align") {
+  // Forward max and sum pooling of an image split over its rows, on 1..8
+  // devices, against the same pooling unsplit. Where each device's rows are
+  // the stride times its result rows (2x2/2 and 3x3/2 of 32 rows on 2, 4
+  // and 8 devices), the taps are local slices plus, for 3x3, one row from
+  // the next device by a collective permute; elsewhere the window is
+  // gathered, and the values are the same.
+  const auto all = ts::devices();
+  struct Pool {
+    const char* name;
+    std::int64_t k, s;
+  };
+  for (const Pool& pool : {Pool{"2x2/2", 2, 2}, Pool{"3x3/2", 3, 2}, Pool{"3x3/1", 3, 1}, Pool{"4x4/4", 4, 4}}) {
+    for (std::int64_t rows : {32, 30, 27}) {
+      const ts::Array x = ts::sin(ts::arange(0.0f, float(2 * rows * 12 * 3)).reshape({2, rows, 12, 3}) * 0.37f);
+      for (const char* op : {"max", "add"}) {
+        auto f = ts::jit([&](ts::Array a) {
+          return lax::reduce_window(a, std::string(op) == "max" ? -INFINITY : 0.0, op, {1, pool.k, pool.k, 1},
+                                    {1, pool.s, pool.s, 1}, lax::Padding{"VALID"});
+        });
+        const std::vector<float> want = f(x).to_vector<float>();
+        for (int n = 1; n <= 8; ++n) {
+          CAPTURE(std::string(pool.name));
+          CAPTURE(rows);
+          CAPTURE(std::string(op));
+          CAPTURE(n);
+          ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+          const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, ts::P(ts::None, "x")));
+          const std::vector<float> got = f(xs).to_vector<float>();
+          REQUIRE(got.size() == want.size());
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            CAPTURE(i);
+            if (std::string(op) == "max") CHECK(got[i] == want[i]);
+            else CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+          }
+          const bool aligned = rows == 32 && (n == 2 || n == 4 || n == 8) && (pool.s == 1 || 32 / n >= pool.s);
+          if (aligned && pool.s > 1 && !(pool.s == 4 && n == 8)) {
+            const std::string text = f.lower(xs).compile().as_text();
+            CAPTURE(text);
+            CHECK(text.find("all-gather") == std::string::npos);
+            CHECK((text.find("collective-permute") != std::string::npos) == (pool.k > pool.s));
+          }
+        }
+      }
+    }
+  }
+}
