@@ -396,7 +396,7 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
     auto jvp = [=](const std::vector<Array>& a) {
       const std::vector<Array> taps = taps_of(a[0], init), dtaps = taps_of(a[1], 0.0);
       const Array y = tree(taps);
-      Array dy = zeros_like(dtaps[0]);
+      Array dy;  // the first tap's select starts the sum (a zeros_like here was a captured constant, as large as the result)
       // Up to 16 taps each test repeats the earlier taps' compares (at most
       // 120, fused); past that a running "seen" mask keeps the rule O(taps)
       // (a global pool's thousands of taps), its masks materialised.
@@ -413,7 +413,7 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
         } else {
           seen = hit;
         }
-        dy = dy + where(first, dtaps[t], 0.0);
+        dy = t == 0 ? where(first, dtaps[t], 0.0) : dy + where(first, dtaps[t], 0.0);
       }
       return std::vector<Array>{y, dy};
     };
