@@ -584,16 +584,28 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         step.reads.size() == 1 && step.reads[0] == step.node->in[0]) {
       const int s = slot_of(step.node->in[0]);
       bitcast = true;
+      // Returned at the top level: only a slot no step wrote over (a
+      // lockstep launch may give a position writing over a shared block a
+      // copy of its own, which an output's buffer cannot take).
       if (returned.count(step.node.get()))
-        for (const Node* h : holders[s]) bitcast = bitcast && h->op != Op::parameter && !returned.count(h);
+        for (const Node* h : holders[s])
+          bitcast = bitcast && h->op != Op::parameter && !returned.count(h) &&
+                    (options.region || h == step.node->in[0].get());
       if (bitcast) hold(step.node, s);
     }
     if ((options.region || !returned.count(step.node.get())) && !step.node->aval.tuple && !slot.count(step.node.get())) {
       // Dead after this step: no value its slot holds is a parameter, a
-      // tuple's element or returned, or read later.
+      // tuple's element or returned, or read later, and the step reads the
+      // slot only there.
       auto dead_temporary = [&](const NodeRef& x) {
         if (!slot.count(x.get()) || last_read.at(x.get()) != at) return false;
-        for (const Node* h : holders[slot.at(x.get())]) {
+        // The step reads the slot once: not also as another value it holds
+        // (a bitcast of x among the step's other reads).
+        const int sx = slot.at(x.get());
+        if (std::count_if(step.reads.begin(), step.reads.end(),
+                          [&](const NodeRef& r) { return slot.count(r.get()) && slot.at(r.get()) == sx; }) != 1)
+          return false;
+        for (const Node* h : holders[sx]) {
           if (h->op == Op::parameter || h->op == Op::get_tuple_element || returned.count(h)) return false;
           if (auto r = last_read.find(h); r != last_read.end() && r->second > at) return false;
         }

@@ -237,8 +237,15 @@ void own_blocks_written_over(const Executable& e, std::vector<ExecContext>& ctxs
       for (std::size_t k = 0; k < n && !elsewhere; ++k)
         elsewhere = k != j && twin_of[k] != j && ctxs[k].slots[std::size_t(s)] == block;
       if (!elsewhere) continue;
-      TESSEL_CHECK_INTERNAL(!owned[j].blocks[std::size_t(s)], "a block written over in place: slot ", s,
-                            " holds a block of its own already");
+      // A block it still owns but left for its twin's at an earlier write
+      // over this slot: no position holds it any more.
+      if (void* left = owned[j].blocks[std::size_t(s)]) {
+        for (std::size_t k = 0; k < n; ++k)
+          TESSEL_CHECK_INTERNAL(ctxs[k].slots[std::size_t(s)] != left, "a block written over in place: slot ", s,
+                                " of position ", j, " still holds its own block elsewhere");
+        device_free(left, e.slots[std::size_t(s)].bytes);
+        owned[j].blocks[std::size_t(s)] = nullptr;
+      }
       ctxs[j].slots[std::size_t(s)] = nullptr;
       alloc_temporary(e, s, ctxs[j], owned[j]);
       std::memcpy(ctxs[j].slots[std::size_t(s)], block, e.slots[std::size_t(s)].bytes);

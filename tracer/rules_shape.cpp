@@ -434,16 +434,19 @@ namespace {
 // a shift, whose result stays split like its operand (its factor is
 // shared; the partition rule brings each tile's missing rows from the next
 // device: a halo exchange). Likewise a strided slice taking every s-th row
-// from one of the first 2s rows over at least half the dim (a pooling
-// window's tap): where each tile holds s times the result's, a device's
-// result rows come from its own tile and the next tile's first rows.
+// from one of the first 2s rows over at least half the dim, into at least 8
+// rows (a pooling window's tap): where each tile holds s times the result's,
+// a device's result rows come from its own tile and the next tile's first rows.
 bool shifted(const Node& n, int d) {
   const auto& p = n.attr<attr::Slice>();
   const std::size_t u = std::size_t(d);
   const std::int64_t len = n.in[0]->shape()[u], s = p.stride[u], k = p.limit[u] - p.start[u];
   if (s == 1) return k < len && 2 * k >= len;
   const std::int64_t rows = n.shape()[u];
-  return s <= 8 && p.start[u] < 2 * s && rows >= 1 && 2 * rows * s >= len;
+  // At least 8 result rows: a short dim (a parallel prefix's block totals,
+  // one row a device) rarely lines up, and gathering it whole keeps what
+  // follows replicated (associative_scan moved 504 bytes a device, not 384).
+  return s <= 8 && p.start[u] < 2 * s && rows >= 8 && 2 * rows * s >= len;
 }
 }  // namespace
 

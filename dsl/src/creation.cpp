@@ -5,6 +5,8 @@
 
 #include "dsl/src/array_impl.hpp"
 #include "dsl/src/sharding_impl.hpp"
+#include "dsl/src/trace.hpp"
+#include "tracer/build.hpp"
 #include "tracer/convert.hpp"
 
 namespace tessel {
@@ -62,6 +64,15 @@ Array scalar_array_i64(std::int64_t value, DType dtype, bool weak) {
 }
 
 Array full_weak(const Shape& shape, double value, DType dtype, bool weak) {
+  // Inside a trace, an array of one value is a broadcast of a scalar
+  // constant (as jnp.zeros in a jaxpr): nothing allocated at trace time, no
+  // constant captured and held on every device, fused into its readers.
+  if (numel(shape) > 1)
+    if (auto t = current_trace())
+      return apply1("full", {lift(t, scalar_literal(value, dtype, weak))},
+                    [shape](NodeTable& tb, const std::vector<NodeRef>& in) {
+                      return build::broadcast_in_dim(tb, in[0], shape, {});
+                    });
   return make_host(dtype, shape, weak,
                    [&](void* out) { fill_values<double>(dtype, out, numel(shape), [&](auto) { return value; }); });
 }

@@ -358,3 +358,36 @@ TEST_CASE("updates at several index arrays write in place: a reshape reads its o
   CHECK(flat.to_vector<float>() == x0.reshape({-1}).to_vector<float>());
   CHECK(p.to_vector<float>() == x0.reshape({-1}).to_vector<float>());
 }
+
+TEST_CASE("writing over a slot: never while the step reads it as another value too, never into a returned bitcast") {
+  // A scatter whose updates are a bitcast of its operand: the updates' slot
+  // is the operand's, so the scatter copies (an update of 1 read the
+  // element already changed, [a+d, b+a, c+b, d+c] became [.., c+a+b, ..]).
+  const ts::Array idx = ts::array(std::vector<std::int32_t>{1, 2, 3, 0}, {2, 2});
+  const Fn self = [](const std::vector<ts::Array>& a) {
+    const ts::Array t = ts::exp(a[0]);
+    const ts::Array in_loop = lax::fori_loop(0, 3, [&](ts::Array, ts::Array c) {
+      const ts::Array u = ts::sin(c);
+      return u.at({a[1]}).add(u.reshape({2, 2}));
+    }, a[0]);
+    return std::vector<ts::Array>{t.at({a[1]}).add(t.reshape({2, 2})) * 2.0f, in_loop};
+  };
+  check_close(self, {ts::arange(0.0f, 4.0f) * 0.3f, idx});
+  // A broadcast computed once for every device (it reads nothing), a
+  // scatter of each device's own values over it, returned as a reshape: each
+  // device's result its own (a returned bitcast of a slot written over is a copy).
+  const std::int64_t len = 8;
+  for (int n = 2; n <= 8; ++n) {
+    CAPTURE(n);
+    const ts::Mesh mesh = mesh_of(n);
+    const ts::Array i = ts::array(std::vector<std::int32_t>{3, 5});
+    auto body = [&](ts::Array xb) { return ts::zeros({len}).at({i}).add(xb * ts::ones({2})).reshape({2, 4}); };
+    auto f = ts::jit([&](ts::Array x) { return ts::shard_map(body, mesh, P("x"), P("x"))(x); });
+    const ts::Array x = ts::arange(1.0f, float(n + 1));
+    const std::vector<float> got = f(ts::device_put(x, ts::NamedSharding(mesh, P("x")))).to_vector<float>();
+    std::vector<float> want;
+    for (int d = 0; d < n; ++d)
+      for (std::int64_t k = 0; k < len; ++k) want.push_back(k == 3 || k == 5 ? float(d + 1) : 0.0f);
+    CHECK(got == want);
+  }
+}

@@ -339,3 +339,31 @@ TEST_CASE("functions traced inside jit may close over the enclosing trace's valu
   });
   CHECK(s(x, w).to_vector<float>() == std::vector<float>{0, 6, 12, 18, 24, 30, 36, 42});
 }
+
+TEST_CASE("zeros, ones, full and their _like forms inside jit are broadcasts of a constant, not captured arrays") {
+  // As jnp.zeros in a jaxpr: no parameter per array (one was allocated at
+  // trace time and held on every device), the same values and weak types.
+  auto f = [](ts::Array a) {
+    return std::make_tuple(a + ts::zeros_like(a) + ts::ones({64, 64}) * ts::full({64, 64}, 2.5),
+                           ts::ones_like(a, ts::int32) + ts::full_like(a, 3.0, ts::int32), ts::zeros({3, 4}, ts::int8),
+                           ts::full({2}, 7.0) + 1);
+  };
+  const ts::Array x = ts::arange(0.0f, 4096.0f).reshape({64, 64});
+  auto j = ts::jit(f);
+  const std::string text = j.lower(x).as_text();
+  CAPTURE(text);
+  CHECK(text.find("func f(%0) {") != std::string::npos);  // x alone: nothing captured
+  const auto [a, b, c, d] = j(x);
+  const auto [ea, eb, ec, ed] = f(x);
+  CHECK(a.to_vector<float>() == ea.to_vector<float>());
+  CHECK(b.to_vector<std::int32_t>() == eb.to_vector<std::int32_t>());
+  CHECK(c.dtype() == ts::int8);
+  CHECK(c.to_vector<std::int8_t>() == ec.to_vector<std::int8_t>());
+  CHECK(d.dtype() == ed.dtype());
+  CHECK(d.weak_type() == ed.weak_type());
+  CHECK(d.to_vector<float>() == ed.to_vector<float>());
+  // Sharded: the broadcast takes the split of what it meets.
+  auto mesh = ts::make_mesh({ts::device_count()}, {"x"});
+  const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, ts::P("x")));
+  CHECK(std::get<0>(j(xs)).to_vector<float>() == ea.to_vector<float>());
+}
