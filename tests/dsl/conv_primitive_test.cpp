@@ -45,6 +45,15 @@ struct Config {
   const char* runs;  // what the compiled text names
 };
 
+// c against the interpreter (eager and under jit); returns its compiled text.
+std::string check_config(std::mt19937& rng, const Config& c) {
+  Array x = ts::testing::random_array(rng, c.x, c.dtype), w = ts::testing::random_array(rng, c.w, c.dtype);
+  auto f = [&](const std::vector<Array>& a) { return lax::conv_general_dilated(a[0], a[1], c.strides, c.padding, c.options); };
+  ts::testing::check(f, {x, w});
+  auto j = ts::jit([&](const Array& a, const Array& b) { return f({a, b}); });
+  return j.lower(x, w).compile().as_text();
+}
+
 }  // namespace
 
 TEST_CASE("the convolution primitive: oneDNN for float32, tessel's loops otherwise, equal to the interpreter") {
@@ -75,11 +84,7 @@ TEST_CASE("the convolution primitive: oneDNN for float32, tessel's loops otherwi
   for (const auto& c : configs) {
     const std::string name = c.name;
     CAPTURE(name);
-    Array x = ts::testing::random_array(rng, c.x, c.dtype), w = ts::testing::random_array(rng, c.w, c.dtype);
-    auto f = [&](const std::vector<Array>& a) { return lax::conv_general_dilated(a[0], a[1], c.strides, c.padding, c.options); };
-    ts::testing::check(f, {x, w});
-    auto j = ts::jit([&](const Array& a, const Array& b) { return f({a, b}); });
-    const std::string text = j.lower(x, w).compile().as_text();
+    const std::string text = check_config(rng, c);
     CAPTURE(text);
     CHECK(text.find(c.runs) != std::string::npos);
   }
@@ -116,11 +121,7 @@ TEST_CASE("a batch of one image is cut into chunks of output rows, each padded o
   for (const auto& c : configs) {
     const std::string name = c.name;
     CAPTURE(name);
-    Array x = ts::testing::random_array(rng, c.x, c.dtype), w = ts::testing::random_array(rng, c.w, c.dtype);
-    auto f = [&](const std::vector<Array>& a) { return lax::conv_general_dilated(a[0], a[1], c.strides, c.padding, c.options); };
-    ts::testing::check(f, {x, w});
-    auto j = ts::jit([&](const Array& a, const Array& b) { return f({a, b}); });
-    const std::string text = j.lower(x, w).compile().as_text();
+    const std::string text = check_config(rng, c);
     CAPTURE(text);
     if (std::string(c.runs) == "uncut") {
       CHECK(text.find(" rows") == std::string::npos);

@@ -59,6 +59,19 @@ std::string program_text(const Fn& fn, const std::vector<ts::Array>& args) {
   return ts::jit([&](const std::vector<ts::Array>& xs) { return fn(xs); }).lower(args).compile().as_text();
 }
 
+// check(xs) for x0's first `len` rows, replicated and split by rows over 1..8 devices.
+void on_devices(const ts::Array& x0, std::initializer_list<std::int64_t> lens, const std::function<void(const ts::Array&)>& check) {
+  for (int n = 1; n <= 8; ++n) {
+    CAPTURE(n);
+    const ts::Mesh mesh = mesh_of(n);
+    for (std::int64_t len : lens) {
+      CAPTURE(len);
+      const ts::Array x = x0.index({ts::slice(0, len)});
+      for (const ts::Array& xs : {x, ts::device_put(x, ts::NamedSharding(mesh, P("x")))}) check(xs);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("box updates equal the interpreter on 1..8 devices, split along the updated dim or not, in and out of loops") {
@@ -250,18 +263,10 @@ TEST_CASE("scatter at an index array writes over its operand in place: a loop's 
   const std::string chain_text = program_text(chain, {x0, idx, v});
   CAPTURE(chain_text);
   CHECK(chain_text.find("carries updated in place: 0 1") != std::string::npos);
-  for (int n = 1; n <= 8; ++n) {
-    CAPTURE(n);
-    const ts::Mesh mesh = mesh_of(n);
-    for (std::int64_t len : {4096, 4093}) {
-      CAPTURE(len);
-      const ts::Array x = x0.index({ts::slice(0, len)});
-      for (const ts::Array& xs : {x, ts::device_put(x, ts::NamedSharding(mesh, P("x")))}) {
-        check_exact(chain, {xs, idx, v});
-        check_close(loop, {xs, idx, v});
-      }
-    }
-  }
+  on_devices(x0, {4096, 4093}, [&](const ts::Array& xs) {
+    check_exact(chain, {xs, idx, v});
+    check_close(loop, {xs, idx, v});
+  });
   // The operand also its own updates (x.at[perm].set(x)): never in place.
   const Fn perm = [](const std::vector<ts::Array>& a) {
     return std::vector<ts::Array>{lax::fori_loop(0, 3, [&](ts::Array, ts::Array x) {
@@ -340,18 +345,10 @@ TEST_CASE("updates at several index arrays write in place: a reshape reads its o
                                   ts::matmul(ts::transpose(t.reshape({-1, 12})), t.reshape({-1, 12})),
                                   (t * 2.0f).reshape({-1}).at({a[1]}).add(1.0f)};
   };
-  for (int n = 1; n <= 8; ++n) {
-    CAPTURE(n);
-    const ts::Mesh mesh = mesh_of(n);
-    for (std::int64_t len : {32, 30}) {
-      CAPTURE(len);
-      const ts::Array x = x0.index({ts::slice(0, len)});
-      for (const ts::Array& xs : {x, ts::device_put(x, ts::NamedSharding(mesh, P("x")))}) {
-        check_exact(loop, {xs, rows, cols, v});
-        check_close(shapes, {xs, rows});
-      }
-    }
-  }
+  on_devices(x0, {32, 30}, [&](const ts::Array& xs) {
+    check_exact(loop, {xs, rows, cols, v});
+    check_close(shapes, {xs, rows});
+  });
   // The argument stays what it was after a call returning its reshape.
   const ts::Array p = x0 * 1.0f;
   const ts::Array flat = ts::jit([](ts::Array a) { return a.reshape({-1}); })(p);
