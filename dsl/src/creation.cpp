@@ -93,6 +93,13 @@ Array arange(double start, double stop, double step, DType dtype) {
     throw ShapeError(detail::cat("arange: start=", start, " stop=", stop, " step=", step, " gives ", count,
                                  " elements, more than an int64 can count"));
   const std::int64_t n = count > 0 ? std::int64_t(count) : 0;  // (a cast of a huge negative double is undefined)
+  // Inside a trace, arange(n) is an iota (as JAX's): nothing captured. The
+  // counts are exact in every dtype below 2^24 (a float32's integers), as
+  // the host's values are (not the 8-bit types, whose casts of large counts differ).
+  if (start == 0 && step == 1 && n > 1 && n <= (std::int64_t(1) << 24) && dtype_size(dtype) >= 2 && !is_complex(dtype))
+    if (auto t = detail::current_trace())
+      return detail::apply1("arange", {detail::lift(t, detail::scalar_literal(0.0, dtype, false))},
+                            [n, dtype](NodeTable& tb, const std::vector<NodeRef>&) { return build::iota(tb, dtype, {n}, 0); });
   return detail::make_host(dtype, {n}, false, [&](void* out) {
     if (is_inexact(dtype))
       detail::fill_values<double>(dtype, out, n, [&](std::int64_t i) { return start + double(i) * step; });

@@ -367,3 +367,22 @@ TEST_CASE("zeros, ones, full and their _like forms inside jit are broadcasts of 
   const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, ts::P("x")));
   CHECK(std::get<0>(j(xs)).to_vector<float>() == ea.to_vector<float>());
 }
+
+TEST_CASE("arange(n) inside jit is an iota: equal to the host's in every dtype it covers, nothing captured") {
+  for (ts::DType t : {ts::int32, ts::int64, ts::uint32, ts::int16, ts::uint16, ts::float32, ts::float64, ts::bfloat16,
+                      ts::float16, ts::int8}) {
+    CAPTURE(std::string(ts::dtype_name(t)));
+    for (std::int64_t n : {2, 300, 70000}) {
+      CAPTURE(n);
+      auto f = ts::jit([&](ts::Array a) { return ts::arange(std::int64_t(0), n, std::int64_t(1), t) + a; });
+      const ts::Array zero = ts::zeros({}, t);
+      const std::string text = f.lower(zero).as_text();
+      CAPTURE(text);
+      // 8-bit types keep the host's array (a cast of a large count may differ).
+      CHECK((text.find("func f(%0) {") != std::string::npos) == (t != ts::int8));
+      const ts::Array got = f(zero), want = ts::arange(std::int64_t(0), n, std::int64_t(1), t) + zero;
+      CHECK(got.dtype() == want.dtype());
+      CHECK(got.astype(ts::float64).to_vector<double>() == want.astype(ts::float64).to_vector<double>());
+    }
+  }
+}
