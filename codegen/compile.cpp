@@ -611,11 +611,10 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         }
         return true;
       };
-      // An update of a box, or a scatter whose operand is not also its
-      // indices or updates: it writes over its operand in place.
-      const bool updates_operand =
-          step.kind == StepKind::Update ||
-          (step.node->op == Op::scatter && step.node->in[0] != step.node->in[1] && step.node->in[0] != step.node->in[2]);
+      // An update of a box or a scatter writes over its operand in place
+      // (not where it also reads the operand as its indices or updates:
+      // dead_temporary counts the step's reads of the slot).
+      const bool updates_operand = step.kind == StepKind::Update || step.node->op == Op::scatter;
       if (updates_operand && dead_temporary(step.node->in[0])) {
         hold(step.node, slot.at(step.node->in[0].get()));
       } else if (step.kind == StepKind::Loop && numel(step.node->shape()) > 0) {

@@ -134,10 +134,6 @@ struct OneDnnPlan {
     bool reordered = false;                // it reads the kernel reordered (by it or an earlier kind)
     std::size_t wei_offset = 0, wei_bytes = 0;  // of the reordered kernel(s) in the workspace
     std::size_t scratch = 0;
-    std::int64_t batch = 0;
-    // A chunk of output rows (row_chunks > 1): its rows, and the input rows
-    // it reads with the pads at its edges.
-    std::int64_t out_rows = 0, in_rows = 0, pad_top = 0, pad_bottom = 0;
   };
   std::vector<Prim> prims;  // the full blocks', and the last block's when smaller; or one per kind of row chunk
   // A small batch is cut along the first spatial dim's output rows too:
@@ -187,6 +183,12 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
   plan.mb = std::max<std::int64_t>(1, (Nb + plan.blocks - 1) / plan.blocks);
   plan.blocks = std::max<std::int64_t>(1, (Nb + plan.mb - 1) / plan.mb);
   plan.tail = Nb - (plan.blocks - 1) * plan.mb;
+  // The kinds of block: (batch, out rows, in rows, pad top, pad bottom).
+  struct Kind {
+    std::int64_t batch, out_rows, in_rows, top, bottom;
+    bool operator==(const Kind&) const = default;
+  };
+  std::vector<Kind> kinds;
   // A batch too small to give each of kBlocks blocks an image (inference
   // on one image) is cut along the first spatial dim's output rows as well:
   // each chunk a convolution of the input rows it reads, padded only where
@@ -200,20 +202,32 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
   if (rows_outer && g.B == 1 && Nb > 0 && Nb <= kChunkedBatch && g.flops >= kParallelFlops && rows >= 2 * kChunkRows) {
     const std::int64_t want = std::min(rows / kChunkRows, (kBlocks + Nb - 1) / Nb);
     const std::int64_t per = (rows + want - 1) / want, chunks = (rows + per - 1) / per;
-    const std::int64_t s0 = g.p.strides[0], span = (g.kernel[0] - 1) * g.p.rhs_dilation[0],
-                       pl = plan.prepared ? 0 : g.p.pad_lo[0];
-    bool reads = true;
-    for (std::int64_t c = 0; c < chunks && reads; ++c) {
+    const std::int64_t s0 = g.p.strides[0], span = (g.kernel[0] - 1) * g.p.rhs_dilation[0];
+    std::vector<Kind> chunk_kinds;
+    std::vector<std::int64_t> chunk_in;
+    for (std::int64_t c = 0; c < chunks; ++c) {
       const std::int64_t y0 = c * per, y1 = std::min(rows, y0 + per);
-      const std::int64_t first = y0 * s0 - pl, last = (y1 - 1) * s0 + span - pl;
-      reads = std::max<std::int64_t>(first, 0) <= std::min(last, H - 1);
+      const std::int64_t first = y0 * s0 - pad_l[0], last = (y1 - 1) * s0 + span - pad_l[0];
+      const std::int64_t in0 = std::max<std::int64_t>(first, 0), in1 = std::min(last, H - 1);
+      chunk_kinds.push_back({1, y1 - y0, in1 - in0 + 1, in0 - first, last - in1});
+      chunk_in.push_back(in0);
     }
-    if (chunks > 1 && reads) {
+    if (chunks > 1 && std::all_of(chunk_kinds.begin(), chunk_kinds.end(), [](const Kind& q) { return q.in_rows > 0; })) {
       plan.row_chunks = chunks;
       plan.chunk_rows = per;
       plan.blocks = Nb * chunks;
       plan.mb = plan.tail = 1;
+      plan.chunk_in = std::move(chunk_in);
+      for (const Kind& kind : chunk_kinds) {
+        auto it = std::find(kinds.begin(), kinds.end(), kind);
+        plan.chunk_prim.push_back(std::size_t(it - kinds.begin()));
+        if (it == kinds.end()) kinds.push_back(kind);
+      }
     }
+  }
+  if (plan.row_chunks == 1) {
+    kinds.push_back({plan.mb, rows, H, pad_l[0], pad_r[0]});
+    if (plan.tail != plan.mb) kinds.push_back({plan.tail, rows, H, pad_l[0], pad_r[0]});
   }
   MemDims wdims, wstrides;
   if (g.G > 1) {
@@ -226,28 +240,6 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
   for (std::size_t j = 0; j < k; ++j) wdims.push_back(g.kernel[j]), wstrides.push_back(g.ws[2 + j]);
   using dt = dnnl::memory::data_type;
   OneThread one;
-  // The kinds of block: (batch, out rows, in rows, pad top, pad bottom).
-  struct Kind {
-    std::int64_t batch, out_rows, in_rows, top, bottom;
-    bool operator==(const Kind&) const = default;
-  };
-  std::vector<Kind> kinds;
-  if (plan.row_chunks == 1) {
-    kinds.push_back({plan.mb, rows, H, pad_l[0], pad_r[0]});
-    if (plan.tail != plan.mb) kinds.push_back({plan.tail, rows, H, pad_l[0], pad_r[0]});
-  } else {
-    const std::int64_t s0 = g.p.strides[0], span = (g.kernel[0] - 1) * g.p.rhs_dilation[0], pl = pad_l[0];
-    for (std::int64_t c = 0; c < plan.row_chunks; ++c) {
-      const std::int64_t y0 = c * plan.chunk_rows, y1 = std::min(rows, y0 + plan.chunk_rows);
-      const std::int64_t first = y0 * s0 - pl, last = (y1 - 1) * s0 + span - pl;
-      const std::int64_t in0 = std::max<std::int64_t>(first, 0), in1 = std::min(last, H - 1);
-      const Kind kind{1, y1 - y0, in1 - in0 + 1, in0 - first, last - in1};
-      auto it = std::find(kinds.begin(), kinds.end(), kind);
-      plan.chunk_prim.push_back(std::size_t(it - kinds.begin()));
-      plan.chunk_in.push_back(in0);
-      if (it == kinds.end()) kinds.push_back(kind);
-    }
-  }
   try {
     for (const Kind& kind : kinds) {
       const std::int64_t batch = kind.batch;
@@ -272,9 +264,7 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
       dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
       OneDnnPlan::Prim prim{.conv = dnnl::convolution_forward(pd), .src = src, .dst = dst,
                             .scratch_md = pd.scratchpad_desc(), .wei_user = wei_user, .wei = pd.weights_desc(),
-                            .scratch = pd.scratchpad_desc().get_size(), .batch = batch,
-                            .out_rows = kind.out_rows, .in_rows = kind.in_rows, .pad_top = kind.top,
-                            .pad_bottom = kind.bottom};
+                            .scratch = pd.scratchpad_desc().get_size()};
       const auto same_kernel = std::find_if(plan.prims.begin(), plan.prims.end(), [&](const OneDnnPlan::Prim& q) {
         return q.reordered && q.wei == prim.wei;
       });

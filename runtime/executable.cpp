@@ -113,16 +113,21 @@ void bind(const Executable& e, ExecContext& ctx, int dev, int i, const std::vect
   }
 }
 
+// Whether thunk t writes over slot s, which it reads too (compile.cpp gives
+// a step a dead operand's slot): the slot's writer before it binds it.
+bool writes_over(const Executable& e, std::size_t t, int s) {
+  return std::find(e.reads[t].begin(), e.reads[t].end(), s) != e.reads[t].end();
+}
+
 // The slots that a lockstep run inside one process binds as they are
 // written (SharedSlots): those of thunks that share their results or are
-// pure, but for a slot such a thunk writes over (it reads it too: its
-// writer before it binds it).
+// pure, but for a slot such a thunk writes over.
 std::vector<bool> shared_result_slots(const Executable& e) {
   std::vector<bool> slots(e.slots.size(), false);
   for (std::size_t t = 0; t < e.thunks.size(); ++t)
     if (e.thunks[t]->shares_results() || e.thunks[t]->pure())
       for (int s : e.alloc_before[t])
-        if (std::find(e.reads[t].begin(), e.reads[t].end(), s) == e.reads[t].end()) slots[std::size_t(s)] = true;
+        if (!writes_over(e, t, s)) slots[std::size_t(s)] = true;
   return slots;
 }
 
@@ -278,12 +283,12 @@ void run_thunks_lockstep(const Executable& e, std::vector<ExecContext>& ctxs, st
   std::vector<std::size_t> runs;                          // the positions that compute a thunk
   std::vector<std::pair<std::size_t, std::size_t>> same;  // (position, the one whose results it shares)
   std::vector<std::size_t> twin_of(n);
-  std::vector<int> over;  // the slots a thunk writes over: it reads them too (compile.cpp)
+  std::vector<int> over;  // the slots a thunk writes over
   for (std::size_t t = 0; t < e.thunks.size(); ++t) {
     const Thunk& thunk = *e.thunks[t];
     over.clear();
     for (int s : e.alloc_before[t])
-      if (std::find(e.reads[t].begin(), e.reads[t].end(), s) != e.reads[t].end()) over.push_back(s);
+      if (writes_over(e, t, s)) over.push_back(s);
     for (std::size_t i = 0; i < n; ++i) alloc_before(e, t, ctxs[i], owned[i], defer);
     if (thunk.waits_on_peers()) {
       // Once for all: on every device's track in a trace.

@@ -787,11 +787,12 @@ NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector
   AxisSharding have = natural;  // the layout x ends in (dims brought whole are resliced at the end)
   for (int d = 0; d < n.rank(); ++d) {
     const auto& A = op_sh[0].dims[std::size_t(d)];
-    if (shifted(n, d) && !A.empty() && p.stride[std::size_t(d)] > 1) {
+    if (shifted(n, d) && !A.empty()) {
       // Result tile j holds rows start + stride [j co, (j + 1) co). When the
       // operand's tile c is stride co, that is this tile's rows start,
       // start + stride, ... and, past its end, the next tile's first
-      // start - stride + 1 rows.
+      // start + (co - 1) stride - (c - 1) rows (a shift: the next tile's
+      // first start rows).
       const std::int64_t T = b.tiles(A), len = n.in[0]->shape()[std::size_t(d)], st = p.stride[std::size_t(d)];
       const std::int64_t c = (len + T - 1) / T, co = (n.shape()[std::size_t(d)] + T - 1) / T, s = p.start[std::size_t(d)];
       const std::int64_t halo_rows = s + (co - 1) * st - (c - 1);
@@ -799,28 +800,11 @@ NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector
         if (halo_rows > 0) x = build::concatenate(t, {x, halo::neighbour_rows(b, x, A, d, halo_rows, 1)}, d);
         lo[d] = s, hi[d] = s + (co - 1) * st + 1, step[d] = st;
       } else {
+        // Tiles that do not line up: the window, whole, then this device's tile of it.
         x = gather_window(b, x, n.in[0]->shape(), A, d, p.start[std::size_t(d)], p.limit[std::size_t(d)], st);
         have.dims[std::size_t(d)].clear();
         lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;
       }
-    } else if (shifted(n, d) && !A.empty()) {
-      // Result tile j holds rows start + [j co, (j + 1) co). When co is the
-      // operand's tile c and start <= c, that is this tile's rows [start,
-      // c) and the next tile's first start rows.
-      const std::int64_t T = b.tiles(A), len = n.in[0]->shape()[std::size_t(d)];
-      const std::int64_t c = (len + T - 1) / T, co = (n.shape()[std::size_t(d)] + T - 1) / T, s = p.start[std::size_t(d)];
-      if (natural.dims[std::size_t(d)] == A && co == c && s <= c) {
-        if (s > 0) {
-          std::vector<std::int64_t> l0(x->shape().size(), 0), h0 = x->shape();
-          l0[std::size_t(d)] = s;
-          x = build::concatenate(t, {build::slice(t, x, l0, h0), halo::neighbour_rows(b, x, A, d, s, 1)}, d);
-        }
-      } else {
-        // Tiles that do not line up: the window, whole, then this device's tile of it.
-        x = gather_window(b, x, n.in[0]->shape(), A, d, p.start[std::size_t(d)], p.limit[std::size_t(d)], 1);
-        have.dims[std::size_t(d)].clear();
-      }
-      lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;
     } else if (!natural.dims[d].empty()) {
       lo[d] = 0, hi[d] = x->shape()[d], step[d] = 1;  // a whole dim, split alike
     } else if (!A.empty()) {

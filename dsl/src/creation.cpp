@@ -69,10 +69,7 @@ Array full_weak(const Shape& shape, double value, DType dtype, bool weak) {
   // constant captured and held on every device, fused into its readers.
   if (numel(shape) > 1)
     if (auto t = current_trace())
-      return apply1("full", {lift(t, scalar_literal(value, dtype, weak))},
-                    [shape](NodeTable& tb, const std::vector<NodeRef>& in) {
-                      return build::broadcast_in_dim(tb, in[0], shape, {});
-                    });
+      return tracer_for(t, build::broadcast_in_dim(t->table, node_of(*t, scalar_literal(value, dtype, weak)), shape, {}));
   return make_host(dtype, shape, weak,
                    [&](void* out) { fill_values<double>(dtype, out, numel(shape), [&](auto) { return value; }); });
 }
@@ -98,8 +95,7 @@ Array arange(double start, double stop, double step, DType dtype) {
   // the host's values are (not the 8-bit types, whose casts of large counts differ).
   if (start == 0 && step == 1 && n > 1 && n <= (std::int64_t(1) << 24) && dtype_size(dtype) >= 2 && !is_complex(dtype))
     if (auto t = detail::current_trace())
-      return detail::apply1("arange", {detail::lift(t, detail::scalar_literal(0.0, dtype, false))},
-                            [n, dtype](NodeTable& tb, const std::vector<NodeRef>&) { return build::iota(tb, dtype, {n}, 0); });
+      return detail::tracer_for(t, build::iota(t->table, dtype, {n}, 0));
   return detail::make_host(dtype, {n}, false, [&](void* out) {
     if (is_inexact(dtype))
       detail::fill_values<double>(dtype, out, n, [&](std::int64_t i) { return start + double(i) * step; });
