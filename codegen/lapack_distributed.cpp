@@ -3,7 +3,6 @@
 // distributed triangular solve: codegen/row_blocked.hpp).
 #include "codegen/lapack.hpp"
 
-#include <optional>
 #include <tuple>
 
 #include "codegen/row_blocked.hpp"
@@ -16,288 +15,353 @@ using namespace lapack_internal;
 
 // distributed_lu: one device's rows of a matrix split by rows over a group
 // of devices, factorised in place in its output by ScaLAPACK's blocked
-// right-looking algorithm. Each panel step meets the group three times:
-//   1. the panel (the active rows' nb columns) is read from every member and
-//      factorised (getrf: partial pivoting over the whole column, as the
-//      one-device lu's);
-//   2. the pivot rows (the new top rows) are read from their owners into U,
-//      and U12 = L11^-1 A12 solved from them (trsm);
-//   3. each member copies the old top rows its moved rows below receive
-//      straight into those rows;
-// then each device updates its own rows: the top rows take the pivot rows
-// and U12, the rows below the panel subtract L21 U12 (tessel's GEMM). In
-// shared memory members read their peers' rows in place, and the group's
-// first member factorises the panel and solves U12 for all (the library's
-// calls take turns, blas_lock); across processes each member publishes only
-// the rows its peers need and factorises the panel itself (the same bits).
-// Workspace (the slot after the results): the panel, the pivot rows and a
-// block of the update's product.
+// right-looking algorithm, with partial pivoting over the whole column (the
+// pivots the one-device lu's getrf chooses, up to rounding).
+//
+// In shared memory (one process) nothing is copied: every member's rows are
+// at hand, so the group's first member (the leader) factorises the panel
+// where its rows lie, swapping each pivot's row whole (LAPACK's getrf2
+// recursion over row pointers: a column at a time below 8 columns, a GEMM
+// update between halves above), and solves U12 = L11^-1 A12 in the top rows
+// (trsm), while the others wait; then each member takes the pivots and
+// subtracts L21 U12 from its rows below the panel (tessel's GEMM), reading
+// U12 from the top rows' owner in place. One meeting per panel step (and
+// one at the end), and
+// beside its rows in and out a device holds only a block of the update's
+// product. A panel never crosses a device's rows, so its top rows lie in one.
+//
+// Across processes each panel step meets the group three times: every
+// member factorises the gathered panel itself (getrf; the same bits on
+// each), gathers the pivot rows into U and solves U12, then copies the old
+// top rows its moved rows receive; then each device updates its own rows.
+// Workspace there: the panel, the pivot rows and a block of the product.
 class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
  public:
   DistributedLuThunk(const Node& n, int in, std::vector<int> writes) : RowBlockedThunk(n, in, std::move(writes)) {}
-  // The workspace: the panel [m, nb], the pivot rows [nb, n] and a block
-  // of the trailing update's product [r, nb].
+  // A block of the trailing update's product [r, nb]; across processes also
+  // the panel [m, nb] and the pivot rows [nb, n] before it.
   static std::size_t workspace_bytes(const Node& n) {
     const auto& p = n.attr<attr::RowBlocked>();
     const Shape& s = n.in[0]->shape();
     const std::int64_t r = s[0], cols = s[1], nb = p.panel;
+    if (all_local(p)) return element_bytes(n) * std::size_t(r * nb);
     return element_bytes(n) * std::size_t(p.rows * nb + nb * cols + r * nb);
   }
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
     const auto [group, q] = my_group(ctx);
-    const std::int64_t m = p_.rows, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n), off = q * r;
-    T* A = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
-    auto* piv = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[1])]);
-    auto* perm = static_cast<std::int32_t*>(ctx.slots[size_t(writes_[2])]);
-    T* panel = static_cast<T*>(ctx.slots[size_t(writes_[3])]);
-    T* U = panel + m * nb;
-    {
-      rt::ComputeSlot slot;
-      const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
-      std::copy(x, x + r * n, A);
-      for (std::int64_t i = 0; i < m; ++i) perm[i] = std::int32_t(i);
-    }
     const bool shared = ctx.comm->shares_memory(*group);
-    std::vector<T> send;  // across processes: the rows (or panel columns) this device publishes
-    std::vector<int> ipiv(static_cast<std::size_t>(nb));
-    std::vector<std::int64_t> pperm;
-    // In shared memory a member publishes where its rows, panel, pivot rows
-    // and pivots are, and the group's first member (the leader) factorises
-    // the panel and solves U12 for everyone, who copy them: the library's
-    // calls take turns (blas_lock), so doing them once, not once per
-    // device, is what keeps the devices busy.
-    struct Published {
-      const T* A;
-      const T* panel;
-      const T* U;
-      const int* ipiv;
-    } mine{A, panel, U, ipiv.data()};
-    auto of = [](const void* p) { return static_cast<const Published*>(p); };
-    const bool leader = q == 0, factors = leader || !shared;  // whether this device runs getrf and trsm
-    for (std::int64_t c0 = 0; c0 < kmax; c0 += nb) {
-      const std::int64_t w = std::min(nb, kmax - c0), c1 = c0 + w, active = m - c0;
-      // 1. The panel, column-major [active, w], from every member's rows
-      // (in shared memory only the leader needs it).
-      gather_panel<T>(ctx, *group, shared, &mine, sizeof mine, [&](const void* p) { return of(p)->A; }, A, r, n, c0, w, m,
-                      factors, send, panel);
-      std::vector<const void*> peers;
-      if (factors) {
-        rt::ComputeSlot slot;
-        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-        int info = 0;
-        Lapack::getrf(int(active), int(w), panel, int(active), ipiv.data(), info);  // info > 0: singular, the factors stand
+    TESSEL_CHECK_INTERNAL(shared || !all_local_, text_, ": a group in one process that does not share memory");
+    if (shared) run_shared<T>(ctx, *group, q);
+    else run_across<T>(ctx, *group, q);
+  }
+
+  // A lockstep run (run_all): the same steps as run_shared, phase by phase.
+  template <class T>
+  void run_group(const std::vector<rt::ExecContext*>& group) const {
+    const std::int64_t m = p_.rows, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n);
+    std::vector<Mine<T>> M(group.size());
+    for_members(group, [&](std::int64_t q) { M[size_t(q)] = start<T>(*group[size_t(q)]); });
+    Rows<T> rows{std::vector<T*>(static_cast<std::size_t>(m)), n, 0, n};
+    for (std::int64_t g = 0; g < m; ++g) rows.at[size_t(g)] = M[size_t(g / r)].A + (g % r) * n;
+    std::vector<std::int64_t> ipiv(static_cast<std::size_t>(nb)), below0(group.size()), below1(group.size());
+    for (std::int64_t c0 = 0; c0 < kmax;) {
+      const std::int64_t w = panel_columns(c0), c1 = c0 + w;
+      {
+        rt::ComputeSlot leader;
+        factor(rows, c0, w, ipiv.data(), M[0].scratch);
+        solve_u12(rows[c0] + c0, n, rows[c0] + c1, n, w, c1);
       }
-      // 2. The factored panel and its pivots from the leader, and the pivot
-      // rows (global rows c0 + pperm[0..w), the new top rows) into U.
+      for_members(group, [&](std::int64_t q) {
+        take_pivots(M[size_t(q)], c0, w, ipiv.data());
+        std::tie(below0[size_t(q)], below1[size_t(q)]) = rows_below(q, c1);
+      });
+      if (n > c1)
+        for_row_chunks(group, below0, below1, [&](std::int64_t q, std::int64_t i0, std::int64_t i1) {
+          T* own = M[size_t(q)].A + i0 * n;
+          update(own + c1, n, own + c0, n, rows[c0] + c1, n, i1 - i0, n - c1, w,
+                 M[size_t(q)].scratch + i0 * nb);  // this chunk's rows of the member's [r, nb] scratch
+        });
+      c0 = c1;
+    }
+  }
+
+ private:
+  template <class T>
+  struct Mine {
+    T* A = nullptr;
+    std::int32_t* piv = nullptr;
+    std::int32_t* perm = nullptr;
+    T* scratch = nullptr;  // the workspace's start: in shared memory the whole of it
+  };
+  // A member's buffers, its rows copied into its result and the permutation
+  // started (the caller holds a compute slot).
+  template <class T>
+  Mine<T> start(const rt::ExecContext& ctx) const {
+    Mine<T> mb{static_cast<T*>(ctx.slots[size_t(writes_[0])]), static_cast<std::int32_t*>(ctx.slots[size_t(writes_[1])]),
+               static_cast<std::int32_t*>(ctx.slots[size_t(writes_[2])]), static_cast<T*>(ctx.slots[size_t(writes_[3])])};
+    const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
+    std::copy(x, x + r_ * n_, mb.A);
+    for (std::int64_t i = 0; i < p_.rows; ++i) mb.perm[i] = std::int32_t(i);
+    return mb;
+  }
+
+  // The panel step at column c0 takes nb columns, fewer at the end and where
+  // a device's rows end (so that its top rows lie in one device).
+  std::int64_t panel_columns(std::int64_t c0) const {
+    return std::min({p_.panel, std::min(p_.rows, n_) - c0, r_ - c0 % r_});
+  }
+  // A member's local rows below the panel ending at column c1: [i0, i1).
+  std::pair<std::int64_t, std::int64_t> rows_below(std::int64_t q, std::int64_t c1) const {
+    const std::int64_t off = q * r_;
+    return {std::clamp<std::int64_t>(c1 - off, 0, r_), std::clamp<std::int64_t>(p_.rows - off, 0, r_)};
+  }
+
+  // In shared memory on the devices' own threads: one meeting per panel step.
+  template <class T>
+  void run_shared(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, std::int64_t q) const {
+    const std::int64_t m = p_.rows, n = n_, r = r_, kmax = std::min(m, n);
+    const Mine<T> mb = [&] {
+      rt::ComputeSlot slot;
+      return start<T>(ctx);
+    }();
+    std::vector<std::int64_t> ipiv(static_cast<std::size_t>(p_.panel));
+    struct Published {
+      T* A;
+      const std::int64_t* ipiv;
+    } mine{mb.A, ipiv.data()};
+    auto of = [](const void* p) { return static_cast<const Published*>(p); };
+    Rows<T> rows{{}, n, 0, n};  // every member's rows (the leader's, from the first meeting on)
+    for (std::int64_t c0 = 0; c0 < kmax;) {
+      const std::int64_t w = panel_columns(c0), c1 = c0 + w;
+      const std::vector<const void*> peers = ctx.comm->exchange(ctx.position, group, &mine, sizeof mine);
+      if (q == 0) {
+        rt::ComputeSlot slot;
+        if (rows.at.empty())
+          for (std::int64_t g = 0; g < m; ++g) rows.at.push_back(of(peers[size_t(g / r)])->A + (g % r) * n);
+        factor(rows, c0, w, ipiv.data(), mb.scratch);
+        solve_u12(rows[c0] + c0, n, rows[c0] + c1, n, w, c1);
+      }
+      // What the members published lives until the release; the leader's
+      // pivots and the top rows stay unchanged until the next meeting (the
+      // last one after the loop).
+      const std::int64_t* pivots = of(peers[0])->ipiv;
+      const T* U12 = of(peers[size_t(c0 / r)])->A + (c0 % r) * n + c1;
+      ctx.comm->release(ctx.position, group);
+      rt::ComputeSlot slot;
+      if (q != 0) std::copy(pivots, pivots + w, ipiv.data());
+      take_pivots(mb, c0, w, ipiv.data());
+      const auto [i0, i1] = rows_below(q, c1);
+      if (i1 > i0 && n > c1) update(mb.A + i0 * n + c1, n, mb.A + i0 * n + c0, n, U12, n, i1 - i0, n - c1, w, mb.scratch);
+      c0 = c1;
+    }
+    // One last meeting: no member leaves (its rows free to be written over,
+    // its pivots gone) while a peer still reads them.
+    ctx.comm->exchange(ctx.position, group, &mine, sizeof mine);
+    ctx.comm->release(ctx.position, group);
+  }
+
+  // The rows a panel is factorised in: rows[g] + c is element (g, c) of
+  // global row g (g >= the panel's first column), rows ld apart within a
+  // device's rows; a pivot swaps columns [lo, hi) of two rows. In place in
+  // the members' rows: ld n, whole rows. Across processes, a gathered copy of
+  // the panel's columns: ld w, the panel's columns.
+  template <class T>
+  struct Rows {
+    std::vector<T*> at;
+    std::int64_t ld = 0, lo = 0, hi = 0;
+    T* operator[](std::int64_t g) const { return at[size_t(g)]; }
+  };
+
+  // U12 [w, n - c1] (row stride ldu) = L11^-1 U12, L11 the unit lower
+  // [w, w] at l11 (row stride ldl): X L11^T = U12^T, column-major.
+  template <class T>
+  void solve_u12(const T* l11, std::int64_t ldl, T* u12, std::int64_t ldu, std::int64_t w, std::int64_t c1) const {
+    if (n_ <= c1) return;
+    const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
+    Lapack::trsm<T>('R', 'U', 'N', 'U', int(n_ - c1), int(w), l11, int(ldl), u12, int(ldu));
+  }
+  // getrf2's recursion on columns [j0, j0 + w) of rows j0 .. m: the left
+  // half, its U12 (a unit lower solve in the top rows) and the rows below
+  // less L21 U12 (one device's rows at a time), then the right half.
+  static constexpr std::int64_t kLeafColumns = 8;
+  template <class T>
+  void factor(const Rows<T>& rows, std::int64_t j0, std::int64_t w, std::int64_t* ipiv, T* scratch) const {
+    if (w <= kLeafColumns) return factor_columns(rows, j0, w, ipiv);
+    const std::int64_t m = p_.rows, ld = rows.ld, n1 = w / 2, j1 = j0 + n1, j2 = j0 + w;
+    factor(rows, j0, n1, ipiv, scratch);
+    T* top = rows[j0];
+    for (std::int64_t i = 1; i < n1; ++i)
+      for (std::int64_t k = 0; k < i; ++k) {
+        const T l = top[i * ld + j0 + k];
+        for (std::int64_t c = j1; c < j2; ++c) top[i * ld + c] -= l * top[k * ld + c];
+      }
+    for (std::int64_t g0 = j1; g0 < m;) {
+      const std::int64_t g1 = std::min(m, (g0 / r_ + 1) * r_);
+      update(rows[g0] + j1, ld, rows[g0] + j0, ld, top + j1, ld, g1 - g0, j2 - j1, n1, scratch);
+      g0 = g1;
+    }
+    factor(rows, j1, w - n1, ipiv + n1, scratch);
+  }
+  // A column at a time (getrf2's one-column case, then the rank-1 update of
+  // the columns to j0 + w): the pivot is the first largest |re| + |im|
+  // (LAPACK's i?amax), its row swapped with row j; a zero pivot leaves its
+  // column unscaled (info > 0 in LAPACK: the factors stand). One pass over
+  // the rows per column scales it, updates the rest and finds the next pivot.
+  template <class T>
+  void factor_columns(const Rows<T>& rows, std::int64_t j0, std::int64_t w, std::int64_t* ipiv) const {
+    using R = real_of<T>;
+    const std::int64_t m = p_.rows, j2 = j0 + w;
+    auto abs1 = [](const T& v) {
+      if constexpr (is_cx<T>) return R(std::abs(v.real()) + std::abs(v.imag()));
+      else return std::abs(v);
+    };
+    std::int64_t p = j0;
+    R best = abs1(rows[j0][j0]);
+    for (std::int64_t g = j0 + 1; g < m; ++g)
+      if (abs1(rows[g][j0]) > best) best = abs1(rows[g][j0]), p = g;
+    for (std::int64_t j = j0; j < j2; ++j) {
+      ipiv[j - j0] = p;
+      if (p != j && rows[p][j] != T(0)) std::swap_ranges(rows[p] + rows.lo, rows[p] + rows.hi, rows[j] + rows.lo);
+      const T* top = rows[j];
+      const T pivot = top[j];
+      const bool scale = pivot != T(0), reciprocal = std::abs(pivot) >= std::numeric_limits<R>::min();
+      const T inverse = reciprocal ? T(1) / pivot : T(1);
+      const bool next = j + 1 < j2;
+      p = j + 1;
+      for (std::int64_t g = j + 1; g < m; ++g) {
+        T* row = rows[g];
+        T l = row[j];
+        if (scale) l = reciprocal ? l * inverse : l / pivot;
+        row[j] = l;
+        for (std::int64_t c = j + 1; c < j2; ++c) row[c] -= l * top[c];
+        if (next && (g == j + 1 || abs1(row[j + 1]) > best)) best = abs1(row[j + 1]), p = g;
+      }
+    }
+  }
+  // A member's pivots and permutation after a panel step.
+  template <class T>
+  void take_pivots(const Mine<T>& mb, std::int64_t c0, std::int64_t w, const std::int64_t* ipiv) const {
+    for (std::int64_t l = 0; l < w; ++l) {
+      mb.piv[c0 + l] = std::int32_t(ipiv[l]);
+      std::swap(mb.perm[c0 + l], mb.perm[ipiv[l]]);
+    }
+  }
+
+  // Across processes: every member factorises a gathered copy of the panel.
+  template <class T>
+  void run_across(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, std::int64_t q) const {
+    const std::int64_t m = p_.rows, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n), off = q * r;
+    const Mine<T> mb = [&] {
+      rt::ComputeSlot slot;
+      return start<T>(ctx);
+    }();
+    T* A = mb.A;
+    T* panel = mb.scratch;  // the panel's rows c0 .. m, row stride w
+    T* U = panel + m * nb;  // the pivot rows [w, n]
+    T* scratch = U + nb * n;
+    std::vector<T> send;  // the rows (or panel columns) this device publishes
+    std::vector<std::int64_t> ipiv(static_cast<std::size_t>(nb)), pperm;
+    for (std::int64_t c0 = 0; c0 < kmax;) {
+      const std::int64_t w = panel_columns(c0), c1 = c0 + w, active = m - c0;
+      // 1. The panel's columns of every member's rows.
+      send.resize(std::size_t(r * w));
+      for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c1, send.data() + i * w);
+      {
+        const auto peers = ctx.comm->exchange(ctx.position, group, send.data(), send.size() * sizeof(T));
+        rt::ComputeSlot slot;
+        for (std::int64_t g = c0; g < m; ++g) {
+          const T* from = static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
+          std::copy(from, from + w, panel + (g - c0) * w);
+        }
+      }
+      ctx.comm->release(ctx.position, group);
+      Rows<T> rows{std::vector<T*>(static_cast<std::size_t>(m)), w, c0, c1};
+      for (std::int64_t g = c0; g < m; ++g) rows.at[size_t(g)] = panel + (g - c0) * w - c0;
+      {
+        rt::ComputeSlot slot;
+        factor(rows, c0, w, ipiv.data(), scratch);
+      }
+      pperm.resize(std::size_t(active));  // new active row i is old active row pperm[i]
+      for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
+      for (std::int64_t l = 0; l < w; ++l) std::swap(pperm[size_t(l)], pperm[size_t(ipiv[size_t(l)] - c0)]);
+      // 2. The pivot rows (global rows c0 + pperm[0..w), the new top rows)
+      // into U: each member publishes the listed rows it owns, in list order.
       auto pivot_row = [&](std::int64_t l) { return c0 + pperm[size_t(l)]; };
       auto old_top = [&](std::int64_t l) { return c0 + l; };
-      // Across processes a member publishes the listed rows it owns, in list order.
       auto publish = [&](auto&& listed) {
         send.resize(std::size_t(w * n));
         std::int64_t k = 0;
         for (std::int64_t l = 0; l < w; ++l)
           if (listed(l) / r == q) std::copy(A + (listed(l) - off) * n, A + (listed(l) - off + 1) * n, send.data() + (k++) * n);
-        return ctx.comm->exchange(ctx.position, *group, send.data(), send.size() * sizeof(T));
+        return ctx.comm->exchange(ctx.position, group, send.data(), send.size() * sizeof(T));
       };
-      // Across processes: where each listed row sits among its owner's published rows.
-      auto places = [&](auto&& listed) {
-        std::vector<std::int64_t> at(static_cast<std::size_t>(w)), count(group->size(), 0);
-        for (std::int64_t l = 0; l < w; ++l) at[size_t(l)] = count[size_t(listed(l) / r)]++;
-        return at;
+      auto row_in = [&](const std::vector<const void*>& at, auto&& listed, std::int64_t l) {
+        std::int64_t place = 0;  // where row l sits among its owner's published rows
+        for (std::int64_t k = 0; k < l; ++k) place += listed(k) / r == listed(l) / r;
+        return static_cast<const T*>(at[size_t(listed(l) / r)]) + place * n;
       };
-      auto row_in = [&](const std::vector<const void*>& at, auto&& listed, const std::vector<std::int64_t>& place,
-                        std::int64_t l) {
-        const std::int64_t g = listed(l);
-        if (shared) return of(at[size_t(g / r)])->A + (g % r) * n;
-        return static_cast<const T*>(at[size_t(g / r)]) + place[size_t(l)] * n;
-      };
-      auto pivots = [&] {
-        pperm.resize(std::size_t(active));
-        for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
-        for (std::int64_t i = 0; i < w; ++i) std::swap(pperm[size_t(i)], pperm[size_t(ipiv[size_t(i)] - 1)]);
-      };
-      if (shared) {
-        peers = ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine);
-        rt::ComputeSlot slot;
-        if (!leader) {
-          const Published* l = of(peers[0]);
-          std::copy(l->ipiv, l->ipiv + w, ipiv.data());
-          std::copy(l->panel, l->panel + active * w, panel);
-        }
-        pivots();
-      } else {
-        pivots();
-        peers = publish(pivot_row);
-      }
+      auto peers = publish(pivot_row);
       {
         rt::ComputeSlot slot;
-        const auto place = places(pivot_row);
-        for (std::int64_t l = 0; l < w; ++l) {
-          const T* from = row_in(peers, pivot_row, place, l);
-          std::copy(from, from + n, U + l * n);
-        }
+        for (std::int64_t l = 0; l < w; ++l) std::copy(row_in(peers, pivot_row, l), row_in(peers, pivot_row, l) + n, U + l * n);
       }
-      ctx.comm->release(ctx.position, *group);
-      if (factors && n > c1) {  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
-        rt::ComputeSlot slot;
-        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-        Lapack::trsm<T>('R', 'L', 'T', 'U', int(n - c1), int(w), panel, int(active), U + c1, int(n));
-      }
-      // 3. U12 from the leader; each member copies the old top rows (c0 +
-      // 0..w) its moved rows below receive straight into those rows (their
-      // own contents are safe in every U by now), before the top rows'
-      // owners overwrite them.
-      peers = shared ? ctx.comm->exchange(ctx.position, *group, &mine, sizeof mine) : publish(old_top);
+      ctx.comm->release(ctx.position, group);
       {
         rt::ComputeSlot slot;
-        if (shared && !leader && n > c1)
-          for (std::int64_t l = 0; l < w; ++l) std::copy(of(peers[0])->U + l * n + c1, of(peers[0])->U + (l + 1) * n, U + l * n + c1);
-        const auto place = places(old_top);
+        solve_u12(panel, w, U + c1, n, w, c1);
+      }
+      // 3. The old top rows (c0 + 0..w) into the moved rows below, before
+      // the top rows' owners overwrite them.
+      peers = publish(old_top);
+      {
+        rt::ComputeSlot slot;
         for (std::int64_t i = 0; i < r; ++i) {
           const std::int64_t rel = off + i - c0;
           if (off + i < m && rel >= w && rel < active && pperm[size_t(rel)] != rel) {
-            const T* from = row_in(peers, old_top, place, pperm[size_t(rel)]);
+            const T* from = row_in(peers, old_top, pperm[size_t(rel)]);
             std::copy(from, from + n, A + i * n);
           }
         }
       }
-      ctx.comm->release(ctx.position, *group);
-      // 4. This device's rows.
+      ctx.comm->release(ctx.position, group);
+      // 4. This device's rows: each top row takes its pivot row and U12 (from
+      // U), each active row its panel columns; then the pivots, and the rows
+      // below the panel less L21 U12.
       rt::ComputeSlot slot;
-      const auto [below0, below1] = own_rows(A, U, panel, piv, perm, off, c0, w, ipiv, pperm);
-      if (below1 > below0 && n > c1)
-        update(A + below0 * n + c1, n, panel + (off + below0 - c0), active, U + c1, below1 - below0, n - c1, w, U + nb * n);
-    }
-  }
-
-  // A device's rows at panel step c0 (w columns), but for the trailing
-  // update: each top row takes its pivot row and U12 (from U), each active
-  // row its panel columns; then the step's pivots and permutation. Returns
-  // its local rows [below0, below1) below the panel, which the update changes.
-  template <class T>
-  std::pair<std::int64_t, std::int64_t> own_rows(T* A, const T* U, const T* panel, std::int32_t* piv, std::int32_t* perm,
-                                                 std::int64_t off, std::int64_t c0, std::int64_t w,
-                                                 const std::vector<int>& ipiv,
-                                                 const std::vector<std::int64_t>& pperm) const {
-    const std::int64_t m = p_.rows, n = n_, r = r_, c1 = c0 + w, active = m - c0;
-    std::int64_t below0 = 0, below1 = 0;
-    for (std::int64_t i = 0; i < r; ++i) {
-      const std::int64_t rel = off + i - c0;
-      if (off + i >= m || rel < 0 || rel >= active) continue;
-      T* row = A + i * n;
-      if (rel < w) {  // a top row: the pivot row, U12 in its trailing part
-        std::copy(U + rel * n, U + rel * n + c0, row);
-        std::copy(U + rel * n + c1, U + (rel + 1) * n, row + c1);
-      }
-      for (std::int64_t j = 0; j < w; ++j) row[c0 + j] = panel[j * active + rel];
-      if (rel >= w) {
-        if (below1 == below0) below0 = i;  // the first (the range starts empty)
-        below1 = i + 1;
-      }
-    }
-    for (std::int64_t i = 0; i < w; ++i) piv[c0 + i] = std::int32_t(c0 + ipiv[size_t(i)] - 1);
-    const std::vector<std::int32_t> tail(perm + c0, perm + m);
-    for (std::int64_t i = 0; i < active; ++i) perm[c0 + i] = tail[size_t(pperm[size_t(i)])];
-    return {below0, below1};
-  }
-
-  // The same protocol for a whole group at once (run_all), phase by phase:
-  // the leader gathers and factorises the panel; every member takes the
-  // pivots and its pivot rows; the leader solves U12; the others copy it and
-  // each member copies the old top rows its moved rows receive; each member
-  // updates its rows.
-  template <class T>
-  void run_group(const std::vector<rt::ExecContext*>& group) const {
-    const std::int64_t m = p_.rows, n = n_, r = r_, nb = p_.panel, kmax = std::min(m, n);
-    struct Member {
-      T* A;
-      std::int32_t* piv;
-      std::int32_t* perm;
-      T* panel;
-      T* U;
-    };
-    std::vector<Member> M(group.size());
-    for_members(group, [&](std::int64_t q) {
-      const rt::ExecContext* ctx = group[size_t(q)];
-      Member& mb = M[size_t(q)];
-      mb.A = static_cast<T*>(ctx->slots[size_t(writes_[0])]);
-      mb.piv = static_cast<std::int32_t*>(ctx->slots[size_t(writes_[1])]);
-      mb.perm = static_cast<std::int32_t*>(ctx->slots[size_t(writes_[2])]);
-      mb.panel = static_cast<T*>(ctx->slots[size_t(writes_[3])]);
-      mb.U = mb.panel + m * nb;
-      const T* x = static_cast<const T*>(ctx->slots[size_t(in_)]);
-      std::copy(x, x + r * n, mb.A);
-      for (std::int64_t i = 0; i < m; ++i) mb.perm[i] = std::int32_t(i);
-    });
-    auto row = [&](std::int64_t g) { return M[size_t(g / r)].A + (g % r) * n; };  // global row g
-    std::vector<int> ipiv(static_cast<std::size_t>(nb));
-    std::vector<std::int64_t> pperm;
-    for (std::int64_t c0 = 0; c0 < kmax; c0 += nb) {
-      const std::int64_t w = std::min(nb, kmax - c0), c1 = c0 + w, active = m - c0;
-      T* panel = M[0].panel;
-      std::optional<rt::ComputeSlot> slot(std::in_place);  // the leader's part
-      for (std::int64_t g = c0; g < m; ++g)
-        for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row(g)[c0 + j];
-      {
-        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-        int info = 0;
-        Lapack::getrf(int(active), int(w), panel, int(active), ipiv.data(), info);  // info > 0: singular, the factors stand
-      }
-      pperm.resize(std::size_t(active));
-      for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
-      for (std::int64_t i = 0; i < w; ++i) std::swap(pperm[size_t(i)], pperm[size_t(ipiv[size_t(i)] - 1)]);
-      slot.reset();
-      for_members(group, [&](std::int64_t q) {
-        if (q > 0) std::copy(panel, panel + active * w, M[size_t(q)].panel);
-        for (std::int64_t l = 0; l < w; ++l) std::copy(row(c0 + pperm[size_t(l)]), row(c0 + pperm[size_t(l)]) + n, M[size_t(q)].U + l * n);
-      });
-      if (n > c1) {
-        rt::ComputeSlot leader;  // U12 = L11^-1 A12 on the pivot rows: x L11^T = A12^T, column-major
-        const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-        Lapack::trsm<T>('R', 'L', 'T', 'U', int(n - c1), int(w), panel, int(active), M[0].U + c1, int(n));
-      }
-      for_members(group, [&](std::int64_t q) {
-        if (q > 0 && n > c1)
-          for (std::int64_t l = 0; l < w; ++l) std::copy(M[0].U + l * n + c1, M[0].U + (l + 1) * n, M[size_t(q)].U + l * n + c1);
-        const std::int64_t off = q * r;
-        for (std::int64_t i = 0; i < r; ++i) {  // old top rows (never written in this phase) into moved rows below
-          const std::int64_t rel = off + i - c0;
-          if (off + i < m && rel >= w && rel < active && pperm[size_t(rel)] != rel)
-            std::copy(row(c0 + pperm[size_t(rel)]), row(c0 + pperm[size_t(rel)]) + n, M[size_t(q)].A + i * n);
+      for (std::int64_t i = 0; i < r; ++i) {
+        const std::int64_t rel = off + i - c0;
+        if (off + i >= m || rel < 0 || rel >= active) continue;
+        T* row = A + i * n;
+        if (rel < w) {
+          std::copy(U + rel * n, U + rel * n + c0, row);
+          std::copy(U + rel * n + c1, U + (rel + 1) * n, row + c1);
         }
-      });
-      std::vector<std::int64_t> below0(group.size()), below1(group.size());  // local rows below the panel
-      for_members(group, [&](std::int64_t q) {
-        const Member& mb = M[size_t(q)];
-        std::tie(below0[size_t(q)], below1[size_t(q)]) =
-            own_rows(mb.A, mb.U, mb.panel, mb.piv, mb.perm, q * r, c0, w, ipiv, pperm);
-      });
-      if (n > c1)
-        for_row_chunks(group, below0, below1, [&](std::int64_t q, std::int64_t i0, std::int64_t i1) {
-          const Member& mb = M[size_t(q)];
-          update(mb.A + i0 * n + c1, n, mb.panel + (q * r + i0 - c0), active, mb.U + c1, i1 - i0, n - c1, w,
-                 mb.U + nb * n + i0 * nb);  // this chunk's rows of the member's [r, nb] scratch
-        });
+        std::copy(panel + rel * w, panel + (rel + 1) * w, row + c0);
+      }
+      take_pivots(mb, c0, w, ipiv.data());
+      const auto [i0, i1] = rows_below(q, c1);
+      if (i1 > i0 && n > c1) update(A + i0 * n + c1, n, panel + (off + i0 - c0) * w, w, U + c1, n, i1 - i0, n - c1, w, scratch);
+      c0 = c1;
     }
   }
 
-  // C [rows, cols] -= L [rows, k] (column-major, ld ldl) x U12 [k, cols],
-  // C and U12 both of row stride ldc: float and double by tessel's own GEMM
-  // on this device's thread, in column chunks of at most nb (scratch
-  // [rows, nb]), with no lock; complex by the library's gemm, taking its turn.
+  // C [rows, cols] -= L [rows, k] x U12 [k, cols], each of its own row
+  // stride: float and double by tessel's own GEMM on this device's thread,
+  // in column chunks of at most nb (scratch [rows, nb]), with no lock;
+  // complex by the library's gemm, taking its turn. The bits depend on
+  // neither the strides nor how rows are grouped.
   template <class T>
-  void update(T* C, std::int64_t ldc, const T* L, std::int64_t ldl, const T* U12, std::int64_t rows, std::int64_t cols,
-              std::int64_t k, T* scratch) const {
+  void update(T* C, std::int64_t ldc, const T* L, std::int64_t ldl, const T* U12, std::int64_t ldu, std::int64_t rows,
+              std::int64_t cols, std::int64_t k, T* scratch) const {
     if constexpr (is_cx<T>) {
       const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
-      // A22^T -= U12^T L21^T, column-major
-      Lapack::gemm_sub<T>('N', 'T', int(cols), int(rows), int(k), U12, int(ldc), L, int(ldl), C, int(ldc));
+      // C^T -= U12^T L^T, column-major
+      Lapack::gemm_sub<T>('N', 'N', int(cols), int(rows), int(k), U12, int(ldu), L, int(ldl), C, int(ldc));
     } else {
-      subtract_product(C, ldc, rows, cols, k, L, 1, ldl, U12, ldc, 1, p_.panel, scratch);
+      subtract_product(C, ldc, rows, cols, k, L, ldl, 1, U12, ldu, 1, p_.panel, scratch);
     }
   }
-
 };
 
 

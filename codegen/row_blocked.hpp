@@ -88,13 +88,19 @@ class RowBlockedThunk : public rt::Thunk {
     n_ = s[1];
     lapack_int(std::max({p_.rows, n_, r_}), n);
     groups_ = collective_groups(*p_.mesh, p_.axes);
-    for (int id : p_.mesh->device_ids()) all_local_ = all_local_ && rt::Runtime::get().is_local(id);
+    all_local_ = all_local(p_);
     std::ostringstream os;
     os << op_name(n.op) << ' ' << n.in[0]->aval.str() << " of " << p_.rows << " rows over " << groups_.at(0).size()
        << " devices, panels of " << p_.panel << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
     text_ = os.str();
   }
   bool waits_on_peers() const override { return true; }
+  // Whether every device of the mesh is in this process.
+  static bool all_local(const attr::RowBlocked& p) {
+    for (int id : p.mesh->device_ids())
+      if (!rt::Runtime::get().is_local(id)) return false;
+    return true;
+  }
   // A lockstep run (run_all) has every member of every group at hand when
   // the whole mesh is in this process: each group's protocol then runs as
   // its phases, each for every member, on this one thread (run_group: the

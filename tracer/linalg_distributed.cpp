@@ -23,10 +23,10 @@ namespace tessel::la {
 
 namespace {
 
-// The panel width: about 16 panels (a panel step costs two collectives and
-// an op per column block, the redundant panel factorisation n nb^2 flops
-// per device), at most a quarter of a device's rows (the moved rows, 2 nb
-// of them, stay within half its rows' bytes), between 8 and 128 columns.
+// The panel width: about 16 panels (a panel step costs a meeting of the
+// group, and its panel factorisation n nb^2 flops on one device), at most a
+// quarter of a device's rows (across processes the panel and the moved
+// rows stay within half its rows' bytes), between 8 and 128 columns.
 std::int64_t panel_width(std::int64_t k, std::int64_t rows_per_device) {
   return std::clamp<std::int64_t>(std::min((k + 15) / 16, rows_per_device / 4), 8, 128);
 }
@@ -35,11 +35,12 @@ std::int64_t panel_width(std::int64_t k, std::int64_t rows_per_device) {
 
 
 // LU runs as one library routine per device (codegen/lapack_distributed.cpp)
-// that meets its group twice per panel step, in place on the device's rows:
-// beside its rows in and out, a device holds the panel, the pivot rows and
-// the rows it receives, never a second copy of its rows (the same algorithm
-// written as ops here held each column block's old and new versions and the
-// joined result: 4.5 shards at 512 x 512 on 8 devices).
+// that meets its group once per panel step, in place on the device's rows:
+// in shared memory a device holds beside its rows in and out only a block of
+// the update's product (across processes also the panel and the pivot rows),
+// never a second copy of its rows (the same algorithm written as ops here
+// held each column block's old and new versions and the joined result: 4.5
+// shards at 512 x 512 on 8 devices).
 NodeRef distributed_lu(LocalBuilder& b, const NodeRef& x_in, const Shape& G, const std::vector<int>& axes) {
   const std::int64_t r = ceil_div(G[0], b.tiles(axes));
   return build::distributed_lu(b.table(), x_in, b.device_mesh(), axes, G[0], panel_width(std::min(G[0], G[1]), r));

@@ -544,16 +544,17 @@ TEST_CASE("distributed lu: no device holds the whole matrix (memory_analysis)") 
   Array a = ts::device_put(rand_mat(36, {n, n}, ts::float32, 1), ts::NamedSharding(mesh, P("x", ts::None)));
   auto flu = ts::jit([](const Array& x) { return la::lu(x).lu; });
   const auto mem = flu.lower(a).compile().memory_analysis();
-  // Panels of 16 columns (a quarter of a device's 64 rows): a panel is n x 16. Beside its rows in (the argument) and
-  // out, a device holds the panel, the 16 pivot rows (U's block row), a 64 x 16 block of the update's product, and
-  // the pivots and permutation.
-  const double shard = double(n * n / 8 * 4), whole = double(n * n * 4), panel = double(n * 16 * 4), ints = double(2 * n * 4),
+  // Panels of 16 columns (a quarter of a device's 64 rows), factorised in place where their rows lie: beside its
+  // rows in (the argument) and out, a device holds a 64 x 16 block of the update's product and the pivots and
+  // permutation. Issue 41's bound is 2.2 shards (a gathered panel and pivot rows took 2.56).
+  const double shard = double(n * n / 8 * 4), whole = double(n * n * 4), ints = double(2 * n * 4),
                block = double(64 * 16 * 4);
   MESSAGE("distributed lu 512 x 512 f32 on 8 devices: peak per device ", mem.peak_memory_in_bytes, " bytes = ",
-          double(mem.peak_memory_in_bytes) / shard, " shards, of which the argument and the result 2, the panel and the "
-          "pivot rows 0.5, a block of the update's product 0.03; the whole matrix is 8 shards");
+          double(mem.peak_memory_in_bytes) / shard, " shards, of which the argument and the result 2, a block of the "
+          "update's product 0.03, the pivots and permutation 0.03; the whole matrix is 8 shards");
   CHECK(mem.argument_size_in_bytes == std::size_t(shard));
-  CHECK(double(mem.peak_memory_in_bytes) <= 2 * shard + 2 * panel + block + ints);
+  CHECK(double(mem.peak_memory_in_bytes) <= 2 * shard + block + ints);
+  CHECK(double(mem.peak_memory_in_bytes) <= 2.2 * shard);
   CHECK(double(mem.peak_memory_in_bytes) < 0.33 * whole);
 }
 
@@ -565,13 +566,13 @@ TEST_CASE("distributed solve: peak memory (memory_analysis), many right-hand sid
   Array a = ts::device_put(a0, ts::NamedSharding(mesh, P("x", ts::None)));
   auto fs = ts::jit([](const Array& a, const Array& b) { return la::solve(a, b); });
   const auto mem = fs.lower(a, b0).compile().memory_analysis();
-  // lu's peak (its rows in and out, the panel, the pivot rows, a block of the product, the pivots) and b and x whole:
-  // the triangular solves read lu's rows in place.
-  const double shard = double(n * n / 8 * 4), panel = double(n * 16 * 4), ints = double(2 * n * 4),
-               block = double(64 * 16 * 4), rhs = double(n * 4 * 4);
+  // lu's peak (its rows in and out, a block of the product, the pivots) and b and x whole: the triangular solves
+  // read lu's rows in place, beside a block of their own product (a device's 64 rows of x).
+  const double shard = double(n * n / 8 * 4), ints = double(2 * n * 4), block = double(64 * 16 * 4),
+               rhs = double(n * 4 * 4), solve_block = double(64 * 4 * 4);
   MESSAGE("distributed solve 512 x 512 f32, 4 right-hand sides, on 8 devices: peak per device ",
           double(mem.peak_memory_in_bytes) / shard, " shards (the whole matrix is 8)");
-  CHECK(double(mem.peak_memory_in_bytes) <= 2 * shard + 2 * panel + block + ints + 3 * rhs);
+  CHECK(double(mem.peak_memory_in_bytes) <= 2 * shard + block + ints + 3 * rhs + solve_block);
   Array x = fs(a, b0);
   CHECK(max_abs(ts::matmul(a0, x) - b0) < 1e-3);
   // Right-hand sides split over a second axis: each column group solved by its own row group.
@@ -644,11 +645,26 @@ TEST_CASE("distributed lu: wide, tall, singular and uneven matrices equal the si
     });
     CHECK(f.lower(a).compile().as_text().find("distributed-lu") != std::string::npos);
     auto [lu, piv, perm] = f(a);
+    CHECK(lu.sharding().is_equivalent_to(ts::NamedSharding(mesh, P("x", ts::None)), 2));
+    if (c.singular) {
+      // Past the repeated columns every candidate pivot is a rounding error, which
+      // depends on the order of operations (the one-device lu is LAPACK's getrf): a
+      // valid partial-pivoting LU, P A = L U with |L| <= 1 and the pivots' swaps giving
+      // the permutation.
+      const std::int64_t n = c.n;
+      Array L = ts::tril(lu, -1) + ts::eye(n, std::nullopt, 0, ts::float64), U = ts::triu(lu);
+      CHECK(max_abs(ts::matmul(L, U) - ts::take(a0, perm, 0)) < 1e-10);
+      CHECK(max_abs(L) <= 1.0);
+      std::vector<int> order(static_cast<std::size_t>(n)), p = piv.to_vector<int>();
+      for (int i = 0; i < n; ++i) order[size_t(i)] = i;
+      for (int i = 0; i < n; ++i) std::swap(order[size_t(i)], order[size_t(p[size_t(i)])]);
+      CHECK(perm.to_vector<int>() == order);
+      continue;
+    }
     auto ref = la::lu(a0);
     CHECK(max_abs(lu - ref.lu) < 1e-10);
     CHECK(piv.to_vector<int>() == ref.pivots.to_vector<int>());
     CHECK(perm.to_vector<int>() == ref.permutation.to_vector<int>());
-    CHECK(lu.sharding().is_equivalent_to(ts::NamedSharding(mesh, P("x", ts::None)), 2));
   }
 }
 

@@ -183,6 +183,12 @@ inline std::vector<Scenario> scenarios() {
     Array a = ts::device_put(host_data(6, {43, 37}), ts::NamedSharding(ts::Mesh(ts::devices(), "r"), P("r", ts::None)));
     return ts::jit([](const Array& m) { return ts::linalg::lu(m).lu; })(a);
   }});
+  out.push_back({"distributed lu of a complex row-split matrix, uneven (the library's complex products)", [=] {
+    Array re = host_data(14, {29, 29}), im = host_data(15, {29, 29});
+    Array c = re.astype(ts::complex64) + im.astype(ts::complex64) * ts::array(std::complex<float>(0, 1));
+    Array a = ts::device_put(c, ts::NamedSharding(ts::Mesh(ts::devices(), "r"), P("r", ts::None)));
+    return ts::jit([](const Array& m) { return ts::linalg::lu(m).lu; })(a);
+  }});
   out.push_back({"distributed cholesky and solve of a row-split matrix, uneven (panels across processes)", [=] {
     Array m = host_data(11, {43, 43});
     Array s = ts::matmul(m, m.T()) + ts::eye(43) * 43.0f;
