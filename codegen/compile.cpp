@@ -66,7 +66,7 @@ class KernelThunk final : public rt::Thunk {
   }
   std::string describe() const override { return text_; }
   bool pure() const override { return true; }
-  bool may_write_over(std::size_t read) const override { return read < writable_.size() && writable_[read]; }
+  bool may_write_over(std::size_t read, int) const override { return read < writable_.size() && writable_[read]; }
   std::int64_t work() const override { return k_.items * std::max<std::int64_t>(1, k_.work_per_item); }
   // A large loop nest takes every core when no other device has work (a
   // program on one device uses the whole host, as JAX's CPU devices do).
@@ -300,6 +300,16 @@ class ControlThunk final : public rt::Thunk {
   }
   // Its regions' thunks take compute slots (and meet peers) themselves.
   bool waits_on_peers() const override { return true; }
+  // A loop reads a carry's initial value once, copying it into the carry's
+  // result before any step (skipped where the two are one block): that
+  // result may take the initial value's block, which no peer reads (the
+  // regions' collectives read the carries). Constants and a branch's
+  // operands are read in place by the regions.
+  bool may_write_over(std::size_t read, int out) const override {
+    const std::optional<std::size_t> k = carry_of(read);
+    return k && writes_[*k] == out;
+  }
+  bool peers_read(std::size_t read) const override { return !carry_of(read); }
   // Where every thunk of its regions can (a distributed factorisation over groups that span processes cannot).
   bool can_run_all() const override { return run_all_; }
   std::string describe() const override { return text_; }
@@ -310,6 +320,14 @@ class ControlThunk final : public rt::Thunk {
 
  private:
   using Buffers = std::vector<std::vector<void*>>;  // per position
+  // The carry whose initial value is read `read`, for a loop.
+  std::optional<std::size_t> carry_of(std::size_t read) const {
+    if (op_ != Op::while_ && op_ != Op::scan) return std::nullopt;
+    const std::size_t at = carry_at();
+    if (read < at || read >= at + carries_) return std::nullopt;
+    return read - at;
+  }
+  std::size_t carry_at() const { return op_ == Op::while_ ? first_ + consts_ : consts_; }
   // ctxs: one device on its thread (together: false), or every position of
   // a lockstep run.
   void execute(const std::vector<rt::ExecContext*>& ctxs, bool together) const {
@@ -347,7 +365,7 @@ class ControlThunk final : public rt::Thunk {
       return;
     }
     // Carries: cur[j] starts as position j's results' buffers, holding the init.
-    const size_t carry_at = op_ == Op::while_ ? first_ + consts_ : consts_;
+    const size_t carry_at = this->carry_at();
     Buffers cur(n), next(n);
     std::vector<void*> temps;
     struct Free {
@@ -361,7 +379,8 @@ class ControlThunk final : public rt::Thunk {
     for (std::size_t j = 0; j < n; ++j) {
       for (size_t k = 0; k < carries_; ++k) {
         cur[j].push_back(slot(j, writes_[k]));
-        if (out_bytes_[k]) std::memcpy(cur[j][k], slot(j, reads_[carry_at + k]), out_bytes_[k]);
+        if (out_bytes_[k] && cur[j][k] != slot(j, reads_[carry_at + k]))  // one block where a donated init took it
+          std::memcpy(cur[j][k], slot(j, reads_[carry_at + k]), out_bytes_[k]);
         // A carry written over in place: cur and next stay one buffer (no temporary; freeing null is nothing).
         const bool own = std::find(in_place_.begin(), in_place_.end(), k) != in_place_.end();
         temps.push_back(own ? nullptr : rt::device_alloc(std::max<std::size_t>(out_bytes_[k], 1)));

@@ -99,7 +99,7 @@ class ScatterThunk final : public rt::Thunk {
   bool pure() const override { return true; }
   // Its operand: each indexed element is read (combined) before it is
   // written, and the copy is skipped when the blocks are one.
-  bool may_write_over(std::size_t read) const override { return read == 0; }
+  bool may_write_over(std::size_t read, int) const override { return read == 0; }
   std::string describe() const override {
     return std::string("scatter-") + op_name(how_.combine) + " " + aval_str(dtype_, shape_) + " at " +
            aval_str(idx_dtype_, idx_shape_);

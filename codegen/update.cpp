@@ -78,7 +78,7 @@ class UpdateThunk final : public rt::Thunk {
   std::string describe() const override { return text_; }
   std::int64_t work() const override { return numel(window_) + 1; }
   // Its operand (a donated parameter, say): copied only when the blocks differ.
-  bool may_write_over(std::size_t read) const override { return read == 0; }
+  bool may_write_over(std::size_t read, int) const override { return read == 0; }
 
  private:
   std::vector<int> reads_;

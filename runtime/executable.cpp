@@ -553,8 +553,8 @@ bool Executable::write_over_safe(int param, int out) const {
   for (std::size_t t = 0; t < thunks.size(); ++t)
     for (std::size_t i = 0; i < reads[t].size(); ++i) {
       if (reads[t][i] != ps) continue;
-      if (thunks[t]->waits_on_peers() || int(t) > writer) return false;
-      if (int(t) == writer && (!thunks[t]->may_write_over(i) || std::count(reads[t].begin(), reads[t].end(), ps) != 1))
+      if (thunks[t]->peers_read(i) || int(t) > writer) return false;
+      if (int(t) == writer && (!thunks[t]->may_write_over(i, out) || std::count(reads[t].begin(), reads[t].end(), ps) != 1))
         return false;
     }
   return true;

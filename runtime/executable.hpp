@@ -74,11 +74,16 @@ class Thunk {
   // reads (Executable::reads) alone: not of its position or device, with no
   // effects. Positions whose operands are the same blocks then need it once.
   virtual bool pure() const { return false; }
-  // Whether the thunk may write its output over its `read`-th operand's block
-  // (Executable::reads[t][read]) when a launch binds the two to one block: it
-  // reads each element of that operand before writing over it (an aligned
-  // read of an elementwise kernel, an update's operand). Donation uses it.
-  virtual bool may_write_over(std::size_t /*read*/) const { return false; }
+  // Whether the thunk may write its output in slot `out` over its `read`-th
+  // operand's block (Executable::reads[t][read]) when a launch binds the two
+  // to one block: it reads each element of that operand before writing over
+  // it (an aligned read of an elementwise kernel, an update's operand, a
+  // loop's carry's initial value). Donation uses it.
+  virtual bool may_write_over(std::size_t /*read*/, int /*out*/) const { return false; }
+  // Whether a peer may read the thunk's `read`-th operand's block in place
+  // (a collective reads its members' operands): then no output of this
+  // position may take that block.
+  virtual bool peers_read(std::size_t /*read*/) const { return waits_on_peers(); }
   // A thunk that waits on peers and can_run_all, once for ctxs[position] of
   // every position of the launch, each having run every earlier thunk
   // (collectives: read every member's operand, no waiting).
@@ -138,8 +143,7 @@ class Executable : public std::enable_shared_from_this<Executable> {
   // it is the same size, not a parameter's, not zero-initialized, the
   // parameter is not itself an output, and every thunk that reads the parameter runs
   // before the one that writes `out` (or is that one, and may_write_over it)
-  // and reads only its own position's block (waits_on_peers thunks read their
-  // peers': none may read it).
+  // and reads only its own position's block (no thunk whose peers_read it).
   bool write_over_safe(int param, int out) const;
 
   // Runs on the calling thread, within a thunk of an enclosing executable

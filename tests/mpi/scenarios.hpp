@@ -183,6 +183,21 @@ inline std::vector<Scenario> scenarios() {
     Array a = ts::device_put(host_data(6, {43, 37}), ts::NamedSharding(ts::Mesh(ts::devices(), "r"), P("r", ts::None)));
     return ts::jit([](const Array& m) { return ts::linalg::lu(m).lu; })(a);
   }});
+  out.push_back({"donation across processes: a step and a loop over a split argument, deleted after", [=] {
+    Array p = ts::device_put(host_data(16, {24, 8}), ts::NamedSharding(mesh(), P("x", "y")));
+    Array w = host_data(17, {8, 8});
+    auto step = ts::jit([w](const Array& q) { return q - 0.1f * ts::matmul(q, w); }, {.donate_argnums = {0}});
+    auto loop = ts::jit([](const Array& q) {
+      return ts::lax::fori_loop(0, 3, [](const Array&, const Array& v) { return v * 0.5f + ts::sum(v, 0); }, q);
+    }, {.donate_argnums = {0}});
+    Array q = step(p);
+    Array r = loop(q);
+    // Whether the blocks were reused depends on timing here (a launch takes a block
+    // only once the run that wrote it has let go, waiting at most 10 ms: 4 processes
+    // share 2 cores); tests/dsl/donation_test.cpp checks the reuse.
+    if (!p.is_deleted() || !q.is_deleted()) throw std::runtime_error("a donated argument was not deleted");
+    return r;
+  }});
   out.push_back({"distributed lu of a complex row-split matrix, uneven (the library's complex products)", [=] {
     Array re = host_data(14, {29, 29}), im = host_data(15, {29, 29});
     Array c = re.astype(ts::complex64) + im.astype(ts::complex64) * ts::array(std::complex<float>(0, 1));
