@@ -84,7 +84,8 @@ constexpr double kChunkedMachineWideFlops = double(1 << 25);
 // K...), result (N / B, O, S_out...), with each operand's element strides.
 struct Geometry {
   attr::Conv p;
-  DType dtype = DType::float32;
+  DType dtype = DType::float32;    // the result's
+  DType operand = DType::float32;  // the operands' (bfloat16 into float32: a mixed convolution)
   std::int64_t N = 0, C = 0, O = 0, I = 0, G = 1, B = 1;
   Shape in, kernel, out;
   std::vector<std::int64_t> xs, ws, zs;
@@ -92,7 +93,7 @@ struct Geometry {
   // Nothing to sum (no input features, taps or input elements): zeros.
   bool empty_sum = false;
 
-  explicit Geometry(const Node& n) : p(n.attr<attr::Conv>()), dtype(n.dtype()) {
+  explicit Geometry(const Node& n) : p(n.attr<attr::Conv>()), dtype(n.dtype()), operand(n.in[0]->dtype()) {
     const Shape &a = n.in[0]->shape(), &b = n.in[1]->shape(), &o = n.shape();
     const auto as = row_major_strides(a), bs = row_major_strides(b), os = row_major_strides(o);
     N = a[std::size_t(p.lhs_spec[0])];
@@ -150,10 +151,13 @@ struct OneDnnPlan {
 std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
   const std::size_t k = g.rank();
   if (g.dtype != DType::float32 || k < 1 || k > 3 || g.empty_sum) return std::nullopt;
+  const bool bf16 = g.operand == DType::bfloat16;
+  if (!bf16 && g.operand != DType::float32) return std::nullopt;
   const std::int64_t Nb = g.N / g.B, Ob = g.O / g.B;  // one batch group's
   OneDnnPlan plan;
   for (std::size_t j = 0; j < k; ++j)
     if (g.p.lhs_dilation[j] != 1 || g.p.pad_lo[j] < 0 || g.p.pad_hi[j] < 0) plan.prepared = true;
+  if (bf16 && plan.prepared) return std::nullopt;  // the prepared input is float32
   MemDims src_strides, pad_l, pad_r, strides, dilates;
   if (plan.prepared) {
     std::int64_t sp = 1;
@@ -255,8 +259,9 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
         sstrides[0] = kind.in_rows * sstrides[2];
         dstrides[0] = kind.out_rows * dstrides[2];
       }
-      dnnl::memory::desc src(sdims, dt::f32, sstrides), dst(ddims, dt::f32, dstrides);
-      dnnl::memory::desc wei_user(wdims, dt::f32, wstrides), wei_any(wdims, dt::f32, dnnl::memory::format_tag::any);
+      const dt in_dt = bf16 ? dt::bf16 : dt::f32;
+      dnnl::memory::desc src(sdims, in_dt, sstrides), dst(ddims, dt::f32, dstrides);
+      dnnl::memory::desc wei_user(wdims, in_dt, wstrides), wei_any(wdims, in_dt, dnnl::memory::format_tag::any);
       dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
                                         wei_any, dst, strides, dilates, pad_l, pad_r);
       dnnl::primitive_attr attr;
@@ -339,7 +344,7 @@ void cut(GradPlan& plan, std::int64_t n, double flops, std::int64_t min_per) {
 
 std::optional<GradPlan> plan_backward(const Geometry& g) {
   const std::size_t k = g.rank();
-  if (g.dtype != DType::float32 || k < 1 || k > 3 || g.empty_sum) return std::nullopt;
+  if (g.dtype != DType::float32 || g.operand != DType::float32 || k < 1 || k > 3 || g.empty_sum) return std::nullopt;
   bool dilated = false, unit_strides = true, undilated = true;
   for (std::size_t j = 0; j < k; ++j) {
     dilated = dilated || g.p.lhs_dilation[j] > 1;
@@ -515,6 +520,8 @@ class ConvThunk final : public rt::Thunk {
     };
     if (grad_) return run_backward(ctx, parallel);
     if (plan_) return run_onednn(ctx, parallel);
+    if (g_.operand != g_.dtype)
+      throw InternalError(cat("a ", dtype_name(g_.operand), " convolution into ", dtype_name(g_.dtype), " without oneDNN"));
     visit_wide_dtype(g_.dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (is_complex_v<T> || std::is_same_v<T, bool>) {
@@ -608,13 +615,15 @@ class ConvThunk final : public rt::Thunk {
   template <class P>
   void run_onednn(rt::ExecContext& ctx, const P& parallel) const {
     const OneDnnPlan& plan = *plan_;
+    // Operands of 4 bytes an element, or 2 (bfloat16); the result float32.
+    const std::size_t e = dtype_size(g_.operand);
     const float* x = static_cast<const float*>(ctx.slots[std::size_t(x_)]);
-    float* w = static_cast<float*>(ctx.slots[std::size_t(w_)]);
+    char* w = static_cast<char*>(ctx.slots[std::size_t(w_)]);
     float* z = static_cast<float*>(ctx.slots[std::size_t(z_)]);
     char* ws = ws_ >= 0 ? static_cast<char*>(ctx.slots[std::size_t(ws_)]) : nullptr;
     const std::size_t k = g_.rank();
     const std::int64_t Nb = g_.N / g_.B, Ob = g_.O / g_.B;
-    const float* src = x;
+    const char* src = reinterpret_cast<const char*>(x);
     std::int64_t src_batch_stride = g_.xs[0], src_row_stride = g_.xs[2];
     if (plan.prepared) {
       float* prep = reinterpret_cast<float*>(ws);
@@ -642,7 +651,7 @@ class ConvThunk final : public rt::Thunk {
           }
         }
       });
-      src = prep;
+      src = reinterpret_cast<const char*>(prep);
     }
     {
       OneThread one;
@@ -650,7 +659,7 @@ class ConvThunk final : public rt::Thunk {
       for (auto& prim : plan.prims) {
         if (!prim.reorder) continue;
         for (std::int64_t bg = 0; bg < g_.B; ++bg) {
-          dnnl::memory from(prim.wei_user, engine(), w + bg * Ob * g_.ws[0]);
+          dnnl::memory from(prim.wei_user, engine(), w + std::size_t(bg * Ob * g_.ws[0]) * e);
           dnnl::memory to(prim.wei, engine(), ws + prim.wei_offset + std::size_t(bg) * prim.wei_bytes);
           prim.reorder->execute(s, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
         }
@@ -670,9 +679,9 @@ class ConvThunk final : public rt::Thunk {
                                                : block_prim(plan.prims, b, plan.blocks);
         const std::int64_t src_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * src_row_stride : 0,
                            dst_row = plan.row_chunks > 1 ? chunk * plan.chunk_rows * g_.zs[2] : 0;
-        dnnl::memory src_m(prim.src, engine(), const_cast<float*>(src) + (bg * Nb + n0) * src_batch_stride + src_row);
+        dnnl::memory src_m(prim.src, engine(), const_cast<char*>(src) + std::size_t((bg * Nb + n0) * src_batch_stride + src_row) * e);
         void* wei = prim.reordered ? static_cast<void*>(ws + prim.wei_offset + std::size_t(bg) * prim.wei_bytes)
-                                 : static_cast<void*>(w + bg * Ob * g_.ws[0]);
+                                 : static_cast<void*>(w + std::size_t(bg * Ob * g_.ws[0]) * e);
         dnnl::memory wei_m(prim.wei, engine(), wei);
         dnnl::memory dst_m(prim.dst, engine(), z + n0 * g_.zs[0] + bg * Ob * g_.zs[1] + dst_row);
         dnnl::memory scr = scratch.of(prim.scratch_md, prim.scratch);
@@ -737,6 +746,17 @@ class ConvThunk final : public rt::Thunk {
 
 std::unique_ptr<rt::Thunk> conv_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   return std::make_unique<ConvThunk>(n, reads, writes);
+}
+
+bool conv_in_bfloat16(const Node& n) {
+  if (n.op != Op::conv || n.dtype() != DType::float32 || n.in[0]->dtype() != DType::float32) return false;
+  static const bool native = (unsigned(dnnl::get_effective_cpu_isa()) & unsigned(dnnl::cpu_isa::avx512_core_bf16)) ==
+                             unsigned(dnnl::cpu_isa::avx512_core_bf16);
+  if (!native) return false;
+  Geometry g(n);
+  if (plan_backward(g)) return false;
+  g.operand = DType::bfloat16;
+  return plan_onednn(g).has_value();
 }
 
 std::size_t conv_workspace(const Node& n) {

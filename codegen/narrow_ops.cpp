@@ -1,5 +1,7 @@
 #include "codegen/narrow_ops.hpp"
 
+#include "codegen/conv.hpp"
+
 #include "tessel/core/errors.hpp"
 #include "tracer/build.hpp"
 #include "tracer/rewrite.hpp"
@@ -53,6 +55,15 @@ bool mixed_dot(const Node& n) {
   return true;
 }
 
+// A float32 convolution of converted bfloat16 operands that oneDNN runs in
+// bfloat16 on this CPU (codegen/conv.hpp).
+bool mixed_conv(const Node& n) {
+  if (n.op != Op::conv) return false;
+  for (auto& x : n.in)
+    if (!(x->op == Op::convert && x->in[0]->dtype() == DType::bfloat16)) return false;
+  return conv_in_bfloat16(n);
+}
+
 namespace {
 
 bool is_byte_int(DType t) { return t == DType::int8 || t == DType::uint8; }
@@ -79,7 +90,7 @@ NodeRef byte_source(const NodeRef& x) { return is_byte_int(x->dtype()) ? x : x->
 bool has_narrow_compute(const Graph& g) {
   bool any = false;
   for_each_graph(g, [&](const Graph& r) {
-    for (auto& n : r.topo_order()) any = any || rewritten(*n) || mixed_dot(*n) || byte_dot(*n);
+    for (auto& n : r.topo_order()) any = any || rewritten(*n) || mixed_dot(*n) || byte_dot(*n) || mixed_conv(*n);
   });
   return any;
 }
@@ -104,6 +115,12 @@ Graph widen_narrow_compute(const Graph& g) {
         NodeRef w = t.make(Op::dot_general, {a, b}, Aval{DType::float32, n.shape(), false}, n.attrs);
         return n.dtype() == DType::float32 ? w : build::convert(t, w, n.dtype());
       }
+    }
+    if (mixed_conv(n)) {
+      // ts::lax convolves bfloat16 as float32 converts (tracer/rules_conv.cpp):
+      // oneDNN takes the bfloat16 sources and accumulates in float32, as the
+      // float32 convolution of the converts does (each product is exact).
+      return t.make(Op::conv, {ops[0]->in[0], ops[1]->in[0]}, n.aval, n.attrs);
     }
     if (byte_dot(n)) {
       // 8-bit integer operands multiply into int32: the mixed form the GEMM

@@ -187,6 +187,14 @@ int main(int argc, char** argv) {
     const double torch_img =
         bench::torch_seconds(setup + "\nx = x[:1].detach().contiguous(memory_format=torch.channels_last)",
                              "with torch.no_grad(): " + call, reps);
+    // bfloat16 operands (float32 accumulation, a bfloat16 result): oneDNN's
+    // bfloat16 kernels where the CPU has AVX512_BF16.
+    Array x16 = x1.astype(ts::bfloat16).block_until_ready(), w16 = w1.astype(ts::bfloat16).block_until_ready();
+    fwd(x16, w16).block_until_ready();
+    const double bf16_f = bench::seconds([&] { fwd(x16, w16).block_until_ready(); }, reps);
+    const double torch_bf16 = bench::torch_seconds(setup + "\nx = x.detach().bfloat16().contiguous(memory_format=torch.channels_last)"
+                                                           "\nw = w.detach().bfloat16()",
+                                                   "with torch.no_grad(): " + call, reps);
     const std::string dev = std::to_string(ts::device_count()) + " devices, batch split";
     const std::string rows = std::to_string(ts::device_count()) + " devices, rows split";
     bench::header(std::string("conv ") + l.name + " float32 NHWC, " + std::to_string(flops / 1e9) +
@@ -197,6 +205,9 @@ int main(int argc, char** argv) {
     bench::row("forward: tessel, " + dev, floor_f, dp_f, torch_f);
     bench::row("forward: tessel, " + rows, floor_f, sp_f, torch_f);
     bench::row("forward, one image: tessel, 1 device", floor_f / double(l.N), img_f, torch_img);
+    static const double bf16_peak = bench::bf16_peak_flops();
+    bench::row(std::string("forward bfloat16: tessel, 1 device (floor: ") + (bf16_peak > 0 ? "vdpbf16ps" : "FMA") + ")",
+               bf16_peak > 0 ? std::min(flops / bf16_peak, floor_f) : floor_f, bf16_f, torch_bf16);
     bench::row("fwd+bwd: oneDNN direct, all cores", floor_fb, dnn_fb, torch_fb);
     bench::row("fwd+bwd: tessel, 1 device", floor_fb, one_fb, torch_fb);
     bench::row("fwd+bwd: tessel, " + dev, floor_fb, dp_fb, torch_fb);

@@ -16,20 +16,6 @@ namespace ts = tessel;
 
 namespace {
 
-// 12 independent dot-product chains of 16 lanes x 2 pairs: 64 flops per instruction.
-__attribute__((target("avx512f,avx512bf16"))) float dpbf16_chains(long iters) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
-  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_set1_epi32(0x33803380);
-  for (long k = 0; k < iters; ++k)
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-  __m512 s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
-  float out[16];
-  _mm512_storeu_ps(out, s);
-  return out[0];
-}
-
 // 12 independent chains of vpdpbusd: 16 lanes x 4 byte products, 128 ops per instruction.
 __attribute__((target("avx512f,avx512vnni"))) float dpbusd_chains(long iters) {
   __m512i acc[12];
@@ -50,8 +36,7 @@ int main(int argc, char** argv) {
   const std::int64_t n = argc > 1 ? std::atoll(argv[1]) : 4096;
   const std::int64_t e = argc > 2 ? std::atoll(argv[2]) : 8192;
   const bool bf16 = __builtin_cpu_supports("avx512bf16");
-  // all_core_rate counts 2 x lanes flops per chain step: 32 "lanes" make the 64 of a vdpbf16ps.
-  const double bf16_peak = bf16 ? bench::detail::all_core_rate(dpbf16_chains, 32) : 0.0;
+  const double bf16_peak = bench::bf16_peak_flops();
 
   // ---- GEMMs
   const std::string N = std::to_string(n);

@@ -233,6 +233,27 @@ inline double& best_peak_flops() {
 inline double peak_flops() { return detail::best_peak_flops(); }
 
 namespace detail {
+// 12 independent chains of vdpbf16ps: 16 lanes x 2 bfloat16 products.
+__attribute__((target("avx512f,avx512bf16"))) inline float dpbf16_chains(long iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
+  const __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_set1_epi32(0x33803380);
+  for (long k = 0; k < iters; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0];
+}
+}  // namespace detail
+// The cores' bfloat16 dot-product peak (vdpbf16ps, measured), or 0 without AVX512_BF16.
+inline double bf16_peak_flops() {
+  // all_core_rate counts 2 x lanes flops per chain step: 32 "lanes" make the 64 of a vdpbf16ps.
+  return __builtin_cpu_supports("avx512bf16") ? detail::all_core_rate(detail::dpbf16_chains, 32) : 0.0;
+}
+
+namespace detail {
 // Every FLOP floor taken through flop_floor in this run (check() measures
 // the peak again for them).
 struct FlopRecord {

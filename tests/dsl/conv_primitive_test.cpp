@@ -7,6 +7,9 @@
 #include <doctest/doctest.h>
 #include <tessel/tessel.hpp>
 
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -341,5 +344,45 @@ TEST_CASE("conv kernel gradients with the images split spatially: partial sums o
         }
       }
     }
+  }
+}
+
+TEST_CASE("bfloat16 convolutions run on oneDNN's bfloat16 kernels where the CPU has AVX512_BF16: within one rounding") {
+  // ts::lax convolves bfloat16 as the float32 convolution of its converts;
+  // codegen gives oneDNN the bfloat16 operands instead (each product is exact
+  // in float32 either way; the sums differ in order only). A bfloat16 result
+  // is then within one bfloat16 step of the exact sum rounded once, and a
+  // float32 one (preferred_element_type) within float32 accumulation error.
+  std::mt19937 rng(16);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  const Array x = randn(rng, {4, 20, 20, 32}).astype(ts::bfloat16), w = randn(rng, {3, 3, 32, 48}).astype(ts::bfloat16);
+  auto conv = [&](std::optional<ts::DType> pet) {
+    return ts::jit([&, pet](const Array& a, const Array& b) {
+      return lax::conv_general_dilated(a, b, {1, 1}, "SAME", {.dimension_numbers = nhwc, .preferred_element_type = pet});
+    });
+  };
+  const Array exact = lax::conv_general_dilated(x.astype(ts::float64), w.astype(ts::float64), {1, 1}, "SAME",
+                                                {.dimension_numbers = nhwc});
+  const auto ex = exact.to_vector<double>();
+  for (bool as_f32 : {false, true}) {
+    CAPTURE(as_f32);
+    auto f = conv(as_f32 ? std::optional<ts::DType>(ts::float32) : std::nullopt);
+    const Array y = f(x, w);
+    CHECK(y.dtype() == (as_f32 ? ts::float32 : ts::bfloat16));
+    const auto got = y.astype(ts::float64).to_vector<double>();
+    // Within the result's rounding (a bfloat16 step at the exact value) plus float32
+    // accumulation error, relative to the largest sum.
+    double scale = 0, worst = 0;
+    for (double e : ex) scale = std::max(scale, std::fabs(e));
+    for (std::size_t i = 0; i < ex.size(); ++i) {
+      const double step = as_f32 ? 0.0 : std::ldexp(1.0, std::ilogb(std::max(std::fabs(ex[i]), 1e-30)) - 7);
+      worst = std::max(worst, (std::fabs(got[i] - ex[i]) - step) / scale);
+    }
+    CHECK(worst <= 1e-5);
+    const std::string text = f.lower(x, w).compile().as_text();
+    std::ifstream cpu("/proc/cpuinfo");
+    const std::string info((std::istreambuf_iterator<char>(cpu)), std::istreambuf_iterator<char>());
+    if (info.find(" avx512_bf16") != std::string::npos) CHECK(text.find("avx512_core_bf16") != std::string::npos);
+    else CHECK(text.find("bf16") == std::string::npos);
   }
 }
