@@ -344,7 +344,8 @@ void cut(GradPlan& plan, std::int64_t n, double flops, std::int64_t min_per) {
 
 std::optional<GradPlan> plan_backward(const Geometry& g) {
   const std::size_t k = g.rank();
-  if (g.dtype != DType::float32 || g.operand != DType::float32 || k < 1 || k > 3 || g.empty_sum) return std::nullopt;
+  if (g.dtype != DType::float32 || k < 1 || k > 3 || g.empty_sum) return std::nullopt;
+  if (g.operand != DType::float32 && g.operand != DType::bfloat16) return std::nullopt;
   bool dilated = false, unit_strides = true, undilated = true;
   for (std::size_t j = 0; j < k; ++j) {
     dilated = dilated || g.p.lhs_dilation[j] > 1;
@@ -354,6 +355,7 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
   GradPlan plan;
   using dt = dnnl::memory::data_type;
   const auto any = dnnl::memory::format_tag::any;
+  const dt in_dt = g.operand == DType::bfloat16 ? dt::bf16 : dt::f32;  // the operands'; the result float32
   MemDims st, dil, pl, pr;
   if (dilated && unit_strides && g.B == 1) {
     // The input's gradient: result = backward_data(diff_dst = lhs, the
@@ -368,7 +370,7 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
     }
     MemDims wd = g.G > 1 ? MemDims{g.G, g.I, g.O / g.G} : MemDims{g.I, g.O};
     for (auto K : g.kernel) wd.push_back(K);
-    plan.plain = dnnl::memory::desc(wd, dt::f32, dense_strides(wd));
+    plan.plain = dnnl::memory::desc(wd, in_dt, dense_strides(wd));
     plan.plain_bytes = aligned64(plan.plain.get_size());
     cut(plan, g.N, g.flops, 1);
   } else if (undilated && g.G == 1 && numel(g.kernel) > numel(g.out)) {
@@ -399,12 +401,13 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
       if (plan.form == Form::backward_data) {
         MemDims dd{size, g.C}, sd{size, g.O};
         for (std::size_t j = 0; j < k; ++j) dd.push_back(g.in[j]), sd.push_back(g.out[j]);
-        prim.a = dnnl::memory::desc(dd, dt::f32, MemDims(g.xs.begin(), g.xs.end()));
+        prim.a = dnnl::memory::desc(dd, in_dt, MemDims(g.xs.begin(), g.xs.end()));
         prim.c = dnnl::memory::desc(sd, dt::f32, MemDims(g.zs.begin(), g.zs.end()));
-        const dnnl::memory::desc wany(plan.plain.dims(), dt::f32, any);
+        const dnnl::memory::desc wany(plan.plain.dims(), in_dt, any);
         dnnl::convolution_forward::primitive_desc hint(
             dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                            prim.c, wany, prim.a, st, dil, pl, pr),
+                                            dnnl::memory::desc(sd, in_dt, MemDims(g.zs.begin(), g.zs.end())), wany,
+                                            prim.a, st, dil, pl, pr),
             engine());
         dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, prim.c, wany, prim.a, st, dil, pl, pr),
@@ -424,15 +427,15 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
           dd.push_back(g.kernel[j]), ds.push_back(g.ws[2 + j]);
           wd.push_back(g.out[j]), ws.push_back(g.zs[2 + j]);
         }
-        prim.a = dnnl::memory::desc(sd, dt::f32, ss);
-        prim.b = dnnl::memory::desc(dd, dt::f32, ds);
+        prim.a = dnnl::memory::desc(sd, in_dt, ss);
+        prim.b = dnnl::memory::desc(dd, in_dt, ds);
         // One block writes the result; several write dense partial sums.
         plan.result_dims = wd, plan.result_strides = ws;
         prim.c_user = dnnl::memory::desc(wd, dt::f32, plan.blocks == 1 ? ws : dense_strides(wd));
         const dnnl::memory::desc wany(wd, dt::f32, any);
         dnnl::convolution_forward::primitive_desc hint(
             dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                            prim.a, wany, prim.b, st, dil, pl, pr),
+                                            prim.a, dnnl::memory::desc(wd, in_dt, any), prim.b, st, dil, pl, pr),
             engine());
         dnnl::convolution_backward_weights::primitive_desc pd(
             dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, prim.a, wany, prim.b, st, dil,
@@ -536,14 +539,16 @@ class ConvThunk final : public rt::Thunk {
   template <class P>
   void run_backward(rt::ExecContext& ctx, const P& parallel) const {
     const GradPlan& plan = *grad_;
-    float* x = static_cast<float*>(ctx.slots[std::size_t(x_)]);
-    const float* w = static_cast<const float*>(ctx.slots[std::size_t(w_)]);
+    // Operands of 4 bytes an element, or 2 (bfloat16); the result float32.
+    const std::size_t e = dtype_size(g_.operand);
+    char* x = static_cast<char*>(ctx.slots[std::size_t(x_)]);
+    const char* w = static_cast<const char*>(ctx.slots[std::size_t(w_)]);
     float* z = static_cast<float*>(ctx.slots[std::size_t(z_)]);
     char* ws = ws_ >= 0 ? static_cast<char*>(ctx.slots[std::size_t(ws_)]) : nullptr;
     const std::size_t k = g_.rank();
     if (plan.form == Form::backward_data) {
       // The kernel reversed, its features swapped, dense (G, I, O / G, K...), then in oneDNN's layout.
-      float* plain = reinterpret_cast<float*>(ws);
+      char* plain = ws;
       const std::int64_t Og = g_.O / g_.G, taps = numel(g_.kernel);
       std::vector<std::int64_t> t(k);
       std::int64_t i = 0;
@@ -557,7 +562,7 @@ class ConvThunk final : public rt::Thunk {
                 off += (K - 1 - r % K) * g_.ws[2 + std::size_t(j)];
                 r /= K;
               }
-              plain[i] = w[off];
+              std::memcpy(plain + std::size_t(i) * e, w + std::size_t(off) * e, e);
             }
       OneThread one;
       dnnl::stream s(engine());
@@ -574,13 +579,14 @@ class ConvThunk final : public rt::Thunk {
         const std::int64_t at = b * plan.per;
         dnnl::memory scr = scratch.of(prim.scratch_md, prim.scratch);
         if (plan.form == Form::backward_data) {
-          dnnl::memory dd(prim.a, engine(), x + at * g_.xs[0]), wei(plan.wei, engine(), ws + plan.plain_bytes);
+          dnnl::memory dd(prim.a, engine(), x + std::size_t(at * g_.xs[0]) * e), wei(plan.wei, engine(), ws + plan.plain_bytes);
           dnnl::memory ds(prim.c, engine(), z + at * g_.zs[0]);
           prim.exec.execute(s, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, ds},
                                 {DNNL_ARG_SCRATCHPAD, scr}});
         } else {
           void* out = plan.blocks == 1 ? static_cast<void*>(z) : static_cast<void*>(ws + std::size_t(b) * plan.partial_bytes);
-          dnnl::memory src(prim.a, engine(), x + at * g_.xs[1]), dd(prim.b, engine(), const_cast<float*>(w) + at * g_.ws[1]);
+          dnnl::memory src(prim.a, engine(), x + std::size_t(at * g_.xs[1]) * e),
+              dd(prim.b, engine(), const_cast<char*>(w) + std::size_t(at * g_.ws[1]) * e);
           dnnl::memory dw(prim.c, engine(), prim.c_reorder ? static_cast<void*>(ws + plan.c_offset + std::size_t(b) * prim.c_bytes)
                                                            : out);
           prim.exec.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_DIFF_WEIGHTS, dw},
@@ -754,9 +760,9 @@ bool conv_in_bfloat16(const Node& n) {
                              unsigned(dnnl::cpu_isa::avx512_core_bf16);
   if (!native) return false;
   Geometry g(n);
-  if (plan_backward(g)) return false;
+  const bool gradient_form = plan_backward(g).has_value();
   g.operand = DType::bfloat16;
-  return plan_onednn(g).has_value();
+  return gradient_form ? plan_backward(g).has_value() : plan_onednn(g).has_value();
 }
 
 std::size_t conv_workspace(const Node& n) {

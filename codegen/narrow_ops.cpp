@@ -57,10 +57,13 @@ bool mixed_dot(const Node& n) {
 
 // A float32 convolution of converted bfloat16 operands that oneDNN runs in
 // bfloat16 on this CPU (codegen/conv.hpp).
+// Its operands: converts of bfloat16, or reversals of them (a gradient's
+// kernel).
+bool bf16_convert(const Node& x) { return x.op == Op::convert && x.in[0]->dtype() == DType::bfloat16; }
 bool mixed_conv(const Node& n) {
   if (n.op != Op::conv) return false;
   for (auto& x : n.in)
-    if (!(x->op == Op::convert && x->in[0]->dtype() == DType::bfloat16)) return false;
+    if (!bf16_convert(*x) && !(x->op == Op::rev && bf16_convert(*x->in[0]))) return false;
   return conv_in_bfloat16(n);
 }
 
@@ -120,7 +123,11 @@ Graph widen_narrow_compute(const Graph& g) {
       // ts::lax convolves bfloat16 as float32 converts (tracer/rules_conv.cpp):
       // oneDNN takes the bfloat16 sources and accumulates in float32, as the
       // float32 convolution of the converts does (each product is exact).
-      return t.make(Op::conv, {ops[0]->in[0], ops[1]->in[0]}, n.aval, n.attrs);
+      auto source = [&](const NodeRef& x) {
+        if (x->op == Op::convert) return x->in[0];
+        return build::rev(t, x->in[0]->in[0], x->attr<attr::Dimensions>().dims);  // reversed in bfloat16
+      };
+      return t.make(Op::conv, {source(ops[0]), source(ops[1])}, n.aval, n.attrs);
     }
     if (byte_dot(n)) {
       // 8-bit integer operands multiply into int32: the mixed form the GEMM

@@ -192,9 +192,13 @@ int main(int argc, char** argv) {
     Array x16 = x1.astype(ts::bfloat16).block_until_ready(), w16 = w1.astype(ts::bfloat16).block_until_ready();
     fwd(x16, w16).block_until_ready();
     const double bf16_f = bench::seconds([&] { fwd(x16, w16).block_until_ready(); }, reps);
-    const double torch_bf16 = bench::torch_seconds(setup + "\nx = x.detach().bfloat16().contiguous(memory_format=torch.channels_last)"
-                                                           "\nw = w.detach().bfloat16()",
-                                                   "with torch.no_grad(): " + call, reps);
+    Array g16 = g1.astype(ts::bfloat16).block_until_ready();
+    std::get<2>(fwd_bwd(x16, w16, g16)).block_until_ready();
+    const double bf16_fb = bench::seconds([&] { std::get<2>(fwd_bwd(x16, w16, g16)).block_until_ready(); }, reps);
+    const std::string bf16_setup = setup + "\nx = x.detach().bfloat16().contiguous(memory_format=torch.channels_last)"
+                                           ".requires_grad_()\nw = w.detach().bfloat16().requires_grad_()\ng = g.bfloat16()";
+    const double torch_bf16 = bench::torch_seconds(bf16_setup, "with torch.no_grad(): " + call, reps);
+    const double torch_bf16_fb = bench::torch_seconds(bf16_setup, call + ".backward(g)", reps);
     const std::string dev = std::to_string(ts::device_count()) + " devices, batch split";
     const std::string rows = std::to_string(ts::device_count()) + " devices, rows split";
     bench::header(std::string("conv ") + l.name + " float32 NHWC, " + std::to_string(flops / 1e9) +
@@ -208,6 +212,8 @@ int main(int argc, char** argv) {
     static const double bf16_peak = bench::bf16_peak_flops();
     bench::row(std::string("forward bfloat16: tessel, 1 device (floor: ") + (bf16_peak > 0 ? "vdpbf16ps" : "FMA") + ")",
                bf16_peak > 0 ? std::min(flops / bf16_peak, floor_f) : floor_f, bf16_f, torch_bf16);
+    bench::row(std::string("fwd+bwd bfloat16: tessel, 1 device (floor: ") + (bf16_peak > 0 ? "vdpbf16ps" : "FMA") + ")",
+               bf16_peak > 0 ? std::min(3 * flops / bf16_peak, floor_fb) : floor_fb, bf16_fb, torch_bf16_fb);
     bench::row("fwd+bwd: oneDNN direct, all cores", floor_fb, dnn_fb, torch_fb);
     bench::row("fwd+bwd: tessel, 1 device", floor_fb, one_fb, torch_fb);
     bench::row("fwd+bwd: tessel, " + dev, floor_fb, dp_fb, torch_fb);

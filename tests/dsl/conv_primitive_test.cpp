@@ -386,3 +386,49 @@ TEST_CASE("bfloat16 convolutions run on oneDNN's bfloat16 kernels where the CPU 
     else CHECK(text.find("bf16") == std::string::npos);
   }
 }
+
+TEST_CASE("bfloat16 convolution gradients on oneDNN's bfloat16 backward kernels: within one rounding of the exact ones") {
+  // The gradients of a bfloat16 convolution are convolutions of bfloat16
+  // converts too (the input's with the kernel reversed, in bfloat16 here;
+  // strided: oneDNN's backward-data; the kernel's: backward-weights).
+  std::mt19937 rng(17);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  std::ifstream cpu("/proc/cpuinfo");
+  const bool native = std::string((std::istreambuf_iterator<char>(cpu)), std::istreambuf_iterator<char>()).find(" avx512_bf16") !=
+                      std::string::npos;
+  for (std::int64_t stride : {1, 2}) {
+    CAPTURE(stride);
+    const Array x = randn(rng, {4, 16, 16, 32}).astype(ts::bfloat16), w = randn(rng, {3, 3, 32, 40}).astype(ts::bfloat16);
+    const std::int64_t o = (16 + stride - 1) / stride;
+    const Array r = randn(rng, {4, o, o, 40}).astype(ts::bfloat16);  // the cotangent, exact in bfloat16
+    auto loss = [&](const Array& a, const Array& b) {
+      const Array y = lax::conv_general_dilated(a, b, {stride, stride}, "SAME", {.dimension_numbers = nhwc});
+      return ts::sum(y.astype(ts::float32) * r.astype(a.dtype() == ts::float64 ? ts::float64 : ts::float32));
+    };
+    auto grads = [&](const Array& a, const Array& b) {
+      auto [y, pullback] = ts::vjp(loss, a, b);
+      auto [ga, gb] = pullback(ts::ones({}, y.dtype()));
+      return std::vector<Array>{ga, gb};
+    };
+    auto g = ts::jit(grads);
+    const auto got = g(x, w);
+    const auto exact = grads(x.astype(ts::float64), w.astype(ts::float64));
+    for (int k = 0; k < 2; ++k) {
+      CAPTURE(k);
+      CHECK(got[size_t(k)].dtype() == ts::bfloat16);
+      const auto a = got[size_t(k)].astype(ts::float64).to_vector<double>(), ex = exact[size_t(k)].to_vector<double>();
+      double scale = 0, worst = 0;
+      for (double e : ex) scale = std::max(scale, std::fabs(e));
+      for (std::size_t i = 0; i < ex.size(); ++i) {
+        const double step = std::ldexp(1.0, std::ilogb(std::max(std::fabs(ex[i]), 1e-30)) - 7);
+        worst = std::max(worst, (std::fabs(a[i] - ex[i]) - step) / scale);
+      }
+      CHECK(worst <= 1e-5);
+    }
+    const std::string text = g.lower(x, w).compile().as_text();
+    std::size_t bf16_convs = 0;
+    for (std::size_t at = text.find("avx512_core_bf16"); at != std::string::npos; at = text.find("avx512_core_bf16", at + 1)) ++bf16_convs;
+    CHECK(bf16_convs == (native ? 2u : 0u));  // the input's gradient and the kernel's (the forward is dead)
+    if (native && stride == 2) CHECK(text.find("backward-data jit_bf16") != std::string::npos);
+  }
+}
