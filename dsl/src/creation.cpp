@@ -108,6 +108,18 @@ Array arange(double start, double stop, double step, DType dtype) {
 
 Array eye(std::int64_t n, std::optional<std::int64_t> m_opt, std::int64_t k, DType dtype) {
   std::int64_t m = m_opt.value_or(n);
+  // Inside a trace, eye is a compare of two iotas (column - row == k), as
+  // JAX's: nothing captured, 0 and 1 exact in every dtype.
+  constexpr std::int64_t kInt32 = std::int64_t(1) << 30;
+  if (n > 0 && m > 0 && n * m > 1 && n < kInt32 && m < kInt32 && k > -kInt32 && k < kInt32)
+    if (auto t = detail::current_trace()) {
+      NodeTable& nt = t->table;
+      const NodeRef diag = build::binary(nt, Op::sub, build::iota(nt, DType::int32, {n, m}, 1),
+                                         build::iota(nt, DType::int32, {n, m}, 0));
+      const NodeRef on = build::binary(
+          nt, Op::eq, diag, build::broadcast_in_dim(nt, build::scalar(nt, DType::int32, double(k)), {n, m}, {}));
+      return detail::tracer_for(t, build::convert(nt, on, dtype));
+    }
   return detail::make_host(dtype, {n, m}, false, [&](void* out) {
     detail::fill_values<double>(dtype, out, n * m, [&](std::int64_t i) { return (i % m) - (i / m) == k ? 1.0 : 0.0; });
   });

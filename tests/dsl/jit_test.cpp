@@ -368,6 +368,26 @@ TEST_CASE("zeros, ones, full and their _like forms inside jit are broadcasts of 
   CHECK(std::get<0>(j(xs)).to_vector<float>() == ea.to_vector<float>());
 }
 
+TEST_CASE("eye inside jit compares two iotas: equal to the host's in every dtype, nothing captured") {
+  for (ts::DType t : {ts::float32, ts::float64, ts::int32, ts::bool_, ts::bfloat16, ts::int8, ts::complex64, ts::uint64}) {
+    CAPTURE(std::string(ts::dtype_name(t)));
+    for (auto [n, m, k] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
+             {4, 4, 0}, {3, 5, 1}, {5, 3, -2}, {6, 2, 7}, {1, 3, 0}, {300, 200, -5}}) {
+      CAPTURE(n);
+      CAPTURE(m);
+      CAPTURE(k);
+      auto f = ts::jit([&](ts::Array a) { return ts::eye(n, m, k, t) + a; });
+      const ts::Array zero = ts::zeros({}, t);
+      const std::string text = f.lower(zero).as_text();
+      CHECK(text.find("func f(%0) {") != std::string::npos);  // only the argument: the identity is computed
+      const ts::Array got = f(zero), want = ts::eye(n, m, k, t) + zero;
+      CHECK(got.dtype() == want.dtype());
+      CHECK(got.shape() == want.shape());
+      CHECK(got.astype(ts::float64).to_vector<double>() == want.astype(ts::float64).to_vector<double>());
+    }
+  }
+}
+
 TEST_CASE("arange(n) inside jit is an iota: equal to the host's in every dtype it covers, nothing captured") {
   for (ts::DType t : {ts::int32, ts::int64, ts::uint32, ts::int16, ts::uint16, ts::float32, ts::float64, ts::bfloat16,
                       ts::float16, ts::int8}) {
