@@ -129,8 +129,33 @@ Array linspace(double start, double stop, std::int64_t num, bool endpoint, DType
   if (num < 0) throw ValueError("linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
   const std::int64_t div = endpoint ? num - 1 : num;
   // As JAX: start + i * delta, computed in the dtype's own arithmetic (in
-  // float64 for integer dtypes), with the endpoint exactly `stop`.
+  // float64 for integer dtypes), with the endpoint exactly `stop`. float32's
+  // multiply-add is done in float64, where i * delta is exact, and rounded
+  // once: the bits of XLA:CPU's fused multiply-add but in a double
+  // rounding's rare halfway case, and the same whether or not the compiled
+  // code contracts it (codegen/jit.cpp). Inside a trace that float32
+  // arithmetic runs on an iota (exact below 2^24): nothing captured.
+  const bool f32 = dtype == DType::float32;
+  const float lo = float(start), hi = float(stop), delta = div > 0 ? (hi - lo) / float(div) : 0.0f;
+  if (f32 && num > 1 && num <= (std::int64_t(1) << 24))
+    if (auto t = detail::current_trace()) {
+      NodeTable& nt = t->table;
+      auto full = [&](DType d, double v) { return build::broadcast_in_dim(nt, build::scalar(nt, d, v), {num}, {}); };
+      const NodeRef i = build::iota(nt, DType::float64, {num}, 0);
+      NodeRef v = build::convert(
+          nt, build::binary(nt, Op::add, full(DType::float64, lo), build::binary(nt, Op::mul, i, full(DType::float64, delta))),
+          DType::float32);
+      if (endpoint)
+        v = build::select(nt, build::binary(nt, Op::eq, i, full(DType::float64, double(num - 1))), full(DType::float32, hi), v);
+      return detail::tracer_for(t, v);
+    }
   return detail::make_host(dtype, {num}, false, [&](void* out) {
+    if (f32) {
+      float* p = static_cast<float*>(out);
+      for (std::int64_t i = 0; i < num; ++i)
+        p[i] = (endpoint && i == num - 1 && num > 1) ? hi : float(double(lo) + double(i) * double(delta));
+      return;
+    }
     visit_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
       using C = std::conditional_t<std::is_floating_point_v<T>, T, double>;

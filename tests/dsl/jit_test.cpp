@@ -388,6 +388,26 @@ TEST_CASE("eye inside jit compares two iotas: equal to the host's in every dtype
   }
 }
 
+TEST_CASE("linspace inside jit: the host's arithmetic on an iota, bit for bit, nothing captured (float32)") {
+  for (ts::DType t : {ts::float32}) {
+    CAPTURE(std::string(ts::dtype_name(t)));
+    for (auto [a, b, num, endpoint] : std::vector<std::tuple<double, double, std::int64_t, bool>>{
+             {0, 1, 50, true}, {-3.3, 7.1, 97, true}, {-3.3, 7.1, 97, false}, {1e6, -2.5e-3, 1000, true}, {2, 2, 5, true},
+             {0.1, 0.7, 70001, true}}) {
+      CAPTURE(a);
+      CAPTURE(b);
+      CAPTURE(num);
+      CAPTURE(endpoint);
+      auto f = ts::jit([&](ts::Array x) { return ts::linspace(a, b, num, endpoint, t) + x; });
+      const ts::Array zero = ts::zeros({}, t);
+      CHECK(f.lower(zero).as_text().find("func f(%0) {") != std::string::npos);
+      const ts::Array got = f(zero), want = ts::linspace(a, b, num, endpoint, t) + zero;
+      CHECK(got.dtype() == want.dtype());
+      CHECK(got.astype(ts::float64).to_vector<double>() == want.astype(ts::float64).to_vector<double>());
+    }
+  }
+}
+
 TEST_CASE("arange(n) inside jit is an iota: equal to the host's in every dtype it covers, nothing captured") {
   for (ts::DType t : {ts::int32, ts::int64, ts::uint32, ts::int16, ts::uint16, ts::float32, ts::float64, ts::bfloat16,
                       ts::float16, ts::int8}) {
