@@ -365,7 +365,7 @@ class ControlThunk final : public rt::Thunk {
       return;
     }
     // Carries: cur[j] starts as position j's results' buffers, holding the init.
-    const size_t carry_at = this->carry_at();
+    const size_t first_carry = carry_at();
     Buffers cur(n), next(n);
     std::vector<void*> temps;
     struct Free {
@@ -379,8 +379,8 @@ class ControlThunk final : public rt::Thunk {
     for (std::size_t j = 0; j < n; ++j) {
       for (size_t k = 0; k < carries_; ++k) {
         cur[j].push_back(slot(j, writes_[k]));
-        if (out_bytes_[k] && cur[j][k] != slot(j, reads_[carry_at + k]))  // one block where a donated init took it
-          std::memcpy(cur[j][k], slot(j, reads_[carry_at + k]), out_bytes_[k]);
+        if (out_bytes_[k] && cur[j][k] != slot(j, reads_[first_carry + k]))  // one block where a donated init took it
+          std::memcpy(cur[j][k], slot(j, reads_[first_carry + k]), out_bytes_[k]);
         // A carry written over in place: cur and next stay one buffer (no temporary; freeing null is nothing).
         const bool own = std::find(in_place_.begin(), in_place_.end(), k) != in_place_.end();
         temps.push_back(own ? nullptr : rt::device_alloc(std::max<std::size_t>(out_bytes_[k], 1)));

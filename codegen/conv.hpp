@@ -19,11 +19,12 @@
 namespace tessel::codegen {
 
 std::unique_ptr<rt::Thunk> conv_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
-// Whether a float32 convolution of float32 operands would run as oneDNN's
-// forward convolution with bfloat16 operands on this CPU's native bfloat16
-// instructions (AVX512_BF16): codegen/narrow_ops.cpp then gives it the
-// operands' bfloat16 sources where they are converts (a mixed convolution,
-// bfloat16 x bfloat16 -> float32, twice float32's speed on Zen 5).
+// Whether a float32 convolution of float32 operands would run with bfloat16
+// operands on this CPU's native bfloat16 instructions (AVX512_BF16), by the
+// same oneDNN form it takes in float32 (forward, backward-data or
+// backward-weights): codegen/narrow_ops.cpp then gives it the operands'
+// bfloat16 sources where they are converts (a mixed convolution, bfloat16 x
+// bfloat16 -> float32, twice float32's speed on Zen 5).
 bool conv_in_bfloat16(const Node& n);
 // Bytes of workspace the routine needs: the input dilated and padded when
 // oneDNN cannot take its dilation or crop, and the kernel in oneDNN's layout.

@@ -264,18 +264,9 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
     std::vector<std::int64_t> ipiv(static_cast<std::size_t>(nb)), pperm;
     for (std::int64_t c0 = 0; c0 < kmax;) {
       const std::int64_t w = panel_columns(c0), c1 = c0 + w, active = m - c0;
-      // 1. The panel's columns of every member's rows.
-      send.resize(std::size_t(r * w));
-      for (std::int64_t i = 0; i < r; ++i) std::copy(A + i * n + c0, A + i * n + c1, send.data() + i * w);
-      {
-        const auto peers = ctx.comm->exchange(ctx.position, group, send.data(), send.size() * sizeof(T));
-        rt::ComputeSlot slot;
-        for (std::int64_t g = c0; g < m; ++g) {
-          const T* from = static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
-          std::copy(from, from + w, panel + (g - c0) * w);
-        }
-      }
-      ctx.comm->release(ctx.position, group);
+      // 1. The panel's columns of every member's rows, row-major.
+      gather_panel<T>(ctx, group, false, nullptr, 0, [](const void*) -> const T* { return nullptr; }, A, r, n, c0, w, m, true,
+                      send, panel, true);
       Rows<T> rows{std::vector<T*>(static_cast<std::size_t>(m)), w, c0, c1};
       for (std::int64_t g = c0; g < m; ++g) rows.at[size_t(g)] = panel + (g - c0) * w - c0;
       {

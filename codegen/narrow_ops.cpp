@@ -55,19 +55,19 @@ bool mixed_dot(const Node& n) {
   return true;
 }
 
-// A float32 convolution of converted bfloat16 operands that oneDNN runs in
-// bfloat16 on this CPU (codegen/conv.hpp).
-// Its operands: converts of bfloat16, or reversals of them (a gradient's
-// kernel).
+namespace {
+
 bool bf16_convert(const Node& x) { return x.op == Op::convert && x.in[0]->dtype() == DType::bfloat16; }
+
+// A float32 convolution of converted bfloat16 operands (or reversals of them:
+// a gradient's kernel) that oneDNN runs in bfloat16 on this CPU
+// (codegen/conv.hpp).
 bool mixed_conv(const Node& n) {
   if (n.op != Op::conv) return false;
   for (auto& x : n.in)
     if (!bf16_convert(*x) && !(x->op == Op::rev && bf16_convert(*x->in[0]))) return false;
   return conv_in_bfloat16(n);
 }
-
-namespace {
 
 bool is_byte_int(DType t) { return t == DType::int8 || t == DType::uint8; }
 

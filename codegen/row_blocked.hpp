@@ -22,14 +22,16 @@ namespace tessel::codegen::lapack_internal {
 // The two distributed factorisations' shared steps.
 //
 // Step 1 of a panel step: the panel, column-major [end - c0, w] (rows c0 up
-// to `end` of columns c0 .. c0 + w), into `panel` on the devices that
-// factorise it. In shared memory each member publishes `published` (whose
-// rows `peer_rows` finds) and the panel is read from its peers' rows in
-// place; across processes each publishes its rows' panel columns.
+// to `end` of columns c0 .. c0 + w), or row-major [end - c0, w] where
+// `row_major`, into `panel` on the devices that factorise it. In shared
+// memory each member publishes `published` (whose rows `peer_rows` finds)
+// and the panel is read from its peers' rows in place; across processes
+// each publishes its rows' panel columns.
 template <class T, class PeerRows>
 void gather_panel(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, bool shared, const void* published,
                   std::size_t published_bytes, PeerRows peer_rows, const T* A, std::int64_t r, std::int64_t n,
-                  std::int64_t c0, std::int64_t w, std::int64_t end, bool factors, std::vector<T>& send, T* panel) {
+                  std::int64_t c0, std::int64_t w, std::int64_t end, bool factors, std::vector<T>& send, T* panel,
+                  bool row_major = false) {
   std::vector<const void*> peers;
   if (shared) {
     peers = ctx.comm->exchange(ctx.position, group, published, published_bytes);
@@ -44,7 +46,9 @@ void gather_panel(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, 
     for (std::int64_t g = c0; g < end; ++g) {
       const T* row = shared ? peer_rows(peers[size_t(g / r)]) + (g % r) * n + c0
                             : static_cast<const T*>(peers[size_t(g / r)]) + (g % r) * w;
-      for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
+      if (row_major) std::copy(row, row + w, panel + (g - c0) * w);
+      else
+        for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = row[j];
     }
   }
   ctx.comm->release(ctx.position, group);

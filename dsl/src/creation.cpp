@@ -110,8 +110,8 @@ Array eye(std::int64_t n, std::optional<std::int64_t> m_opt, std::int64_t k, DTy
   std::int64_t m = m_opt.value_or(n);
   // Inside a trace, eye is a compare of two iotas (column - row == k), as
   // JAX's: nothing captured, 0 and 1 exact in every dtype.
-  constexpr std::int64_t kInt32 = std::int64_t(1) << 30;
-  if (n > 0 && m > 0 && n * m > 1 && n < kInt32 && m < kInt32 && k > -kInt32 && k < kInt32)
+  constexpr std::int64_t kLimit = std::int64_t(1) << 30;  // column - row - k stays an int32
+  if (n > 0 && m > 0 && n * m > 1 && n < kLimit && m < kLimit && k > -kLimit && k < kLimit)
     if (auto t = detail::current_trace()) {
       NodeTable& nt = t->table;
       const NodeRef diag = build::binary(nt, Op::sub, build::iota(nt, DType::int32, {n, m}, 1),
