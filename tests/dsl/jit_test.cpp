@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -404,6 +405,16 @@ TEST_CASE("linspace inside jit: the host's arithmetic on an iota, bit for bit, n
       const ts::Array got = f(zero), want = ts::linspace(a, b, num, endpoint, t) + zero;
       CHECK(got.dtype() == want.dtype());
       CHECK(got.astype(ts::float64).to_vector<double>() == want.astype(ts::float64).to_vector<double>());
+      // A closed form: start + i * delta rounded once (a float32 fused multiply-add, as
+      // XLA:CPU contracts it), the endpoint exactly stop. (A double rounding could differ
+      // in a halfway case; none of these cases has one.)
+      const auto v = got.to_vector<float>();
+      const std::int64_t div = endpoint ? num - 1 : num;
+      const float lo = float(a), hi = float(b), delta = (hi - lo) / float(div);
+      std::int64_t differ = 0;
+      for (std::int64_t i = 0; i < num; ++i)
+        differ += v[size_t(i)] != (endpoint && i == num - 1 ? hi : std::fma(float(i), delta, lo));
+      CHECK(differ == 0);
     }
   }
 }
