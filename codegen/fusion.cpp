@@ -31,7 +31,10 @@ bool always_materialized(const Node& n) {
     case OpFamily::Leaf:
       return n.op == Op::parameter || n.op == Op::axis_index || (n.op == Op::constant && !n.shape().empty());
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
-    case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation: return false;
+    case OpFamily::Nary: case OpFamily::Convert: case OpFamily::Shape: case OpFamily::Annotation:
+      // An expression its consumers must not recompute (window_select: made
+      // once per window, read by every element of it).
+      return op_cost(n.op) == OpCost::Never;
     case OpFamily::Tuple: case OpFamily::Region:
       // A control-flow op's results sit in buffers of their own.
       if (is_control(n) || (n.op == Op::get_tuple_element && (is_control(*n.in[0]) || n.in[0]->aval.tuple))) return true;

@@ -2,6 +2,7 @@
 
 #include "tracer/rules.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "codegen/math.hpp"
@@ -383,6 +384,146 @@ TESSEL_LOWER(gather) {
   return b.CreateSelect(inside, e.value(n.in[0], xp), e.literal_scalar(fill));
 }
 TESSEL_NOT_AN_EXPRESSION(scatter)
+
+// ------------------------------------------------------------ pooling's derivative
+
+namespace {
+bool plain_dim(const attr::SelectWindow& p, std::size_t d) {
+  return p.window[d] == 1 && p.strides[d] == 1 && p.pad_lo[d] == 0 && p.pad_hi[d] == 0;
+}
+// The taps of window `o` (row-major): whether each lies inside the operand
+// (p.base) and the index of its element (a safe one where it does not).
+struct Taps {
+  std::vector<Value*> inside;
+  std::vector<Index> at;
+};
+Taps window_taps(ExprEmitter& e, const attr::SelectWindow& p, const Index& o) {
+  const Shape& s = p.base;
+  const std::size_t r = s.size();
+  auto& b = e.b;
+  std::int64_t taps = 1;
+  for (auto w : p.window) taps *= w;
+  Taps w;
+  for (std::int64_t k = 0; k < taps; ++k) {
+    Index at(r);
+    Value* ok = b.getTrue();
+    std::int64_t rem = k;
+    for (std::size_t d = r; d-- > 0;) {
+      const std::int64_t u = rem % p.window[d];
+      rem /= p.window[d];
+      if (plain_dim(p, d)) {
+        at[d] = o[d];
+        continue;
+      }
+      Value* q = b.CreateAdd(b.CreateMul(o[d], e.i64c(p.strides[d])), e.i64c(u - p.pad_lo[d]));
+      // Dim by dim, as pad reads: an untouched innermost dim stays contiguous.
+      Value* in_d = b.CreateICmpULT(q, e.i64c(s[d]));
+      ok = b.CreateAnd(ok, in_d);
+      at[d] = b.CreateSelect(in_d, q, e.i64c(0));
+    }
+    w.inside.push_back(ok);
+    w.at.push_back(std::move(at));
+  }
+  return w;
+}
+// The selection (an i8) of window o; compared as i8 (a vector of 64 lanes,
+// not of 64-bit ones).
+Value* selection_at(ExprEmitter& e, const Node& n, const Index& o) { return e.value(n.in[1], o); }
+Value* is_tap(ExprEmitter& e, Value* sel, Value* tap) {
+  return e.b.CreateICmpEQ(sel, e.b.CreateTrunc(tap, e.b.getInt8Ty()));
+}
+}  // namespace
+
+// The tap of window idx's first extreme among the taps inside the operand,
+// NaN-propagating (none, -1, when the extreme is NaN or every tap is padding).
+TESSEL_LOWER(window_select) {
+  const auto& p = n.attr<attr::SelectWindow>();
+  auto& b = e.b;
+  const DType t = n.in[0]->dtype();
+  const Taps w = window_taps(e, p, idx);
+  std::vector<Value*> v;
+  // The extreme of the numbers (an ordered compare and a select: one
+  // vmaxps), and whether a NaN is among the taps: then the extreme is NaN,
+  // which nothing equals. Cheaper than NaN-propagating max per tap, and the
+  // sign of a zero extreme does not matter to an equality.
+  Value* extreme = e.constant(t, p.ge ? -INFINITY : INFINITY);
+  Value* nan = b.getFalse();
+  for (std::size_t k = 0; k < w.at.size(); ++k) {
+    v.push_back(e.value(n.in[0], w.at[k]));
+    Value* beyond = p.ge ? b.CreateFCmpOGT(v[k], extreme) : b.CreateFCmpOLT(v[k], extreme);
+    extreme = b.CreateSelect(b.CreateAnd(w.inside[k], beyond), v[k], extreme);
+    nan = b.CreateOr(nan, b.CreateAnd(w.inside[k], b.CreateFCmpUNO(v[k], v[k])));
+  }
+  llvm::Type* i8 = b.getInt8Ty();
+  Value* r = llvm::ConstantInt::get(i8, -1, true);
+  for (std::size_t k = v.size(); k-- > 0;) {
+    Value* hit = b.CreateAnd(w.inside[k], b.CreateFCmpOEQ(v[k], extreme));
+    r = b.CreateSelect(hit, llvm::ConstantInt::get(i8, std::uint64_t(k)), r);
+  }
+  return b.CreateSelect(nan, llvm::ConstantInt::get(i8, -1, true), r);
+}
+
+// The tangent (n.in[0]) at window idx's selected element, else zero.
+TESSEL_LOWER(select_and_gather_add) {
+  const auto& p = n.attr<attr::SelectWindow>();
+  const Taps w = window_taps(e, p, idx);
+  Value* k = selection_at(e, n, idx);
+  Value* r = e.constant(n.dtype(), 0.0);
+  for (std::size_t t = w.at.size(); t-- > 0;)
+    r = e.b.CreateSelect(is_tap(e, k, e.i64c(std::int64_t(t))), e.value(n.in[0], w.at[t]), r);
+  return r;
+}
+
+// At operand index idx: the sum of the source (n.in[0]) over the windows
+// whose selected element idx is. Per windowed dim, idx lies in the windows
+// o = (idx + pad_lo) / stride - j, j < ceil(window / stride), at tap
+// (idx + pad_lo) % stride + j * stride of each.
+TESSEL_LOWER(select_and_scatter_add) {
+  const auto& p = n.attr<attr::SelectWindow>();
+  auto& b = e.b;
+  const Shape& out = n.in[0]->shape();
+  const std::size_t r = idx.size();
+  std::vector<std::size_t> dims;
+  std::vector<std::int64_t> count;
+  std::int64_t combos = 1;
+  for (std::size_t d = 0; d < r; ++d)
+    if (!plain_dim(p, d)) {
+      dims.push_back(d);
+      count.push_back((p.window[d] + p.strides[d] - 1) / p.strides[d]);
+      combos *= count.back();
+    }
+  std::vector<Value*> top(r), phase(r);
+  for (std::size_t d : dims) {
+    Value* q = b.CreateAdd(idx[d], e.i64c(p.pad_lo[d]));  // >= 0
+    top[d] = b.CreateUDiv(q, e.i64c(p.strides[d]));
+    phase[d] = b.CreateURem(q, e.i64c(p.strides[d]));
+  }
+  Value* sum = nullptr;
+  for (std::int64_t c = 0; c < combos; ++c) {
+    Index o = idx;
+    Value* ok = b.getTrue();
+    std::vector<Value*> tap_d(r, nullptr);
+    std::int64_t rem = c;
+    for (std::size_t j = dims.size(); j-- > 0;) {
+      const std::size_t d = dims[j];
+      const std::int64_t back = rem % count[j];
+      rem /= count[j];
+      Value* od = b.CreateSub(top[d], e.i64c(back));
+      Value* td = b.CreateAdd(phase[d], e.i64c(back * p.strides[d]));
+      Value* fits = b.CreateAnd(b.CreateICmpULT(od, e.i64c(out[d])), b.CreateICmpSLT(td, e.i64c(p.window[d])));
+      ok = b.CreateAnd(ok, fits);
+      o[d] = b.CreateSelect(fits, od, e.i64c(0));
+      tap_d[d] = td;
+    }
+    Value* tap = e.i64c(0);  // idx's tap in window o, row-major over every dim
+    for (std::size_t d = 0; d < r; ++d)
+      if (tap_d[d]) tap = b.CreateAdd(b.CreateMul(tap, e.i64c(p.window[d])), tap_d[d]);
+    Value* chosen = b.CreateAnd(ok, is_tap(e, selection_at(e, n, o), tap));
+    Value* v = b.CreateSelect(chosen, e.value(n.in[0], o), e.constant(n.dtype(), 0.0));
+    sum = sum ? b.CreateFAdd(sum, v) : v;
+  }
+  return sum ? sum : e.constant(n.dtype(), 0.0);
+}
 
 #undef TESSEL_LOWER
 #undef TESSEL_NOT_AN_EXPRESSION

@@ -61,6 +61,19 @@ void Fft::print(std::ostream& os) const {
   os << '}';
   if (kind == FftKind::irfft) os << ", n=" << n;
 }
+// select={ge|le}, window={size=1x2x2x1 stride=1x2x2x1 pad=0_0x0_1x0_1x0_0}.
+void SelectWindow::print(std::ostream& os) const {
+  auto xs = [&](const std::vector<std::int64_t>& v) {
+    for (std::size_t j = 0; j < v.size(); ++j) os << (j ? "x" : "") << v[j];
+  };
+  os << ", select=" << (ge ? "ge" : "le") << ", window={size=";
+  xs(window);
+  os << " stride=";
+  xs(strides);
+  os << " pad=";
+  for (std::size_t j = 0; j < pad_lo.size(); ++j) os << (j ? "x" : "") << pad_lo[j] << '_' << pad_hi[j];
+  os << '}';
+}
 // XLA's spelling: window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}, dim_labels=b01f_01io->b01f.
 void Conv::print(std::ostream& os) const {
   const std::size_t k = strides.size();

@@ -194,6 +194,17 @@ struct Conv {
   }
   void print(std::ostream& os) const;
 };
+// window_select, select_and_gather_add and select_and_scatter_add (the max
+// and min pooling's derivative, tracer/rules_window.cpp): the operand's
+// shape (`base`), per dim the window's size and stride and the padding
+// (low, high; non-negative) around it; `ge` selects each window's first
+// maximum (JAX's select_prim ge_p), else its first minimum (le_p).
+struct SelectWindow {
+  bool ge = true;
+  std::vector<std::int64_t> base, window, strides, pad_lo, pad_hi;
+  auto fields() const { return std::tie(ge, base, window, strides, pad_lo, pad_hi); }
+  void print(std::ostream& os) const;
+};
 // debug_callback: a host function called at run time with its operands'
 // values (ts::debug::print, ts::debug::callback); its result is a bool[]
 // token nothing reads (the graph keeps the node among its effects). `id`
@@ -572,7 +583,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::Conv, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK,
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::Conv, attr::SelectWindow, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK,
                  attr::CustomJvp, attr::CustomVjp, attr::CustomLin, attr::Remat, attr::RematLin, attr::Name, attr::HostCall>;
 
 class Attrs {

@@ -157,6 +157,16 @@ NodeRef conv(NodeTable& t, const NodeRef& lhs, const NodeRef& rhs, attr::Conv ho
   return make(t, Op::conv, {lhs, rhs}, std::move(how));
 }
 
+NodeRef window_select(NodeTable& t, const NodeRef& operand, attr::SelectWindow how) {
+  return make(t, Op::window_select, {operand}, std::move(how));
+}
+NodeRef select_and_gather_add(NodeTable& t, const NodeRef& tangent, const NodeRef& selection, attr::SelectWindow how) {
+  return make(t, Op::select_and_gather_add, {tangent, selection}, std::move(how));
+}
+NodeRef select_and_scatter_add(NodeTable& t, const NodeRef& source, const NodeRef& selection, attr::SelectWindow how) {
+  return make(t, Op::select_and_scatter_add, {source, selection}, std::move(how));
+}
+
 NodeRef debug_callback(NodeTable& t, const std::vector<NodeRef>& args, attr::DebugCallback how) {
   return make(t, Op::debug_callback, args, std::move(how));
 }

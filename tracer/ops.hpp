@@ -130,6 +130,9 @@ enum class OpCost : std::uint8_t {
   X(eig, "eig", Library, Never, Linalg)                                         \
   X(fft, "fft", Library, Never, Fft)                                            \
   X(conv, "convolution", Library, Never, Conv)                                  \
+  X(window_select, "window-select", Shape, Never, SelectWindow)                 \
+  X(select_and_gather_add, "select-and-gather-add", Shape, Cheap, SelectWindow) \
+  X(select_and_scatter_add, "select-and-scatter-add", Shape, Cheap, SelectWindow) \
   X(debug_callback, "debug-callback", Library, Never, DebugCallback)            \
   X(host_call, "custom-call", Library, Never, HostCall)                         \
   X(dot_general, "dot", Dot, Never, Dot)                                        \

@@ -383,7 +383,54 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
     }
     return level[0];
   };
-  if ((op == "max" || op == "min") && issubdtype(x.dtype(), "floating")) {
+  // XLA's ReduceWindow starts each window's reduction from init, so an init
+  // that is not the op's identity enters every window once more (the
+  // padding holds it too): reduce_window(ones, 1.0, "add", 2) is 3.
+  const bool floating = issubdtype(x.dtype(), "floating");
+  const bool integer = issubdtype(x.dtype(), "integer");
+  const double lowest = integer ? double(iinfo(x.dtype()).min) : x.dtype() == DType::bool_ ? 0.0 : -INFINITY;
+  const double highest = integer ? double(iinfo(x.dtype()).max) : x.dtype() == DType::bool_ ? 1.0 : INFINITY;
+  const bool identity = op == "add" || op == "sum" ? init == 0.0
+                        : op == "mul"             ? init == 1.0
+                        : op == "max"             ? init <= lowest
+                                                  : init >= highest;
+  if (!identity) {
+    const Array y = tree(taps_of(x, init));
+    return f(full_like(y, init), y);
+  }
+  // JAX's primitives for the derivative (select_and_gather_add, whose
+  // transpose is select_and_scatter_add), reading one selection made per
+  // window (window_select): no dilation, padding >= 0, and at most 64 taps.
+  std::int64_t taps = 1;
+  bool plain = true;
+  for (std::size_t d = 0; d < r; ++d) {
+    taps *= window[d];
+    plain = plain && bd[d] == 1 && wd[d] == 1 && pads[d].first >= 0 && pads[d].second >= 0;
+  }
+  if ((op == "max" || op == "min") && floating && plain && taps <= 64) {
+    attr::SelectWindow how;
+    how.ge = op == "max";
+    how.base = x.shape();
+    how.window = window;
+    how.strides = strides;
+    for (auto& pr : pads) how.pad_lo.push_back(pr.first), how.pad_hi.push_back(pr.second);
+    auto fun = [=](const std::vector<Array>& a) { return std::vector<Array>{tree(taps_of(a[0], init))}; };
+    // The tangent at each window's first extreme, picked in float32 for
+    // 16- and 8-bit floats (exact).
+    auto jvp = [=](const std::vector<Array>& a) {
+      const Array y = tree(taps_of(a[0], init));
+      const DType dt = a[0].dtype();
+      const DType c = dt == DType::float64 ? dt : DType::float32;
+      const Array dy = detail::apply1("reduce_window", {a[1].astype(c), a[0].astype(c)},
+                                      [&](NodeTable& t, const std::vector<NodeRef>& ops) {
+                                        return build::select_and_gather_add(t, ops[0], build::window_select(t, ops[1], how),
+                                                                            how);
+                                      });
+      return std::vector<Array>{y, dy.astype(dt)};
+    };
+    return detail::custom_jvp_call("reduce_window_" + op, fun, jvp, {x}, {})[0];
+  }
+  if ((op == "max" || op == "min") && floating) {
     // JAX's derivative (_reduce_window_chooser_jvp_rule, select_and_gather_add
     // with ge or le): the tangent of the window's first element, in row-major
     // order, equal to the result. A tie sends the whole cotangent to one

@@ -1,0 +1,243 @@
+// Pooling's derivative as JAX's primitives (select_and_gather_add, its
+// transpose select_and_scatter_add; tracer/rules_window.cpp): compiled
+// against the reference interpreter and a direct loop written here, over
+// windows, strides, paddings, layouts, ties, NaN and -inf windows; forward
+// mode, vmap, grad of grad, bfloat16; on 1..8 devices with the batch or the
+// rows split; and reduce_window's init value as XLA's ReduceWindow takes it.
+#include <doctest/doctest.h>
+#include <tessel/tessel.hpp>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/common/interp_check.hpp"
+
+namespace ts = tessel;
+namespace lax = tessel::lax;
+using ts::P;
+
+namespace {
+
+struct Window {
+  std::vector<std::int64_t> shape, window, strides;
+  std::string padding;  // "SAME" or "VALID"
+};
+
+// JAX's padtype_to_pads.
+std::vector<std::pair<std::int64_t, std::int64_t>> pads_of(const Window& w) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> p;
+  for (std::size_t d = 0; d < w.shape.size(); ++d) {
+    if (w.padding == "VALID") {
+      p.push_back({0, 0});
+      continue;
+    }
+    const std::int64_t out = (w.shape[d] + w.strides[d] - 1) / w.strides[d];
+    const std::int64_t total = std::max<std::int64_t>((out - 1) * w.strides[d] + w.window[d] - w.shape[d], 0);
+    p.push_back({total / 2, total - total / 2});
+  }
+  return p;
+}
+
+// The gradient of sum(pool(x) * g): each window's weight added at its first
+// (row-major) element inside x equal to the window's max (min); none for a
+// NaN window. Independent of tessel: plain loops over the windows.
+std::vector<double> loop_gradient(const Window& w, const std::vector<double>& x, const std::vector<double>& g,
+                                  bool is_max, std::vector<std::int64_t>& out) {
+  const auto pads = pads_of(w);
+  const std::size_t r = w.shape.size();
+  out.assign(r, 0);
+  for (std::size_t d = 0; d < r; ++d)
+    out[d] = std::max<std::int64_t>((w.shape[d] + pads[d].first + pads[d].second - w.window[d]) / w.strides[d] + 1, 0);
+  std::vector<double> dx(x.size(), 0.0);
+  std::vector<std::int64_t> o(r, 0);
+  std::int64_t taps = 1, nout = 1;
+  for (std::size_t d = 0; d < r; ++d) taps *= w.window[d], nout *= out[d];
+  for (std::int64_t k = 0; k < nout; ++k) {
+    for (std::int64_t rem = k, d = std::int64_t(r) - 1; d >= 0; --d) o[std::size_t(d)] = rem % out[std::size_t(d)], rem /= out[std::size_t(d)];
+    double best = 0;
+    std::int64_t at = -1;
+    bool nan = false;
+    for (std::int64_t t = 0; t < taps; ++t) {
+      std::int64_t flat = 0, rem = t;
+      bool inside = true;
+      std::vector<std::int64_t> pos(r);
+      for (std::int64_t d = std::int64_t(r) - 1; d >= 0; --d) {
+        const auto u = std::size_t(d);
+        pos[u] = o[u] * w.strides[u] - pads[u].first + rem % w.window[u];
+        rem /= w.window[u];
+        inside = inside && pos[u] >= 0 && pos[u] < w.shape[u];
+      }
+      if (!inside) continue;
+      for (std::size_t d = 0; d < r; ++d) flat = flat * w.shape[d] + pos[d];
+      const double v = x[std::size_t(flat)];
+      if (std::isnan(v)) nan = true;
+      if (at < 0 || (is_max ? v > best : v < best)) best = v, at = flat;
+    }
+    if (at >= 0 && !nan) dx[std::size_t(at)] += g[std::size_t(k)];
+  }
+  return dx;
+}
+
+std::vector<double> ties(std::mt19937& rng, std::size_t n) {
+  std::vector<double> v(n);
+  for (auto& e : v) e = double(rng() % 4) - 1;  // {-1, 0, 1, 2}: most windows tie
+  return v;
+}
+
+std::vector<double> weights(std::mt19937& rng, std::size_t n) {
+  std::vector<double> v(n);
+  for (auto& e : v) e = double(rng() % 9) - 4;  // integers: every sum exact in float32
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("max and min pooling gradients: JAX's select_and_scatter_add against the interpreter and a direct loop") {
+  std::mt19937 rng(42);
+  const std::vector<Window> cases = {
+      {{2, 8, 8, 3}, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"},  // NHWC 2x2/2
+      {{2, 7, 9, 3}, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"},   // overlapping, padded, odd sizes
+      {{3, 6, 5}, {1, 3, 3}, {1, 1, 1}, "SAME"},            // stride 1
+      {{2, 3, 9, 6}, {1, 1, 2, 3}, {1, 1, 2, 2}, "SAME"},   // NCHW, uneven window
+      {{4, 10}, {1, 4}, {1, 3}, "VALID"},                   // 1-D
+      {{2, 5, 4, 6, 2}, {1, 2, 2, 2, 1}, {1, 2, 1, 2, 1}, "SAME"},  // 3-D
+  };
+  for (const ts::DType dt : {ts::float32, ts::float64})
+    for (const Window& w : cases)
+      for (const bool is_max : {true, false}) {
+        std::int64_t n = 1;
+        for (auto s : w.shape) n *= s;
+        const auto xv = ties(rng, std::size_t(n));
+        const ts::Array x = ts::array(xv).reshape(w.shape).astype(dt);
+        const std::string op = is_max ? "max" : "min";
+        auto pool = [&](const ts::Array& a) {
+          return lax::reduce_window(a, is_max ? -INFINITY : INFINITY, op, w.window, w.strides, lax::Padding{w.padding});
+        };
+        std::vector<std::int64_t> out;
+        (void)loop_gradient(w, xv, std::vector<double>(xv.size(), 0.0), is_max, out);
+        std::int64_t m = 1;
+        for (auto s : out) m *= s;
+        const auto gv = weights(rng, std::size_t(m));
+        const ts::Array g = ts::array(gv).reshape(out).astype(dt);
+        const auto want = loop_gradient(w, xv, gv, is_max, out);
+        auto grad = [&](const std::vector<ts::Array>& a) {
+          auto [y, back] = ts::vjp(pool, a[0]);
+          return std::vector<ts::Array>{std::get<0>(back(a[1]))};
+        };
+        CAPTURE(ts::dtype_name(dt));
+        CAPTURE(ts::shape_str(w.shape));
+        CAPTURE(ts::shape_str(w.window));
+        CAPTURE(op);
+        const ts::Array got = ts::jit([&](ts::Array a, ts::Array c) { return grad({a, c})[0]; })(x, g);
+        CHECK(got.astype(ts::float64).to_vector<double>() == want);
+        const auto ref = ts::testing::interpret_fn(grad, {x, g});
+        CHECK(ts::testing::same_bits(ts::testing::host_of(got), ref[0]) == "");
+        // The gradient is the primitive, one fused loop over the input.
+        const std::string text = ts::jit([&](ts::Array a, ts::Array c) { return grad({a, c})[0]; }).lower(x, g).as_text();
+        CHECK(text.find("select-and-scatter-add") != std::string::npos);
+        // Forward mode: the tangent of each window's selected element.
+        const auto tv = weights(rng, std::size_t(n));
+        const auto [y, dy] = ts::jvp(pool, std::make_tuple(x), std::make_tuple(ts::array(tv).reshape(w.shape).astype(dt)));
+        // <dy, g> = <t, dx>: the transpose pair.
+        double lhs = 0, rhs = 0;
+        const auto dyv = dy.astype(ts::float64).to_vector<double>();
+        for (std::size_t i = 0; i < dyv.size(); ++i) lhs += dyv[i] * gv[i];
+        for (std::size_t i = 0; i < tv.size(); ++i) rhs += tv[i] * want[i];
+        CHECK(lhs == rhs);
+      }
+}
+
+TEST_CASE("pooling gradients: NaN windows, -inf windows beside padding, and bfloat16") {
+  // A NaN window's max is NaN, which no element equals: no gradient there.
+  // A window of -inf beside padding selects its first element inside x
+  // (padding is never selected).
+  const ts::Array x = ts::array(std::vector<float>{1, NAN, 3, 4, -INFINITY, -INFINITY, 2, 2}).reshape({2, 4});
+  auto pool = [](const ts::Array& a) { return lax::reduce_window(a, -INFINITY, "max", {1, 2}, {1, 2}, lax::Padding{"VALID"}); };
+  const ts::Array g = ts::grad([&](const ts::Array& a) { return ts::sum(pool(a) * ts::array({1.0f, 2.0f, 3.0f, 4.0f}).reshape({2, 2})); })(x);
+  CHECK(g.to_vector<float>() == std::vector<float>{0, 0, 0, 2, 3, 0, 4, 0});
+  const ts::Array x2 = ts::array(std::vector<float>{-INFINITY, -INFINITY, -INFINITY}).reshape({1, 3});
+  auto same = [](const ts::Array& a) { return lax::reduce_window(a, -INFINITY, "max", {1, 2}, {1, 2}, lax::Padding{"SAME"}); };
+  // SAME pads (0, 1): windows [x0, x1] and [x2, pad].
+  const ts::Array g2 = ts::jit(ts::grad([&](const ts::Array& a) { return ts::sum(same(a) * ts::array({5.0f, 7.0f}).reshape({1, 2})); }))(x2);
+  CHECK(g2.to_vector<float>() == std::vector<float>{5, 0, 7});
+  // bfloat16: the pick is exact, so the gradient equals float32's rounded.
+  std::mt19937 rng(3);
+  const auto xv = ties(rng, 2 * 6 * 6 * 4);
+  const ts::Array xb = ts::array(xv).reshape({2, 6, 6, 4}).astype(ts::bfloat16);
+  auto pool2 = [](const ts::Array& a) { return lax::reduce_window(a, -INFINITY, "max", {1, 3, 3, 1}, {1, 2, 2, 1}, lax::Padding{"SAME"}); };
+  auto loss = [&](const ts::Array& a) { return ts::sum(pool2(a).astype(ts::float32) * 0.5f); };
+  const ts::Array gb = ts::jit(ts::grad(loss))(xb);
+  CHECK(gb.dtype() == ts::bfloat16);
+  const ts::Array gf = ts::jit(ts::grad(loss))(xb.astype(ts::float32));
+  CHECK(gb.astype(ts::float32).to_vector<float>() == gf.astype(ts::bfloat16).astype(ts::float32).to_vector<float>());
+}
+
+TEST_CASE("pooling gradients under vmap, grad of grad, and on 1..8 devices with the batch or the rows split") {
+  std::mt19937 rng(8);
+  const Window w{{5, 9, 8, 3}, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"};
+  const auto xv = ties(rng, 5 * 9 * 8 * 3);
+  const ts::Array x = ts::array(xv).reshape(w.shape).astype(ts::float32);
+  auto pool = [&](const ts::Array& a) { return lax::reduce_window(a, -INFINITY, "max", w.window, w.strides, lax::Padding{"SAME"}); };
+  std::vector<std::int64_t> out;
+  (void)loop_gradient(w, xv, std::vector<double>(xv.size(), 0.0), true, out);
+  const auto gv = weights(rng, std::size_t(out[0] * out[1] * out[2] * out[3]));
+  const ts::Array g = ts::array(gv).reshape(out).astype(ts::float32);
+  const auto want = loop_gradient(w, xv, gv, true, out);
+  auto grad = ts::jit([&](ts::Array a, ts::Array c) {
+    auto [y, back] = ts::vjp(pool, a);
+    return std::get<0>(back(c));
+  });
+  // vmap over a leading axis of three copies: each the same gradient.
+  const ts::Array xs3 = ts::stack({x, x, x}), gs3 = ts::stack({g, g * 2.0f, g});
+  const ts::Array gv3 = ts::vmap([&](ts::Array a, ts::Array c) { return grad(a, c); })(xs3, gs3);
+  const auto v3 = gv3.astype(ts::float64).to_vector<double>();
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    REQUIRE(v3[i] == want[i]);
+    REQUIRE(v3[want.size() + i] == 2 * want[i]);
+  }
+  // Grad of grad: the gradient is linear in g, so d/dg <grad(x, g), v> is
+  // the select_and_gather_add of v (the gradient's own transpose).
+  const ts::Array v = ts::array(weights(rng, xv.size())).reshape(w.shape).astype(ts::float32);
+  const ts::Array gg = ts::grad([&](const ts::Array& c) { return ts::sum(grad(x, c) * v); })(g);
+  const auto [y, dy] = ts::jvp(pool, std::make_tuple(x), std::make_tuple(v));
+  CHECK(gg.to_vector<float>() == dy.to_vector<float>());
+  // Sharded: the batch (5 images: even and uneven) or the rows split, 1..8 devices.
+  const auto all = ts::devices();
+  for (int n = 1; n <= 8; ++n) {
+    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+    for (const bool rows : {false, true}) {
+      const auto spec = rows ? P(ts::None, "x") : P("x");
+      CAPTURE(n);
+      CAPTURE(rows);
+      const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, spec));
+      const ts::Array gs = ts::device_put(g, ts::NamedSharding(mesh, spec));
+      CHECK(grad(xs, gs).astype(ts::float64).to_vector<double>() == want);
+    }
+    const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, P("x")));
+    const ts::Array gs = ts::device_put(g, ts::NamedSharding(mesh, P("x")));
+    const std::string text = grad.lower(xs, gs).compile().as_text();
+    CAPTURE(text);
+    if (n <= 5) CHECK(text.find("all-gather") == std::string::npos);  // the batch is a free factor
+  }
+}
+
+TEST_CASE("reduce_window's init value enters every window, as XLA's ReduceWindow (and the padding holds it)") {
+  const ts::Array x = ts::array(std::vector<float>{-3, -1, -4, -1, -5, -9}).reshape({1, 6});
+  // max from 0: relu of the windows' max.
+  CHECK(lax::reduce_window(x, 0.0, "max", {1, 2}, {1, 2}).to_vector<float>() == std::vector<float>{0, 0, 0});
+  CHECK(lax::reduce_window(x, -2.0, "max", {1, 2}, {1, 2}).to_vector<float>() == std::vector<float>{-1, -1, -2});
+  // add from 1 with SAME padding (pads hold 1 too): window [pad?] sums + 1.
+  const ts::Array ones = ts::ones({1, 5});
+  // SAME, window 2 stride 2 over 5: out 3, pads (0, 1): sums 2, 2, 1 + pad 1; each + init 1.
+  CHECK(lax::reduce_window(ones, 1.0, "add", {1, 2}, {1, 2}, lax::Padding{"SAME"}).to_vector<float>() ==
+        std::vector<float>{3, 3, 3});
+  CHECK(lax::reduce_window(ones * 2.0f, 2.0, "mul", {1, 2}, {1, 2}).to_vector<float>() == std::vector<float>{8, 8});
+  // The identities keep the plain pooling.
+  CHECK(lax::reduce_window(x, -INFINITY, "max", {1, 2}, {1, 2}).to_vector<float>() == std::vector<float>{-1, -1, -5});
+  CHECK(lax::reduce_window(ts::array(std::vector<int>{-3, -1, 4, 2}), double(INT32_MIN), "max", {2}, {2}).to_vector<int>() ==
+        std::vector<int>{-1, 4});
+  CHECK(lax::reduce_window(ts::array(std::vector<int>{-3, -1, 4, 2}), 0.0, "max", {2}, {2}).to_vector<int>() ==
+        std::vector<int>{0, 4});
+}
