@@ -397,7 +397,9 @@ struct Taps {
   std::vector<Value*> inside;
   std::vector<Index> at;
 };
-Taps window_taps(ExprEmitter& e, const attr::SelectWindow& p, const Index& o) {
+// `off`: a device's global row of its local row 0 for p.offset_dims (the
+// inside test is then against p.extent there).
+Taps window_taps(ExprEmitter& e, const attr::SelectWindow& p, const Index& o, const std::vector<Value*>& off = {}) {
   const Shape& s = p.base;
   const std::size_t r = s.size();
   auto& b = e.b;
@@ -418,8 +420,9 @@ Taps window_taps(ExprEmitter& e, const attr::SelectWindow& p, const Index& o) {
       Value* q = b.CreateAdd(b.CreateMul(o[d], e.i64c(p.strides[d])), e.i64c(u - p.pad_lo[d]));
       // Dim by dim, as pad reads: an untouched innermost dim stays contiguous.
       Value* in_d = b.CreateICmpULT(q, e.i64c(s[d]));
-      ok = b.CreateAnd(ok, in_d);
       at[d] = b.CreateSelect(in_d, q, e.i64c(0));
+      if (!off.empty() && off[d]) in_d = b.CreateAnd(in_d, b.CreateICmpULT(b.CreateAdd(q, off[d]), e.i64c(p.extent[d])));
+      ok = b.CreateAnd(ok, in_d);
     }
     w.inside.push_back(ok);
     w.at.push_back(std::move(at));
@@ -429,18 +432,26 @@ Taps window_taps(ExprEmitter& e, const attr::SelectWindow& p, const Index& o) {
 // The selection (an i8) of window o; compared as i8 (a vector of 64 lanes,
 // not of 64-bit ones).
 Value* selection_at(ExprEmitter& e, const Node& n, const Index& o) { return e.value(n.in[1], o); }
+// The selection holds 1 + the tap (0: none).
 Value* is_tap(ExprEmitter& e, Value* sel, Value* tap) {
-  return e.b.CreateICmpEQ(sel, e.b.CreateTrunc(tap, e.b.getInt8Ty()));
+  return e.b.CreateICmpEQ(sel, e.b.CreateTrunc(e.b.CreateAdd(tap, e.i64c(1)), e.b.getInt8Ty()));
 }
 }  // namespace
 
-// The tap of window idx's first extreme among the taps inside the operand,
-// NaN-propagating (none, -1, when the extreme is NaN or every tap is padding).
+// 1 + the tap of window idx's first extreme among the taps inside the
+// operand, NaN-propagating (none, 0, when the extreme is NaN or every tap
+// is padding).
 TESSEL_LOWER(window_select) {
   const auto& p = n.attr<attr::SelectWindow>();
   auto& b = e.b;
   const DType t = n.in[0]->dtype();
-  const Taps w = window_taps(e, p, idx);
+  std::vector<Value*> off;
+  if (!p.offset_dims.empty()) {
+    off.assign(p.base.size(), nullptr);
+    for (std::size_t k = 0; k < p.offset_dims.size(); ++k)
+      off[std::size_t(p.offset_dims[k])] = b.CreateSExt(e.value(n.in[k + 1], {}), b.getInt64Ty());
+  }
+  const Taps w = window_taps(e, p, idx, off);
   std::vector<Value*> v;
   // The extreme of the numbers (an ordered compare and a select: one
   // vmaxps), and whether a NaN is among the taps: then the extreme is NaN,
@@ -455,12 +466,12 @@ TESSEL_LOWER(window_select) {
     nan = b.CreateOr(nan, b.CreateAnd(w.inside[k], b.CreateFCmpUNO(v[k], v[k])));
   }
   llvm::Type* i8 = b.getInt8Ty();
-  Value* r = llvm::ConstantInt::get(i8, -1, true);
+  Value* r = llvm::ConstantInt::get(i8, 0);
   for (std::size_t k = v.size(); k-- > 0;) {
     Value* hit = b.CreateAnd(w.inside[k], b.CreateFCmpOEQ(v[k], extreme));
-    r = b.CreateSelect(hit, llvm::ConstantInt::get(i8, std::uint64_t(k)), r);
+    r = b.CreateSelect(hit, llvm::ConstantInt::get(i8, std::uint64_t(k + 1)), r);
   }
-  return b.CreateSelect(nan, llvm::ConstantInt::get(i8, -1, true), r);
+  return b.CreateSelect(nan, llvm::ConstantInt::get(i8, 0), r);
 }
 
 // The tangent (n.in[0]) at window idx's selected element, else zero.

@@ -73,6 +73,12 @@ void SelectWindow::print(std::ostream& os) const {
   os << " pad=";
   for (std::size_t j = 0; j < pad_lo.size(); ++j) os << (j ? "x" : "") << pad_lo[j] << '_' << pad_hi[j];
   os << '}';
+  if (!offset_dims.empty()) {
+    os << ", offset_dims={";
+    for (std::size_t j = 0; j < offset_dims.size(); ++j) os << (j ? "," : "") << offset_dims[j];
+    os << "}, extent=";
+    xs(extent);
+  }
 }
 // XLA's spelling: window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}, dim_labels=b01f_01io->b01f.
 void Conv::print(std::ostream& os) const {

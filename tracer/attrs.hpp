@@ -199,10 +199,15 @@ struct Conv {
 // shape (`base`), per dim the window's size and stride and the padding
 // (low, high; non-negative) around it; `ge` selects each window's first
 // maximum (JAX's select_prim ge_p), else its first minimum (le_p).
+// A device's window_select over its tile and its neighbours' border rows
+// (the partition rule) also has `offset_dims`: dims whose rows are global
+// row (an int32 operand per such dim, after x) + local row, inside x only
+// below `extent` (the global size) there.
 struct SelectWindow {
   bool ge = true;
   std::vector<std::int64_t> base, window, strides, pad_lo, pad_hi;
-  auto fields() const { return std::tie(ge, base, window, strides, pad_lo, pad_hi); }
+  std::vector<std::int64_t> offset_dims, extent;
+  auto fields() const { return std::tie(ge, base, window, strides, pad_lo, pad_hi, offset_dims, extent); }
   void print(std::ostream& os) const;
 };
 // debug_callback: a host function called at run time with its operands'

@@ -157,8 +157,11 @@ NodeRef conv(NodeTable& t, const NodeRef& lhs, const NodeRef& rhs, attr::Conv ho
   return make(t, Op::conv, {lhs, rhs}, std::move(how));
 }
 
-NodeRef window_select(NodeTable& t, const NodeRef& operand, attr::SelectWindow how) {
-  return make(t, Op::window_select, {operand}, std::move(how));
+NodeRef window_select(NodeTable& t, const NodeRef& operand, attr::SelectWindow how,
+                      const std::vector<NodeRef>& row_offsets) {
+  std::vector<NodeRef> in{operand};
+  in.insert(in.end(), row_offsets.begin(), row_offsets.end());
+  return make(t, Op::window_select, std::move(in), std::move(how));
 }
 NodeRef select_and_gather_add(NodeTable& t, const NodeRef& tangent, const NodeRef& selection, attr::SelectWindow how) {
   return make(t, Op::select_and_gather_add, {tangent, selection}, std::move(how));

@@ -62,7 +62,8 @@ NodeRef conv(NodeTable& t, const NodeRef& lhs, const NodeRef& rhs, attr::Conv ho
 // The max (min) pooling's derivative (attr::SelectWindow): each window's
 // selected tap of the operand (int8, -1 for none); the tangent at each
 // window's selected element; its transpose, the source added there.
-NodeRef window_select(NodeTable& t, const NodeRef& operand, attr::SelectWindow how);
+NodeRef window_select(NodeTable& t, const NodeRef& operand, attr::SelectWindow how,
+                      const std::vector<NodeRef>& row_offsets = {});
 NodeRef select_and_gather_add(NodeTable& t, const NodeRef& tangent, const NodeRef& selection, attr::SelectWindow how);
 NodeRef select_and_scatter_add(NodeTable& t, const NodeRef& source, const NodeRef& selection, attr::SelectWindow how);
 // A call of a host function at run time with args' values (a bool[] token).

@@ -3,11 +3,12 @@
 // once per window:
 //
 //   window_select(operand): per window of the operand (the result has
-//     reduce_window's shape), the tap (row-major in the window) of its first
-//     maximum (ge) or minimum (le) among the elements inside the operand
-//     (padding is never selected); -1 when none equals the window's
-//     extreme (a NaN window, or a window of padding only). int8: at most
-//     64 taps. JAX's selection (select_prim ge_p / le_p).
+//     reduce_window's shape), 1 + the tap (row-major in the window) of its
+//     first maximum (ge) or minimum (le) among the elements inside the
+//     operand (padding is never selected); 0 when none equals the window's
+//     extreme (a NaN window, or a window of padding only): zeros, which a
+//     halo exchange brings past the ends, select nothing. int8: at most 64
+//     taps. JAX's selection (select_prim ge_p / le_p).
 //   select_and_gather_add(tangent, selection): per window, the tangent at
 //     its selected element, else zero (_reduce_window_chooser_jvp_rule).
 //   select_and_scatter_add(source, selection): its transpose, the operand's
@@ -20,13 +21,19 @@
 // derivative: it is piecewise constant in the operand.
 //
 // Dims whose window is one element, with stride 1 and no padding (the
-// batch, the features) are free factors of every operand and result; the
-// windowed dims are replicated. Lowered as expressions (codegen/lowering.cpp).
+// batch, the features) are free factors of every operand and result. A
+// windowed dim whose windows line up with the operand's rows (the windows
+// number the rows over the stride: SAME pooling of sizes the stride
+// divides) is split alike in the operand and the windows: each device
+// takes its neighbours' border rows (halo exchange, as a convolution's).
+// Other windowed dims are replicated. Lowered as expressions
+// (codegen/lowering.cpp).
 #include <cmath>
 #include <limits>
 
 #include "tessel/core/errors.hpp"
 #include "tracer/build.hpp"
+#include "tracer/halo.hpp"
 #include "tracer/rules.hpp"
 
 namespace tessel {
@@ -90,8 +97,10 @@ bool plain(const attr::SelectWindow& p, std::size_t d) {
 }
 
 // The flat index into the operand of tap t of window o, or -1 when it lies
-// in the padding.
-std::int64_t tap_at(const attr::SelectWindow& p, const std::vector<std::int64_t>& o, std::int64_t t) {
+// in the padding. `off`: the global row of local row 0 per dim (offset
+// dims only), inside below p.extent there.
+std::int64_t tap_at(const attr::SelectWindow& p, const std::vector<std::int64_t>& o, std::int64_t t,
+                    const std::vector<std::int64_t>& off = {}) {
   const Shape& s = p.base;
   const auto st = row_major_strides(s);
   std::int64_t at = 0;
@@ -100,6 +109,7 @@ std::int64_t tap_at(const attr::SelectWindow& p, const std::vector<std::int64_t>
     t /= p.window[d];
     const std::int64_t q = o[d] * p.strides[d] - p.pad_lo[d] + u;
     if (q < 0 || q >= s[d]) return -1;
+    if (!off.empty() && off[d] != 0 && (q + off[d] < 0 || q + off[d] >= p.extent[d])) return -1;
     at += q * st[d];
   }
   return at;
@@ -107,12 +117,13 @@ std::int64_t tap_at(const attr::SelectWindow& p, const std::vector<std::int64_t>
 
 // The selected tap of window `o` of x, or -1.
 template <class T>
-std::int64_t selected(const attr::SelectWindow& p, const T* x, const std::vector<std::int64_t>& o) {
+std::int64_t selected(const attr::SelectWindow& p, const T* x, const std::vector<std::int64_t>& o,
+                      const std::vector<std::int64_t>& off) {
   const std::int64_t taps = taps_of(p);
   T best = p.ge ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
   bool any = false;
   for (std::int64_t t = 0; t < taps; ++t) {
-    const std::int64_t at = tap_at(p, o, t);
+    const std::int64_t at = tap_at(p, o, t, off);
     if (at < 0) continue;
     any = true;
     const T v = x[at];
@@ -121,7 +132,7 @@ std::int64_t selected(const attr::SelectWindow& p, const T* x, const std::vector
   }
   if (!any) return -1;
   for (std::int64_t t = 0; t < taps; ++t) {
-    const std::int64_t at = tap_at(p, o, t);
+    const std::int64_t at = tap_at(p, o, t, off);
     if (at >= 0 && x[at] == best) return t;
   }
   return -1;
@@ -141,8 +152,18 @@ void each_window(const Shape& out, F f) {
   }
 }
 
-// Dims untouched by the window share a factor; windowed dims are replicated.
-// Each operand and the result are on the operand's grid (`true`) or the
+// Whether windowed dim d's windows line up with the operand's rows: as
+// many windows as rows over the stride, so that a tile of the windows
+// covers the same rows as the operand's tile (halo exchange, the partition
+// rule below).
+bool lines_up(const attr::SelectWindow& p, std::size_t d) {
+  const std::int64_t out = windows_shape(p)[d];
+  return !plain(p, d) && out > 0 && out * p.strides[d] == p.base[d];
+}
+
+// Dims untouched by the window share a factor, and so do the rows of a
+// windowed dim that lines up; other windowed dims are replicated. Each
+// operand and the result are on the operand's grid (`true`) or the
 // windows' (`false`).
 FactorRule window_factors(const Node& n, const std::vector<bool>& operands_on_base, bool result_on_base) {
   const auto& p = n.attr<attr::SelectWindow>();
@@ -151,8 +172,8 @@ FactorRule window_factors(const Node& n, const std::vector<bool>& operands_on_ba
   FactorRule r;
   std::vector<std::vector<int>> in_dims, out_dims;
   for (std::size_t d = 0; d < base.size(); ++d) {
-    if (plain(p, d)) {
-      const int f = r.add_factor(base[d]);
+    if (plain(p, d) || lines_up(p, d)) {
+      const int f = r.add_factor(out[d]);
       in_dims.push_back({f});
       out_dims.push_back({f});
     } else {
@@ -161,8 +182,80 @@ FactorRule window_factors(const Node& n, const std::vector<bool>& operands_on_ba
     }
   }
   for (bool b : operands_on_base) r.operands.push_back(b ? in_dims : out_dims);
+  for (std::size_t k = operands_on_base.size(); k < n.in.size(); ++k) r.operands.push_back({});  // row offsets
   r.result = result_on_base ? in_dims : out_dims;
   return r;
+}
+
+// A split windowed dim of the partition rules: its mesh axes, tiles of the
+// operand's rows (ti) and of the windows (to), and whether they line up
+// here (else it is gathered).
+struct Split {
+  std::size_t d;
+  std::vector<int> axes;
+  std::int64_t ti = 0, to = 0;
+  bool halo = false;
+};
+
+std::vector<Split> splits_of(LocalBuilder& b, const attr::SelectWindow& p, const AxisSharding& base_sh,
+                             const AxisSharding& windows_sh) {
+  std::vector<Split> r;
+  const Shape out = windows_shape(p);
+  for (std::size_t d = 0; d < p.base.size(); ++d) {
+    if (plain(p, d)) continue;
+    const auto& A = base_sh.dims[d].empty() ? windows_sh.dims[d] : base_sh.dims[d];
+    if (A.empty()) continue;
+    const std::int64_t T = b.tiles(A);
+    Split s{d, A, (p.base[d] + T - 1) / T, (out[d] + T - 1) / T, false};
+    const std::int64_t w = p.window[d], st = p.strides[d], lo = p.pad_lo[d];
+    // The rows a device needs beyond its tile: lo before, w - st - lo after
+    // (window_select, select_and_gather_add); the windows, (w - 1 - lo) /
+    // st before and ceil(lo / st) after (select_and_scatter_add).
+    s.halo = lines_up(p, d) && base_sh.dims[d] == A && windows_sh.dims[d] == A && s.to * st == s.ti &&
+             lo <= s.ti && w - st - lo <= s.ti && w >= st && (w - 1 - lo) / st <= s.to && (lo + st - 1) / st <= s.to;
+    r.push_back(s);
+  }
+  return r;
+}
+
+// x (global shape G, laid out as xs) with the dims of the splits that do not
+// line up gathered; `sh` becomes its layout.
+NodeRef gather_unaligned(LocalBuilder& b, const NodeRef& x, const Shape& G, AxisSharding& sh, const std::vector<Split>& splits) {
+  AxisSharding to = sh;
+  for (const Split& s : splits)
+    if (!s.halo) to.dims[s.d].clear();
+  if (to.dims == sh.dims) return x;
+  NodeRef y = b.reshard(x, G, sh, to);
+  sh = to;
+  return y;
+}
+
+// x's tile of rows along split s.d with `before` rows of the previous tile
+// and `after` of the next (zeros past the ends); a negative `after` drops
+// rows from the end.
+NodeRef with_halo(LocalBuilder& b, const NodeRef& x, const Split& s, std::int64_t before, std::int64_t after) {
+  NodeTable& t = b.table();
+  const int d = int(s.d);
+  std::vector<NodeRef> parts;
+  if (before > 0) parts.push_back(halo::neighbour_rows(b, x, s.axes, d, before, -1));
+  if (after >= 0) {
+    parts.push_back(x);
+  } else {
+    std::vector<std::int64_t> lo(std::size_t(x->rank()), 0), hi = x->shape();
+    hi[s.d] += after;
+    parts.push_back(build::slice(t, x, lo, hi));
+  }
+  if (after > 0) parts.push_back(halo::neighbour_rows(b, x, s.axes, d, after, 1));
+  return parts.size() == 1 ? parts[0] : build::concatenate(t, parts, d);
+}
+
+// The result computed with some dims gathered, laid out as `natural`.
+NodeRef to_natural(LocalBuilder& b, const NodeRef& y, const Shape& G, const AxisSharding& natural,
+                   const std::vector<Split>& splits) {
+  AxisSharding have = natural;
+  for (const Split& s : splits)
+    if (!s.halo) have.dims[s.d].clear();
+  return have.dims == natural.dims ? y : b.reshard(y, G, have, natural);
 }
 
 // A leading batch dim, untouched by the window.
@@ -173,6 +266,8 @@ attr::SelectWindow with_batch(const attr::SelectWindow& a, std::int64_t size) {
   p.strides.insert(p.strides.begin(), 1);
   p.pad_lo.insert(p.pad_lo.begin(), 0);
   p.pad_hi.insert(p.pad_hi.begin(), 0);
+  for (auto& d : p.offset_dims) ++d;
+  if (!p.extent.empty()) p.extent.insert(p.extent.begin(), size);
   return p;
 }
 
@@ -184,20 +279,17 @@ NodeCost window_cost(const Node& n) {
   return c;
 }
 
-// A local form of the attributes: the windowed dims are whole on every
-// device, the plain ones take the local operand's sizes.
-attr::SelectWindow local_attrs(const attr::SelectWindow& a, const Shape& local_base) {
-  attr::SelectWindow p = a;
-  p.base = local_base;
-  return p;
-}
-
 }  // namespace
 
 Aval Rule<Op::window_select>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
-  expect_arity(Op::window_select, in, 1);
+  expect_arity(Op::window_select, in, 1 + p.offset_dims.size());
   check_window(Op::window_select, p, in);
   check_value(Op::window_select, in[0], p.base, in);
+  for (std::size_t k = 1; k < in.size(); ++k)
+    if (in[k].dtype != DType::int32 || !in[k].shape.empty())
+      throw TypeError(cat("window_select: row offsets are int32 scalars, got ", avals_str(in)));
+  if (!p.offset_dims.empty() && p.extent.size() != p.base.size())
+    throw ValueError(cat("window_select: offset dims ", rule_util::ints(p.offset_dims), " need an extent per dim"));
   return Aval{DType::int8, windows_shape(p), false};
 }
 
@@ -220,12 +312,18 @@ Aval Rule<Op::select_and_scatter_add>::infer(const std::vector<Aval>& in, const 
 void Rule<Op::window_select>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
   auto* z = reinterpret_cast<std::int8_t*>(out.bytes.data());
+  std::vector<std::int64_t> off;
+  if (!p.offset_dims.empty()) {
+    off.assign(p.base.size(), 0);
+    for (std::size_t k = 0; k < p.offset_dims.size(); ++k)
+      off[std::size_t(p.offset_dims[k])] = *reinterpret_cast<const std::int32_t*>(in[k + 1]->bytes.data());
+  }
   visit_wide_dtype(in[0]->dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       const T* x = reinterpret_cast<const T*>(in[0]->bytes.data());
       each_window(aval.shape, [&](std::int64_t k, const std::vector<std::int64_t>& o) {
-        z[k] = std::int8_t(selected(p, x, o));
+        z[k] = std::int8_t(selected(p, x, o, off) + 1);
       });
     }
   });
@@ -241,7 +339,7 @@ void Rule<Op::select_and_gather_add>::eval(const std::vector<const HostArray*>& 
       const T* t = reinterpret_cast<const T*>(in[0]->bytes.data());
       T* z = reinterpret_cast<T*>(out.bytes.data());
       each_window(aval.shape, [&](std::int64_t k, const std::vector<std::int64_t>& o) {
-        const std::int64_t at = sel[k] < 0 ? -1 : tap_at(p, o, sel[k]);
+        const std::int64_t at = sel[k] <= 0 ? -1 : tap_at(p, o, sel[k] - 1);
         z[k] = at < 0 ? T(0) : t[at];
       });
     }
@@ -259,7 +357,7 @@ void Rule<Op::select_and_scatter_add>::eval(const std::vector<const HostArray*>&
       const T* src = reinterpret_cast<const T*>(in[0]->bytes.data());
       std::vector<double> acc(std::size_t(numel(aval.shape)), 0.0);
       each_window(in[0]->shape, [&](std::int64_t k, const std::vector<std::int64_t>& o) {
-        const std::int64_t at = sel[k] < 0 ? -1 : tap_at(p, o, sel[k]);
+        const std::int64_t at = sel[k] <= 0 ? -1 : tap_at(p, o, sel[k] - 1);
         if (at >= 0) acc[std::size_t(at)] += double(src[k]);
       });
       T* z = reinterpret_cast<T*>(out.bytes.data());
@@ -294,28 +392,88 @@ void Rule<Op::select_and_scatter_add>::transpose(NodeTable& t, const Node& n, co
   cts[0] = build::select_and_gather_add(t, ct, n.in[1], attrs_of(n));
 }
 
-// The windowed dims are whole on every device; the plain ones are the local
-// operands' (the base shape follows them).
+// Partition rules. Plain dims are the local operands' (the base follows
+// them); a windowed dim that lines up takes its neighbours' border rows;
+// others are gathered.
 NodeRef Rule<Op::window_select>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
-                                       const std::vector<AxisSharding>&, const AxisSharding&) {
-  return build::window_select(b.table(), ops[0], local_attrs(attrs_of(n), ops[0]->shape()));
+                                       const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  NodeTable& t = b.table();
+  attr::SelectWindow p = attrs_of(n);
+  const Shape G = p.base;
+  AxisSharding xs = op_sh[0];
+  const std::vector<Split> splits = splits_of(b, p, xs, natural);
+  NodeRef x = gather_unaligned(b, ops[0], G, xs, splits);
+  std::vector<NodeRef> offsets(ops.begin() + 1, ops.end());
+  for (const Split& s : splits) {
+    if (!s.halo) continue;
+    const std::int64_t lo = p.pad_lo[s.d], after = p.window[s.d] - p.strides[s.d] - lo;
+    x = with_halo(b, x, s, lo, after);
+    // The global row of the extended tile's first row; rows outside the
+    // array (past its ends, an uneven tile's padding) are the padding.
+    if (p.extent.empty()) p.extent = G;
+    p.offset_dims.push_back(std::int64_t(s.d));
+    offsets.push_back(build::binary(t, Op::sub, b.offset(s.axes, s.ti), build::scalar(t, DType::int32, double(lo))));
+    p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
+  }
+  p.base = x->shape();
+  NodeRef y = build::window_select(t, x, p, offsets);
+  return to_natural(b, y, windows_shape(attrs_of(n)), natural, splits);
 }
 NodeRef Rule<Op::select_and_gather_add>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
-                                               const std::vector<AxisSharding>&, const AxisSharding&) {
-  return build::select_and_gather_add(b.table(), ops[0], ops[1], local_attrs(attrs_of(n), ops[0]->shape()));
+                                               const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  attr::SelectWindow p = attrs_of(n);
+  const Shape G = p.base;
+  AxisSharding ts = op_sh[0], ss = op_sh[1];
+  const std::vector<Split> splits = splits_of(b, p, ts, natural);
+  NodeRef tan = gather_unaligned(b, ops[0], G, ts, splits);
+  NodeRef sel = gather_unaligned(b, ops[1], windows_shape(p), ss, splits);
+  for (const Split& s : splits) {
+    if (!s.halo) continue;
+    const std::int64_t lo = p.pad_lo[s.d];
+    tan = with_halo(b, tan, s, lo, p.window[s.d] - p.strides[s.d] - lo);  // never selected past the ends
+    p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
+  }
+  p.base = tan->shape();
+  for (std::size_t d = 0; d < p.base.size(); ++d)
+    if (plain(p, d)) p.base[d] = sel->shape()[d];
+  NodeRef y = build::select_and_gather_add(b.table(), tan, sel, p);
+  return to_natural(b, y, windows_shape(attrs_of(n)), natural, splits);
 }
 NodeRef Rule<Op::select_and_scatter_add>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
-                                                const std::vector<AxisSharding>&, const AxisSharding&) {
-  // The base's plain dims take the selection's local sizes (equal there).
-  const auto& p = attrs_of(n);
-  Shape base = p.base;
+                                                const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  attr::SelectWindow p = attrs_of(n);
+  const Shape G = p.base, W = windows_shape(p);
+  AxisSharding srcs = op_sh[0], ss = op_sh[1];
+  const std::vector<Split> splits = splits_of(b, p, natural, ss);
+  NodeRef src = gather_unaligned(b, ops[0], W, srcs, splits);
+  NodeRef sel = gather_unaligned(b, ops[1], W, ss, splits);
+  std::vector<int> uneven;
+  for (const Split& s : splits)
+    if (s.halo) uneven.push_back(int(s.d));
+  // An uneven tile's padding windows select nothing.
+  if (!uneven.empty()) sel = b.mask(sel, W, ss, uneven, *Literal::scalar(DType::int8, 0));
+  Shape base = G;
   for (std::size_t d = 0; d < base.size(); ++d)
-    if (plain(p, d)) base[d] = ops[1]->shape()[d];
-  return build::select_and_scatter_add(b.table(), ops[0], ops[1], local_attrs(p, base));
+    if (plain(p, d)) base[d] = sel->shape()[d];
+  for (const Split& s : splits) {
+    if (!s.halo) continue;
+    const std::int64_t w = p.window[s.d], st = p.strides[s.d], lo = p.pad_lo[s.d];
+    const std::int64_t before = (w - 1 - lo) / st, after = (lo + st - 1) / st;
+    src = with_halo(b, src, s, before, after);
+    sel = with_halo(b, sel, s, before, after);
+    // This tile's rows against the windows before..after it.
+    base[s.d] = s.ti;
+    p.pad_lo[s.d] = lo + before * st;
+    p.pad_hi[s.d] = (before + s.to + after - 1) * st + w - s.ti - p.pad_lo[s.d];
+  }
+  p.base = base;
+  NodeRef y = build::select_and_scatter_add(b.table(), src, sel, p);
+  return to_natural(b, y, G, natural, splits);
 }
 
 NodeRef Rule<Op::window_select>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,
                                        const std::vector<bool>&, const BatchInfo& b) {
+  if (!attrs_of(n).offset_dims.empty()) throw InternalError("window_select with row offsets is a partitioned program's");
   return build::window_select(t, x[0], with_batch(attrs_of(n), b.size));
 }
 NodeRef Rule<Op::select_and_gather_add>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,

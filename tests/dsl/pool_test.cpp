@@ -241,3 +241,57 @@ TEST_CASE("reduce_window's init value enters every window, as XLA's ReduceWindow
   CHECK(lax::reduce_window(ts::array(std::vector<int>{-3, -1, 4, 2}), 0.0, "max", {2}, {2}).to_vector<int>() ==
         std::vector<int>{0, 4});
 }
+
+TEST_CASE("pooling gradients with the images split along their rows: halo exchange, never an all-gather where rows line up") {
+  // The gradient of a max pool over images whose rows are split over 1..8
+  // devices, against the unsplit gradient (and the loop). Where the windows
+  // number the rows over the stride and each device's rows are the stride
+  // times its windows (16 rows: 3x3/2 SAME and 2x2/2 VALID on 2, 3, 4, 5
+  // and 8 devices, uneven tiles included; 3x3/1 SAME on any), each device
+  // takes its neighbours' border rows by collective permutes: no all-gather.
+  std::mt19937 rng(11);
+  const auto all = ts::devices();
+  struct Pool {
+    std::int64_t k, s;
+    const char* padding;
+  };
+  for (const Pool& pool : {Pool{3, 2, "SAME"}, Pool{2, 2, "VALID"}, Pool{3, 1, "SAME"}})
+    for (const std::int64_t rows : {16, 15}) {
+      const Window w{{2, rows, 6, 4}, {1, pool.k, pool.k, 1}, {1, pool.s, pool.s, 1}, pool.padding};
+      const auto xv = ties(rng, std::size_t(2 * rows * 6 * 4));
+      std::vector<std::int64_t> out;
+      (void)loop_gradient(w, xv, std::vector<double>(xv.size(), 0.0), true, out);
+      const auto gv = weights(rng, std::size_t(out[0] * out[1] * out[2] * out[3]));
+      const auto want = loop_gradient(w, xv, gv, true, out);
+      const ts::Array x = ts::array(xv).reshape(w.shape).astype(ts::float32);
+      const ts::Array g = ts::array(gv).reshape(out).astype(ts::float32);
+      auto grad = ts::jit([&](ts::Array a, ts::Array c) {
+        auto [y, back] = ts::vjp(
+            [&](const ts::Array& v) {
+              return lax::reduce_window(v, -INFINITY, "max", w.window, w.strides, lax::Padding{w.padding});
+            },
+            a);
+        return std::get<0>(back(c));
+      });
+      for (int n = 1; n <= 8; ++n) {
+        CAPTURE(pool.k);
+        CAPTURE(pool.s);
+        CAPTURE(rows);
+        CAPTURE(n);
+        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+        const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
+        const ts::Array gs = ts::device_put(g, ts::NamedSharding(mesh, P(ts::None, "x")));
+        CHECK(grad(xs, gs).astype(ts::float64).to_vector<double>() == want);
+        const std::int64_t ti = (rows + n - 1) / n, to = (out[1] + n - 1) / n;
+        const bool aligned = out[1] * pool.s == rows && to * pool.s == ti;
+        if (rows == 16 && pool.s == 2) CHECK(aligned == (n == 1 || n == 2 || n == 3 || n == 4 || n == 5 || n == 8));
+        if (aligned && n > 1) {
+          const std::string text = grad.lower(xs, gs).compile().as_text();
+          CAPTURE(text);
+          CHECK(text.find("all-gather") == std::string::npos);
+          // 2x2/2 windows never cross a tile's rows: nothing moves.
+          CHECK((text.find("collective-permute") != std::string::npos) == (pool.k > pool.s));
+        }
+      }
+    }
+}
