@@ -438,6 +438,40 @@ Value* is_tap(ExprEmitter& e, Value* sel, Value* tap) {
 }
 }  // namespace
 
+namespace {
+// The row offsets of a device's window op (operands 1.., p.offset_dims),
+// per dim (null where none).
+std::vector<Value*> row_offsets(ExprEmitter& e, const Node& n, const std::vector<std::int64_t>& offset_dims, std::size_t rank) {
+  std::vector<Value*> off;
+  if (offset_dims.empty()) return off;
+  off.assign(rank, nullptr);
+  for (std::size_t k = 0; k < offset_dims.size(); ++k)
+    off[std::size_t(offset_dims[k])] = e.b.CreateSExt(e.value(n.in[k + 1], {}), e.b.getInt64Ty());
+  return off;
+}
+// Pooling: the window's taps folded from the identity, in row-major order;
+// taps outside the operand are the identity.
+Value* pool(ExprEmitter& e, const Node& n, const Index& idx, Op reduce) {
+  const auto& a = n.attr<attr::ReduceWindow>();
+  const attr::SelectWindow p{true, a.base, a.window, a.strides, a.pad_lo, a.pad_hi, a.offset_dims, a.extent};
+  auto& b = e.b;
+  const DType t = n.dtype();
+  const Taps w = window_taps(e, p, idx, row_offsets(e, n, a.offset_dims, a.base.size()));
+  Value* id = e.literal_scalar(reduction_identity(reduce, t));
+  Value* acc = id;
+  for (std::size_t k = 0; k < w.at.size(); ++k) {
+    Value* v = b.CreateSelect(w.inside[k], e.value(n.in[0], w.at[k]), id);
+    if (reduce == Op::add) acc = is_floating(t) ? b.CreateFAdd(acc, v) : b.CreateAdd(acc, v);
+    else acc = e.minmax(t, acc, v, reduce == Op::max);
+  }
+  return acc;
+}
+}  // namespace
+
+TESSEL_LOWER(reduce_window_sum) { return pool(e, n, idx, Op::add); }
+TESSEL_LOWER(reduce_window_max) { return pool(e, n, idx, Op::max); }
+TESSEL_LOWER(reduce_window_min) { return pool(e, n, idx, Op::min); }
+
 // 1 + the tap of window idx's first extreme among the taps inside the
 // operand, NaN-propagating (none, 0, when the extreme is NaN or every tap
 // is padding).
@@ -445,13 +479,7 @@ TESSEL_LOWER(window_select) {
   const auto& p = n.attr<attr::SelectWindow>();
   auto& b = e.b;
   const DType t = n.in[0]->dtype();
-  std::vector<Value*> off;
-  if (!p.offset_dims.empty()) {
-    off.assign(p.base.size(), nullptr);
-    for (std::size_t k = 0; k < p.offset_dims.size(); ++k)
-      off[std::size_t(p.offset_dims[k])] = b.CreateSExt(e.value(n.in[k + 1], {}), b.getInt64Ty());
-  }
-  const Taps w = window_taps(e, p, idx, off);
+  const Taps w = window_taps(e, p, idx, row_offsets(e, n, p.offset_dims, p.base.size()));
   std::vector<Value*> v;
   // The extreme of the numbers (an ordered compare and a select: one
   // vmaxps), and whether a NaN is among the taps: then the extreme is NaN,

@@ -61,12 +61,14 @@ void Fft::print(std::ostream& os) const {
   os << '}';
   if (kind == FftKind::irfft) os << ", n=" << n;
 }
-// select={ge|le}, window={size=1x2x2x1 stride=1x2x2x1 pad=0_0x0_1x0_1x0_0}.
-void SelectWindow::print(std::ostream& os) const {
+namespace {
+void print_window(std::ostream& os, const std::vector<std::int64_t>& window, const std::vector<std::int64_t>& strides,
+                  const std::vector<std::int64_t>& pad_lo, const std::vector<std::int64_t>& pad_hi,
+                  const std::vector<std::int64_t>& offset_dims, const std::vector<std::int64_t>& extent) {
   auto xs = [&](const std::vector<std::int64_t>& v) {
     for (std::size_t j = 0; j < v.size(); ++j) os << (j ? "x" : "") << v[j];
   };
-  os << ", select=" << (ge ? "ge" : "le") << ", window={size=";
+  os << ", window={size=";
   xs(window);
   os << " stride=";
   xs(strides);
@@ -79,6 +81,16 @@ void SelectWindow::print(std::ostream& os) const {
     os << "}, extent=";
     xs(extent);
   }
+}
+}  // namespace
+// select={ge|le}, window={size=1x2x2x1 stride=1x2x2x1 pad=0_0x0_1x0_1x0_0}.
+void SelectWindow::print(std::ostream& os) const {
+  os << ", select=" << (ge ? "ge" : "le");
+  print_window(os, window, strides, pad_lo, pad_hi, offset_dims, extent);
+}
+// window={size=1x2x2x1 stride=1x2x2x1 pad=0_0x0_1x0_1x0_0}.
+void ReduceWindow::print(std::ostream& os) const {
+  print_window(os, window, strides, pad_lo, pad_hi, offset_dims, extent);
 }
 // XLA's spelling: window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=..}, dim_labels=b01f_01io->b01f.
 void Conv::print(std::ostream& os) const {

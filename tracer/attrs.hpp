@@ -210,6 +210,17 @@ struct SelectWindow {
   auto fields() const { return std::tie(ge, base, window, strides, pad_lo, pad_hi, offset_dims, extent); }
   void print(std::ostream& os) const;
 };
+// reduce_window_sum, reduce_window_max, reduce_window_min (pooling,
+// tracer/rules_window.cpp): the operand's shape, per dim the window's size
+// and stride and the padding (low, high; non-negative; it holds the
+// reduction's identity), and, in a device's program, the dims whose rows
+// are offset (SelectWindow's offset_dims and extent).
+struct ReduceWindow {
+  std::vector<std::int64_t> base, window, strides, pad_lo, pad_hi;
+  std::vector<std::int64_t> offset_dims, extent;
+  auto fields() const { return std::tie(base, window, strides, pad_lo, pad_hi, offset_dims, extent); }
+  void print(std::ostream& os) const;
+};
 // debug_callback: a host function called at run time with its operands'
 // values (ts::debug::print, ts::debug::callback); its result is a bool[]
 // token nothing reads (the graph keeps the node among its effects). `id`
@@ -588,7 +599,7 @@ using AttrVariant =
     std::variant<attr::None, attr::Parameter, attr::Constant, attr::Iota, attr::Dimensions, attr::Dimension,
                  attr::ArgReduce, attr::Word, attr::Slice, attr::Pad, attr::DynamicSlice, attr::Dot, attr::Constraint,
                  attr::TupleIndex, attr::Call, attr::ShardMap, attr::Cond, attr::While, attr::Scan, attr::AxisIndex, attr::AllGather, attr::AllReduce, attr::ReduceScatter,
-                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::Conv, attr::SelectWindow, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK,
+                 attr::AllToAll, attr::CollectivePermute, attr::Indexed, attr::Linalg, attr::Fft, attr::Conv, attr::SelectWindow, attr::ReduceWindow, attr::DebugCallback, attr::RowBlocked, attr::Cumulative, attr::TopK,
                  attr::CustomJvp, attr::CustomVjp, attr::CustomLin, attr::Remat, attr::RematLin, attr::Name, attr::HostCall>;
 
 class Attrs {

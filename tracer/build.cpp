@@ -157,6 +157,12 @@ NodeRef conv(NodeTable& t, const NodeRef& lhs, const NodeRef& rhs, attr::Conv ho
   return make(t, Op::conv, {lhs, rhs}, std::move(how));
 }
 
+NodeRef reduce_window(NodeTable& t, Op op, const NodeRef& operand, attr::ReduceWindow how,
+                      const std::vector<NodeRef>& row_offsets) {
+  std::vector<NodeRef> in{operand};
+  in.insert(in.end(), row_offsets.begin(), row_offsets.end());
+  return make(t, op, std::move(in), std::move(how));
+}
 NodeRef window_select(NodeTable& t, const NodeRef& operand, attr::SelectWindow how,
                       const std::vector<NodeRef>& row_offsets) {
   std::vector<NodeRef> in{operand};

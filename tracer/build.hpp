@@ -62,6 +62,9 @@ NodeRef conv(NodeTable& t, const NodeRef& lhs, const NodeRef& rhs, attr::Conv ho
 // The max (min) pooling's derivative (attr::SelectWindow): each window's
 // selected tap of the operand (int8, -1 for none); the tangent at each
 // window's selected element; its transpose, the source added there.
+// Pooling (attr::ReduceWindow): op one of reduce_window_sum, _max, _min.
+NodeRef reduce_window(NodeTable& t, Op op, const NodeRef& operand, attr::ReduceWindow how,
+                      const std::vector<NodeRef>& row_offsets = {});
 NodeRef window_select(NodeTable& t, const NodeRef& operand, attr::SelectWindow how,
                       const std::vector<NodeRef>& row_offsets = {});
 NodeRef select_and_gather_add(NodeTable& t, const NodeRef& tangent, const NodeRef& selection, attr::SelectWindow how);

@@ -130,6 +130,9 @@ enum class OpCost : std::uint8_t {
   X(eig, "eig", Library, Never, Linalg)                                         \
   X(fft, "fft", Library, Never, Fft)                                            \
   X(conv, "convolution", Library, Never, Conv)                                  \
+  X(reduce_window_sum, "reduce-window-sum", Shape, Cheap, ReduceWindow)         \
+  X(reduce_window_max, "reduce-window-max", Shape, Cheap, ReduceWindow)         \
+  X(reduce_window_min, "reduce-window-min", Shape, Cheap, ReduceWindow)         \
   X(window_select, "window-select", Shape, Never, SelectWindow)                 \
   X(select_and_gather_add, "select-and-gather-add", Shape, Cheap, SelectWindow) \
   X(select_and_scatter_add, "select-and-scatter-add", Shape, Cheap, SelectWindow) \

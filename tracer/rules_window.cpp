@@ -22,14 +22,15 @@
 //
 // Dims whose window is one element, with stride 1 and no padding (the
 // batch, the features) are free factors of every operand and result. A
-// windowed dim whose windows line up with the operand's rows (the windows
-// number the rows over the stride: SAME pooling of sizes the stride
-// divides) is split alike in the operand and the windows: each device
-// takes its neighbours' border rows (halo exchange, as a convolution's).
-// Other windowed dims are replicated. Lowered as expressions
+// windowed dim may be split alike in the operand and the windows: where a
+// device's rows are the stride times its windows, it takes its neighbours'
+// border rows (halo exchange, as a convolution's); elsewhere the dim is
+// gathered. Lowered as expressions
 // (codegen/lowering.cpp).
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "tessel/core/errors.hpp"
 #include "tracer/build.hpp"
@@ -44,9 +45,7 @@ using rule_util::expect_arity;
 
 namespace {
 
-const char* name(Op op) {
-  return op == Op::window_select ? "window_select" : op == Op::select_and_gather_add ? "select_and_gather_add" : "select_and_scatter_add";
-}
+const char* name(Op op) { return op_name(op); }
 
 // The windows' grid over the operand.
 Shape windows_shape(const attr::SelectWindow& p) {
@@ -152,21 +151,22 @@ void each_window(const Shape& out, F f) {
   }
 }
 
-// Whether windowed dim d's windows line up with the operand's rows: as
-// many windows as rows over the stride, so that a tile of the windows
-// covers the same rows as the operand's tile (halo exchange, the partition
-// rule below).
+// Whether windowed dim d's rows and windows may be split alike: the
+// windows step over the rows (window >= stride). The partition rule
+// exchanges border rows where a device's rows are the stride times its
+// windows (2x2/2 and 3x3/2 pooling of 32 rows on 2, 4, 8 devices; SAME
+// pooling of sizes the stride divides), and gathers the dim elsewhere.
 bool lines_up(const attr::SelectWindow& p, std::size_t d) {
   const std::int64_t out = windows_shape(p)[d];
-  return !plain(p, d) && out > 0 && out * p.strides[d] == p.base[d];
+  return !plain(p, d) && out > 0 && p.window[d] >= p.strides[d];
 }
 
 // Dims untouched by the window share a factor, and so do the rows of a
 // windowed dim that lines up; other windowed dims are replicated. Each
 // operand and the result are on the operand's grid (`true`) or the
 // windows' (`false`).
-FactorRule window_factors(const Node& n, const std::vector<bool>& operands_on_base, bool result_on_base) {
-  const auto& p = n.attr<attr::SelectWindow>();
+FactorRule window_factors(const Node& n, const attr::SelectWindow& p, const std::vector<bool>& operands_on_base,
+                          bool result_on_base) {
   const Shape& base = p.base;
   const Shape out = windows_shape(p);
   FactorRule r;
@@ -271,12 +271,22 @@ attr::SelectWindow with_batch(const attr::SelectWindow& a, std::int64_t size) {
   return p;
 }
 
-NodeCost window_cost(const Node& n) {
+NodeCost window_cost(const Node& n, const attr::SelectWindow& p) {
   NodeCost c = rule_util::memory_cost(n);
-  const auto& p = n.attr<attr::SelectWindow>();
-  // window_select: a compare per tap of each window; the others a compare per window an element lies in.
-  c.flops = n.op == Op::window_select ? double(numel(n.shape())) * double(taps_of(p)) : double(numel(n.shape()));
+  // window_select and pooling: an operation per tap of each window; the
+  // others a compare per window an element lies in.
+  const bool per_tap = n.op == Op::window_select || n.op == Op::reduce_window_sum || n.op == Op::reduce_window_max ||
+                       n.op == Op::reduce_window_min;
+  c.flops = per_tap ? double(numel(n.shape())) * double(taps_of(p)) : double(numel(n.shape()));
   return c;
+}
+
+// The geometry of a pooling's window as a selection's (ge unused), and back.
+attr::SelectWindow geom(const attr::ReduceWindow& a) {
+  return attr::SelectWindow{true, a.base, a.window, a.strides, a.pad_lo, a.pad_hi, a.offset_dims, a.extent};
+}
+attr::ReduceWindow pooling(const attr::SelectWindow& a) {
+  return attr::ReduceWindow{a.base, a.window, a.strides, a.pad_lo, a.pad_hi, a.offset_dims, a.extent};
 }
 
 }  // namespace
@@ -366,9 +376,13 @@ void Rule<Op::select_and_scatter_add>::eval(const std::vector<const HostArray*>&
   });
 }
 
-FactorRule Rule<Op::window_select>::factors(const Node& n) { return window_factors(n, {true}, false); }
-FactorRule Rule<Op::select_and_gather_add>::factors(const Node& n) { return window_factors(n, {true, false}, false); }
-FactorRule Rule<Op::select_and_scatter_add>::factors(const Node& n) { return window_factors(n, {false, false}, true); }
+FactorRule Rule<Op::window_select>::factors(const Node& n) { return window_factors(n, attrs_of(n), {true}, false); }
+FactorRule Rule<Op::select_and_gather_add>::factors(const Node& n) {
+  return window_factors(n, attrs_of(n), {true, false}, false);
+}
+FactorRule Rule<Op::select_and_scatter_add>::factors(const Node& n) {
+  return window_factors(n, attrs_of(n), {false, false}, true);
+}
 
 TESSEL_NO_DERIVATIVE(window_select)
 
@@ -492,8 +506,183 @@ TESSEL_COMPLEX_NONE(window_select)
 TESSEL_COMPLEX_NONE(select_and_gather_add)
 TESSEL_COMPLEX_NONE(select_and_scatter_add)
 
-NodeCost Rule<Op::window_select>::cost(const Node& n) { return window_cost(n); }
-NodeCost Rule<Op::select_and_gather_add>::cost(const Node& n) { return window_cost(n); }
-NodeCost Rule<Op::select_and_scatter_add>::cost(const Node& n) { return window_cost(n); }
+NodeCost Rule<Op::window_select>::cost(const Node& n) { return window_cost(n, attrs_of(n)); }
+NodeCost Rule<Op::select_and_gather_add>::cost(const Node& n) { return window_cost(n, attrs_of(n)); }
+NodeCost Rule<Op::select_and_scatter_add>::cost(const Node& n) { return window_cost(n, attrs_of(n)); }
+
+// ------------------------------------------------------------------ pooling
+//
+// reduce_window_sum, _max, _min (JAX's monoid reduce_window primitives):
+// each window's sum, maximum or minimum (NaN-propagating, as XLA's max and
+// min), the padding holding the identity. Real float32/float64 and integer
+// operands (ts::lax computes others by composition). The sum is linear (its
+// transpose: JAX's, a pooling of the cotangent interior-padded by the
+// strides); the max's and min's tangent is select_and_gather_add of the
+// window's selection (_reduce_window_chooser_jvp_rule). Split like the
+// selection: the rows of a dim that lines up, the neighbours' border rows
+// exchanged, rows outside the array read as the identity.
+
+namespace {
+Op pool_reduce(Op op) { return op == Op::reduce_window_sum ? Op::add : op == Op::reduce_window_max ? Op::max : Op::min; }
+
+Aval pool_infer(Op op, const std::vector<Aval>& in, const attr::ReduceWindow& a) {
+  const attr::SelectWindow p = geom(a);
+  expect_arity(op, in, 1 + p.offset_dims.size());
+  check_window(op, p, in);
+  const DType t = in[0].dtype;
+  if (!(t == DType::float32 || t == DType::float64 || is_integral(t)))
+    throw TypeError(cat(name(op), " takes real float32/float64 or integer operands (ts::lax composes others), got ",
+                        avals_str(in)));
+  if (in[0].shape != p.base) throw TypeError(cat(name(op), ": expected an operand of shape ", rule_util::ints(p.base), ", got ", avals_str(in)));
+  for (std::size_t k = 1; k < in.size(); ++k)
+    if (in[k].dtype != DType::int32 || !in[k].shape.empty())
+      throw TypeError(cat(name(op), ": row offsets are int32 scalars, got ", avals_str(in)));
+  return Aval{t, windows_shape(p), in[0].weak_type};
+}
+
+template <class T>
+T pool_fold(Op r, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (r == Op::add) return a + b;
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  } else if (r == Op::add) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(a) + U(b));  // wraps
+  }
+  return r == Op::max ? (b > a ? b : a) : (b < a ? b : a);
+}
+
+void pool_eval(Op op, const std::vector<const HostArray*>& in, const attr::ReduceWindow& a, const Aval& aval, HostArray& out) {
+  rule_util::allocate(out, aval);
+  const attr::SelectWindow p = geom(a);
+  const Op r = pool_reduce(op);
+  std::vector<std::int64_t> off;
+  if (!p.offset_dims.empty()) {
+    off.assign(p.base.size(), 0);
+    for (std::size_t k = 0; k < p.offset_dims.size(); ++k)
+      off[std::size_t(p.offset_dims[k])] = *reinterpret_cast<const std::int32_t*>(in[k + 1]->bytes.data());
+  }
+  const std::int64_t taps = taps_of(p);
+  visit_wide_dtype(aval.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+      const T* x = reinterpret_cast<const T*>(in[0]->bytes.data());
+      T* z = reinterpret_cast<T*>(out.bytes.data());
+      T id;
+      const Literal idl = reduction_identity(r, aval.dtype);
+      std::memcpy(&id, idl.bytes.data(), sizeof(T));
+      each_window(aval.shape, [&](std::int64_t k, const std::vector<std::int64_t>& o) {
+        if constexpr (std::is_floating_point_v<T>) {
+          if (r == Op::add) {  // in double, rounded once
+            double acc = 0;
+            for (std::int64_t t = 0; t < taps; ++t) {
+              const std::int64_t at = tap_at(p, o, t, off);
+              if (at >= 0) acc += double(x[at]);
+            }
+            z[k] = T(acc);
+            return;
+          }
+        }
+        T acc = id;
+        for (std::int64_t t = 0; t < taps; ++t) {
+          const std::int64_t at = tap_at(p, o, t, off);
+          if (at >= 0) acc = pool_fold(r, acc, x[at]);
+        }
+        z[k] = acc;
+      });
+    }
+  });
+}
+
+NodeRef pool_jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, const std::vector<NodeRef>& tx) {
+  if (!tx[0]) return nullptr;
+  const auto& a = n.attr<attr::ReduceWindow>();
+  if (n.op == Op::reduce_window_sum) return build::reduce_window(t, Op::reduce_window_sum, tx[0], a);
+  attr::SelectWindow p = geom(a);
+  p.ge = n.op == Op::reduce_window_max;
+  return build::select_and_gather_add(t, tx[0], build::window_select(t, x[0], p), p);
+}
+
+NodeRef pool_local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops, const std::vector<AxisSharding>& op_sh,
+                   const AxisSharding& natural) {
+  NodeTable& t = b.table();
+  attr::SelectWindow p = geom(n.attr<attr::ReduceWindow>());
+  const Shape G = p.base;
+  AxisSharding xs = op_sh[0];
+  const std::vector<Split> splits = splits_of(b, p, xs, natural);
+  NodeRef x = gather_unaligned(b, ops[0], G, xs, splits);
+  std::vector<NodeRef> offsets(ops.begin() + 1, ops.end());
+  for (const Split& s : splits) {
+    if (!s.halo) continue;
+    const std::int64_t lo = p.pad_lo[s.d];
+    x = with_halo(b, x, s, lo, p.window[s.d] - p.strides[s.d] - lo);
+    // Rows outside the array (past its ends, an uneven tile's padding) read as the identity.
+    if (p.extent.empty()) p.extent = G;
+    p.offset_dims.push_back(std::int64_t(s.d));
+    offsets.push_back(build::binary(t, Op::sub, b.offset(s.axes, s.ti), build::scalar(t, DType::int32, double(lo))));
+    p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
+  }
+  for (std::size_t d = 0; d < p.base.size(); ++d) p.base[d] = x->shape()[d];
+  NodeRef y = build::reduce_window(t, n.op, x, pooling(p), offsets);
+  return to_natural(b, y, windows_shape(geom(n.attr<attr::ReduceWindow>())), natural, splits);
+}
+}  // namespace
+
+#define TESSEL_POOLING(OP)                                                                                       \
+  Aval Rule<Op::OP>::infer(const std::vector<Aval>& in, const A& p, const Aval&) { return pool_infer(Op::OP, in, p); } \
+  void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {   \
+    pool_eval(Op::OP, in, p, aval, out);                                                                          \
+  }                                                                                                              \
+  FactorRule Rule<Op::OP>::factors(const Node& n) { return window_factors(n, geom(attrs_of(n)), {true}, false); } \
+  NodeRef Rule<Op::OP>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                          \
+                            const std::vector<NodeRef>& tx, const NodeRef&) {                                    \
+    return pool_jvp(t, n, x, tx);                                                                                \
+  }                                                                                                              \
+  NodeRef Rule<Op::OP>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,                  \
+                              const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {             \
+    return pool_local(b, n, ops, op_sh, natural);                                                                \
+  }                                                                                                              \
+  NodeRef Rule<Op::OP>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                        \
+                              const std::vector<bool>&, const BatchInfo& b) {                                   \
+    return build::reduce_window(t, Op::OP, x[0], pooling(with_batch(geom(attrs_of(n)), b.size)));               \
+  }                                                                                                              \
+  TESSEL_COMPLEX_NONE(OP)                                                                                        \
+  NodeCost Rule<Op::OP>::cost(const Node& n) { return window_cost(n, geom(attrs_of(n))); }
+TESSEL_POOLING(reduce_window_sum)
+TESSEL_POOLING(reduce_window_max)
+TESSEL_POOLING(reduce_window_min)
+#undef TESSEL_POOLING
+
+// JAX's _reduce_window_sum_transpose_rule: the cotangent interior-padded by
+// the strides and padded by the window less the forward's padding, pooled
+// with unit strides.
+void Rule<Op::reduce_window_sum>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, const std::vector<bool>&,
+                                            std::vector<NodeRef>& cts) {
+  const auto& a = attrs_of(n);
+  const std::size_t r = a.base.size();
+  std::vector<std::int64_t> lo(r), hi(r), interior(r);
+  for (std::size_t d = 0; d < r; ++d) {
+    const std::int64_t out = ct->shape()[d], out_dilated = out == 0 ? 0 : (out - 1) * a.strides[d] + 1;
+    lo[d] = a.window[d] - 1 - a.pad_lo[d];
+    hi[d] = a.base[d] + a.window[d] - 1 - out_dilated - lo[d];
+    interior[d] = out == 0 ? 0 : a.strides[d] - 1;
+  }
+  NodeRef padded = build::pad(t, ct, build::scalar(t, ct->dtype(), 0), lo, hi, interior);
+  attr::ReduceWindow q;
+  q.base = padded->shape();
+  q.window = a.window;
+  q.strides.assign(r, 1);
+  q.pad_lo.assign(r, 0);
+  q.pad_hi.assign(r, 0);
+  cts[0] = build::reduce_window(t, Op::reduce_window_sum, padded, q);
+}
+void Rule<Op::reduce_window_max>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                            std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
+void Rule<Op::reduce_window_min>::transpose(NodeTable&, const Node& n, const NodeRef&, const std::vector<bool>&,
+                                            std::vector<NodeRef>&) {
+  rule_util::not_linear(n);
+}
 
 }  // namespace tessel

@@ -407,6 +407,26 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
     taps *= window[d];
     plain = plain && bd[d] == 1 && wd[d] == 1 && pads[d].first >= 0 && pads[d].second >= 0;
   }
+  // JAX's pooling primitives (reduce_window_sum, _max, _min) for real
+  // float32/float64 and integer operands: one fused loop over the windows,
+  // split along the rows with their neighbours' border rows; the max's and
+  // min's tangent is select_and_gather_add of the window's selection (the
+  // primitive's rule).
+  const DType xt = x.dtype();
+  const bool wide = xt == DType::float32 || xt == DType::float64 || integer;
+  if (wide && plain && taps <= 64 && (op == "add" || op == "sum" || op == "max" || op == "min")) {
+    attr::ReduceWindow how;
+    how.base = x.shape();
+    how.window = window;
+    how.strides = strides;
+    for (auto& pr : pads) how.pad_lo.push_back(pr.first), how.pad_hi.push_back(pr.second);
+    const Op prim = op == "max" ? Op::reduce_window_max : op == "min" ? Op::reduce_window_min : Op::reduce_window_sum;
+    return detail::apply1("reduce_window", {x}, [&](NodeTable& t, const std::vector<NodeRef>& ops) {
+      return build::reduce_window(t, prim, ops[0], how);
+    });
+  }
+  // 16- and 8-bit floats: the tree of taps (rounded as XLA rounds each op),
+  // the tangent picked in float32.
   if ((op == "max" || op == "min") && floating && plain && taps <= 64) {
     attr::SelectWindow how;
     how.ge = op == "max";

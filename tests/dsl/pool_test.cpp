@@ -295,3 +295,92 @@ TEST_CASE("pooling gradients with the images split along their rows: halo exchan
       }
     }
 }
+
+TEST_CASE("pooling primitives: sum, max and min against the interpreter, their derivatives, integers, and SAME padding on split rows") {
+  std::mt19937 rng(21);
+  const Window w{{2, 9, 7, 3}, {1, 3, 2, 1}, {1, 2, 2, 1}, "SAME"};
+  const auto xv = ties(rng, 2 * 9 * 7 * 3);
+  const ts::Array x = ts::array(xv).reshape(w.shape).astype(ts::float32);
+  for (const std::string op : {"add", "max", "min"}) {
+    CAPTURE(op);
+    const double init = op == "max" ? -INFINITY : op == "min" ? INFINITY : 0.0;
+    auto pool = [&](const std::vector<ts::Array>& a) {
+      return std::vector<ts::Array>{lax::reduce_window(a[0], init, op, w.window, w.strides, lax::Padding{"SAME"})};
+    };
+    const ts::Array y = ts::jit([&](ts::Array a) { return pool({a})[0]; })(x);
+    const auto ref = ts::testing::interpret_fn(pool, {x});
+    // Small integers: every sum exact, so the bits equal.
+    CHECK(ts::testing::same_bits(ts::testing::host_of(y), ref[0]) == "");
+    const std::string text = ts::jit([&](ts::Array a) { return pool({a})[0]; }).lower(x).as_text();
+    CHECK(text.find("reduce-window-" + std::string(op == "add" ? "sum" : op)) != std::string::npos);
+    // The sum's gradient (JAX's transpose: an interior-padded cotangent pooled) against the loop: each element
+    // gets the weights of the windows it lies in.
+    if (op == "add") {
+      std::vector<std::int64_t> out;
+      (void)loop_gradient(w, xv, std::vector<double>(xv.size(), 0.0), true, out);
+      const auto gv = weights(rng, std::size_t(out[0] * out[1] * out[2] * out[3]));
+      const ts::Array g = ts::array(gv).reshape(out).astype(ts::float32);
+      const auto pads = pads_of(w);
+      std::vector<double> want(xv.size(), 0.0);
+      for (std::int64_t b = 0; b < 2; ++b)
+        for (std::int64_t i = 0; i < out[1]; ++i)
+          for (std::int64_t j = 0; j < out[2]; ++j)
+            for (std::int64_t c = 0; c < 3; ++c)
+              for (std::int64_t di = 0; di < 3; ++di)
+                for (std::int64_t dj = 0; dj < 2; ++dj) {
+                  const std::int64_t r = i * 2 + di - pads[1].first, q = j * 2 + dj - pads[2].first;
+                  if (r < 0 || r >= 9 || q < 0 || q >= 7) continue;
+                  want[std::size_t(((b * 9 + r) * 7 + q) * 3 + c)] += gv[std::size_t(((b * out[1] + i) * out[2] + j) * 3 + c)];
+                }
+      const ts::Array gx = ts::jit([&](ts::Array a, ts::Array c) {
+        auto [yy, back] = ts::vjp([&](const ts::Array& v) { return pool({v})[0]; }, a);
+        return std::get<0>(back(c));
+      })(x, g);
+      CHECK(gx.astype(ts::float64).to_vector<double>() == want);
+    }
+  }
+  // Integers: wrapping sums, the dtype's extremes as identities.
+  const ts::Array xi = ts::array(std::vector<std::int32_t>{INT32_MAX, 1, -5, 7, INT32_MIN, -1}).reshape({1, 6});
+  CHECK(lax::reduce_window(xi, 0.0, "add", {1, 2}, {1, 2}).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{INT32_MIN, 2, INT32_MAX});
+  CHECK(lax::reduce_window(xi, double(INT32_MIN), "max", {1, 3}, {1, 1}, lax::Padding{"SAME"}).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{INT32_MAX, INT32_MAX, 7, 7, 7, -1});
+  // NaN propagates through the forward max.
+  const ts::Array xn = ts::array(std::vector<float>{1, NAN, 3, 4}).reshape({1, 4});
+  const auto yn = lax::reduce_window(xn, -INFINITY, "max", {1, 2}, {1, 2}).to_vector<float>();
+  CHECK(std::isnan(yn[0]));
+  CHECK(yn[1] == 4.0f);
+  // SAME pooling with the rows split: the padding is the identity on the
+  // first and last devices, the border rows from the neighbours; no
+  // all-gather where a device's rows are the stride times its windows.
+  const auto all = ts::devices();
+  for (const std::int64_t rows : {16, 13}) {
+    const ts::Array xr = ts::sin(ts::arange(0.0f, float(2 * rows * 6 * 3)).reshape({2, rows, 6, 3}) * 0.37f) - 2.0f;
+    for (const std::string op : {"max", "add", "min"}) {
+      const double init = op == "max" ? -INFINITY : op == "min" ? INFINITY : 0.0;
+      auto f = ts::jit([&](ts::Array a) { return lax::reduce_window(a, init, op, {1, 3, 3, 1}, {1, 2, 2, 1}, lax::Padding{"SAME"}); });
+      const auto want = f(xr).to_vector<float>();
+      for (int n = 2; n <= 8; ++n) {
+        CAPTURE(rows);
+        CAPTURE(op);
+        CAPTURE(n);
+        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+        const ts::Array xs = ts::device_put(xr, ts::NamedSharding(mesh, P(ts::None, "x")));
+        const auto got = f(xs).to_vector<float>();
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          if (op == "add") REQUIRE(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+          else REQUIRE(got[i] == want[i]);
+        }
+        const std::int64_t out = (rows + 1) / 2, ti = (rows + n - 1) / n, to = (out + n - 1) / n;
+        if (to * 2 == ti && out >= n) {  // (fewer windows than devices: the result is not split)
+          const std::string text = f.lower(xs).compile().as_text();
+          CAPTURE(text);
+          CHECK(text.find("all-gather") == std::string::npos);
+          CHECK(text.find("collective-permute") != std::string::npos);
+        }
+        if (rows == 16) CHECK((to * 2 == ti) == (n == 2 || n == 3 || n == 4 || n == 5 || n == 8));
+      }
+    }
+  }
+}
