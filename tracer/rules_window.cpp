@@ -540,11 +540,14 @@ Aval pool_infer(Op op, const std::vector<Aval>& in, const attr::ReduceWindow& a)
   return Aval{t, windows_shape(p), in[0].weak_type};
 }
 
+// As the elementwise max and min (llvm.maximum and minimum): NaN if either
+// is, and -0 below +0.
 template <class T>
 T pool_fold(Op r, T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     if (r == Op::add) return a + b;
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+    if (a == b) return (r == Op::max) == bool(std::signbit(a)) ? b : a;
   } else if (r == Op::add) {
     using U = std::make_unsigned_t<T>;
     return T(U(a) + U(b));  // wraps

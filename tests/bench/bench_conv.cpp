@@ -107,9 +107,12 @@ void pooling(int reps) {
   Array xs = ts::device_put(x, ts::NamedSharding(mesh, P("x"))), gs = ts::device_put(g, ts::NamedSharding(mesh, P("x")));
   const double dp_f = bench::seconds([&] { fwd(xs).block_until_ready(); }, reps);
   const double dp_fb = bench::seconds([&] { std::get<1>(fwd_bwd(xs, gs)).block_until_ready(); }, reps);
-  // The images split along their rows: each device pools its own rows (112 / 8 = 14, even: no halo).
+  // The images split along their rows: each device pools its own rows (112 / 8 = 14, even: no halo),
+  // and its gradient likewise (the selection and the input gradient of its own rows).
   Array xr = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
+  Array gr = ts::device_put(g, ts::NamedSharding(mesh, P(ts::None, "x")));
   const double sp_f = bench::seconds([&] { fwd(xr).block_until_ready(); }, reps);
+  const double sp_fb = bench::seconds([&] { std::get<1>(fwd_bwd(xr, gr)).block_until_ready(); }, reps);
   const std::size_t bx = std::size_t(N * H * W * C) * 4, by = bx / 4;
   const bench::Floor ff = bench::memory_floor(bx, by), ffb = bench::memory_floor(bx + by, by + bx);
   bench::header("max pool 2x2 stride 2, N=32 112x112x64 float32 NHWC; floors: the bytes moved (" +
@@ -120,6 +123,7 @@ void pooling(int reps) {
   bench::row("forward: tessel, " + std::to_string(ts::device_count()) + " devices, rows split", ff.seconds, sp_f, torch_f);
   bench::row("fwd+bwd: tessel, 1 device", ffb.seconds, one_fb, torch_fb);
   bench::row("fwd+bwd: tessel, " + dev, ffb.seconds, dp_fb, torch_fb);
+  bench::row("fwd+bwd: tessel, " + std::to_string(ts::device_count()) + " devices, rows split", ffb.seconds, sp_fb, torch_fb);
 }
 
 int main(int argc, char** argv) {

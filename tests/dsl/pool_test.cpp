@@ -345,6 +345,19 @@ TEST_CASE("pooling primitives: sum, max and min against the interpreter, their d
         std::vector<std::int32_t>{INT32_MIN, 2, INT32_MAX});
   CHECK(lax::reduce_window(xi, double(INT32_MIN), "max", {1, 3}, {1, 1}, lax::Padding{"SAME"}).to_vector<std::int32_t>() ==
         std::vector<std::int32_t>{INT32_MAX, INT32_MAX, 7, 7, 7, -1});
+  // -0 is below +0, as the elementwise max and min: the interpreter's bits.
+  const ts::Array xz = ts::array(std::vector<float>{-0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f}).reshape({1, 6});
+  for (const std::string op : {"max", "min"}) {
+    auto f = [&](const std::vector<ts::Array>& a) {
+      return std::vector<ts::Array>{lax::reduce_window(a[0], op == "max" ? -INFINITY : INFINITY, op, {1, 2}, {1, 2})};
+    };
+    const ts::Array got = ts::jit([&](ts::Array a) { return f({a})[0]; })(xz);
+    CHECK(ts::testing::same_bits(ts::testing::host_of(got), ts::testing::interpret_fn(f, {xz})[0]) == "");
+    const auto v = got.to_vector<float>();
+    CHECK(std::signbit(v[0]) == (op == "min"));
+    CHECK(std::signbit(v[1]) == (op == "min"));
+    CHECK(std::signbit(v[2]));
+  }
   // NaN propagates through the forward max.
   const ts::Array xn = ts::array(std::vector<float>{1, NAN, 3, 4}).reshape({1, 4});
   const auto yn = lax::reduce_window(xn, -INFINITY, "max", {1, 2}, {1, 2}).to_vector<float>();
@@ -382,5 +395,26 @@ TEST_CASE("pooling primitives: sum, max and min against the interpreter, their d
         if (rows == 16) CHECK((to * 2 == ti) == (n == 2 || n == 3 || n == 4 || n == 5 || n == 8));
       }
     }
+  }
+  // Rows and columns split on a 2 x 4 mesh: the second exchange carries the
+  // corners. The forward and the gradient, no all-gather.
+  {
+    const ts::Array x2 = ts::sin(ts::arange(0.0f, float(2 * 16 * 16 * 3)).reshape({2, 16, 16, 3}) * 0.71f);
+    auto pool = [](const ts::Array& a) { return lax::reduce_window(a, -INFINITY, "max", {1, 3, 3, 1}, {1, 2, 2, 1}, lax::Padding{"SAME"}); };
+    auto both = ts::jit([&](ts::Array a, ts::Array c) {
+      auto [y, back] = ts::vjp(pool, a);
+      return std::make_tuple(y, std::get<0>(back(c)));
+    });
+    const ts::Array g2 = ts::cos(ts::arange(0.0f, float(2 * 8 * 8 * 3)).reshape({2, 8, 8, 3}));
+    const auto [y1, d1] = both(x2, g2);
+    ts::Mesh mesh(ts::devices(), {2, 4}, {"a", "b"});
+    const ts::Array xs = ts::device_put(x2, ts::NamedSharding(mesh, P(ts::None, "a", "b")));
+    const ts::Array gs = ts::device_put(g2, ts::NamedSharding(mesh, P(ts::None, "a", "b")));
+    const auto [y8, d8] = both(xs, gs);
+    CHECK(y8.to_vector<float>() == y1.to_vector<float>());
+    CHECK(d8.to_vector<float>() == d1.to_vector<float>());
+    const std::string text = both.lower(xs, gs).compile().as_text();
+    CAPTURE(text);
+    CHECK(text.find("all-gather") == std::string::npos);
   }
 }

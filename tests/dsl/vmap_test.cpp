@@ -148,6 +148,17 @@ std::vector<Case> cases() {
                  ts::Array a = lax::conv(img, k, {1}, "SAME"), b = lax::conv(img, ts::concatenate({k, k}, 2), {1}, {{1, 0}});
                  return (a + b).reshape({4, 4});
                }});
+  c.push_back({"pooling", [](ts::Array x, ts::Array y) {
+                 // x, y: [3, 4]; max pooling's jvp (reduce-window-max, window-select,
+                 // select-and-gather-add) and vjp (select-and-scatter-add), sum and min pooling.
+                 auto mx = [](const ts::Array& a) { return lax::reduce_window(a, -INFINITY, "max", {2, 2}, {1, 2}, "SAME"); };
+                 auto [p, t] = ts::jvp(mx, std::make_tuple(x), std::make_tuple(y));
+                 auto [p2, back] = ts::vjp(mx, x);
+                 auto [gx] = back(t * 2.0f + p2);
+                 ts::Array s = lax::reduce_window(x, 0.0, "add", {2, 2}, {1, 2}, "SAME");
+                 ts::Array m = lax::reduce_window(y, INFINITY, "min", {2, 1}, {1, 1}, "VALID");
+                 return gx + ts::concatenate({p + s, t}, 1) + ts::sum(m);
+               }});
   c.push_back({"debug callback", [](ts::Array x, ts::Array y) {
                  // Unrolled per example (tests/dsl/debug_print_test.cpp checks what it sees).
                  ts::debug::callback([](const ts::Array&, const ts::Array&) {}, x, y);
