@@ -161,6 +161,29 @@ bool lines_up(const attr::SelectWindow& p, std::size_t d) {
   return !plain(p, d) && out > 0 && p.window[d] >= p.strides[d];
 }
 
+// The row offsets of a device's window op (operands 1.., offset_dims) per
+// dim (empty: none).
+std::vector<std::int64_t> row_offsets(const std::vector<std::int64_t>& offset_dims, std::size_t rank,
+                                      const std::vector<const HostArray*>& in) {
+  std::vector<std::int64_t> off;
+  if (offset_dims.empty()) return off;
+  off.assign(rank, 0);
+  for (std::size_t k = 0; k < offset_dims.size(); ++k)
+    off[std::size_t(offset_dims[k])] = *reinterpret_cast<const std::int32_t*>(in[k + 1]->bytes.data());
+  return off;
+}
+
+// f(window k, the flat index of its selected element) for each window that
+// selects one (sel: 1 + the tap).
+template <class F>
+void each_selected(const attr::SelectWindow& p, const HostArray& sel, F f) {
+  const auto* s = reinterpret_cast<const std::int8_t*>(sel.bytes.data());
+  each_window(sel.shape, [&](std::int64_t k, const std::vector<std::int64_t>& o) {
+    const std::int64_t at = s[k] <= 0 ? -1 : tap_at(p, o, s[k] - 1);
+    if (at >= 0) f(k, at);
+  });
+}
+
 // Dims untouched by the window share a factor, and so do the rows of a
 // windowed dim that lines up; other windowed dims are replicated. Each
 // operand and the result are on the operand's grid (`true`) or the
@@ -322,12 +345,7 @@ Aval Rule<Op::select_and_scatter_add>::infer(const std::vector<Aval>& in, const 
 void Rule<Op::window_select>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
   auto* z = reinterpret_cast<std::int8_t*>(out.bytes.data());
-  std::vector<std::int64_t> off;
-  if (!p.offset_dims.empty()) {
-    off.assign(p.base.size(), 0);
-    for (std::size_t k = 0; k < p.offset_dims.size(); ++k)
-      off[std::size_t(p.offset_dims[k])] = *reinterpret_cast<const std::int32_t*>(in[k + 1]->bytes.data());
-  }
+  const std::vector<std::int64_t> off = row_offsets(p.offset_dims, p.base.size(), in);
   visit_wide_dtype(in[0]->dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
@@ -341,17 +359,13 @@ void Rule<Op::window_select>::eval(const std::vector<const HostArray*>& in, cons
 
 void Rule<Op::select_and_gather_add>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                                            HostArray& out) {
-  rule_util::allocate(out, aval);
-  const auto* sel = reinterpret_cast<const std::int8_t*>(in[1]->bytes.data());
+  rule_util::allocate(out, aval);  // zeros where nothing is selected
   visit_wide_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       const T* t = reinterpret_cast<const T*>(in[0]->bytes.data());
       T* z = reinterpret_cast<T*>(out.bytes.data());
-      each_window(aval.shape, [&](std::int64_t k, const std::vector<std::int64_t>& o) {
-        const std::int64_t at = sel[k] <= 0 ? -1 : tap_at(p, o, sel[k] - 1);
-        z[k] = at < 0 ? T(0) : t[at];
-      });
+      each_selected(p, *in[1], [&](std::int64_t k, std::int64_t at) { z[k] = t[at]; });
     }
   });
 }
@@ -360,16 +374,12 @@ void Rule<Op::select_and_gather_add>::eval(const std::vector<const HostArray*>& 
 void Rule<Op::select_and_scatter_add>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval,
                                             HostArray& out) {
   rule_util::allocate(out, aval);
-  const auto* sel = reinterpret_cast<const std::int8_t*>(in[1]->bytes.data());
   visit_wide_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       const T* src = reinterpret_cast<const T*>(in[0]->bytes.data());
       std::vector<double> acc(std::size_t(numel(aval.shape)), 0.0);
-      each_window(in[0]->shape, [&](std::int64_t k, const std::vector<std::int64_t>& o) {
-        const std::int64_t at = sel[k] <= 0 ? -1 : tap_at(p, o, sel[k] - 1);
-        if (at >= 0) acc[std::size_t(at)] += double(src[k]);
-      });
+      each_selected(p, *in[1], [&](std::int64_t k, std::int64_t at) { acc[std::size_t(at)] += double(src[k]); });
       T* z = reinterpret_cast<T*>(out.bytes.data());
       for (std::size_t i = 0; i < acc.size(); ++i) z[i] = T(acc[i]);
     }
@@ -559,12 +569,7 @@ void pool_eval(Op op, const std::vector<const HostArray*>& in, const attr::Reduc
   rule_util::allocate(out, aval);
   const attr::SelectWindow p = geom(a);
   const Op r = pool_reduce(op);
-  std::vector<std::int64_t> off;
-  if (!p.offset_dims.empty()) {
-    off.assign(p.base.size(), 0);
-    for (std::size_t k = 0; k < p.offset_dims.size(); ++k)
-      off[std::size_t(p.offset_dims[k])] = *reinterpret_cast<const std::int32_t*>(in[k + 1]->bytes.data());
-  }
+  const std::vector<std::int64_t> off = row_offsets(p.offset_dims, p.base.size(), in);
   const std::int64_t taps = taps_of(p);
   visit_wide_dtype(aval.dtype, [&](auto tag) {
     using T = decltype(tag);
