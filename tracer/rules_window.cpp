@@ -312,6 +312,39 @@ attr::ReduceWindow pooling(const attr::SelectWindow& a) {
   return attr::ReduceWindow{a.base, a.window, a.strides, a.pad_lo, a.pad_hi, a.offset_dims, a.extent};
 }
 
+// The operand of a window op that knows its rows' global positions
+// (window_select, pooling) on this device: its neighbours' border rows where
+// the rows line up (`pad_lo` before, `window - stride - pad_lo` after; zeros
+// past the ends, which the row offsets mark as outside the array, as they
+// do an uneven tile's padding), gathered elsewhere. p becomes the local
+// attributes.
+struct OffsetTile {
+  NodeRef x;
+  std::vector<NodeRef> offsets;
+  std::vector<Split> splits;
+};
+OffsetTile offset_tile(LocalBuilder& b, attr::SelectWindow& p, const std::vector<NodeRef>& ops,
+                       const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
+  NodeTable& t = b.table();
+  const Shape G = p.base;
+  AxisSharding xs = op_sh[0];
+  OffsetTile r;
+  r.splits = splits_of(b, p, xs, natural);
+  r.x = gather_unaligned(b, ops[0], G, xs, r.splits);
+  r.offsets.assign(ops.begin() + 1, ops.end());
+  for (const Split& s : r.splits) {
+    if (!s.halo) continue;
+    const std::int64_t lo = p.pad_lo[s.d];
+    r.x = with_halo(b, r.x, s, lo, p.window[s.d] - p.strides[s.d] - lo);
+    if (p.extent.empty()) p.extent = G;
+    p.offset_dims.push_back(std::int64_t(s.d));
+    r.offsets.push_back(build::binary(t, Op::sub, b.offset(s.axes, s.ti), build::scalar(t, DType::int32, double(lo))));
+    p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
+  }
+  p.base = r.x->shape();
+  return r;
+}
+
 }  // namespace
 
 Aval Rule<Op::window_select>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
@@ -421,27 +454,10 @@ void Rule<Op::select_and_scatter_add>::transpose(NodeTable& t, const Node& n, co
 // others are gathered.
 NodeRef Rule<Op::window_select>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                                        const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
-  NodeTable& t = b.table();
   attr::SelectWindow p = attrs_of(n);
-  const Shape G = p.base;
-  AxisSharding xs = op_sh[0];
-  const std::vector<Split> splits = splits_of(b, p, xs, natural);
-  NodeRef x = gather_unaligned(b, ops[0], G, xs, splits);
-  std::vector<NodeRef> offsets(ops.begin() + 1, ops.end());
-  for (const Split& s : splits) {
-    if (!s.halo) continue;
-    const std::int64_t lo = p.pad_lo[s.d], after = p.window[s.d] - p.strides[s.d] - lo;
-    x = with_halo(b, x, s, lo, after);
-    // The global row of the extended tile's first row; rows outside the
-    // array (past its ends, an uneven tile's padding) are the padding.
-    if (p.extent.empty()) p.extent = G;
-    p.offset_dims.push_back(std::int64_t(s.d));
-    offsets.push_back(build::binary(t, Op::sub, b.offset(s.axes, s.ti), build::scalar(t, DType::int32, double(lo))));
-    p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
-  }
-  p.base = x->shape();
-  NodeRef y = build::window_select(t, x, p, offsets);
-  return to_natural(b, y, windows_shape(attrs_of(n)), natural, splits);
+  const OffsetTile x = offset_tile(b, p, ops, op_sh, natural);
+  NodeRef y = build::window_select(b.table(), x.x, p, x.offsets);
+  return to_natural(b, y, windows_shape(attrs_of(n)), natural, x.splits);
 }
 NodeRef Rule<Op::select_and_gather_add>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                                                const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
@@ -613,26 +629,10 @@ NodeRef pool_jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, con
 
 NodeRef pool_local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops, const std::vector<AxisSharding>& op_sh,
                    const AxisSharding& natural) {
-  NodeTable& t = b.table();
   attr::SelectWindow p = geom(n.attr<attr::ReduceWindow>());
-  const Shape G = p.base;
-  AxisSharding xs = op_sh[0];
-  const std::vector<Split> splits = splits_of(b, p, xs, natural);
-  NodeRef x = gather_unaligned(b, ops[0], G, xs, splits);
-  std::vector<NodeRef> offsets(ops.begin() + 1, ops.end());
-  for (const Split& s : splits) {
-    if (!s.halo) continue;
-    const std::int64_t lo = p.pad_lo[s.d];
-    x = with_halo(b, x, s, lo, p.window[s.d] - p.strides[s.d] - lo);
-    // Rows outside the array (past its ends, an uneven tile's padding) read as the identity.
-    if (p.extent.empty()) p.extent = G;
-    p.offset_dims.push_back(std::int64_t(s.d));
-    offsets.push_back(build::binary(t, Op::sub, b.offset(s.axes, s.ti), build::scalar(t, DType::int32, double(lo))));
-    p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
-  }
-  for (std::size_t d = 0; d < p.base.size(); ++d) p.base[d] = x->shape()[d];
-  NodeRef y = build::reduce_window(t, n.op, x, pooling(p), offsets);
-  return to_natural(b, y, windows_shape(geom(n.attr<attr::ReduceWindow>())), natural, splits);
+  const OffsetTile x = offset_tile(b, p, ops, op_sh, natural);
+  NodeRef y = build::reduce_window(b.table(), n.op, x.x, pooling(p), x.offsets);
+  return to_natural(b, y, windows_shape(geom(n.attr<attr::ReduceWindow>())), natural, x.splits);
 }
 }  // namespace
 
