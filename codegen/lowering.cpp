@@ -388,9 +388,6 @@ TESSEL_NOT_AN_EXPRESSION(scatter)
 // ------------------------------------------------------------ pooling's derivative
 
 namespace {
-bool plain_dim(const attr::SelectWindow& p, std::size_t d) {
-  return p.window[d] == 1 && p.strides[d] == 1 && p.pad_lo[d] == 0 && p.pad_hi[d] == 0;
-}
 // The taps of window `o` (row-major): whether each lies inside the operand
 // (p.base) and the index of its element (a safe one where it does not).
 struct Taps {
@@ -413,7 +410,7 @@ Taps window_taps(ExprEmitter& e, const attr::SelectWindow& p, const Index& o, co
     for (std::size_t d = r; d-- > 0;) {
       const std::int64_t u = rem % p.window[d];
       rem /= p.window[d];
-      if (plain_dim(p, d)) {
+      if (p.untouched(d)) {
         at[d] = o[d];
         continue;
       }
@@ -436,9 +433,6 @@ Value* selection_at(ExprEmitter& e, const Node& n, const Index& o) { return e.va
 Value* is_tap(ExprEmitter& e, Value* sel, Value* tap) {
   return e.b.CreateICmpEQ(sel, e.b.CreateTrunc(e.b.CreateAdd(tap, e.i64c(1)), e.b.getInt8Ty()));
 }
-}  // namespace
-
-namespace {
 // The row offsets of a device's window op (operands 1.., p.offset_dims),
 // per dim (null where none).
 std::vector<Value*> row_offsets(ExprEmitter& e, const Node& n, const std::vector<std::int64_t>& offset_dims, std::size_t rank) {
@@ -453,7 +447,7 @@ std::vector<Value*> row_offsets(ExprEmitter& e, const Node& n, const std::vector
 // taps outside the operand are the identity.
 Value* pool(ExprEmitter& e, const Node& n, const Index& idx, Op reduce) {
   const auto& a = n.attr<attr::ReduceWindow>();
-  const attr::SelectWindow p{true, a.base, a.window, a.strides, a.pad_lo, a.pad_hi, a.offset_dims, a.extent};
+  const attr::SelectWindow p = a.selection();
   auto& b = e.b;
   const DType t = n.dtype();
   const Taps w = window_taps(e, p, idx, row_offsets(e, n, a.offset_dims, a.base.size()));
@@ -526,7 +520,7 @@ TESSEL_LOWER(select_and_scatter_add) {
   std::vector<std::int64_t> count;
   std::int64_t combos = 1;
   for (std::size_t d = 0; d < r; ++d)
-    if (!plain_dim(p, d)) {
+    if (!p.untouched(d)) {
       dims.push_back(d);
       count.push_back((p.window[d] + p.strides[d] - 1) / p.strides[d]);
       combos *= count.back();

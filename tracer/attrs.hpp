@@ -209,6 +209,10 @@ struct SelectWindow {
   std::vector<std::int64_t> offset_dims, extent;
   auto fields() const { return std::tie(ge, base, window, strides, pad_lo, pad_hi, offset_dims, extent); }
   void print(std::ostream& os) const;
+  // Whether dim d is untouched by the window (size 1, stride 1, no padding).
+  bool untouched(std::size_t d) const {
+    return window[d] == 1 && strides[d] == 1 && pad_lo[d] == 0 && pad_hi[d] == 0;
+  }
 };
 // reduce_window_sum, reduce_window_max, reduce_window_min (pooling,
 // tracer/rules_window.cpp): the operand's shape, per dim the window's size
@@ -220,6 +224,13 @@ struct ReduceWindow {
   std::vector<std::int64_t> offset_dims, extent;
   auto fields() const { return std::tie(base, window, strides, pad_lo, pad_hi, offset_dims, extent); }
   void print(std::ostream& os) const;
+  // The same window as a selection's (its first maximum for ge, else minimum), and back.
+  SelectWindow selection(bool ge = true) const {
+    return SelectWindow{ge, base, window, strides, pad_lo, pad_hi, offset_dims, extent};
+  }
+  static ReduceWindow of(const SelectWindow& w) {
+    return ReduceWindow{w.base, w.window, w.strides, w.pad_lo, w.pad_hi, w.offset_dims, w.extent};
+  }
 };
 // debug_callback: a host function called at run time with its operands'
 // values (ts::debug::print, ts::debug::callback); its result is a bool[]

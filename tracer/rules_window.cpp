@@ -45,8 +45,6 @@ using rule_util::expect_arity;
 
 namespace {
 
-const char* name(Op op) { return op_name(op); }
-
 // The windows' grid over the operand.
 Shape windows_shape(const attr::SelectWindow& p) {
   const Shape& s = p.base;
@@ -67,32 +65,38 @@ std::int64_t taps_of(const attr::SelectWindow& p) {
 void check_window(Op op, const attr::SelectWindow& p, const std::vector<Aval>& in) {
   const std::size_t r = p.base.size();
   if (p.window.size() != r || p.strides.size() != r || p.pad_lo.size() != r || p.pad_hi.size() != r)
-    throw ValueError(cat(name(op), ": needs a window size, stride and padding per dimension of the operand (", r,
+    throw ValueError(cat(op_name(op), ": needs a window size, stride and padding per dimension of the operand (", r,
                          "), got ", avals_str(in)));
   for (std::size_t d = 0; d < r; ++d)
     if (p.window[d] < 1 || p.strides[d] < 1 || p.pad_lo[d] < 0 || p.pad_hi[d] < 0)
-      throw ValueError(cat(name(op), ": window sizes and strides must be positive and padding non-negative, got window ",
+      throw ValueError(cat(op_name(op), ": window sizes and strides must be positive and padding non-negative, got window ",
                            rule_util::ints(p.window), ", strides ", rule_util::ints(p.strides), ", padding ",
                            rule_util::ints(p.pad_lo), " / ", rule_util::ints(p.pad_hi)));
-  if (taps_of(p) > 64) throw ValueError(cat(name(op), ": at most 64 taps in a window, got ", rule_util::ints(p.window)));
+  if (taps_of(p) > 64) throw ValueError(cat(op_name(op), ": at most 64 taps in a window, got ", rule_util::ints(p.window)));
 }
 
 void check_value(Op op, const Aval& v, const Shape& want, const std::vector<Aval>& in) {
   if (v.dtype != DType::float32 && v.dtype != DType::float64)
-    throw TypeError(cat(name(op), " takes float32 or float64 values (ts::lax converts others), got ", avals_str(in)));
+    throw TypeError(cat(op_name(op), " takes float32 or float64 values (ts::lax converts others), got ", avals_str(in)));
   if (v.shape != want)
-    throw TypeError(cat(name(op), ": expected values of shape ", rule_util::ints(want), ", got ", avals_str(in)));
+    throw TypeError(cat(op_name(op), ": expected values of shape ", rule_util::ints(want), ", got ", avals_str(in)));
+}
+
+// A device's window op (window_select, pooling): after the operand, one
+// int32 scalar row offset per offset dim, and the global extent of every dim.
+void check_offsets(Op op, const attr::SelectWindow& p, const std::vector<Aval>& in) {
+  expect_arity(op, in, 1 + p.offset_dims.size());
+  for (std::size_t k = 1; k < in.size(); ++k)
+    if (in[k].dtype != DType::int32 || !in[k].shape.empty())
+      throw TypeError(cat(op_name(op), ": row offsets are int32 scalars, got ", avals_str(in)));
+  if (!p.offset_dims.empty() && p.extent.size() != p.base.size())
+    throw ValueError(cat(op_name(op), ": offset dims ", rule_util::ints(p.offset_dims), " need an extent per dim"));
 }
 
 void check_selection(Op op, const attr::SelectWindow& p, const std::vector<Aval>& in) {
   if (in[1].dtype != DType::int8 || in[1].shape != windows_shape(p))
-    throw TypeError(cat(name(op), ": the selection must be int8 of the windows' shape ",
+    throw TypeError(cat(op_name(op), ": the selection must be int8 of the windows' shape ",
                         rule_util::ints(windows_shape(p)), ", got ", avals_str(in)));
-}
-
-// Whether dim d is untouched by the window (size 1, stride 1, no padding).
-bool plain(const attr::SelectWindow& p, std::size_t d) {
-  return p.window[d] == 1 && p.strides[d] == 1 && p.pad_lo[d] == 0 && p.pad_hi[d] == 0;
 }
 
 // The flat index into the operand of tap t of window o, or -1 when it lies
@@ -158,7 +162,7 @@ void each_window(const Shape& out, F f) {
 // pooling of sizes the stride divides), and gathers the dim elsewhere.
 bool lines_up(const attr::SelectWindow& p, std::size_t d) {
   const std::int64_t out = windows_shape(p)[d];
-  return !plain(p, d) && out > 0 && p.window[d] >= p.strides[d];
+  return !p.untouched(d) && out > 0 && p.window[d] >= p.strides[d];
 }
 
 // The row offsets of a device's window op (operands 1.., offset_dims) per
@@ -195,7 +199,7 @@ FactorRule window_factors(const Node& n, const attr::SelectWindow& p, const std:
   FactorRule r;
   std::vector<std::vector<int>> in_dims, out_dims;
   for (std::size_t d = 0; d < base.size(); ++d) {
-    if (plain(p, d) || lines_up(p, d)) {
+    if (p.untouched(d) || lines_up(p, d)) {
       const int f = r.add_factor(out[d]);
       in_dims.push_back({f});
       out_dims.push_back({f});
@@ -225,7 +229,7 @@ std::vector<Split> splits_of(LocalBuilder& b, const attr::SelectWindow& p, const
   std::vector<Split> r;
   const Shape out = windows_shape(p);
   for (std::size_t d = 0; d < p.base.size(); ++d) {
-    if (plain(p, d)) continue;
+    if (p.untouched(d)) continue;
     const auto& A = base_sh.dims[d].empty() ? windows_sh.dims[d] : base_sh.dims[d];
     if (A.empty()) continue;
     const std::int64_t T = b.tiles(A);
@@ -304,14 +308,6 @@ NodeCost window_cost(const Node& n, const attr::SelectWindow& p) {
   return c;
 }
 
-// The geometry of a pooling's window as a selection's (ge unused), and back.
-attr::SelectWindow geom(const attr::ReduceWindow& a) {
-  return attr::SelectWindow{true, a.base, a.window, a.strides, a.pad_lo, a.pad_hi, a.offset_dims, a.extent};
-}
-attr::ReduceWindow pooling(const attr::SelectWindow& a) {
-  return attr::ReduceWindow{a.base, a.window, a.strides, a.pad_lo, a.pad_hi, a.offset_dims, a.extent};
-}
-
 // The operand of a window op that knows its rows' global positions
 // (window_select, pooling) on this device: its neighbours' border rows where
 // the rows line up (`pad_lo` before, `window - stride - pad_lo` after; zeros
@@ -348,14 +344,9 @@ OffsetTile offset_tile(LocalBuilder& b, attr::SelectWindow& p, const std::vector
 }  // namespace
 
 Aval Rule<Op::window_select>::infer(const std::vector<Aval>& in, const A& p, const Aval&) {
-  expect_arity(Op::window_select, in, 1 + p.offset_dims.size());
+  check_offsets(Op::window_select, p, in);
   check_window(Op::window_select, p, in);
   check_value(Op::window_select, in[0], p.base, in);
-  for (std::size_t k = 1; k < in.size(); ++k)
-    if (in[k].dtype != DType::int32 || !in[k].shape.empty())
-      throw TypeError(cat("window_select: row offsets are int32 scalars, got ", avals_str(in)));
-  if (!p.offset_dims.empty() && p.extent.size() != p.base.size())
-    throw ValueError(cat("window_select: offset dims ", rule_util::ints(p.offset_dims), " need an extent per dim"));
   return Aval{DType::int8, windows_shape(p), false};
 }
 
@@ -475,7 +466,7 @@ NodeRef Rule<Op::select_and_gather_add>::local(LocalBuilder& b, const Node& n, c
   }
   p.base = tan->shape();
   for (std::size_t d = 0; d < p.base.size(); ++d)
-    if (plain(p, d)) p.base[d] = sel->shape()[d];
+    if (p.untouched(d)) p.base[d] = sel->shape()[d];
   NodeRef y = build::select_and_gather_add(b.table(), tan, sel, p);
   return to_natural(b, y, windows_shape(attrs_of(n)), natural, splits);
 }
@@ -494,7 +485,7 @@ NodeRef Rule<Op::select_and_scatter_add>::local(LocalBuilder& b, const Node& n, 
   if (!uneven.empty()) sel = b.mask(sel, W, ss, uneven, *Literal::scalar(DType::int8, 0));
   Shape base = G;
   for (std::size_t d = 0; d < base.size(); ++d)
-    if (plain(p, d)) base[d] = sel->shape()[d];
+    if (p.untouched(d)) base[d] = sel->shape()[d];
   for (const Split& s : splits) {
     if (!s.halo) continue;
     const std::int64_t w = p.window[s.d], st = p.strides[s.d], lo = p.pad_lo[s.d];
@@ -552,17 +543,14 @@ namespace {
 Op pool_reduce(Op op) { return op == Op::reduce_window_sum ? Op::add : op == Op::reduce_window_max ? Op::max : Op::min; }
 
 Aval pool_infer(Op op, const std::vector<Aval>& in, const attr::ReduceWindow& a) {
-  const attr::SelectWindow p = geom(a);
-  expect_arity(op, in, 1 + p.offset_dims.size());
+  const attr::SelectWindow p = a.selection();
+  check_offsets(op, p, in);
   check_window(op, p, in);
   const DType t = in[0].dtype;
   if (!(t == DType::float32 || t == DType::float64 || is_integral(t)))
-    throw TypeError(cat(name(op), " takes real float32/float64 or integer operands (ts::lax composes others), got ",
+    throw TypeError(cat(op_name(op), " takes real float32/float64 or integer operands (ts::lax composes others), got ",
                         avals_str(in)));
-  if (in[0].shape != p.base) throw TypeError(cat(name(op), ": expected an operand of shape ", rule_util::ints(p.base), ", got ", avals_str(in)));
-  for (std::size_t k = 1; k < in.size(); ++k)
-    if (in[k].dtype != DType::int32 || !in[k].shape.empty())
-      throw TypeError(cat(name(op), ": row offsets are int32 scalars, got ", avals_str(in)));
+  if (in[0].shape != p.base) throw TypeError(cat(op_name(op), ": expected an operand of shape ", rule_util::ints(p.base), ", got ", avals_str(in)));
   return Aval{t, windows_shape(p), in[0].weak_type};
 }
 
@@ -583,7 +571,7 @@ T pool_fold(Op r, T a, T b) {
 
 void pool_eval(Op op, const std::vector<const HostArray*>& in, const attr::ReduceWindow& a, const Aval& aval, HostArray& out) {
   rule_util::allocate(out, aval);
-  const attr::SelectWindow p = geom(a);
+  const attr::SelectWindow p = a.selection();
   const Op r = pool_reduce(op);
   const std::vector<std::int64_t> off = row_offsets(p.offset_dims, p.base.size(), in);
   const std::int64_t taps = taps_of(p);
@@ -622,17 +610,16 @@ NodeRef pool_jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x, con
   if (!tx[0]) return nullptr;
   const auto& a = n.attr<attr::ReduceWindow>();
   if (n.op == Op::reduce_window_sum) return build::reduce_window(t, Op::reduce_window_sum, tx[0], a);
-  attr::SelectWindow p = geom(a);
-  p.ge = n.op == Op::reduce_window_max;
+  const attr::SelectWindow p = a.selection(n.op == Op::reduce_window_max);
   return build::select_and_gather_add(t, tx[0], build::window_select(t, x[0], p), p);
 }
 
 NodeRef pool_local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops, const std::vector<AxisSharding>& op_sh,
                    const AxisSharding& natural) {
-  attr::SelectWindow p = geom(n.attr<attr::ReduceWindow>());
+  attr::SelectWindow p = n.attr<attr::ReduceWindow>().selection();
   const OffsetTile x = offset_tile(b, p, ops, op_sh, natural);
-  NodeRef y = build::reduce_window(b.table(), n.op, x.x, pooling(p), x.offsets);
-  return to_natural(b, y, windows_shape(geom(n.attr<attr::ReduceWindow>())), natural, x.splits);
+  NodeRef y = build::reduce_window(b.table(), n.op, x.x, attr::ReduceWindow::of(p), x.offsets);
+  return to_natural(b, y, windows_shape(n.attr<attr::ReduceWindow>().selection()), natural, x.splits);
 }
 }  // namespace
 
@@ -641,7 +628,7 @@ NodeRef pool_local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& o
   void Rule<Op::OP>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {   \
     pool_eval(Op::OP, in, p, aval, out);                                                                          \
   }                                                                                                              \
-  FactorRule Rule<Op::OP>::factors(const Node& n) { return window_factors(n, geom(attrs_of(n)), {true}, false); } \
+  FactorRule Rule<Op::OP>::factors(const Node& n) { return window_factors(n, attrs_of(n).selection(), {true}, false); } \
   NodeRef Rule<Op::OP>::jvp(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                          \
                             const std::vector<NodeRef>& tx, const NodeRef&) {                                    \
     return pool_jvp(t, n, x, tx);                                                                                \
@@ -652,10 +639,10 @@ NodeRef pool_local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& o
   }                                                                                                              \
   NodeRef Rule<Op::OP>::batch(NodeTable& t, const Node& n, const std::vector<NodeRef>& x,                        \
                               const std::vector<bool>&, const BatchInfo& b) {                                   \
-    return build::reduce_window(t, Op::OP, x[0], pooling(with_batch(geom(attrs_of(n)), b.size)));               \
+    return build::reduce_window(t, Op::OP, x[0], attr::ReduceWindow::of(with_batch(attrs_of(n).selection(), b.size))); \
   }                                                                                                              \
   TESSEL_COMPLEX_NONE(OP)                                                                                        \
-  NodeCost Rule<Op::OP>::cost(const Node& n) { return window_cost(n, geom(attrs_of(n))); }
+  NodeCost Rule<Op::OP>::cost(const Node& n) { return window_cost(n, attrs_of(n).selection()); }
 TESSEL_POOLING(reduce_window_sum)
 TESSEL_POOLING(reduce_window_max)
 TESSEL_POOLING(reduce_window_min)

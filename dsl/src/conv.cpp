@@ -398,15 +398,19 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
     const Array y = tree(taps_of(x, init));
     return f(full_like(y, init), y);
   }
-  // JAX's primitives for the derivative (select_and_gather_add, whose
-  // transpose is select_and_scatter_add), reading one selection made per
-  // window (window_select): no dilation, padding >= 0, and at most 64 taps.
+  // The window primitives serve windows without dilation, with padding >= 0
+  // and at most 64 taps (each a load in the fused loop).
   std::int64_t taps = 1;
   bool plain = true;
   for (std::size_t d = 0; d < r; ++d) {
     taps *= window[d];
     plain = plain && bd[d] == 1 && wd[d] == 1 && pads[d].first >= 0 && pads[d].second >= 0;
   }
+  attr::ReduceWindow how;
+  how.base = x.shape();
+  how.window = window;
+  how.strides = strides;
+  for (auto& pr : pads) how.pad_lo.push_back(pr.first), how.pad_hi.push_back(pr.second);
   // JAX's pooling primitives (reduce_window_sum, _max, _min) for real
   // float32/float64 and integer operands: one fused loop over the windows,
   // split along the rows with their neighbours' border rows; the max's and
@@ -415,11 +419,6 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
   const DType xt = x.dtype();
   const bool wide = xt == DType::float32 || xt == DType::float64 || integer;
   if (wide && plain && taps <= 64 && (op == "add" || op == "sum" || op == "max" || op == "min")) {
-    attr::ReduceWindow how;
-    how.base = x.shape();
-    how.window = window;
-    how.strides = strides;
-    for (auto& pr : pads) how.pad_lo.push_back(pr.first), how.pad_hi.push_back(pr.second);
     const Op prim = op == "max" ? Op::reduce_window_max : op == "min" ? Op::reduce_window_min : Op::reduce_window_sum;
     return detail::apply1("reduce_window", {x}, [&](NodeTable& t, const std::vector<NodeRef>& ops) {
       return build::reduce_window(t, prim, ops[0], how);
@@ -428,12 +427,7 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
   // 16- and 8-bit floats: the tree of taps (rounded as XLA rounds each op),
   // the tangent picked in float32.
   if ((op == "max" || op == "min") && floating && plain && taps <= 64) {
-    attr::SelectWindow how;
-    how.ge = op == "max";
-    how.base = x.shape();
-    how.window = window;
-    how.strides = strides;
-    for (auto& pr : pads) how.pad_lo.push_back(pr.first), how.pad_hi.push_back(pr.second);
+    const attr::SelectWindow sel = how.selection(op == "max");
     auto fun = [=](const std::vector<Array>& a) { return std::vector<Array>{tree(taps_of(a[0], init))}; };
     // The tangent at each window's first extreme, picked in float32 for
     // 16- and 8-bit floats (exact).
@@ -443,8 +437,8 @@ Array reduce_window(const Array& x, double init, const std::string& op, const st
       const DType c = dt == DType::float64 ? dt : DType::float32;
       const Array dy = detail::apply1("reduce_window", {a[1].astype(c), a[0].astype(c)},
                                       [&](NodeTable& t, const std::vector<NodeRef>& ops) {
-                                        return build::select_and_gather_add(t, ops[0], build::window_select(t, ops[1], how),
-                                                                            how);
+                                        return build::select_and_gather_add(t, ops[0], build::window_select(t, ops[1], sel),
+                                                                            sel);
                                       });
       return std::vector<Array>{y, dy.astype(dt)};
     };
