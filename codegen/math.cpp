@@ -230,21 +230,40 @@ const char* libm_name(MathFn fn, bool f32) {
   __builtin_unreachable();
 }
 
-// erf^-1 in double: the f32 polynomial's start, then Newton steps on libm's erf.
+// erf^-1 in double: a start from the f32 polynomial, then three Halley
+// steps on erf(y) = |x| (f = erf(y) - |x|, f' = d = 2/sqrt(pi) exp(-y^2),
+// f'' = -2 y d: y -= f / (d + y f)). From |x| = 1/2 up, f is computed as
+// (1 - |x|) - erfc(y), exact to erfc's rounding, where erf(y) - |x| would
+// lose the digits 1 - |x| has (near 1 - 1e-8: half of them). Where |x| is
+// within 2^-25 of 1 it rounds to 1 in float32 and the polynomial's start is
+// infinite: there the tail's asymptotic y^2 = L - log(L)/2 - log(sqrt(pi)),
+// L = -log(1 - |x|), starts the steps instead (a NaN before this, for one
+// float64 normal draw in about 3e7).
 llvm::Value* erf_inv_f64(Builder& b, llvm::Value* x) {
   llvm::Type* t = x->getType();
   auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  auto fabs = [&](llvm::Value* v) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v); };
+  llvm::Value* ax = fabs(x);
   llvm::Value* xf = b.CreateFPTrunc(x, b.getFloatTy());
   F f{b, b.getFloatTy(), b.getInt32Ty()};
-  llvm::Value* y = b.CreateFPExt(f.erf_inv(xf), t);
+  llvm::Value* y = fabs(b.CreateFPExt(f.erf_inv(xf), t));
+  llvm::Value* below_one = b.CreateFSub(c(1.0), ax);  // exact from 1/2 up
+  llvm::Value* L = b.CreateFNeg(libm_call(b, "log", below_one, nullptr));
+  llvm::Value* tail = b.CreateUnaryIntrinsic(
+      llvm::Intrinsic::sqrt,
+      b.CreateFSub(b.CreateFSub(L, b.CreateFMul(c(0.5), libm_call(b, "log", L, nullptr))), c(0.57236494292470008)));
+  llvm::Value* one = b.CreateFCmpOEQ(ax, c(1.0));
+  y = b.CreateSelect(b.CreateAnd(b.CreateFCmpOEQ(y, c(HUGE_VAL)), b.CreateNot(one)), tail, y);
+  llvm::Value* upper = b.CreateFCmpOGE(ax, c(0.5));
   for (int k = 0; k < 3; ++k) {
-    llvm::Value* err = b.CreateFSub(libm_call(b, "erf", y, nullptr), x);
+    llvm::Value* f_low = b.CreateFSub(libm_call(b, "erf", y, nullptr), ax);
+    llvm::Value* f_high = b.CreateFSub(below_one, libm_call(b, "erfc", y, nullptr));
+    llvm::Value* fy = b.CreateSelect(upper, f_high, f_low);
     llvm::Value* d = b.CreateFMul(c(1.1283791670955126), libm_call(b, "exp", b.CreateFNeg(b.CreateFMul(y, y)), nullptr));
-    llvm::Value* ny = b.CreateFSub(y, b.CreateFDiv(err, d));
-    // Keep infinities at +-1 (Newton on them gives NaN).
-    y = b.CreateSelect(b.CreateFCmpOEQ(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), c(1.0)), y, ny);
+    llvm::Value* ny = b.CreateFSub(y, b.CreateFDiv(fy, b.CreateFAdd(d, b.CreateFMul(y, fy))));
+    y = b.CreateSelect(one, y, ny);  // keep the infinities at +-1
   }
-  return y;
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, y, x);
 }
 
 }  // namespace

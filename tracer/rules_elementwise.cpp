@@ -155,7 +155,9 @@ C complex_log1p(C z) {
   return C(std::log1p(x * (2 + x) + y * y) / 2, std::atan2(y, R(1) + x));
 }
 
-// erf^-1 to full precision: Newton on erf from a close start (Giles' f32 polynomial).
+// erf^-1 to full precision: Newton in long double from a close start
+// (Giles' f32 polynomial), on erf(y) - |x|, or from |x| = 1/2 up on
+// (1 - |x|) - erfc(y), which keeps the digits of 1 - |x|.
 double erf_inv_ref(double x) {
   if (x <= -1) return x == -1 ? -HUGE_VAL : std::nan("");
   if (x >= 1) return x == 1 ? HUGE_VAL : std::nan("");
@@ -183,13 +185,13 @@ double erf_inv_ref(double x) {
     p = 1.00167406 + p * w;
     p = 2.83297682 + p * w;
   }
-  double y = p * x;
-  const double two_over_sqrt_pi = 1.1283791670955126;
-  for (int k = 0; k < 4; ++k) {
-    double err = std::erf(y) - x;
-    y -= err / (two_over_sqrt_pi * std::exp(-y * y));
+  const long double ax = std::fabs(x);
+  long double y = std::fabs(p * x);
+  for (int k = 0; k < 6; ++k) {
+    const long double err = ax < 0.5 ? std::erf(y) - ax : (1.0L - ax) - std::erfc(y);
+    y -= err / (1.1283791670955125739L * std::exp(-y * y));
   }
-  return y;
+  return std::copysign(double(y), x);
 }
 
 template <class T>

@@ -131,6 +131,38 @@ TEST_CASE("float64 draws and 64 random bits equal JAX's (x64)") {
   }
 }
 
+TEST_CASE("float64 erf_inv near +-1 and the normal draw that met it: finite, and erf(erf_inv(x)) = x") {
+  // Within 2^-25 of +-1 a float64 rounds to +-1 in float32, where the
+  // polynomial's start is infinite: this returned NaN (one float64 normal draw
+  // in about 3e7: normal(key(5), (3000, 3000)) held one).
+  std::vector<double> xs;
+  for (int k = 2; k <= 53; ++k) {
+    xs.push_back(1 - std::ldexp(1.0, -k));
+    xs.push_back(-(1 - std::ldexp(1.0, -k)));
+  }
+  xs.push_back(0.99999998488519026);
+  const ts::Array x = ts::array(xs);
+  for (bool jitted : {false, true}) {
+    CAPTURE(jitted);
+    auto f = [](const ts::Array& a) { return ts::lax::erf_inv(a); };
+    auto y = (jitted ? ts::jit(f)(x) : f(x)).to_vector<double>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      CAPTURE(xs[i]);
+      REQUIRE(std::isfinite(y[i]));
+      CHECK(std::signbit(y[i]) == std::signbit(xs[i]));
+      // erfc(|y|) equals 1 - |x| to within y's rounding (which moves erfc
+      // by 2 y^2 ulp, relatively) and a few ulp of erfc's own.
+      const double t = 1 - std::fabs(xs[i]);
+      CHECK(std::fabs(std::erfc(std::fabs(y[i])) - t) <= (2 * y[i] * y[i] + 4) * 2.3e-16 * t);
+    }
+  }
+  CHECK(ts::lax::erf_inv(ts::array(std::vector<double>{1.0, -1.0})).to_vector<double>() == std::vector<double>{INFINITY, -INFINITY});
+  auto n = ts::random::normal(ts::random::key(5), {3000 * 3000}, ts::float64);
+  CHECK_FALSE(ts::any(ts::isnan(n)).item<bool>());
+  const double drawn = n.index({7147849}).item<double>();  // sqrt(2) erf_inv(u), u = 0.99999998488519026
+  CHECK(std::fabs(std::erfc(drawn / std::sqrt(2.0)) - (1 - 0.99999998488519026)) <= 1e-14 * (1 - 0.99999998488519026));
+}
+
 TEST_CASE("a sharded draw equals the unsharded one, on 1..8 devices, even and uneven") {
   for (bool on : {false, true}) {
     Mode m(on);
