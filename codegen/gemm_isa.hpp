@@ -14,7 +14,9 @@ struct Operands {
   std::int64_t a_bs = 0, a_rs = 0, a_cs = 1;
   const T* b = nullptr;  // b[bi*b_bs + p*b_rs + j*b_cs]
   std::int64_t b_bs = 0, b_rs = 0, b_cs = 1;
-  T* c = nullptr;  // c[bi*m*n + i*n + j], written (not accumulated)
+  T* c = nullptr;  // c[(bi*m + i)*ldc + j], ldc = c_rs or n: written, or subtracted from
+  std::int64_t c_rs = 0;
+  bool subtract = false;  // C -= A . B (each KC-deep block's product subtracted in turn), not C = A . B
 };
 
 // parallel(ctx, n, task, task_ctx) runs task(task_ctx, lo, hi) over [0, n).

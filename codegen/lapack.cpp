@@ -8,7 +8,9 @@
 #include <mutex>
 #include <sstream>
 
+#include "codegen/lapack_blocked.hpp"
 #include "codegen/lapack_internal.hpp"
+#include "codegen/library.hpp"
 #include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
 
@@ -78,10 +80,24 @@ class LapackThunk final : public rt::Thunk {
       bc_ = lapack_int(b.back(), n);
     }
     std::ostringstream os;
-    os << op_name(op_) << ' ' << n.aval.str() << (p_.packed_complex ? " (packed complex, " : " (") << "LAPACK, " << batch_
-       << " matrix" << (batch_ == 1 ? ")" : "es)");
+    os << op_name(op_) << ' ' << n.aval.str() << (p_.packed_complex ? " (packed complex, " : " (")
+       << (!blocked()                 ? "LAPACK, "
+           : op_ == Op::lu            ? "blocked with tessel's GEMM, LAPACK's getrf for panels, "
+           : op_ == Op::cholesky      ? "blocked with tessel's GEMM, LAPACK's potrf for diagonal blocks, "
+                                      : "blocked with tessel's GEMM, ")
+       << batch_ << " matrix"
+       << (batch_ == 1 ? ")" : "es)");
+    // Blocked ones run on the whole host where they are as large as a dot that does (codegen/dot.cpp).
+    const double flops = op_ == Op::lu         ? double(m_) * n_ * std::min(m_, n_)
+                         : op_ == Op::cholesky ? double(n_) * n_ * n_ / 3
+                                               : double(br_) * br_ * bc_;
+    if (blocked() && flops >= 2.0 * 512 * 512 * 512) {
+      width_ = machine_wide_width();
+      os << ' ' << width_words(width_);
+    }
     text_ = os.str();
   }
+  rt::ComputeSlot::Width width() const override { return width_; }
   // The library's calls take turns (blas_lock); the copies and transposes
   // around them run on every device at once.
   void run(rt::ExecContext& ctx) const override {
@@ -91,6 +107,27 @@ class LapackThunk final : public rt::Thunk {
   const char* category() const override { return "library"; }
 
  private:
+  // Whether the op runs in codegen/lapack_blocked.cpp on tessel's GEMM
+  // rather than in one LAPACK call: the lu of a real matrix both of whose
+  // sides are at least two panels, the cholesky of one of at least two
+  // panels, and a real left-side triangular solve with many right-hand sides.
+  bool blocked() const {
+    if (p_.packed_complex) return false;
+    if (op_ == Op::lu) return lu_runs_blocked(m_, n_);
+    if (op_ == Op::cholesky) return cholesky_runs_blocked(n_);
+    return op_ == Op::triangular_solve && p_.left_side && solve_runs_blocked(br_, bc_);
+  }
+  // Threads for the blocked routines' tasks: the whole host's in a machine-wide turn, else the device's.
+  static int task_threads(const rt::ExecContext& ctx) {
+    return ctx.machine_wide ? rt::ComputeSlot::machine_threads() : rt::Runtime::get().threads_per_device();
+  }
+  static gemm::ParallelFor tasks(const rt::ExecContext& ctx) {
+    return [wide = ctx.machine_wide](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
+      if (wide) rt::parallel_for_machine(0, len, 1, task);
+      else rt::parallel_for(0, len, 1, task);
+    };
+  }
+
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
     using Re = real_of<T>;
@@ -119,6 +156,11 @@ class LapackThunk final : public rt::Thunk {
           T* o = static_cast<T*>(out(0)) + b * n * n;
           if (n == 0) break;
           std::copy(ab, ab + n * n, o);
+          if constexpr (!is_cx<T>)
+            if (blocked()) {
+              if (blocked_cholesky(o, n, task_threads(ctx), tasks(ctx)) != 0) fill_nan(o, n * n);
+              break;
+            }
           locked([&] { Lapack::potrf('U', n_, o, n_, info); });
           if (info != 0) {
             fill_nan(o, n * n);
@@ -146,6 +188,13 @@ class LapackThunk final : public rt::Thunk {
           const bool cj = is_cx<T> && p_.conjugate_a, tr = p_.transpose_a;
           const bool wrap = cj && (p_.left_side == tr);  // conj(b) in, conj(x) out
           const char op = wrap ? 'N' : cj ? 'C' : (p_.left_side != tr) ? 'T' : 'N';
+          if constexpr (!is_cx<T>)
+            if (blocked()) {  // row-major in place, a read as it lies
+              std::copy(bb, bb + br_ * bc_, o);
+              solve_left_tasks(ab, n, p_.lower, p_.transpose_a, p_.unit_diagonal, o, bc_, br_, bc_, task_threads(ctx),
+                               tasks(ctx));
+              break;
+            }
           if (p_.left_side) {
             std::vector<T> bcol(static_cast<std::size_t>(br_) * static_cast<std::size_t>(bc_));
             to_col(bb, br_, bc_, bcol.data());
@@ -166,6 +215,13 @@ class LapackThunk final : public rt::Thunk {
           auto* perm = static_cast<std::int32_t*>(out(2)) + b * m;
           for (std::int64_t i = 0; i < m; ++i) perm[i] = std::int32_t(i);
           if (m == 0 || n == 0) break;
+          if constexpr (!is_cx<T>)
+            if (blocked()) {
+              std::copy(ab, ab + m * n, o);
+              blocked_lu(o, m, n, piv, col.data(), task_threads(ctx), tasks(ctx));
+              for (std::int64_t i = 0; i < k; ++i) std::swap(perm[i], perm[piv[i]]);
+              break;
+            }
           std::vector<int> ipiv(static_cast<std::size_t>(k));
           to_col(ab, m, n, col.data());
           locked([&] { Lapack::getrf(m_, n_, col.data(), m_, ipiv.data(), info); });  // info > 0: singular, the factors stand
@@ -287,6 +343,7 @@ class LapackThunk final : public rt::Thunk {
   int m_ = 0, n_ = 0, br_ = 0, bc_ = 0;
   std::int64_t batch_ = 1;
   std::string text_;
+  rt::ComputeSlot::Width width_ = rt::ComputeSlot::Width::device;
 };
 
 }  // namespace

@@ -26,26 +26,26 @@ using namespace lapack_internal;
 // (trsm), while the others wait; then each member takes the pivots and
 // subtracts L21 U12 from its rows below the panel (tessel's GEMM), reading
 // U12 from the top rows' owner in place. One meeting per panel step (and
-// one at the end), and
-// beside its rows in and out a device holds only a block of the update's
-// product. A panel never crosses a device's rows, so its top rows lie in one.
+// one at the end), and a device holds nothing beside its rows in and out
+// (the GEMM subtracts in place). A panel never crosses a device's rows, so
+// its top rows lie in one.
 //
 // Across processes each panel step meets the group three times: every
 // member factorises the gathered panel itself (getrf; the same bits on
 // each), gathers the pivot rows into U and solves U12, then copies the old
 // top rows its moved rows receive; then each device updates its own rows.
-// Workspace there: the panel, the pivot rows and a block of the product.
+// Workspace there: the panel and the pivot rows.
 class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
  public:
   DistributedLuThunk(const Node& n, int in, std::vector<int> writes) : RowBlockedThunk(n, in, std::move(writes)) {}
-  // A block of the trailing update's product [r, nb]; across processes also
-  // the panel [m, nb] and the pivot rows [nb, n] before it.
+  // None in shared memory (tessel's GEMM subtracts in place); across
+  // processes the panel [m, nb] and the pivot rows [nb, n].
   static std::size_t workspace_bytes(const Node& n) {
     const auto& p = n.attr<attr::RowBlocked>();
     const Shape& s = n.in[0]->shape();
-    const std::int64_t r = s[0], cols = s[1], nb = p.panel;
-    if (all_local(p)) return element_bytes(n) * std::size_t(r * nb);
-    return element_bytes(n) * std::size_t(p.rows * nb + nb * cols + r * nb);
+    const std::int64_t cols = s[1], nb = p.panel;
+    if (all_local(p)) return 0;
+    return element_bytes(n) * std::size_t(p.rows * nb + nb * cols);
   }
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
@@ -69,7 +69,7 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
       const std::int64_t w = panel_columns(c0), c1 = c0 + w;
       {
         rt::ComputeSlot leader;
-        factor(rows, c0, w, ipiv.data(), M[0].scratch);
+        factor(rows, c0, w, ipiv.data());
         solve_u12(rows[c0] + c0, n, rows[c0] + c1, n, w, c1);
       }
       for_members(group, [&](std::int64_t q) {
@@ -79,8 +79,7 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
       if (n > c1)
         for_row_chunks(group, below0, below1, [&](std::int64_t q, std::int64_t i0, std::int64_t i1) {
           T* own = M[size_t(q)].A + i0 * n;
-          update(own + c1, n, own + c0, n, rows[c0] + c1, n, i1 - i0, n - c1, w,
-                 M[size_t(q)].scratch + i0 * nb);  // this chunk's rows of the member's [r, nb] scratch
+          update(own + c1, n, own + c0, n, rows[c0] + c1, n, i1 - i0, n - c1, w);
         });
       c0 = c1;
     }
@@ -92,14 +91,15 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
     T* A = nullptr;
     std::int32_t* piv = nullptr;
     std::int32_t* perm = nullptr;
-    T* scratch = nullptr;  // the workspace's start: in shared memory the whole of it
+    T* work = nullptr;  // the workspace (across processes only)
   };
   // A member's buffers, its rows copied into its result and the permutation
   // started (the caller holds a compute slot).
   template <class T>
   Mine<T> start(const rt::ExecContext& ctx) const {
     Mine<T> mb{static_cast<T*>(ctx.slots[size_t(writes_[0])]), static_cast<std::int32_t*>(ctx.slots[size_t(writes_[1])]),
-               static_cast<std::int32_t*>(ctx.slots[size_t(writes_[2])]), static_cast<T*>(ctx.slots[size_t(writes_[3])])};
+               static_cast<std::int32_t*>(ctx.slots[size_t(writes_[2])]),
+               writes_.size() > 3 ? static_cast<T*>(ctx.slots[size_t(writes_[3])]) : nullptr};
     const T* x = static_cast<const T*>(ctx.slots[size_t(in_)]);
     std::copy(x, x + r_ * n_, mb.A);
     for (std::int64_t i = 0; i < p_.rows; ++i) mb.perm[i] = std::int32_t(i);
@@ -139,7 +139,7 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
         rt::ComputeSlot slot;
         if (rows.at.empty())
           for (std::int64_t g = 0; g < m; ++g) rows.at.push_back(of(peers[size_t(g / r)])->A + (g % r) * n);
-        factor(rows, c0, w, ipiv.data(), mb.scratch);
+        factor(rows, c0, w, ipiv.data());
         solve_u12(rows[c0] + c0, n, rows[c0] + c1, n, w, c1);
       }
       // What the members published lives until the release; the leader's
@@ -152,7 +152,7 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
       if (q != 0) std::copy(pivots, pivots + w, ipiv.data());
       take_pivots(mb, c0, w, ipiv.data());
       const auto [i0, i1] = rows_below(q, c1);
-      if (i1 > i0 && n > c1) update(mb.A + i0 * n + c1, n, mb.A + i0 * n + c0, n, U12, n, i1 - i0, n - c1, w, mb.scratch);
+      if (i1 > i0 && n > c1) update(mb.A + i0 * n + c1, n, mb.A + i0 * n + c0, n, U12, n, i1 - i0, n - c1, w);
       c0 = c1;
     }
     // One last meeting: no member leaves (its rows free to be written over,
@@ -186,10 +186,10 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
   // less L21 U12 (one device's rows at a time), then the right half.
   static constexpr std::int64_t kLeafColumns = 8;
   template <class T>
-  void factor(const Rows<T>& rows, std::int64_t j0, std::int64_t w, std::int64_t* ipiv, T* scratch) const {
+  void factor(const Rows<T>& rows, std::int64_t j0, std::int64_t w, std::int64_t* ipiv) const {
     if (w <= kLeafColumns) return factor_columns(rows, j0, w, ipiv);
     const std::int64_t m = p_.rows, ld = rows.ld, n1 = w / 2, j1 = j0 + n1, j2 = j0 + w;
-    factor(rows, j0, n1, ipiv, scratch);
+    factor(rows, j0, n1, ipiv);
     T* top = rows[j0];
     for (std::int64_t i = 1; i < n1; ++i)
       for (std::int64_t k = 0; k < i; ++k) {
@@ -198,10 +198,10 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
       }
     for (std::int64_t g0 = j1; g0 < m;) {
       const std::int64_t g1 = std::min(m, (g0 / r_ + 1) * r_);
-      update(rows[g0] + j1, ld, rows[g0] + j0, ld, top + j1, ld, g1 - g0, j2 - j1, n1, scratch);
+      update(rows[g0] + j1, ld, rows[g0] + j0, ld, top + j1, ld, g1 - g0, j2 - j1, n1);
       g0 = g1;
     }
-    factor(rows, j1, w - n1, ipiv + n1, scratch);
+    factor(rows, j1, w - n1, ipiv + n1);
   }
   // A column at a time (getrf2's one-column case, then the rank-1 update of
   // the columns to j0 + w): the pivot is the first largest |re| + |im|
@@ -257,9 +257,8 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
       return start<T>(ctx);
     }();
     T* A = mb.A;
-    T* panel = mb.scratch;  // the panel's rows c0 .. m, row stride w
+    T* panel = mb.work;  // the panel's rows c0 .. m, row stride w
     T* U = panel + m * nb;  // the pivot rows [w, n]
-    T* scratch = U + nb * n;
     std::vector<T> send;  // the rows (or panel columns) this device publishes
     std::vector<std::int64_t> ipiv(static_cast<std::size_t>(nb)), pperm;
     for (std::int64_t c0 = 0; c0 < kmax;) {
@@ -271,7 +270,7 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
       for (std::int64_t g = c0; g < m; ++g) rows.at[size_t(g)] = panel + (g - c0) * w - c0;
       {
         rt::ComputeSlot slot;
-        factor(rows, c0, w, ipiv.data(), scratch);
+        factor(rows, c0, w, ipiv.data());
       }
       pperm.resize(std::size_t(active));  // new active row i is old active row pperm[i]
       for (std::int64_t i = 0; i < active; ++i) pperm[size_t(i)] = i;
@@ -332,25 +331,25 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
       }
       take_pivots(mb, c0, w, ipiv.data());
       const auto [i0, i1] = rows_below(q, c1);
-      if (i1 > i0 && n > c1) update(A + i0 * n + c1, n, panel + (off + i0 - c0) * w, w, U + c1, n, i1 - i0, n - c1, w, scratch);
+      if (i1 > i0 && n > c1) update(A + i0 * n + c1, n, panel + (off + i0 - c0) * w, w, U + c1, n, i1 - i0, n - c1, w);
       c0 = c1;
     }
   }
 
   // C [rows, cols] -= L [rows, k] x U12 [k, cols], each of its own row
   // stride: float and double by tessel's own GEMM on this device's thread,
-  // in column chunks of at most nb (scratch [rows, nb]), with no lock;
+  // subtracting in place, with no lock;
   // complex by the library's gemm, taking its turn. The bits depend on
   // neither the strides nor how rows are grouped.
   template <class T>
   void update(T* C, std::int64_t ldc, const T* L, std::int64_t ldl, const T* U12, std::int64_t ldu, std::int64_t rows,
-              std::int64_t cols, std::int64_t k, T* scratch) const {
+              std::int64_t cols, std::int64_t k) const {
     if constexpr (is_cx<T>) {
       const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
       // C^T -= U12^T L^T, column-major
       Lapack::gemm_sub<T>('N', 'N', int(cols), int(rows), int(k), U12, int(ldu), L, int(ldl), C, int(ldc));
     } else {
-      subtract_product(C, ldc, rows, cols, k, L, ldl, 1, U12, ldu, 1, p_.panel, scratch);
+      subtract_product(C, ldc, rows, cols, k, L, ldl, 1, U12, ldu, 1);
     }
   }
 };
@@ -366,14 +365,14 @@ class DistributedLuThunk final : public RowBlockedThunk<DistributedLuThunk> {
 // and the others copy it (one meeting each way per step); across processes
 // every member gathers the panel's columns and factorises it itself. A
 // panel that is not positive definite makes every element NaN, as LAPACK's
-// single-matrix path. Workspace: the panel and a block of the update's product.
+// single-matrix path. Workspace: the panel.
 class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholeskyThunk> {
  public:
   DistributedCholeskyThunk(const Node& n, int in, std::vector<int> writes) : RowBlockedThunk(n, in, std::move(writes)) {}
   static std::size_t workspace_bytes(const Node& n) {
     const auto& p = n.attr<attr::RowBlocked>();
     const Shape& s = n.in[0]->shape();
-    return element_bytes(n) * std::size_t(s[1] * p.panel + s[0] * p.panel);
+    return element_bytes(n) * std::size_t(s[1] * p.panel);
   }
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
@@ -426,7 +425,7 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
       }
       // 3. This device's rows: L's panel columns, then the trailing update.
       const std::int64_t below0 = panel_columns(A, panel, off, mine_rows, c0, w);
-      if (below0 < mine_rows) trailing(A, panel, off, c0, w, below0, mine_rows, panel + n * nb);
+      if (below0 < mine_rows) trailing(A, panel, off, c0, w, below0, mine_rows);
     }
     // Zeros above the diagonal.
     rt::ComputeSlot slot;
@@ -477,7 +476,7 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
       });
       for_row_chunks(group, below0, end, [&](std::int64_t q, std::int64_t i0, std::int64_t i1) {
         T* panel_q = panels[size_t(q)];
-        trailing(A[size_t(q)], panel_q, q * r, c0, w, i0, i1, panel_q + n * nb + i0 * nb);  // this chunk's rows of [r, nb]
+        trailing(A[size_t(q)], panel_q, q * r, c0, w, i0, i1);
       });
     }
     for_members(group, [&](std::int64_t q) {
@@ -507,12 +506,12 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
     return below0;
   }
   // The trailing update of local rows [i0, i1) (below the panel): their
-  // columns from c0 + w minus L_rows L21^T (tessel's GEMM through scratch
-  // [i1 - i0, nb]; complex: the library's, taking its turn).
+  // columns from c0 + w minus L_rows L21^T (tessel's GEMM, in place;
+  // complex: the library's, taking its turn).
   template <class T>
-  void trailing(T* A, const T* panel, std::int64_t off, std::int64_t c0, std::int64_t w, std::int64_t i0, std::int64_t i1,
-                T* scratch) const {
-    const std::int64_t n = n_, nb = p_.panel, c1 = c0 + w, active = n - c0;
+  void trailing(T* A, const T* panel, std::int64_t off, std::int64_t c0, std::int64_t w, std::int64_t i0,
+                std::int64_t i1) const {
+    const std::int64_t n = n_, c1 = c0 + w, active = n - c0;
     const std::int64_t rows = i1 - i0, rel0 = off + i0 - c0, cols = n - c1;
     T* C = A + i0 * n + c1;
     if constexpr (is_cx<T>) {
@@ -520,7 +519,7 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
       Lapack::gemm_sub<T>('N', 'C', int(cols), int(rows), int(w), panel + w, int(active), panel + rel0, int(active), C,
                           int(n));
     } else {
-      subtract_product(C, n, rows, cols, w, panel + rel0, 1, active, panel + w, active, 1, nb, scratch);  // L_mine L21^T
+      subtract_product(C, n, rows, cols, w, panel + rel0, 1, active, panel + w, active, 1);  // L_mine L21^T
     }
   }
 

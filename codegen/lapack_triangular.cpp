@@ -37,11 +37,8 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
        << (p_.packed_complex ? " (packed complex, LAPACK)" : " (LAPACK)");
     text_ = os.str();
   }
-  // The product's column chunk, and the workspace: one chunk of a block's product [r, chunk].
-  static std::int64_t chunk(std::int64_t k) { return std::clamp<std::int64_t>(k, 1, 128); }
-  static std::size_t workspace_bytes(const Node& n) {
-    return element_bytes(n) * std::size_t(n.in[0]->shape()[0] * chunk(n.in[1]->shape()[1]));
-  }
+  // No workspace: tessel's GEMM subtracts its products in place.
+  static std::size_t workspace_bytes(const Node&) { return 0; }
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
     const auto [group, q] = my_group(ctx);
@@ -49,7 +46,6 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
     const T* A = static_cast<const T*>(ctx.slots[size_t(in_)]);
     const T* B = static_cast<const T*>(ctx.slots[size_t(b_in_)]);
     T* X = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
-    T* scratch = writes_.size() > 1 ? static_cast<T*>(ctx.slots[size_t(writes_[1])]) : nullptr;
     auto width = [&](std::int64_t j) { return std::clamp<std::int64_t>(n - j * r, 0, r); };
     const std::int64_t mine = width(q), off = q * r;
     {  // x starts as this member's rows of b (conjugated for conj(a)), zeros elsewhere
@@ -83,7 +79,7 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
         if (part) {
           rt::ComputeSlot slot;
           std::fill(Xj, Xj + w * k, T(0));
-          subtract_transposed(Xj, a_qj, X + off * k, w, mine, scratch);
+          subtract_transposed(Xj, a_qj, X + off * k, w, mine);
         }
         auto peers = publish(part ? Xj : nullptr, w);
         if (owner) {
@@ -114,7 +110,7 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
       if (!p_.transpose_a && !solved && !owner && mine > 0) {  // this member's residual rows -= a_qj x_j
         rt::ComputeSlot slot;
         T* C = X + off * k;
-        subtract_block(C, a_qj, Xj, w, mine, scratch);
+        subtract_block(C, a_qj, Xj, w, mine);
       }
     }
     if (p_.conjugate_a) {
@@ -130,13 +126,12 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
   void run_group(const std::vector<rt::ExecContext*>& group) const {
     const std::int64_t n = n_, r = r_, k = k_, P = std::int64_t(group.size());
     std::vector<const T*> A(group.size());
-    std::vector<T*> X(group.size()), scratch(group.size());
+    std::vector<T*> X(group.size());
     auto width = [&](std::int64_t j) { return std::clamp<std::int64_t>(n - j * r, 0, r); };
     for_members(group, [&](std::int64_t q) {
       const rt::ExecContext& ctx = *group[size_t(q)];
       A[size_t(q)] = static_cast<const T*>(ctx.slots[size_t(in_)]);
       T* x = X[size_t(q)] = static_cast<T*>(ctx.slots[size_t(writes_[0])]);
-      scratch[size_t(q)] = writes_.size() > 1 ? static_cast<T*>(ctx.slots[size_t(writes_[1])]) : nullptr;
       const T* B = static_cast<const T*>(ctx.slots[size_t(b_in_)]);
       const std::int64_t off = q * r, mine = width(q);
       std::fill(x, x + n * k, T(0));
@@ -157,7 +152,7 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
           std::fill(part, part + w * k, T(0));
           const T* a_qj = A[size_t(q)] + j * r;
           const T* xq = X[size_t(q)] + q * r * k;
-          subtract_transposed(part, a_qj, xq, w, mine, scratch[size_t(q)]);
+          subtract_transposed(part, a_qj, xq, w, mine);
         });
         rt::ComputeSlot owner;
         for (std::int64_t p = 0; p < P; ++p) {
@@ -182,7 +177,7 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
           T* C = X[size_t(q)] + q * r * k;
           const T* a_qj = A[size_t(q)] + j * r;
           const T* xj = X[size_t(q)] + j * r * k;
-          subtract_block(C, a_qj, xj, w, mine, scratch[size_t(q)]);
+          subtract_block(C, a_qj, xj, w, mine);
         });
     }
     if (p_.conjugate_a) for_members(group, [&](std::int64_t q) { conjugate(X[size_t(q)], n * k); });
@@ -190,28 +185,28 @@ class DistributedTriangularSolveThunk final : public RowBlockedThunk<Distributed
 
   // A member's part of block j's residual when op(a) = a^T: part [w, k] -=
   // a_qj^T x_q, for its rows a_qj [mine, w] (row stride n) of a's block
-  // column j and its block x_q [mine, k] (tessel's GEMM through scratch;
+  // column j and its block x_q [mine, k] (tessel's GEMM;
   // complex: the library's, taking its turn; column-major part^T -= x_q^T a_qj).
   template <class T>
-  void subtract_transposed(T* part, const T* a_qj, const T* xq, std::int64_t w, std::int64_t mine, T* scratch) const {
+  void subtract_transposed(T* part, const T* a_qj, const T* xq, std::int64_t w, std::int64_t mine) const {
     const std::int64_t n = n_, k = k_;
     if constexpr (is_cx<T>) {
       const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
       Lapack::gemm_sub<T>('N', 'T', int(k), int(w), int(mine), xq, int(k), a_qj, int(n), part, int(k));
     } else {
-      subtract_product(part, k, w, k, mine, a_qj, 1, n, xq, k, 1, chunk(k), scratch);
+      subtract_product(part, k, w, k, mine, a_qj, 1, n, xq, k, 1);
     }
   }
   // A member's residual rows when op(a) = a: C [mine, k] -= a_qj x_j
   // (column-major C^T -= x_j^T a_qj^T).
   template <class T>
-  void subtract_block(T* C, const T* a_qj, const T* xj, std::int64_t w, std::int64_t mine, T* scratch) const {
+  void subtract_block(T* C, const T* a_qj, const T* xj, std::int64_t w, std::int64_t mine) const {
     const std::int64_t n = n_, k = k_;
     if constexpr (is_cx<T>) {
       const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
       Lapack::gemm_sub<T>('N', 'N', int(k), int(mine), int(w), xj, int(k), a_qj, int(n), C, int(k));
     } else {
-      subtract_product(C, k, mine, k, w, a_qj, n, 1, xj, k, 1, chunk(k), scratch);
+      subtract_product(C, k, mine, k, w, a_qj, n, 1, xj, k, 1);
     }
   }
 

@@ -56,28 +56,19 @@ void gather_panel(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, 
 
 // C [rows, cols] (row stride ldc) -= a [rows, k] b [k, cols] (element strides
 // as gemm::Operands'), float or double: tessel's GEMM on this thread (no
-// library, no lock), in column blocks of `block` through scratch [rows, block].
+// library, no lock), subtracting in place.
 template <class T>
 void subtract_product(T* C, std::int64_t ldc, std::int64_t rows, std::int64_t cols, std::int64_t k, const T* a,
-                      std::int64_t a_rs, std::int64_t a_cs, const T* b, std::int64_t b_rs, std::int64_t b_cs,
-                      std::int64_t block, T* scratch) {
+                      std::int64_t a_rs, std::int64_t a_cs, const T* b, std::int64_t b_rs, std::int64_t b_cs) {
   const gemm::ParallelFor here = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
     task(0, len);
   };
-  for (std::int64_t j0 = 0; j0 < cols; j0 += block) {
-    const std::int64_t wj = std::min(block, cols - j0);
-    gemm::Operands<T> op;
-    op.m = rows, op.n = wj, op.k = k;
-    op.a = a, op.a_rs = a_rs, op.a_cs = a_cs;
-    op.b = b + j0 * b_cs, op.b_rs = b_rs, op.b_cs = b_cs;
-    op.c = scratch;
-    gemm::matmul(op, 1, here);
-    for (std::int64_t i = 0; i < rows; ++i) {
-      T* c = C + i * ldc + j0;
-      const T* t = scratch + i * wj;
-      for (std::int64_t j = 0; j < wj; ++j) c[j] -= t[j];
-    }
-  }
+  gemm::Operands<T> op;
+  op.m = rows, op.n = cols, op.k = k;
+  op.a = a, op.a_rs = a_rs, op.a_cs = a_cs;
+  op.b = b, op.b_rs = b_rs, op.b_cs = b_cs;
+  op.c = C, op.c_rs = ldc, op.subtract = true;
+  gemm::matmul(op, 1, here);
 }
 
 // What the two distributed factorisations share: their attributes, their

@@ -16,6 +16,12 @@
 extern "C" {
 void sgesv_(const int*, const int*, float*, const int*, int*, float*, const int*, int*);
 void dgesv_(const int*, const int*, double*, const int*, int*, double*, const int*, int*);
+void sgetrf_(const int*, const int*, float*, const int*, int*, int*);
+void dgetrf_(const int*, const int*, double*, const int*, int*, int*);
+void sgetri_(const int*, float*, const int*, const int*, float*, const int*, int*);
+void dgetri_(const int*, double*, const int*, const int*, double*, const int*, int*);
+void spotrf_(const char*, const int*, float*, const int*, int*, std::size_t);
+void dpotrf_(const char*, const int*, double*, const int*, int*, std::size_t);
 }
 
 namespace ts = tessel;
@@ -36,6 +42,44 @@ double lapack_seconds(const std::vector<T>& a_row, const std::vector<T>& b, int 
     if constexpr (std::is_same_v<T, float>) sgesv_(&n, &one, a.data(), &n, ipiv.data(), x.data(), &n, &info);
     else dgesv_(&n, &one, a.data(), &n, ipiv.data(), x.data(), &n, &info);
     if (r > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// LAPACK's inverse (getrf then getri) and Cholesky (potrf) called directly,
+// on a column-major copy (not timed), the median of `reps`.
+template <class T>
+double lapack_inv_seconds(const std::vector<T>& a_row, int n, int reps) {
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<T> a = a_row, work(size_t(n) * 64);
+    std::vector<int> ipiv(static_cast<size_t>(n));
+    int info = 0, lw = int(work.size());
+    auto t0 = std::chrono::steady_clock::now();
+    if constexpr (std::is_same_v<T, float>) {
+      sgetrf_(&n, &n, a.data(), &n, ipiv.data(), &info);
+      sgetri_(&n, a.data(), &n, ipiv.data(), work.data(), &lw, &info);
+    } else {
+      dgetrf_(&n, &n, a.data(), &n, ipiv.data(), &info);
+      dgetri_(&n, a.data(), &n, ipiv.data(), work.data(), &lw, &info);
+    }
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+template <class T>
+double lapack_cholesky_seconds(const std::vector<T>& a_row, int n, int reps) {
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<T> a = a_row;  // symmetric: its own transpose
+    int info = 0;
+    const char u = 'L';
+    auto t0 = std::chrono::steady_clock::now();
+    if constexpr (std::is_same_v<T, float>) spotrf_(&u, &n, a.data(), &n, &info, 1);
+    else dpotrf_(&u, &n, a.data(), &n, &info, 1);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -122,6 +166,35 @@ int main(int argc, char** argv) {
       const double ours = bench::seconds([&] { solve(ad, bd).block_until_ready(); }, reps, 0);
       row(std::string(ts::dtype_name(t)) + ", " + c.name, floor, ours, peer);
     }
+  }
+  // inv (lu, then two triangular solves with n right-hand sides: 8/3 n^3
+  // flops; the floor counts the 2 n^3 of LAPACK's getri route) and cholesky
+  // (n^3 / 3), one device; the peers LAPACK's getrf + getri and potrf.
+  std::printf("\n%-46s %11s %11s %8s %11s %8s\n", "inv and cholesky, 1 device", "floor (ms)", "tessel (ms)", "x floor",
+              "LAPACK (ms)", "x LAPACK");
+  for (ts::DType t : {ts::float32, ts::float64}) {
+    const double rate = bench::peak_flops() / (t == ts::float64 ? 2 : 1);
+    ts::Array a = (ts::random::normal(ts::random::key(4), {n, n}, ts::float64) +
+                   ts::eye(n, std::nullopt, 0, ts::float64) * 4.0).astype(t);
+    ts::Array g = ts::random::normal(ts::random::key(5), {n, n}, ts::float64);
+    ts::Array s = (ts::matmul(g, g.T()) / double(n) + ts::eye(n, std::nullopt, 0, ts::float64)).astype(t);
+    auto inv = ts::jit([](const ts::Array& x) { return ts::linalg::inv(x); });
+    auto chol = ts::jit([](const ts::Array& x) { return ts::linalg::cholesky(x, false, false); });
+    inv(a).block_until_ready();
+    chol(s).block_until_ready();
+    const double inv_ours = bench::seconds([&] { inv(a).block_until_ready(); }, 2, 0);
+    const double chol_ours = bench::seconds([&] { chol(s).block_until_ready(); }, reps, 0);
+    double inv_peer, chol_peer;
+    if (t == ts::float32) {
+      inv_peer = lapack_inv_seconds(a.to_vector<float>(), n, 2);
+      chol_peer = lapack_cholesky_seconds(s.to_vector<float>(), n, reps);
+    } else {
+      inv_peer = lapack_inv_seconds(a.to_vector<double>(), n, 2);
+      chol_peer = lapack_cholesky_seconds(s.to_vector<double>(), n, reps);
+    }
+    const double nn = double(n) * n * n;
+    row(std::string("inv ") + ts::dtype_name(t), 2 * nn / rate, inv_ours, inv_peer);
+    row(std::string("cholesky ") + ts::dtype_name(t), nn / 3 / rate, chol_ours, chol_peer);
   }
   return bench::status();
 }
