@@ -36,8 +36,8 @@ std::int64_t panel_width(std::int64_t k, std::int64_t rows_per_device) {
 
 // LU runs as one library routine per device (codegen/lapack_distributed.cpp)
 // that meets its group once per panel step, in place on the device's rows:
-// in shared memory a device holds beside its rows in and out only a block of
-// the update's product (across processes also the panel and the pivot rows),
+// in shared memory a device holds nothing beside its rows in and out (the
+// GEMM subtracts the update in place; across processes also the panel and the pivot rows),
 // never a second copy of its rows (the same algorithm written as ops here
 // held each column block's old and new versions and the joined result: 4.5
 // shards at 512 x 512 on 8 devices).
@@ -56,8 +56,9 @@ NodeRef distributed_cholesky(LocalBuilder& b, const NodeRef& x_in, const Shape& 
 // reads its rows of a in place and writes x, blocks of its row tile: a block's
 // owner solves it and every device takes it and updates its own residual
 // (op(a) = a), or every device adds its part of the next block's residual
-// and the owner solves it (op(a) = a^T). Beside a, b and x a device holds a
-// block of a product; the same algorithm as ops held a's masked, padded copy.
+// and the owner solves it (op(a) = a^T). Beside a, b and x a device holds
+// nothing (the GEMM subtracts in place); the same algorithm as ops held a's
+// masked, padded copy.
 NodeRef distributed_triangular_solve(LocalBuilder& b, const NodeRef& a_in, const Shape& G, const std::vector<int>& axes,
                                      const NodeRef& rhs, const attr::Linalg& p) {
   TESSEL_CHECK_INTERNAL(p.left_side, "a distributed triangular solve is left-sided");
