@@ -183,6 +183,20 @@ struct F {
     return sel(isnan(x), x, r);
   }
 
+  // XLA:CPU's float32 erf (its EmitErfF32: Eigen's rational interpolant, an
+  // odd degree-9 numerator over an even degree-12 denominator in x^2), +-1
+  // from |x| >= 3.8325 (erf's inverse of 1 - half an ulp). NaN stays NaN.
+  // Vector code: the libm erff it replaces ran lane by lane, 70x the time
+  // of 2*x+1 over 8192^2 floats.
+  llvm::Value* erf(llvm::Value* x) {
+    llvm::Value* x2 = mul(x, x);
+    llvm::Value* p = mul(x, poly(x2, {0.00022905065861350646, 0.0034082910107109506, 0.050955695062380861,
+                                      0.18520832239976145, 1.128379143519084}));
+    llvm::Value* q = poly(x2, {-1.1791602954361697e-7, 0.000023547966471313185, 0.0010179625278914885,
+                               0.014070470171167667, 0.11098505178285362, 0.49746925110067538, 1.0});
+    return sel(b.CreateFCmpOLE(c(3.832506856900711), abs(x)), copysign(c(1.0), x), div(p, q));
+  }
+
   // XLA's ErfInv32 (Giles' single-precision polynomials), what JAX's normal uses.
   llvm::Value* erf_inv(llvm::Value* x) {
     llvm::Value* w = b.CreateFNeg(log1p(b.CreateFNeg(mul(x, x))));
@@ -297,9 +311,9 @@ llvm::Value* emit_math(Builder& b, MathFn fn, llvm::Value* x, llvm::Value* y) {
     case MathFn::log1p: return f.log1p(x);
     case MathFn::logistic: return f.div(f.c(1.0), f.add(f.c(1.0), f.exp(b.CreateFNeg(x))));
     case MathFn::erf_inv: return f.erf_inv(x);
+    case MathFn::erf: return f.erf(x);
     case MathFn::pow:
-    case MathFn::atan2:
-    case MathFn::erf: return libm_call(b, libm_name(fn, true), x, y);
+    case MathFn::atan2: return libm_call(b, libm_name(fn, true), x, y);
   }
   __builtin_unreachable();
 }

@@ -101,7 +101,7 @@ TEST_CASE("fused reshapes map each group of dims alone, and pads read safe indic
 
 TEST_CASE("every transcendental is within a few ulp over a wide range") {
   for (Op op : {Op::sin, Op::cos, Op::tan, Op::tanh, Op::exp, Op::expm1, Op::log, Op::log1p, Op::logistic,
-                Op::sqrt, Op::rsqrt, Op::erf_inv}) {
+                Op::sqrt, Op::rsqrt, Op::erf_inv, Op::erf}) {
     for (DType dt : {DType::float32, DType::float64}) {
       G b;
       auto x = b.param(dt, {4096});
@@ -111,6 +111,7 @@ TEST_CASE("every transcendental is within a few ulp over a wide range") {
       if (op == Op::log || op == Op::sqrt || op == Op::rsqrt) lo = 1e-30, hi = 1e30;
       if (op == Op::log1p) lo = -0.999, hi = 1e6;
       if (op == Op::erf_inv) lo = -0.9999, hi = 0.9999;
+      if (op == Op::erf) lo = -5, hi = 5;
       HostArray a = op == Op::log || op == Op::sqrt || op == Op::rsqrt
                         ? [&] {
                             HostArray h = random_host<float>(dt, {4096}, rng, -30, 30);
