@@ -163,16 +163,30 @@ struct F {
   }
 
   // expm1 and log1p by Kahan's corrections of exp and log.
+  // expm1 by exp's reduction: x = n ln2 + r, |r| <= ln2/2, expm1(r) = q by
+  // exp's polynomial, then expm1(x) = 2^n q + (2^n - 1) in one FMA (2^n - 1
+  // exact for n in [-24, 24]; beyond, the -1 is below half an ulp or the
+  // result is -1). Below x = -18 the clamped x gives -1, as it should from
+  // -17.33 down. +-0 kept (the reduction loses -0's sign), NaN passed
+  // through. It was Kahan's (e^x - 1) x / log(e^x): an exp, a log and two
+  // divisions, 3.6x the time of 2*x+1 over 8192^2 floats.
   llvm::Value* expm1(llvm::Value* x) {
-    llvm::Value* u = exp(x);
-    llvm::Value* um1 = sub(u, c(1.0));
-    llvm::Value* r = div(mul(um1, x), log(u));
-    r = sel(eq(u, c(1.0)), x, r);
-    r = sel(eq(um1, c(-1.0)), c(-1.0), r);
-    r = sel(eq(u, c(HUGE_VAL)), u, r);
-    return sel(isnan(x), x, r);
+    llvm::Value* xc = minnum(maxnum(x, c(-18.0)), c(88.8));
+    llvm::Value* n = roundeven(mul(xc, c(1.44269504088896341)));
+    llvm::Value* r = fma(n, c(-0.693359375), xc);
+    r = fma(n, c(2.12194440e-4), r);
+    llvm::Value* p = poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
+                              5.0000001201E-1});
+    llvm::Value* q = fma(mul(p, r), r, r);
+    // 2^n for n in [-26, 127]; n = 128 (x in (88.38, 88.73]) as 2 * 2^127 q + 2^127 (the -1 is far below an ulp).
+    llvm::Value* top = eq(n, c(128.0));
+    llvm::Value* s = from_bits(b.CreateShl(b.CreateAdd(to_int(minnum(n, c(127.0))), ci(127)), ci(23)));
+    llvm::Value* y = fma(q, s, sel(top, s, sub(s, c(1.0))));
+    y = sel(top, mul(y, c(2.0)), y);
+    y = sel(gt(x, c(88.72283935546875)), c(HUGE_VAL), y);
+    y = sel(eq(x, c(0.0)), x, y);
+    return sel(isnan(x), x, y);
   }
-
   llvm::Value* log1p(llvm::Value* x) {
     llvm::Value* u = add(x, c(1.0));
     llvm::Value* r = div(mul(log(u), x), sub(u, c(1.0)));
