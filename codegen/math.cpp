@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "codegen/host.hpp"
 #include "codegen/llvm_headers.hpp"
@@ -76,18 +77,18 @@ struct F {
   }
 
   // log, Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1.
-  llvm::Value* log(llvm::Value* x) {
-    // Subnormals: scale into the normal range first.
-    llvm::Value* tiny = lt(x, c(1.17549435e-38));
-    llvm::Value* xs = sel(tiny, mul(x, c(8388608.0)), x);
-    llvm::Value* ebias = sel(tiny, c(-23.0), c(0.0));
-    llvm::Value* ib = bits(xs);
+  // u's exponent e and f = m - 1 for u = m 2^e, m in [sqrt(1/2), sqrt(2)) (u normal, positive).
+  std::pair<llvm::Value*, llvm::Value*> log_reduce(llvm::Value* u) {
+    llvm::Value* ib = bits(u);
     llvm::Value* e = b.CreateSIToFP(b.CreateSub(b.CreateLShr(ib, ci(23)), ci(126)), t);
-    e = add(e, ebias);
     llvm::Value* m = from_bits(b.CreateOr(b.CreateAnd(ib, ci(0x7fffff)), ci(0x3f000000)));  // [0.5, 1)
     llvm::Value* small = lt(m, c(0.707106781186547524));
     e = sel(small, sub(e, c(1.0)), e);
     m = sel(small, sub(add(m, m), c(1.0)), sub(m, c(1.0)));
+    return {e, m};
+  }
+  // e ln2 + log1p(f) for |f| <= sqrt(2) - 1 (Cephes logf's polynomial).
+  llvm::Value* log_core(llvm::Value* e, llvm::Value* m) {
     llvm::Value* z = mul(m, m);
     llvm::Value* y = mul(mul(poly(m, {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
                                       1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
@@ -97,12 +98,20 @@ struct F {
     y = fma(e, c(-2.12194440e-4), y);
     y = fma(z, c(-0.5), y);
     llvm::Value* r = add(m, y);
-    r = fma(e, c(0.693359375), r);
+    return fma(e, c(0.693359375), r);
+  }
+  llvm::Value* log(llvm::Value* x) {
+    // Subnormals: scale into the normal range first.
+    llvm::Value* tiny = lt(x, c(1.17549435e-38));
+    llvm::Value* xs = sel(tiny, mul(x, c(8388608.0)), x);
+    auto [e, m] = log_reduce(xs);
+    llvm::Value* r = log_core(add(e, sel(tiny, c(-23.0), c(0.0))), m);
     r = sel(eq(x, c(HUGE_VAL)), x, r);
     r = sel(eq(x, c(0.0)), c(-HUGE_VAL), r);
     r = sel(b.CreateFCmpULT(x, c(0.0)), c(std::nan("")), r);  // negative or NaN
     return r;
   }
+
 
   // sin and cos by one odd minimax polynomial on [-pi/2, pi/2]: sin writes
   // x = n*pi + r, cos writes x = (n + 1/2)*pi + r, and the parity of n gives
@@ -187,15 +196,24 @@ struct F {
     y = sel(eq(x, c(0.0)), x, y);
     return sel(isnan(x), x, y);
   }
+  // log1p(x) = log(u + c), u = 1 + x rounded and c = x - (u - 1) its
+  // rounding error (exact; taken as 0 from x = 2^24 up, where it is below
+  // an ulp of the result): with u = m 2^e, log(u + c) = e ln2 + log1p(f +
+  // c 2^-e), f = m - 1, by log's polynomial. No division (it was
+  // log(u) x / (u - 1): 1.8x the time of 2*x+1 over 8192^2 floats).
   llvm::Value* log1p(llvm::Value* x) {
     llvm::Value* u = add(x, c(1.0));
-    llvm::Value* r = div(mul(log(u), x), sub(u, c(1.0)));
-    r = sel(eq(u, c(1.0)), x, r);
+    llvm::Value* corr = sel(lt(x, c(16777216.0)), sub(x, sub(u, c(1.0))), c(0.0));
+    auto [e, f] = log_reduce(u);
+    llvm::Value* scale = from_bits(b.CreateShl(b.CreateSub(ci(127), to_int(minnum(e, c(100.0)))), ci(23)));  // 2^-e
+    llvm::Value* r = log_core(e, fma(corr, scale, f));
+    r = sel(eq(x, c(0.0)), x, r);  // +-0
     r = sel(eq(u, c(HUGE_VAL)), u, r);
     r = sel(eq(u, c(0.0)), c(-HUGE_VAL), r);
     r = sel(lt(u, c(0.0)), c(std::nan("")), r);
     return sel(isnan(x), x, r);
   }
+
 
   // XLA:CPU's float32 erf (its EmitErfF32: Eigen's rational interpolant, an
   // odd degree-9 numerator over an even degree-12 denominator in x^2), +-1
