@@ -1,5 +1,9 @@
 // 2 * sin(x) + 1 on 8192 x 8192 float32: one fused kernel. Floor: reading
 // and writing 256 MiB each at the machine's best bandwidth (bench::memory_floor).
+// Then 2 * f(x) + 1 for the other transcendentals, one device.
+#include <functional>
+
+#include <tessel/special.hpp>
 #include <tessel/tessel.hpp>
 
 #include "tests/bench/bench_util.hpp"
@@ -26,5 +30,34 @@ int main(int argc, char** argv) {
   auto x8 = ts::device_put(x, ts::NamedSharding(ts::make_mesh({ts::device_count()}, {"x"}), P("x")));
   double eight = bench::seconds([&] { f(x8).block_until_ready(); });
   bench::row(std::to_string(ts::device_count()) + " devices, P('x')", floor_s, eight, torch_s);
+
+  // The others, x in [-100, 100] (log and log1p: [0.01, 100]).
+  auto pos = ts::device_put(ts::linspace(0.01, 100, n * n).reshape({n, n}), ts::Device(0)).block_until_ready();
+  struct Fn {
+    const char* name;
+    std::function<ts::Array(const ts::Array&)> f;
+    const char* torch;
+    bool positive;
+  };
+  const std::vector<Fn> fns{
+      {"cos", [](const ts::Array& a) { return ts::cos(a); }, "torch.cos(x)", false},
+      {"exp", [](const ts::Array& a) { return ts::exp(a); }, "torch.exp(x)", false},
+      {"expm1", [](const ts::Array& a) { return ts::expm1(a); }, "torch.expm1(x)", false},
+      {"log", [](const ts::Array& a) { return ts::log(a); }, "torch.log(x)", true},
+      {"log1p", [](const ts::Array& a) { return ts::log1p(a); }, "torch.log1p(x)", true},
+      {"tanh", [](const ts::Array& a) { return ts::tanh(a); }, "torch.tanh(x)", false},
+      {"logistic", [](const ts::Array& a) { return ts::nn::sigmoid(a); }, "torch.sigmoid(x)", false},
+      {"erf", [](const ts::Array& a) { return ts::scipy::special::erf(a); }, "torch.erf(x)", false},
+  };
+  for (const Fn& fn : fns) {
+    auto g = ts::jit([h = fn.f](ts::Array a) { return 2.0f * h(a) + 1.0f; });
+    const ts::Array& in = fn.positive ? pos : x1;
+    const double t = bench::seconds([&] { g(in).block_until_ready(); });
+    const double peer = bench::torch_seconds(
+        std::string("x = torch.linspace(") + (fn.positive ? "0.01" : "-100") + ", 100, " + std::to_string(n * n) + ").reshape(" +
+            std::to_string(n) + ", " + std::to_string(n) + ")",
+        std::string("y = 2 * ") + fn.torch + " + 1");
+    bench::row(std::string("2*") + fn.name + "(x)+1, 1 device", floor_s, t, peer);
+  }
   return bench::status();
 }
