@@ -62,14 +62,19 @@ struct F {
   }
 
   // exp, Cephes expf: x = n ln2 + r, |r| <= ln2/2, degree-5 polynomial.
-  llvm::Value* exp(llvm::Value* x) {
-    llvm::Value* xc = minnum(maxnum(x, c(-104.0)), c(88.8));
+  // For x clamped to [lo, 88.8]: n = round(x / ln2) and expm1(r), r = x - n ln2 (|r| <= ln2/2).
+  std::pair<llvm::Value*, llvm::Value*> exp_reduce(llvm::Value* x, double lo) {
+    llvm::Value* xc = minnum(maxnum(x, c(lo)), c(88.8));
     llvm::Value* n = roundeven(mul(xc, c(1.44269504088896341)));
     llvm::Value* r = fma(n, c(-0.693359375), xc);
     r = fma(n, c(2.12194440e-4), r);
     llvm::Value* p = poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
                               5.0000001201E-1});
-    llvm::Value* e = add(fma(mul(p, r), r, r), c(1.0));
+    return {n, fma(mul(p, r), r, r)};
+  }
+  llvm::Value* exp(llvm::Value* x) {
+    auto [n, q] = exp_reduce(x, -104.0);
+    llvm::Value* e = add(q, c(1.0));
     llvm::Value* y = ldexp(e, n);
     y = sel(gt(x, c(88.72283935546875)), c(HUGE_VAL), y);
     y = sel(lt(x, c(-103.97208)), c(0.0), y);
@@ -180,13 +185,7 @@ struct F {
   // through. It was Kahan's (e^x - 1) x / log(e^x): an exp, a log and two
   // divisions, 3.6x the time of 2*x+1 over 8192^2 floats.
   llvm::Value* expm1(llvm::Value* x) {
-    llvm::Value* xc = minnum(maxnum(x, c(-18.0)), c(88.8));
-    llvm::Value* n = roundeven(mul(xc, c(1.44269504088896341)));
-    llvm::Value* r = fma(n, c(-0.693359375), xc);
-    r = fma(n, c(2.12194440e-4), r);
-    llvm::Value* p = poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
-                              5.0000001201E-1});
-    llvm::Value* q = fma(mul(p, r), r, r);
+    auto [n, q] = exp_reduce(x, -18.0);
     // 2^n for n in [-26, 127]; n = 128 (x in (88.38, 88.73]) as 2 * 2^127 q + 2^127 (the -1 is far below an ulp).
     llvm::Value* top = eq(n, c(128.0));
     llvm::Value* s = from_bits(b.CreateShl(b.CreateAdd(to_int(minnum(n, c(127.0))), ci(127)), ci(23)));

@@ -38,6 +38,19 @@ double residual(const Array& a, const Array& lu, const Array& perm) {
   return max_abs(ts::matmul(l, u) - ts::take(a.astype(t), perm, 0));
 }
 
+using tessel::codegen::gemm::ParallelFor;
+// Tasks run in order on this thread, or on four threads each taking every
+// fourth task from the last, so that tasks finish out of order.
+const ParallelFor kSerial = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) { task(0, len); };
+const ParallelFor kFourThreads = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
+  std::vector<std::thread> ts_;
+  for (int q = 0; q < 4; ++q)
+    ts_.emplace_back([&, q] {
+      for (std::int64_t t = len - 1 - q; t >= 0; t -= 4) task(t, t + 1);
+    });
+  for (auto& th : ts_) th.join();
+};
+
 }  // namespace
 
 TEST_CASE("a large lu runs blocked: the reference interpreter's pivots and factors, square, tall, wide and batched") {
@@ -94,20 +107,8 @@ TEST_CASE("blocked lu: the same bits on one thread and on four, whatever the tas
       for (auto& e : a) e = float(u(rng));
       std::vector<float> one = a, four = a, work(size_t(m * n));
       std::vector<std::int32_t> p1(size_t(std::min(m, n))), p4 = p1;
-      const tessel::codegen::gemm::ParallelFor serial = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
-        task(0, len);
-      };
-      // Four threads, each taking every fourth task from the last, so tasks finish out of order.
-      const tessel::codegen::gemm::ParallelFor threads = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
-        std::vector<std::thread> ts_;
-        for (int q = 0; q < 4; ++q)
-          ts_.emplace_back([&, q] {
-            for (std::int64_t t = len - 1 - q; t >= 0; t -= 4) task(t, t + 1);
-          });
-        for (auto& th : ts_) th.join();
-      };
-      tessel::codegen::blocked_lu(one.data(), m, n, p1.data(), work.data(), 1, serial);
-      tessel::codegen::blocked_lu(four.data(), m, n, p4.data(), work.data(), 4, threads);
+      tessel::codegen::blocked_lu(one.data(), m, n, p1.data(), work.data(), 1, kSerial);
+      tessel::codegen::blocked_lu(four.data(), m, n, p4.data(), work.data(), 4, kFourThreads);
       CHECK(p1 == p4);
       CHECK(std::memcmp(one.data(), four.data(), one.size() * sizeof(float)) == 0);
     }
@@ -175,18 +176,7 @@ TEST_CASE("a large cholesky runs blocked: the reference interpreter's factor, Na
       a[size_t(i * n + j)] = v;
     }
   std::vector<double> one = a, four = a;
-  const tessel::codegen::gemm::ParallelFor serial = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
-    task(0, len);
-  };
-  const tessel::codegen::gemm::ParallelFor threads = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
-    std::vector<std::thread> ts_;
-    for (int q = 0; q < 4; ++q)
-      ts_.emplace_back([&, q] {
-        for (std::int64_t t = len - 1 - q; t >= 0; t -= 4) task(t, t + 1);
-      });
-    for (auto& th : ts_) th.join();
-  };
-  CHECK(tessel::codegen::blocked_cholesky(one.data(), n, 1, serial) == 0);
-  CHECK(tessel::codegen::blocked_cholesky(four.data(), n, 4, threads) == 0);
+  CHECK(tessel::codegen::blocked_cholesky(one.data(), n, 1, kSerial) == 0);
+  CHECK(tessel::codegen::blocked_cholesky(four.data(), n, 4, kFourThreads) == 0);
   CHECK(std::memcmp(one.data(), four.data(), one.size() * sizeof(double)) == 0);
 }
