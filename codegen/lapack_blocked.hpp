@@ -29,10 +29,10 @@ void blocked_lu(T* a, std::int64_t m, std::int64_t n, std::int32_t* piv, T* work
 
 // X [n, cols] (row stride ldx) = op(a)^-1 X for a [n, n] (row stride lda)
 // triangular (`lower`: its lower triangle, else its upper; `transpose`:
-// op(a) = a^T; `unit`: a unit diagonal, not read), on this thread: in
-// blocks of rows, each less the product of the rows solved before it
-// (tessel's GEMM), then substituted within the block, dividing by the
-// diagonal. Columns are independent: a caller may cut X into column blocks
+// op(a) = a^T; `unit`: a unit diagonal, not read), on this thread, by
+// halves: the first half solved, the second less its product with the
+// first (tessel's GEMM), then solved; blocks of 32 rows substituted row by
+// row, dividing by the diagonal. Columns are independent: a caller may cut X into column blocks
 // and solve them anywhere, with the same bits.
 template <class T>
 void solve_left(const T* a, std::int64_t lda, bool lower, bool transpose, bool unit, T* X, std::int64_t ldx,
