@@ -237,7 +237,7 @@ class DotThunk final : public rt::Thunk {
       op.a = static_cast<const std::uint16_t*>(a), op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
       op.b = static_cast<const std::uint16_t*>(b), op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
       op.c = c;
-      gemm::ParallelFor parallel = tasks(wide);
+      gemm::ParallelFor parallel = step_tasks(wide);
       return gemm::matmul_bf16_avx512(op, threads(wide), gemm::run_parallel, &parallel);
     }
     // Without the instruction: the operands' values as float32 (exact), in
@@ -251,7 +251,7 @@ class DotThunk final : public rt::Thunk {
     op.a = fa, op.a_bs = op.m * op.k, op.a_rs = op.k, op.a_cs = 1;
     op.b = fb, op.b_bs = op.k * op.n, op.b_rs = op.n, op.b_cs = 1;
     op.c = c;
-    gemm::matmul(op, threads(wide), tasks(wide));
+    gemm::matmul(op, threads(wide), step_tasks(wide));
   }
 
   // 8-bit integers x 8-bit integers -> int32 (the mixed dot of
@@ -266,7 +266,7 @@ class DotThunk final : public rt::Thunk {
       op.b = static_cast<const std::uint8_t*>(b), op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
       op.a_signed = in_dtype_ == DType::int8, op.b_signed = rhs_dtype_ == DType::int8;
       op.c = c;
-      gemm::ParallelFor parallel = tasks(wide);
+      gemm::ParallelFor parallel = step_tasks(wide);
       return gemm::matmul_int8_avx512vnni(op, threads(wide), gemm::run_parallel, &parallel);
     }
     auto from_int8 = [](std::uint8_t x) { return std::uint32_t(std::int32_t(std::int8_t(x))); };
@@ -281,7 +281,7 @@ class DotThunk final : public rt::Thunk {
     op.a = widen(a, va_, in_dtype_ == DType::int8, wa), op.a_bs = op.m * op.k, op.a_rs = op.k, op.a_cs = 1;
     op.b = widen(b, vb_, rhs_dtype_ == DType::int8, wb), op.b_bs = op.k * op.n, op.b_rs = op.n, op.b_cs = 1;
     op.c = reinterpret_cast<std::uint32_t*>(c);
-    gemm::matmul(op, threads(wide), tasks(wide));
+    gemm::matmul(op, threads(wide), step_tasks(wide));
   }
   static bool vnni_native() {
     static const bool yes = host_cpu().has("avx512vnni") && host_cpu().has("avx512f") && host_cpu().has("avx512bw") &&
@@ -299,14 +299,8 @@ class DotThunk final : public rt::Thunk {
     return yes;
   }
 
-  // The GEMMs' threads and tasks: the whole host's for a machine-wide turn, else the device's.
+  // The GEMMs' threads: the whole host's for a machine-wide turn, else the device's (tasks: step_tasks).
   int threads(bool wide) const { return wide ? rt::ComputeSlot::machine_threads() : threads_; }
-  static gemm::ParallelFor tasks(bool wide) {
-    return [wide](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& task) {
-      if (wide) rt::parallel_for_machine(0, n, 1, task);
-      else rt::parallel_for(0, n, 1, task);
-    };
-  }
 
   template <class T>
   void run_gemm(const T* a, const T* b, T* c, bool wide) const {
@@ -315,7 +309,7 @@ class DotThunk final : public rt::Thunk {
     op.a = a, op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
     op.b = b, op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
     op.c = c;
-    gemm::matmul(op, threads(wide), tasks(wide));
+    gemm::matmul(op, threads(wide), step_tasks(wide));
   }
 
   // A 512^3 product: below it a dot is too short to be worth a host-wide turn.

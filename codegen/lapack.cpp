@@ -121,12 +121,6 @@ class LapackThunk final : public rt::Thunk {
   static int task_threads(const rt::ExecContext& ctx) {
     return ctx.machine_wide ? rt::ComputeSlot::machine_threads() : rt::Runtime::get().threads_per_device();
   }
-  static gemm::ParallelFor tasks(const rt::ExecContext& ctx) {
-    return [wide = ctx.machine_wide](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
-      if (wide) rt::parallel_for_machine(0, len, 1, task);
-      else rt::parallel_for(0, len, 1, task);
-    };
-  }
 
   template <class T>
   void run_typed(rt::ExecContext& ctx) const {
@@ -158,7 +152,7 @@ class LapackThunk final : public rt::Thunk {
           std::copy(ab, ab + n * n, o);
           if constexpr (!is_cx<T>)
             if (blocked()) {
-              if (blocked_cholesky(o, n, task_threads(ctx), tasks(ctx)) != 0) fill_nan(o, n * n);
+              if (blocked_cholesky(o, n, task_threads(ctx), step_tasks(ctx.machine_wide)) != 0) fill_nan(o, n * n);
               break;
             }
           locked([&] { Lapack::potrf('U', n_, o, n_, info); });
@@ -192,7 +186,7 @@ class LapackThunk final : public rt::Thunk {
             if (blocked()) {  // row-major in place, a read as it lies
               std::copy(bb, bb + br_ * bc_, o);
               solve_left_tasks(ab, n, p_.lower, p_.transpose_a, p_.unit_diagonal, o, bc_, br_, bc_, task_threads(ctx),
-                               tasks(ctx));
+                               step_tasks(ctx.machine_wide));
               break;
             }
           if (p_.left_side) {
@@ -218,7 +212,7 @@ class LapackThunk final : public rt::Thunk {
           if constexpr (!is_cx<T>)
             if (blocked()) {
               std::copy(ab, ab + m * n, o);
-              blocked_lu(o, m, n, piv, col.data(), task_threads(ctx), tasks(ctx));
+              blocked_lu(o, m, n, piv, col.data(), task_threads(ctx), step_tasks(ctx.machine_wide));
               for (std::int64_t i = 0; i < k; ++i) std::swap(perm[i], perm[piv[i]]);
               break;
             }

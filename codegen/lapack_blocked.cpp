@@ -46,22 +46,15 @@ i64 block_width(i64 cols, int threads) {
   return std::clamp<i64>(((cols + 4 * threads - 1) / (4 * threads) + 31) & ~i64(31), 64, 512);
 }
 
-const gemm::ParallelFor& serial() {
-  static const gemm::ParallelFor here = [](i64 len, const std::function<void(i64, i64)>& task) { task(0, len); };
-  return here;
-}
-
-// C [rows, cols] (row stride ldc) -= A [rows, k] (row stride lda) B [k, cols]
-// (row stride ldb), on this thread.
-template <class T>
-void subtract(T* C, i64 ldc, const T* A, i64 lda, const T* B, i64 ldb, i64 rows, i64 cols, i64 k) {
-  if (rows <= 0 || cols <= 0 || k <= 0) return;
-  gemm::Operands<T> op;
-  op.m = rows, op.n = cols, op.k = k;
-  op.a = A, op.a_rs = lda, op.a_cs = 1;
-  op.b = B, op.b_rs = ldb, op.b_cs = 1;
-  op.c = C, op.c_rs = ldc, op.subtract = true;
-  gemm::matmul(op, 1, serial());
+// f(t) for t in [0, count): as tasks through `parallel` where there are
+// threads to share them, else in order on this thread.
+void run_tasks(i64 count, int threads, const gemm::ParallelFor& parallel, const std::function<void(i64)>& f) {
+  if (threads > 1 && count > 1)
+    parallel(count, [&](i64 lo, i64 hi) {
+      for (i64 t = lo; t < hi; ++t) f(t);
+    });
+  else
+    for (i64 t = 0; t < count; ++t) f(t);
 }
 
 // The panel whose top-left element is (c0, c0), w columns of rows c0 .. m,
@@ -108,13 +101,7 @@ void solve_left(const T* a, std::int64_t lda, bool lower, bool transpose, bool u
     }
   };
   auto minus_product = [&](i64 r0, i64 r1, i64 k0, i64 k1) {  // X[r0:r1] -= op(a)[r0:r1, k0:k1] X[k0:k1]
-    if (r1 <= r0 || k1 <= k0 || cols <= 0) return;
-    gemm::Operands<T> op;
-    op.m = r1 - r0, op.n = cols, op.k = k1 - k0;
-    op.a = a + r0 * rs + k0 * cs, op.a_rs = rs, op.a_cs = cs;
-    op.b = X + k0 * ldx, op.b_rs = ldx, op.b_cs = 1;
-    op.c = X + r0 * ldx, op.c_rs = ldx, op.subtract = true;
-    gemm::matmul(op, 1, serial());
+    subtract_product(X + r0 * ldx, ldx, r1 - r0, cols, k1 - k0, a + r0 * rs + k0 * cs, rs, cs, X + k0 * ldx, ldx, i64(1));
   };
   // Rows [lo, hi), the rows solved before them already subtracted: halves
   // down to kSolveBlock rows, so that most of the work is few large GEMMs (a
@@ -144,17 +131,15 @@ void solve_left(const T* a, std::int64_t lda, bool lower, bool transpose, bool u
 }
 
 bool lu_runs_blocked(std::int64_t m, std::int64_t n) { return std::min(m, n) >= 2 * kPanel; }
+bool cholesky_runs_blocked(std::int64_t n) { return n >= 2 * kPanel; }
 bool solve_runs_blocked(std::int64_t n, std::int64_t cols) { return n >= 2 * kSolveBlock && cols >= 2 * kSolveBlock; }
 
 template <class T>
 void solve_left_tasks(const T* a, std::int64_t lda, bool lower, bool transpose, bool unit, T* X, std::int64_t ldx,
                       std::int64_t n, std::int64_t cols, int threads, const gemm::ParallelFor& parallel) {
-  const i64 bw = block_width(cols, threads), blocks = (cols + bw - 1) / bw;
-  auto run = [&](i64 lo, i64 hi) {
-    for (i64 t = lo; t < hi; ++t) solve_left(a, lda, lower, transpose, unit, X + t * bw, ldx, n, std::min(bw, cols - t * bw));
-  };
-  if (threads > 1 && blocks > 1) parallel(blocks, run);
-  else run(0, blocks);
+  const i64 bw = block_width(cols, threads);
+  run_tasks((cols + bw - 1) / bw, threads, parallel,
+            [&](i64 t) { solve_left(a, lda, lower, transpose, unit, X + t * bw, ldx, n, std::min(bw, cols - t * bw)); });
 }
 
 template <class T>
@@ -184,38 +169,20 @@ void blocked_lu(T* a, std::int64_t m, std::int64_t n, std::int32_t* piv, T* work
       if (!k.right) return;
       T* U12 = a + c0 * n + k.j0;
       solve_left(L11, n, true, false, true, U12, n, w, k.j1 - k.j0);
-      subtract(a + c1 * n + k.j0, n, a + c1 * n + c0, n, U12, n, m - c1, k.j1 - k.j0, w);
+      subtract_product(a + c1 * n + k.j0, n, m - c1, k.j1 - k.j0, w, a + c1 * n + c0, n, i64(1), U12, n, i64(1));
       if (t == 0 && next_w > 0) factor_panel(a, m, n, c1, next_w, buf[1 - cur], ipiv[1 - cur].data());
     };
-    if (threads > 1 && tasks.size() > 1)
-      parallel(i64(tasks.size()), [&](i64 lo, i64 hi) {
-        for (i64 t = lo; t < hi; ++t) run(t);
-      });
-    else
-      for (i64 t = 0; t < i64(tasks.size()); ++t) run(t);
+    run_tasks(i64(tasks.size()), threads, parallel, run);
     for (i64 i = 0; i < w; ++i) piv[c0 + i] = std::int32_t(c0 + pv[i] - 1);
     cur = 1 - cur;
     c0 = c1;
   }
 }
 
-template void solve_left<float>(const float*, std::int64_t, bool, bool, bool, float*, std::int64_t, std::int64_t,
-                                std::int64_t);
-template void solve_left<double>(const double*, std::int64_t, bool, bool, bool, double*, std::int64_t, std::int64_t,
-                                 std::int64_t);
-bool cholesky_runs_blocked(std::int64_t n) { return n >= 2 * kPanel; }
 
 template <class T>
 int blocked_cholesky(T* a, std::int64_t n, int threads, const gemm::ParallelFor& parallel) {
   const i64 rb = 128;  // rows of a task
-  auto run_tasks = [&](i64 count, const std::function<void(i64)>& f) {
-    if (threads > 1 && count > 1)
-      parallel(count, [&](i64 lo, i64 hi) {
-        for (i64 t = lo; t < hi; ++t) f(t);
-      });
-    else
-      for (i64 t = 0; t < count; ++t) f(t);
-  };
   for (i64 c0 = 0; c0 < n; c0 += kPanel) {
     const i64 w = std::min(kPanel, n - c0), c1 = c0 + w;
     T* L11 = a + c0 * n + c0;
@@ -227,7 +194,7 @@ int blocked_cholesky(T* a, std::int64_t n, int threads, const gemm::ParallelFor&
     // L21 = A21 L11^-T, by row blocks: each block transposed (w x rows), L11^-1
     // applied from the left (solve_left), transposed back.
     const i64 blocks = (n - c1 + rb - 1) / rb;
-    run_tasks(blocks, [&](i64 t) {
+    run_tasks(blocks, threads, parallel, [&](i64 t) {
       const i64 r0 = c1 + t * rb, rows = std::min(rb, n - r0);
       std::vector<T> xt(size_t(w * rows));
       for (i64 i = 0; i < rows; ++i)
@@ -238,20 +205,20 @@ int blocked_cholesky(T* a, std::int64_t n, int threads, const gemm::ParallelFor&
     });
     // A22 -= L21 L21^T on and below the diagonal (whole row blocks: a block's
     // columns up to its last row; the upper triangle's values are never read).
-    run_tasks(blocks, [&](i64 t) {
+    run_tasks(blocks, threads, parallel, [&](i64 t) {
       const i64 r0 = c1 + t * rb, rows = std::min(rb, n - r0);
-      gemm::Operands<T> op;
-      op.m = rows, op.n = r0 + rows - c1, op.k = w;
-      op.a = a + r0 * n + c0, op.a_rs = n, op.a_cs = 1;
-      op.b = a + c1 * n + c0, op.b_rs = 1, op.b_cs = n;  // L21^T
-      op.c = a + r0 * n + c1, op.c_rs = n, op.subtract = true;
-      gemm::matmul(op, 1, serial());
+      subtract_product(a + r0 * n + c1, n, rows, r0 + rows - c1, w, a + r0 * n + c0, n, i64(1), a + c1 * n + c0, i64(1),
+                       n);  // L21^T: b's rows are L21's columns
     });
   }
   for (i64 i = 0; i < n; ++i) std::fill(a + i * n + i + 1, a + (i + 1) * n, T(0));
   return 0;
 }
 
+template void solve_left<float>(const float*, std::int64_t, bool, bool, bool, float*, std::int64_t, std::int64_t,
+                                std::int64_t);
+template void solve_left<double>(const double*, std::int64_t, bool, bool, bool, double*, std::int64_t, std::int64_t,
+                                 std::int64_t);
 template int blocked_cholesky<float>(float*, std::int64_t, int, const gemm::ParallelFor&);
 template int blocked_cholesky<double>(double*, std::int64_t, int, const gemm::ParallelFor&);
 template void solve_left_tasks<float>(const float*, std::int64_t, bool, bool, bool, float*, std::int64_t,

@@ -10,6 +10,24 @@
 
 namespace tessel::codegen {
 
+// C [rows, cols] (row stride ldc) -= a [rows, k] b [k, cols] (element strides
+// as gemm::Operands'), float or double: tessel's GEMM on this thread (no
+// library, no lock), subtracting in place. Every routine here and the
+// distributed ones (codegen/row_blocked.hpp) update through it.
+template <class T>
+void subtract_product(T* C, std::int64_t ldc, std::int64_t rows, std::int64_t cols, std::int64_t k, const T* a,
+                      std::int64_t a_rs, std::int64_t a_cs, const T* b, std::int64_t b_rs, std::int64_t b_cs) {
+  static const gemm::ParallelFor here = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
+    task(0, len);
+  };
+  gemm::Operands<T> op;
+  op.m = rows, op.n = cols, op.k = k;
+  op.a = a, op.a_rs = a_rs, op.a_cs = a_cs;
+  op.b = b, op.b_rs = b_rs, op.b_cs = b_cs;
+  op.c = C, op.c_rs = ldc, op.subtract = true;
+  gemm::matmul(op, 1, here);
+}
+
 // Whether an m x n lu runs blocked (else in LAPACK's getrf): both sides at
 // least two panels.
 bool lu_runs_blocked(std::int64_t m, std::int64_t n);

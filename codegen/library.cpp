@@ -235,6 +235,13 @@ rt::ComputeSlot::Width machine_wide_width() {
   return rt::ComputeSlot::machine_wide_pays() ? rt::ComputeSlot::Width::machine : rt::ComputeSlot::Width::machine_if_idle;
 }
 
+gemm::ParallelFor step_tasks(bool machine_wide) {
+  return [machine_wide](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
+    if (machine_wide) rt::parallel_for_machine(0, len, 1, task);
+    else rt::parallel_for(0, len, 1, task);
+  };
+}
+
 const char* width_words(rt::ComputeSlot::Width w) {
   switch (w) {
     case rt::ComputeSlot::Width::device: return "device-wide";

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "codegen/gemm.hpp"
 #include "runtime/device.hpp"
 #include "runtime/executable.hpp"
 #include "tracer/ir.hpp"
@@ -31,6 +32,10 @@ std::size_t library_workspace(const Node& n);
 // ComputeSlot); and its words in a thunk's text.
 rt::ComputeSlot::Width machine_wide_width();
 const char* width_words(rt::ComputeSlot::Width w);
+// Tasks of a step that runs tessel's GEMM or other task-cut work: on the
+// whole host in a machine-wide turn (ExecContext::machine_wide), else on
+// the device's arena.
+gemm::ParallelFor step_tasks(bool machine_wide);
 // The thunk for `n` (InternalError naming the op when it has no routine).
 std::unique_ptr<rt::Thunk> library_thunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes);
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/gemm.hpp"
+#include "codegen/lapack_blocked.hpp"
 #include "codegen/lapack_internal.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/device.hpp"
@@ -52,23 +53,6 @@ void gather_panel(rt::ExecContext& ctx, const std::vector<std::int64_t>& group, 
     }
   }
   ctx.comm->release(ctx.position, group);
-}
-
-// C [rows, cols] (row stride ldc) -= a [rows, k] b [k, cols] (element strides
-// as gemm::Operands'), float or double: tessel's GEMM on this thread (no
-// library, no lock), subtracting in place.
-template <class T>
-void subtract_product(T* C, std::int64_t ldc, std::int64_t rows, std::int64_t cols, std::int64_t k, const T* a,
-                      std::int64_t a_rs, std::int64_t a_cs, const T* b, std::int64_t b_rs, std::int64_t b_cs) {
-  const gemm::ParallelFor here = [](std::int64_t len, const std::function<void(std::int64_t, std::int64_t)>& task) {
-    task(0, len);
-  };
-  gemm::Operands<T> op;
-  op.m = rows, op.n = cols, op.k = k;
-  op.a = a, op.a_rs = a_rs, op.a_cs = a_cs;
-  op.b = b, op.b_rs = b_rs, op.b_cs = b_cs;
-  op.c = C, op.c_rs = ldc, op.subtract = true;
-  gemm::matmul(op, 1, here);
 }
 
 // What the two distributed factorisations share: their attributes, their
