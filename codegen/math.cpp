@@ -62,7 +62,7 @@ struct F {
   }
 
   // exp, Cephes expf: x = n ln2 + r, |r| <= ln2/2, degree-5 polynomial.
-  // For x clamped to [lo, 88.8]: n = round(x / ln2) and expm1(r), r = x - n ln2 (|r| <= ln2/2).
+  // exp_reduce: for x clamped to [lo, 88.8], n = round(x / ln2) and expm1(r).
   std::pair<llvm::Value*, llvm::Value*> exp_reduce(llvm::Value* x, double lo) {
     llvm::Value* xc = minnum(maxnum(x, c(lo)), c(88.8));
     llvm::Value* n = roundeven(mul(xc, c(1.44269504088896341)));
@@ -82,7 +82,7 @@ struct F {
   }
 
   // log, Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1.
-  // u's exponent e and f = m - 1 for u = m 2^e, m in [sqrt(1/2), sqrt(2)) (u normal, positive).
+  // log_reduce: u's e and f = m - 1 (u normal, positive).
   std::pair<llvm::Value*, llvm::Value*> log_reduce(llvm::Value* u) {
     llvm::Value* ib = bits(u);
     llvm::Value* e = b.CreateSIToFP(b.CreateSub(b.CreateLShr(ib, ci(23)), ci(126)), t);
@@ -116,7 +116,6 @@ struct F {
     r = sel(b.CreateFCmpULT(x, c(0.0)), c(std::nan("")), r);  // negative or NaN
     return r;
   }
-
 
   // sin and cos by one odd minimax polynomial on [-pi/2, pi/2]: sin writes
   // x = n*pi + r, cos writes x = (n + 1/2)*pi + r, and the parity of n gives
@@ -176,7 +175,6 @@ struct F {
     return sel(lt(ax, c(0.625)), small, sel(isnan(x), x, big));
   }
 
-  // expm1 and log1p by Kahan's corrections of exp and log.
   // expm1 by exp's reduction: x = n ln2 + r, |r| <= ln2/2, expm1(r) = q by
   // exp's polynomial, then expm1(x) = 2^n q + (2^n - 1) in one FMA (2^n - 1
   // exact for n in [-24, 24]; beyond, the -1 is below half an ulp or the
@@ -212,7 +210,6 @@ struct F {
     r = sel(lt(u, c(0.0)), c(std::nan("")), r);
     return sel(isnan(x), x, r);
   }
-
 
   // XLA:CPU's float32 erf (its EmitErfF32: Eigen's rational interpolant, an
   // odd degree-9 numerator over an even degree-12 denominator in x^2), +-1
@@ -285,30 +282,23 @@ const char* libm_name(MathFn fn, bool f32) {
 // L = -log(1 - |x|), starts the steps instead (a NaN before this, for one
 // float64 normal draw in about 3e7).
 llvm::Value* erf_inv_f64(Builder& b, llvm::Value* x) {
-  llvm::Type* t = x->getType();
-  auto c = [&](double v) { return llvm::ConstantFP::get(t, v); };
-  auto fabs = [&](llvm::Value* v) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v); };
-  llvm::Value* ax = fabs(x);
-  llvm::Value* xf = b.CreateFPTrunc(x, b.getFloatTy());
+  F d{b, x->getType(), b.getInt32Ty()};  // float64 arithmetic
   F f{b, b.getFloatTy(), b.getInt32Ty()};
-  llvm::Value* y = fabs(b.CreateFPExt(f.erf_inv(xf), t));
-  llvm::Value* below_one = b.CreateFSub(c(1.0), ax);  // exact from 1/2 up
-  llvm::Value* L = b.CreateFNeg(libm_call(b, "log", below_one, nullptr));
-  llvm::Value* tail = b.CreateUnaryIntrinsic(
-      llvm::Intrinsic::sqrt,
-      b.CreateFSub(b.CreateFSub(L, b.CreateFMul(c(0.5), libm_call(b, "log", L, nullptr))), c(0.57236494292470008)));
-  llvm::Value* one = b.CreateFCmpOEQ(ax, c(1.0));
-  y = b.CreateSelect(b.CreateAnd(b.CreateFCmpOEQ(y, c(HUGE_VAL)), b.CreateNot(one)), tail, y);
-  llvm::Value* upper = b.CreateFCmpOGE(ax, c(0.5));
+  auto libm = [&](const char* name, llvm::Value* v) { return libm_call(b, name, v, nullptr); };
+  llvm::Value* ax = d.abs(x);
+  llvm::Value* y = d.abs(b.CreateFPExt(f.erf_inv(b.CreateFPTrunc(x, b.getFloatTy())), x->getType()));
+  llvm::Value* below_one = d.sub(d.c(1.0), ax);  // exact from 1/2 up
+  llvm::Value* L = b.CreateFNeg(libm("log", below_one));
+  llvm::Value* tail = d.sqrt(d.sub(d.sub(L, d.mul(d.c(0.5), libm("log", L))), d.c(0.57236494292470008)));
+  llvm::Value* one = d.eq(ax, d.c(1.0));
+  y = d.sel(b.CreateAnd(d.eq(y, d.c(HUGE_VAL)), b.CreateNot(one)), tail, y);
+  llvm::Value* upper = b.CreateFCmpOGE(ax, d.c(0.5));
   for (int k = 0; k < 3; ++k) {
-    llvm::Value* f_low = b.CreateFSub(libm_call(b, "erf", y, nullptr), ax);
-    llvm::Value* f_high = b.CreateFSub(below_one, libm_call(b, "erfc", y, nullptr));
-    llvm::Value* fy = b.CreateSelect(upper, f_high, f_low);
-    llvm::Value* d = b.CreateFMul(c(1.1283791670955126), libm_call(b, "exp", b.CreateFNeg(b.CreateFMul(y, y)), nullptr));
-    llvm::Value* ny = b.CreateFSub(y, b.CreateFDiv(fy, b.CreateFAdd(d, b.CreateFMul(y, fy))));
-    y = b.CreateSelect(one, y, ny);  // keep the infinities at +-1
+    llvm::Value* fy = d.sel(upper, d.sub(below_one, libm("erfc", y)), d.sub(libm("erf", y), ax));
+    llvm::Value* dy = d.mul(d.c(1.1283791670955126), libm("exp", b.CreateFNeg(d.mul(y, y))));
+    y = d.sel(one, y, d.sub(y, d.div(fy, d.add(dy, d.mul(y, fy)))));  // keep the infinities at +-1
   }
-  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, y, x);
+  return d.copysign(y, x);
 }
 
 }  // namespace
