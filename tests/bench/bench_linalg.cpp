@@ -29,60 +29,72 @@ using ts::P;
 
 namespace {
 
-template <class T>
-double lapack_seconds(const std::vector<T>& a_row, const std::vector<T>& b, int n, int reps) {
+// The median of `reps` timings of run(inputs), each on fresh inputs from
+// prepare() (not timed), after `warmup` untimed runs.
+template <class Prepare, class Run>
+double median_seconds(int reps, int warmup, Prepare prepare, Run run) {
   std::vector<double> times;
-  for (int r = 0; r < reps + 1; ++r) {
-    std::vector<T> a(a_row.size()), x = b;
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) a[size_t(j) * n + i] = a_row[size_t(i) * n + j];
-    std::vector<int> ipiv(static_cast<size_t>(n));
-    int one = 1, info = 0;
+  for (int r = 0; r < warmup + reps; ++r) {
+    auto inputs = prepare();
     auto t0 = std::chrono::steady_clock::now();
-    if constexpr (std::is_same_v<T, float>) sgesv_(&n, &one, a.data(), &n, ipiv.data(), x.data(), &n, &info);
-    else dgesv_(&n, &one, a.data(), &n, ipiv.data(), x.data(), &n, &info);
-    if (r > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    run(inputs);
+    if (r >= warmup) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
 
-// LAPACK's inverse (getrf then getri) and Cholesky (potrf) called directly,
-// on a column-major copy (not timed), the median of `reps`.
+// LAPACK's gesv on a column-major copy of A, one warm-up run.
+template <class T>
+double lapack_seconds(const std::vector<T>& a_row, const std::vector<T>& b, int n, int reps) {
+  struct Inputs {
+    std::vector<T> a, x;
+    std::vector<int> ipiv;
+  };
+  return median_seconds(
+      reps, 1,
+      [&] {
+        Inputs in{std::vector<T>(a_row.size()), b, std::vector<int>(static_cast<size_t>(n))};
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j) in.a[size_t(j) * n + i] = a_row[size_t(i) * n + j];
+        return in;
+      },
+      [&](Inputs& in) {
+        int one = 1, info = 0;
+        if constexpr (std::is_same_v<T, float>) sgesv_(&n, &one, in.a.data(), &n, in.ipiv.data(), in.x.data(), &n, &info);
+        else dgesv_(&n, &one, in.a.data(), &n, in.ipiv.data(), in.x.data(), &n, &info);
+      });
+}
+
+// LAPACK's inverse (getrf then getri) of A read as column-major (A^T: the
+// same work), and its Cholesky (potrf) of a symmetric A, called directly.
 template <class T>
 double lapack_inv_seconds(const std::vector<T>& a_row, int n, int reps) {
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    std::vector<T> a = a_row, work(size_t(n) * 64);
-    std::vector<int> ipiv(static_cast<size_t>(n));
-    int info = 0, lw = int(work.size());
-    auto t0 = std::chrono::steady_clock::now();
-    if constexpr (std::is_same_v<T, float>) {
-      sgetrf_(&n, &n, a.data(), &n, ipiv.data(), &info);
-      sgetri_(&n, a.data(), &n, ipiv.data(), work.data(), &lw, &info);
-    } else {
-      dgetrf_(&n, &n, a.data(), &n, ipiv.data(), &info);
-      dgetri_(&n, a.data(), &n, ipiv.data(), work.data(), &lw, &info);
-    }
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median_seconds(
+      reps, 0, [&] { return a_row; },
+      [&](std::vector<T>& a) {
+        std::vector<T> work(size_t(n) * 64);
+        std::vector<int> ipiv(static_cast<size_t>(n));
+        int info = 0, lw = int(work.size());
+        if constexpr (std::is_same_v<T, float>) {
+          sgetrf_(&n, &n, a.data(), &n, ipiv.data(), &info);
+          sgetri_(&n, a.data(), &n, ipiv.data(), work.data(), &lw, &info);
+        } else {
+          dgetrf_(&n, &n, a.data(), &n, ipiv.data(), &info);
+          dgetri_(&n, a.data(), &n, ipiv.data(), work.data(), &lw, &info);
+        }
+      });
 }
 template <class T>
 double lapack_cholesky_seconds(const std::vector<T>& a_row, int n, int reps) {
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    std::vector<T> a = a_row;  // symmetric: its own transpose
-    int info = 0;
-    const char u = 'L';
-    auto t0 = std::chrono::steady_clock::now();
-    if constexpr (std::is_same_v<T, float>) spotrf_(&u, &n, a.data(), &n, &info, 1);
-    else dpotrf_(&u, &n, a.data(), &n, &info, 1);
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median_seconds(
+      reps, 0, [&] { return a_row; },
+      [&](std::vector<T>& a) {
+        int info = 0;
+        const char u = 'L';
+        if constexpr (std::is_same_v<T, float>) spotrf_(&u, &n, a.data(), &n, &info, 1);
+        else dpotrf_(&u, &n, a.data(), &n, &info, 1);
+      });
 }
 
 void row(const std::string& name, double floor, double ours, double peer) {
