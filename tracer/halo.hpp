@@ -1,6 +1,8 @@
 // Halo exchange for partition rules: the rows a device needs from the
-// devices holding the neighbouring tiles of a split dim (a shifted slice,
-// tracer/rules_shape.cpp; a convolution's window, tracer/rules_conv.cpp).
+// devices holding other tiles of a split dim (a shifted slice,
+// tracer/rules_shape.cpp; a convolution's window, tracer/rules_conv.cpp;
+// pooling and its gradient, tracer/rules_window.cpp). Collective permutes
+// only: what moves is the rows needed, never the dim.
 #pragma once
 
 #include <cstdint>
@@ -15,5 +17,24 @@ namespace tessel::halo {
 // last `rows` rows of the previous one. Zeros on the devices with no such
 // neighbour (past the array's ends). One collective permute.
 NodeRef neighbour_rows(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d, std::int64_t rows, int dir);
+
+// x: this device's tile of dim `d` (c rows, the last tiles padded), split
+// over mesh `axes` into T = starts.size() tiles. On the device holding tile
+// k, the `rows` rows of the whole dim from row starts[k] on (any integer):
+// rows before the first tile or past the last are zeros, rows of a tile's
+// padding are that padding. One collective permute per distance between the
+// tile sending and the tile receiving (the tile's own rows move nothing),
+// each sending the part of its tile some device needs; then a slice where
+// every device's rows lie alike among the parts (the neighbours' border
+// rows), else a gather by a table of each tile's positions.
+NodeRef rows_at(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d,
+                const std::vector<std::int64_t>& starts, std::int64_t rows);
+
+// This device's entry of `values` (one per tile along `axes`), an int32
+// scalar.
+NodeRef per_tile(LocalBuilder& b, const std::vector<int>& axes, const std::vector<std::int64_t>& values);
+
+// floor(a / b) for b > 0.
+inline std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 }  // namespace tessel::halo

@@ -178,23 +178,23 @@ void Rule<Op::conv>::eval(const std::vector<const HostArray*>& in, const A& p, c
 
 namespace {
 // Whether spatial dim j can be split alike in the input and the result,
-// each device computing its own rows from its tile and its neighbours'
-// border rows: no input dilation, a non-negative low pad, and the result
-// the input's size over the stride (SAME convolutions, strided ones on
-// sizes the stride divides), so that tile for tile the rows line up.
+// each device computing its own result rows from the input rows they read
+// (its tile and its neighbours' border rows, or rows of other tiles where
+// the tiles are not in step): no input dilation, a non-negative low pad,
+// and a window no larger than the result's rows times the stride (a
+// forward convolution; not a kernel gradient's form, below).
 bool haloable(const attr::Conv& p, const Shape& a, const Shape& b, std::size_t j) {
   const Geometry g = geometry(p, a, b);
-  return p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 && g.out[j] * p.strides[j] == g.in[j];
+  return p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 &&
+         dilate_dim(g.kernel[j], p.rhs_dilation[j]) <= g.out[j] * p.strides[j];
 }
 // Whether spatial dim j can be split alike in the input and the kernel, as a
 // sum: a kernel gradient's form, whose kernel (the cotangent) spans the
-// image, its rows the input's over the kernel dilation (the forward's
-// stride). Each device sums over its own kernel rows, reading its input
-// tile and its neighbours' border rows; the partial results are all-reduced.
+// image, larger than its result. Each device sums over its own kernel rows,
+// reading the input rows they meet; the partial results are all-reduced.
 bool window_summable(const attr::Conv& p, const Shape& a, const Shape& b, std::size_t j) {
   const Geometry g = geometry(p, a, b);
-  return !haloable(p, a, b, j) && p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 &&
-         g.kernel[j] > g.out[j] && g.kernel[j] * p.rhs_dilation[j] == g.in[j];
+  return !haloable(p, a, b, j) && p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 && g.kernel[j] > g.out[j];
 }
 }  // namespace
 
@@ -235,7 +235,7 @@ FactorRule Rule<Op::conv>::factors(const Node& n) {
   }
   for (std::size_t j = 2; j < a.size(); ++j) {
     if (window_summable(p, a, b, j - 2)) {
-      const int f = r.add_factor(b[std::size_t(p.rhs_spec[j])], true);
+      const int f = r.add_factor(std::max(a[std::size_t(p.lhs_spec[j])], b[std::size_t(p.rhs_spec[j])]), true);
       lhs[std::size_t(p.lhs_spec[j])] = {f};
       rhs[std::size_t(p.rhs_spec[j])] = {f};
       own(res, p.out_spec[j], o[std::size_t(p.out_spec[j])]);
@@ -244,8 +244,9 @@ FactorRule Rule<Op::conv>::factors(const Node& n) {
     own(rhs, p.rhs_spec[j], b[std::size_t(p.rhs_spec[j])]);
     if (haloable(p, a, b, j - 2)) {
       // An input dim and the result's split alike: the window's border rows
-      // come from the neighbours (the partition rule).
-      const int f = r.add_factor(o[std::size_t(p.out_spec[j])]);
+      // come from the neighbours (the partition rule). Sized by the input's
+      // rows, so that rows split finer than the result's stay split.
+      const int f = r.add_factor(std::max(a[std::size_t(p.lhs_spec[j])], o[std::size_t(p.out_spec[j])]));
       lhs[std::size_t(p.lhs_spec[j])] = {f};
       res[std::size_t(p.out_spec[j])] = {f};
     } else {
@@ -379,16 +380,18 @@ void Rule<Op::conv>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
   }
 }
 
-// A spatial dim split alike in the input and the result: each device pads
-// its tile with the last pad_lo rows of the previous tile and the first
-// (window - stride - pad_lo) of the next (collective permutes; zeros past
-// the ends: the convolution's own padding) and convolves it unpadded. A
-// spatial dim split as a sum (a kernel gradient's) pads the input tile the
-// same way, with (result's rows' extent - kernel dilation - pad_lo) rows
-// after it, and convolves it with this device's kernel rows: a partial sum.
-// When the tiles do not line up (uneven splits where the stride does not
-// divide the tile), the dim is gathered instead: the result is cut to the
-// tile, or, for a sum, kept on the first tile only (zeros elsewhere).
+// A spatial dim split alike in the input and the result: each device takes
+// the input rows its result rows read, from row k * to * stride - pad_lo on
+// tile k's device, (to - 1) * stride + the dilated window of them
+// (halo::rows_at: its neighbours' border rows where its rows are the stride
+// times its result rows, by collective permutes from whichever tiles hold
+// them elsewhere; zeros past the ends, the convolution's own padding) and
+// convolves them unpadded. A spatial dim split as a sum (a kernel
+// gradient's) takes the input rows its kernel rows read, from row
+// k * kernel tile * kernel dilation - pad_lo on, and convolves them with
+// this device's kernel rows: a partial sum. Where the result (the kernel)
+// is not split alike, the dim is gathered instead: the result is cut to
+// the tile, or, for a sum, kept on the first tile only (zeros elsewhere).
 NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                               const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
   const auto& p = attrs_of(n);
@@ -397,25 +400,25 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
   const Geometry g = geometry(p, G, K);
   struct Split {
     std::size_t j;
-    bool sum, lines_up;
-    std::int64_t L, R;
+    bool sum, lines_up;      // lines_up: split alike (else gathered)
+    std::int64_t step, rows;  // tile k reads `rows` input rows from k * step - pad_lo
   };
   std::vector<Split> splits;
   for (std::size_t j = 0; j < g.in.size(); ++j) {
     const auto& A = op_sh[0].dims[std::size_t(p.lhs_spec[2 + j])];
     if (A.empty()) continue;
-    const std::int64_t T = b.tiles(A), ti = (g.in[j] + T - 1) / T, L = p.pad_lo[j];
-    Split s{j, !haloable(p, G, K, j), false, L, 0};
+    const std::int64_t T = b.tiles(A), L = p.pad_lo[j];
+    Split s{j, !haloable(p, G, K, j), false, 0, 0};
     if (!s.sum) {
-      const std::int64_t to = (g.out[j] + T - 1) / T;
-      s.R = dilate_dim(g.kernel[j], p.rhs_dilation[j]) - p.strides[j] - L;
-      s.lines_up = natural.dims[std::size_t(p.out_spec[2 + j])] == A && to * p.strides[j] == ti;
+      s.step = (g.out[j] + T - 1) / T * p.strides[j];  // a device's result rows times the stride
+      s.rows = s.step - p.strides[j] + dilate_dim(g.kernel[j], p.rhs_dilation[j]);
+      s.lines_up = natural.dims[std::size_t(p.out_spec[2 + j])] == A;
     } else {
-      const std::int64_t tk = (g.kernel[j] + T - 1) / T;
-      s.R = dilate_dim(g.out[j], p.strides[j]) - p.rhs_dilation[j] - L;
-      s.lines_up = op_sh[1].dims[std::size_t(p.rhs_spec[2 + j])] == A && tk * p.rhs_dilation[j] == ti;
+      s.step = (g.kernel[j] + T - 1) / T * p.rhs_dilation[j];  // a device's kernel rows times their dilation
+      s.rows = s.step - p.rhs_dilation[j] + dilate_dim(g.out[j], p.strides[j]);
+      s.lines_up = op_sh[1].dims[std::size_t(p.rhs_spec[2 + j])] == A;
     }
-    s.lines_up = s.lines_up && p.lhs_dilation[j] == 1 && L >= 0 && L <= ti && s.R <= ti;
+    s.lines_up = s.lines_up && p.lhs_dilation[j] == 1 && L >= 0;
     splits.push_back(s);
   }
   if (splits.empty()) return build::with_operands(t, n, ops);
@@ -445,17 +448,9 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     if (!s.lines_up) continue;
     const int d = int(p.lhs_spec[2 + s.j]);
     const auto& A = xs.dims[std::size_t(d)];
-    std::vector<NodeRef> parts;
-    if (s.L > 0) parts.push_back(halo::neighbour_rows(b, x, A, d, s.L, -1));
-    if (s.R >= 0) {
-      parts.push_back(x);
-    } else {
-      std::vector<std::int64_t> lo(std::size_t(x->rank()), 0), hi = x->shape();
-      hi[std::size_t(d)] += s.R;
-      parts.push_back(build::slice(t, x, lo, hi));
-    }
-    if (s.R > 0) parts.push_back(halo::neighbour_rows(b, x, A, d, s.R, 1));
-    x = parts.size() == 1 ? parts[0] : build::concatenate(t, parts, d);
+    std::vector<std::int64_t> starts(std::size_t(b.tiles(A)));
+    for (std::size_t k = 0; k < starts.size(); ++k) starts[k] = std::int64_t(k) * s.step - p.pad_lo[s.j];
+    x = halo::rows_at(b, x, A, d, starts, s.rows);
     q.pad_lo[s.j] = q.pad_hi[s.j] = 0;
   }
   NodeRef y = build::conv(t, x, w, q);

@@ -747,37 +747,6 @@ NodeRef gather_window(LocalBuilder& b, NodeRef x, const Shape& G, const std::vec
 }
 }  // namespace
 
-NodeRef halo::neighbour_rows(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d, std::int64_t rows,
-                             int dir) {
-  NodeTable& t = b.table();
-  std::vector<std::int64_t> lo(x->shape().size(), 0), hi = x->shape();
-  if (dir > 0) hi[std::size_t(d)] = rows;
-  else lo[std::size_t(d)] = hi[std::size_t(d)] - rows;
-  NodeRef part = build::slice(t, x, lo, hi);
-  const DeviceMesh& mesh = *b.device_mesh();
-  // Positions by (tile along axes, the other coordinates).
-  auto tile_of = [&](std::int64_t pos) {
-    std::int64_t k = 0;
-    for (int a : axes) k = k * mesh.axes()[std::size_t(a)].size + mesh.coord(pos, a);
-    return k;
-  };
-  auto others = [&](std::int64_t pos) {
-    std::vector<std::int64_t> c;
-    for (int a = 0; a < mesh.num_axes(); ++a)
-      if (std::find(axes.begin(), axes.end(), a) == axes.end()) c.push_back(mesh.coord(pos, a));
-    return c;
-  };
-  std::map<std::pair<std::int64_t, std::vector<std::int64_t>>, std::int64_t> at;
-  for (std::int64_t pos = 0; pos < mesh.size(); ++pos) at[{tile_of(pos), others(pos)}] = pos;
-  // The neighbour `dir` tiles over sends its part to this device.
-  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
-  for (std::int64_t pos = 0; pos < mesh.size(); ++pos) {
-    auto it = at.find({tile_of(pos) + dir, others(pos)});
-    if (it != at.end()) pairs.push_back({it->second, pos});
-  }
-  return build::collective_permute(t, part, b.device_mesh(), pairs);
-}
-
 NodeRef Rule<Op::slice>::local(LocalBuilder& b, const Node& n, const std::vector<NodeRef>& ops,
                                const std::vector<AxisSharding>& op_sh, const AxisSharding& natural) {
   const auto& p = attrs_of(n);

@@ -156,10 +156,11 @@ void each_window(const Shape& out, F f) {
 }
 
 // Whether windowed dim d's rows and windows may be split alike: the
-// windows step over the rows (window >= stride). The partition rule
-// exchanges border rows where a device's rows are the stride times its
-// windows (2x2/2 and 3x3/2 pooling of 32 rows on 2, 4, 8 devices; SAME
-// pooling of sizes the stride divides), and gathers the dim elsewhere.
+// windows step over the rows (window >= stride). The partition rule then
+// brings each device the rows its windows read from the devices holding
+// them (halo::rows_at: its neighbours' border rows where a device's rows are
+// the stride times its windows, as 2x2/2 pooling of 32 rows on 8 devices;
+// whatever tiles hold them elsewhere, as one row a device under 2x2/2).
 bool lines_up(const attr::SelectWindow& p, std::size_t d) {
   const std::int64_t out = windows_shape(p)[d];
   return !p.untouched(d) && out > 0 && p.window[d] >= p.strides[d];
@@ -200,7 +201,10 @@ FactorRule window_factors(const Node& n, const attr::SelectWindow& p, const std:
   std::vector<std::vector<int>> in_dims, out_dims;
   for (std::size_t d = 0; d < base.size(); ++d) {
     if (p.untouched(d) || lines_up(p, d)) {
-      const int f = r.add_factor(out[d]);
+      // Sized by the rows where there are fewer windows, so that rows split
+      // finer than the windows stay split (one row a device under 2x2/2:
+      // half the devices hold no window).
+      const int f = r.add_factor(std::max(base[d], out[d]));
       in_dims.push_back({f});
       out_dims.push_back({f});
     } else {
@@ -215,8 +219,8 @@ FactorRule window_factors(const Node& n, const attr::SelectWindow& p, const std:
 }
 
 // A split windowed dim of the partition rules: its mesh axes, tiles of the
-// operand's rows (ti) and of the windows (to), and whether they line up
-// here (else it is gathered).
+// operand's rows (ti) and of the windows (to), and whether the rows and the
+// windows are split alike (else the dim is gathered).
 struct Split {
   std::size_t d;
   std::vector<int> axes;
@@ -234,12 +238,7 @@ std::vector<Split> splits_of(LocalBuilder& b, const attr::SelectWindow& p, const
     if (A.empty()) continue;
     const std::int64_t T = b.tiles(A);
     Split s{d, A, (p.base[d] + T - 1) / T, (out[d] + T - 1) / T, false};
-    const std::int64_t w = p.window[d], st = p.strides[d], lo = p.pad_lo[d];
-    // The rows a device needs beyond its tile: lo before, w - st - lo after
-    // (window_select, select_and_gather_add); the windows, (w - 1 - lo) /
-    // st before and ceil(lo / st) after (select_and_scatter_add).
-    s.halo = lines_up(p, d) && base_sh.dims[d] == A && windows_sh.dims[d] == A && s.to * st == s.ti &&
-             lo <= s.ti && w - st - lo <= s.ti && w >= st && (w - 1 - lo) / st <= s.to && (lo + st - 1) / st <= s.to;
+    s.halo = lines_up(p, d) && base_sh.dims[d] == A && windows_sh.dims[d] == A;
     r.push_back(s);
   }
   return r;
@@ -257,23 +256,15 @@ NodeRef gather_unaligned(LocalBuilder& b, const NodeRef& x, const Shape& G, Axis
   return y;
 }
 
-// x's tile of rows along split s.d with `before` rows of the previous tile
-// and `after` of the next (zeros past the ends); a negative `after` drops
-// rows from the end.
-NodeRef with_halo(LocalBuilder& b, const NodeRef& x, const Split& s, std::int64_t before, std::int64_t after) {
-  NodeTable& t = b.table();
-  const int d = int(s.d);
-  std::vector<NodeRef> parts;
-  if (before > 0) parts.push_back(halo::neighbour_rows(b, x, s.axes, d, before, -1));
-  if (after >= 0) {
-    parts.push_back(x);
-  } else {
-    std::vector<std::int64_t> lo(std::size_t(x->rank()), 0), hi = x->shape();
-    hi[s.d] += after;
-    parts.push_back(build::slice(t, x, lo, hi));
-  }
-  if (after > 0) parts.push_back(halo::neighbour_rows(b, x, s.axes, d, after, 1));
-  return parts.size() == 1 ? parts[0] : build::concatenate(t, parts, d);
+// The rows of split s.d that this device's windows read (window_select,
+// pooling, select_and_gather_add), from x's tiles: from row
+// k * to * stride - pad_lo on tile k's device, (to - 1) * stride + window
+// of them.
+NodeRef window_rows(LocalBuilder& b, const NodeRef& x, const attr::SelectWindow& p, const Split& s) {
+  const std::int64_t st = p.strides[s.d];
+  std::vector<std::int64_t> starts(std::size_t(b.tiles(s.axes)));
+  for (std::size_t k = 0; k < starts.size(); ++k) starts[k] = std::int64_t(k) * s.to * st - p.pad_lo[s.d];
+  return halo::rows_at(b, x, s.axes, int(s.d), starts, (s.to - 1) * st + p.window[s.d]);
 }
 
 // The result computed with some dims gathered, laid out as `natural`.
@@ -309,11 +300,10 @@ NodeCost window_cost(const Node& n, const attr::SelectWindow& p) {
 }
 
 // The operand of a window op that knows its rows' global positions
-// (window_select, pooling) on this device: its neighbours' border rows where
-// the rows line up (`pad_lo` before, `window - stride - pad_lo` after; zeros
-// past the ends, which the row offsets mark as outside the array, as they
-// do an uneven tile's padding), gathered elsewhere. p becomes the local
-// attributes.
+// (window_select, pooling) on this device: the rows its windows read
+// (window_rows; rows outside the array, which the row offsets mark as
+// such, as they do an uneven tile's padding), gathered where the dim is not
+// split alike. p becomes the local attributes.
 struct OffsetTile {
   NodeRef x;
   std::vector<NodeRef> offsets;
@@ -331,10 +321,11 @@ OffsetTile offset_tile(LocalBuilder& b, attr::SelectWindow& p, const std::vector
   for (const Split& s : r.splits) {
     if (!s.halo) continue;
     const std::int64_t lo = p.pad_lo[s.d];
-    r.x = with_halo(b, r.x, s, lo, p.window[s.d] - p.strides[s.d] - lo);
+    r.x = window_rows(b, r.x, p, s);
     if (p.extent.empty()) p.extent = G;
     p.offset_dims.push_back(std::int64_t(s.d));
-    r.offsets.push_back(build::binary(t, Op::sub, b.offset(s.axes, s.ti), build::scalar(t, DType::int32, double(lo))));
+    r.offsets.push_back(
+        build::binary(t, Op::sub, b.offset(s.axes, s.to * p.strides[s.d]), build::scalar(t, DType::int32, double(lo))));
     p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
   }
   p.base = r.x->shape();
@@ -460,8 +451,7 @@ NodeRef Rule<Op::select_and_gather_add>::local(LocalBuilder& b, const Node& n, c
   NodeRef sel = gather_unaligned(b, ops[1], windows_shape(p), ss, splits);
   for (const Split& s : splits) {
     if (!s.halo) continue;
-    const std::int64_t lo = p.pad_lo[s.d];
-    tan = with_halo(b, tan, s, lo, p.window[s.d] - p.strides[s.d] - lo);  // never selected past the ends
+    tan = window_rows(b, tan, p, s);  // never selected outside the array
     p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
   }
   p.base = tan->shape();
@@ -486,19 +476,43 @@ NodeRef Rule<Op::select_and_scatter_add>::local(LocalBuilder& b, const Node& n, 
   Shape base = G;
   for (std::size_t d = 0; d < base.size(); ++d)
     if (p.untouched(d)) base[d] = sel->shape()[d];
+  // Per split dim, this device's base rows k * ti .. + ti take the windows
+  // from the first that reaches them to the last that starts in them (zeros
+  // past the ends); the base the op makes starts `off` rows before them.
+  std::vector<std::pair<const Split*, std::vector<std::int64_t>>> cut;  // dims whose `off` differs by device
   for (const Split& s : splits) {
     if (!s.halo) continue;
-    const std::int64_t w = p.window[s.d], st = p.strides[s.d], lo = p.pad_lo[s.d];
-    const std::int64_t before = (w - 1 - lo) / st, after = (lo + st - 1) / st;
-    src = with_halo(b, src, s, before, after);
-    sel = with_halo(b, sel, s, before, after);
-    // This tile's rows against the windows before..after it.
-    base[s.d] = s.ti;
-    p.pad_lo[s.d] = lo + before * st;
-    p.pad_hi[s.d] = (before + s.to + after - 1) * st + w - s.ti - p.pad_lo[s.d];
+    const std::int64_t w = p.window[s.d], st = p.strides[s.d], lo = p.pad_lo[s.d], T = b.tiles(s.axes);
+    std::vector<std::int64_t> first(static_cast<std::size_t>(T)), off(static_cast<std::size_t>(T));
+    std::int64_t n = 0;
+    for (std::int64_t k = 0; k < T; ++k) {
+      first[std::size_t(k)] = -halo::floor_div(w - 1 - lo - k * s.ti, st);
+      const std::int64_t last = halo::floor_div((k + 1) * s.ti - 1 + lo, st);
+      n = std::max(n, last - first[std::size_t(k)] + 1);
+      off[std::size_t(k)] = k * s.ti - first[std::size_t(k)] * st + lo;
+    }
+    src = halo::rows_at(b, src, s.axes, int(s.d), first, n);
+    sel = halo::rows_at(b, sel, s.axes, int(s.d), first, n);
+    const std::int64_t made = (n - 1) * st + w;
+    if (std::all_of(off.begin(), off.end(), [&](std::int64_t o) { return o == off[0]; })) {
+      base[s.d] = s.ti;  // the op skips the rows before and after
+      p.pad_lo[s.d] = off[0];
+      p.pad_hi[s.d] = made - s.ti - off[0];
+    } else {
+      base[s.d] = made;
+      p.pad_lo[s.d] = p.pad_hi[s.d] = 0;
+      cut.push_back({&s, off});
+    }
   }
   p.base = base;
   NodeRef y = build::select_and_scatter_add(b.table(), src, sel, p);
+  for (const auto& [s, off] : cut) {
+    std::vector<NodeRef> at(std::size_t(y->rank()), build::scalar(b.table(), DType::int32, 0));
+    at[s->d] = halo::per_tile(b, s->axes, off);
+    Shape size = y->shape();
+    size[s->d] = s->ti;
+    y = build::dynamic_slice(b.table(), y, at, size);
+  }
   return to_natural(b, y, G, natural, splits);
 }
 
