@@ -79,6 +79,91 @@ constexpr double kMachineWideFlops = 2.0 * 512 * 512 * 512;  // as a dot's (code
 // 56x56x64 image's 3x3 layer, 0.23 GFLOP, ran on one core).
 constexpr std::int64_t kChunkedBatch = 2, kChunkRows = 8;
 constexpr double kChunkedMachineWideFlops = double(1 << 25);
+// A kernel gradient's chunks each write a partial gradient, added after,
+// and oneDNN's backward-weights kernels pay more per call: its chunks are
+// larger. One 56x56x64 image's 3x3 kernel gradient on 2 cores: 1.21 ms
+// whole, 0.92-0.97 in chunks of 8 rows, 0.79-0.81 of 14, 0.76-0.78 of 28
+// (two images: 1.29-1.37 whole, 1.36-1.44 in chunks of 14).
+constexpr std::int64_t kWeightsChunkRows = 14;
+
+// A small batch's sum cut along the first spatial dim: `rows` rows of the
+// sum's outer index (the result's for the forward, the cotangent's for the
+// kernel's gradient) in chunks of `per`, each a convolution of the input
+// rows it reads (a window of span + 1 rows stepping by `step` from row
+// -pad_lo, of H), padded only where the image's pad lies at its edges.
+// Chunk c's kind is kinds[kind[c]]; its rows start at out[c], its input
+// rows at in[c].
+struct RowChunks {
+  struct Kind {
+    std::int64_t rows, in_rows, top, bottom;
+    bool operator==(const Kind&) const = default;
+  };
+  std::int64_t count = 1, per = 0;
+  std::vector<std::int64_t> out, in;
+  std::vector<std::size_t> kind;
+  std::vector<Kind> kinds;
+  void add(const Kind& q, std::int64_t first, std::int64_t in0) {
+    auto it = std::find(kinds.begin(), kinds.end(), q);
+    kind.push_back(std::size_t(it - kinds.begin()));
+    if (it == kinds.end()) kinds.push_back(q);
+    out.push_back(first);
+    in.push_back(in0);
+  }
+};
+
+// Chunks for `batch` images of `rows` rows when the work is worth it
+// (none: run whole images).
+std::optional<RowChunks> cut_rows(std::int64_t batch, double flops, std::int64_t rows, std::int64_t H, std::int64_t step,
+                                  std::int64_t span, std::int64_t pad_lo, std::int64_t min_rows = kChunkRows) {
+  if (batch <= 0 || batch > kChunkedBatch || flops < kParallelFlops || rows < 2 * min_rows) return std::nullopt;
+  const std::int64_t want = std::min(rows / min_rows, (kBlocks + batch - 1) / batch);
+  RowChunks r;
+  r.per = (rows + want - 1) / want;
+  r.count = (rows + r.per - 1) / r.per;
+  if (r.count < 2) return std::nullopt;
+  for (std::int64_t c = 0; c < r.count; ++c) {
+    const std::int64_t y0 = c * r.per, y1 = std::min(rows, y0 + r.per);
+    const std::int64_t first = y0 * step - pad_lo, last = (y1 - 1) * step + span - pad_lo;
+    const std::int64_t in0 = std::max<std::int64_t>(first, 0), in1 = std::min(last, H - 1);
+    if (in1 < in0) return std::nullopt;  // a chunk of pad rows only
+    const RowChunks::Kind kind{y1 - y0, in1 - in0 + 1, in0 - first, last - in1};
+    r.add(kind, y0, in0);
+  }
+  return r;
+}
+
+// Chunks of an input gradient's result (oneDNN's diff_src): `rows` rows,
+// each receiving from the cotangent's rows o (of H) with
+// o * step - pad_lo + tap * dil in it (taps < K). Chunks after the first
+// start where (row + pad_lo) is a multiple of the step, so that each
+// chunk's low pad (pad_lo + its first row - step * its first cotangent row)
+// is what the step leaves.
+std::optional<RowChunks> cut_result_rows(std::int64_t batch, double flops, std::int64_t rows, std::int64_t H,
+                                         std::int64_t step, std::int64_t K, std::int64_t dil, std::int64_t pad_lo) {
+  if (batch <= 0 || batch > kChunkedBatch || flops < kParallelFlops || rows < 2 * kChunkRows || pad_lo < 0)
+    return std::nullopt;
+  const std::int64_t want = std::min(rows / kChunkRows, (kBlocks + batch - 1) / batch);
+  RowChunks r;
+  r.per = ((rows + want - 1) / want + step - 1) / step * step;
+  const std::int64_t shift = (step - pad_lo % step) % step;
+  std::vector<std::int64_t> at{0};
+  for (std::int64_t b = r.per + shift; b < rows; b += r.per) at.push_back(b);
+  at.push_back(rows);
+  r.count = std::int64_t(at.size()) - 1;
+  if (r.count < 2) return std::nullopt;
+  for (std::int64_t c = 0; c < r.count; ++c) {
+    const std::int64_t r0 = at[std::size_t(c)], r1 = at[std::size_t(c) + 1];
+    const std::int64_t lo = r0 + pad_lo - (K - 1) * dil;
+    const std::int64_t o0 = std::max<std::int64_t>(0, lo <= 0 ? 0 : (lo + step - 1) / step);
+    const std::int64_t o1 = std::min(H - 1, (r1 - 1 + pad_lo) / step);
+    if (o1 < o0) return std::nullopt;  // a chunk no cotangent row reaches
+    const std::int64_t top = pad_lo + r0 - o0 * step;
+    const std::int64_t bottom = (o1 - o0) * step + (K - 1) * dil + 1 - (r1 - r0) - top;
+    if (top < 0) return std::nullopt;
+    r.add({r1 - r0, o1 - o0 + 1, top, bottom}, r0, o0);
+  }
+  return r;
+}
 
 // A conv node in the canonical order: input (N, C, S...), kernel (O, I,
 // K...), result (N / B, O, S_out...), with each operand's element strides.
@@ -139,10 +224,10 @@ struct OneDnnPlan {
   std::vector<Prim> prims;  // the full blocks', and the last block's when smaller; or one per kind of row chunk
   // A small batch is cut along the first spatial dim's output rows too:
   // block b is image b / row_chunks, chunk b % row_chunks, whose rows start
-  // at chunk * chunk_rows (and its input rows at chunk_in[chunk]), run by
+  // at chunk_out[chunk] (and its input rows at chunk_in[chunk]), run by
   // prims[chunk_prim[chunk]].
   std::int64_t row_chunks = 1, chunk_rows = 0;
-  std::vector<std::int64_t> chunk_in;
+  std::vector<std::int64_t> chunk_out, chunk_in;
   std::vector<std::size_t> chunk_prim;
   std::size_t prep_bytes = 0, workspace = 0;
   std::string impl;
@@ -203,31 +288,18 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
   // fewer rows, which oneDNN's fast kernels take (a chunk of NCHW rows took
   // its reference kernel, 400x slower).
   const bool rows_outer = src_strides[2] * H == src_strides[0] && g.zs[2] * rows == g.zs[0];
-  if (rows_outer && g.B == 1 && Nb > 0 && Nb <= kChunkedBatch && g.flops >= kParallelFlops && rows >= 2 * kChunkRows) {
-    const std::int64_t want = std::min(rows / kChunkRows, (kBlocks + Nb - 1) / Nb);
-    const std::int64_t per = (rows + want - 1) / want, chunks = (rows + per - 1) / per;
-    const std::int64_t s0 = g.p.strides[0], span = (g.kernel[0] - 1) * g.p.rhs_dilation[0];
-    std::vector<Kind> chunk_kinds;
-    std::vector<std::int64_t> chunk_in;
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const std::int64_t y0 = c * per, y1 = std::min(rows, y0 + per);
-      const std::int64_t first = y0 * s0 - pad_l[0], last = (y1 - 1) * s0 + span - pad_l[0];
-      const std::int64_t in0 = std::max<std::int64_t>(first, 0), in1 = std::min(last, H - 1);
-      chunk_kinds.push_back({1, y1 - y0, in1 - in0 + 1, in0 - first, last - in1});
-      chunk_in.push_back(in0);
-    }
-    if (chunks > 1 && std::all_of(chunk_kinds.begin(), chunk_kinds.end(), [](const Kind& q) { return q.in_rows > 0; })) {
-      plan.row_chunks = chunks;
-      plan.chunk_rows = per;
-      plan.blocks = Nb * chunks;
-      plan.mb = plan.tail = 1;
-      plan.chunk_in = std::move(chunk_in);
-      for (const Kind& kind : chunk_kinds) {
-        auto it = std::find(kinds.begin(), kinds.end(), kind);
-        plan.chunk_prim.push_back(std::size_t(it - kinds.begin()));
-        if (it == kinds.end()) kinds.push_back(kind);
-      }
-    }
+  const auto chunks = rows_outer && g.B == 1 ? cut_rows(Nb, g.flops, rows, H, g.p.strides[0],
+                                                      (g.kernel[0] - 1) * g.p.rhs_dilation[0], pad_l[0])
+                                             : std::nullopt;
+  if (chunks) {
+    plan.row_chunks = chunks->count;
+    plan.chunk_rows = chunks->per;
+    plan.blocks = Nb * chunks->count;
+    plan.mb = plan.tail = 1;
+    plan.chunk_in = chunks->in;
+    plan.chunk_out = chunks->out;
+    plan.chunk_prim = chunks->kind;
+    for (const auto& q : chunks->kinds) kinds.push_back({1, q.rows, q.in_rows, q.top, q.bottom});
   }
   if (plan.row_chunks == 1) {
     kinds.push_back({plan.mb, rows, H, pad_l[0], pad_r[0]});
@@ -316,8 +388,16 @@ struct GradPlan {
     std::size_t scratch = 0, c_bytes = 0;
     std::int64_t size = 0;  // the block's batch: the result's (backward_data), the sum's (backward_weights)
   };
-  std::vector<Prim> prims;  // the full blocks', and the last block's when smaller
+  std::vector<Prim> prims;  // the full blocks', and the last block's when smaller; or one per kind of row chunk
   std::int64_t per = 1, blocks = 1;
+  // One or two images: block b is image b / row_chunks, chunk b %
+  // row_chunks of the rows of the sum's outer index (backward_weights: the
+  // cotangent's; backward_data: the result's) from chunk_out[chunk],
+  // reading the other operand's rows from chunk_in[chunk], run by
+  // prims[chunk_prim[chunk]].
+  std::int64_t row_chunks = 1, chunk_rows = 0;
+  std::vector<std::int64_t> chunk_out, chunk_in;
+  std::vector<std::size_t> chunk_prim;
   dnnl::memory::desc plain, wei;  // backward_data: the reversed kernel, dense, and as oneDNN takes it
   std::optional<dnnl::reorder> wei_reorder;
   std::size_t plain_bytes = 0, c_offset = 0, workspace = 0;
@@ -342,7 +422,9 @@ void cut(GradPlan& plan, std::int64_t n, double flops, std::int64_t min_per) {
   plan.blocks = std::max<std::int64_t>(1, (n + plan.per - 1) / plan.per);
 }
 
-std::optional<GradPlan> plan_backward(const Geometry& g) {
+// chunk: whether one or two images may be cut along rows (a plan whose
+// chunks oneDNN cannot run in one kernel layout is made again whole).
+std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk = true) {
   const std::size_t k = g.rank();
   if (g.dtype != DType::float32 || k < 1 || k > 3 || g.empty_sum) return std::nullopt;
   if (g.operand != DType::float32 && g.operand != DType::bfloat16) return std::nullopt;
@@ -357,6 +439,7 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
   const auto any = dnnl::memory::format_tag::any;
   const dt in_dt = g.operand == DType::bfloat16 ? dt::bf16 : dt::f32;  // the operands'; the result float32
   MemDims st, dil, pl, pr;
+  std::vector<RowChunks::Kind> row_kinds;  // backward_weights: the blocks' rows (cotangent, input, pads)
   if (dilated && unit_strides && g.B == 1) {
     // The input's gradient: result = backward_data(diff_dst = lhs, the
     // kernel reversed with its features swapped), strides the dilation.
@@ -373,6 +456,24 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
     plan.plain = dnnl::memory::desc(wd, in_dt, dense_strides(wd));
     plan.plain_bytes = aligned64(plan.plain.get_size());
     cut(plan, g.N, g.flops, 1);
+    // One or two images are cut along the result's rows too, where rows are
+    // outermost in an image, cotangent and result (channels last).
+    const bool rows_outer = g.xs[2] * g.in[0] == g.xs[0] && g.zs[2] * g.out[0] == g.zs[0];
+    const auto chunks = chunk && rows_outer ? cut_result_rows(g.N, g.flops, g.out[0], g.in[0], st[0], g.kernel[0],
+                                                              g.p.rhs_dilation[0], pl[0])
+                                            : std::nullopt;
+    if (chunks) {
+      plan.row_chunks = chunks->count;
+      plan.chunk_rows = chunks->per;
+      plan.blocks = g.N * chunks->count;
+      plan.per = 1;
+      plan.chunk_in = chunks->in;
+      plan.chunk_out = chunks->out;
+      plan.chunk_prim = chunks->kind;
+      row_kinds = chunks->kinds;
+    } else {
+      row_kinds.push_back({g.out[0], g.in[0], pl[0], pr[0]});
+    }
   } else if (undilated && g.G == 1 && numel(g.kernel) > numel(g.out)) {
     // The kernel's gradient: result = backward_weights(src = lhs with its
     // batch and features swapped, diff_dst = rhs likewise).
@@ -384,8 +485,26 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
       pr.push_back((g.kernel[j] - 1) * s + (g.out[j] - 1) * d + 1 - g.in[j] - lo);
     }
     // Blocks of the images (the sum's outer index), each its partial
-    // gradient, summed in block order: a function of the shape alone.
+    // gradient, summed in block order: a function of the shape alone. One
+    // or two images are cut along the cotangent's rows too, where rows are
+    // outermost in an image, input and cotangent (channels last).
     cut(plan, g.C, g.flops, 1);
+    const bool rows_outer = g.xs[2] * g.in[0] == g.xs[1] && g.ws[2] * g.kernel[0] == g.ws[1];
+    const auto chunks = chunk && rows_outer && g.B == 1 ? cut_rows(g.C, g.flops, g.kernel[0], g.in[0], st[0],
+                                                          (g.out[0] - 1) * g.p.strides[0], pl[0], kWeightsChunkRows)
+                                               : std::nullopt;
+    if (chunks) {
+      plan.row_chunks = chunks->count;
+      plan.chunk_rows = chunks->per;
+      plan.blocks = g.C * chunks->count;
+      plan.per = 1;
+      plan.chunk_in = chunks->in;
+      plan.chunk_out = chunks->out;
+      plan.chunk_prim = chunks->kind;
+      for (const auto& q : chunks->kinds) row_kinds.push_back(q);
+    } else {
+      row_kinds.push_back({g.kernel[0], g.in[0], pl[0], pr[0]});
+    }
   } else {
     return std::nullopt;
   }
@@ -393,27 +512,42 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
   try {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const std::int64_t last = (plan.form == Form::backward_data ? g.N : g.C) - (plan.blocks - 1) * plan.per;
-    for (std::int64_t size : {plan.per, last}) {
-      if (!plan.prims.empty() && size == plan.prims.front().size) break;
+    // The blocks' kinds: (images, rows): the full blocks' and the last's, or a chunk kind's.
+    std::vector<std::pair<std::int64_t, RowChunks::Kind>> kinds;
+    if (plan.row_chunks > 1) {
+      for (const auto& q : row_kinds) kinds.push_back({1, q});
+    } else {
+      const std::int64_t last = (plan.form == Form::backward_data ? g.N : g.C) - (plan.blocks - 1) * plan.per;
+      const RowChunks::Kind whole = row_kinds.at(0);
+      kinds.push_back({plan.per, whole});
+      if (last != plan.per) kinds.push_back({last, whole});
+    }
+    for (const auto& [size, rows] : kinds) {
       GradPlan::Prim prim;
       prim.size = size;
       if (plan.form == Form::backward_data) {
-        MemDims dd{size, g.C}, sd{size, g.O};
-        for (std::size_t j = 0; j < k; ++j) dd.push_back(g.in[j]), sd.push_back(g.out[j]);
-        prim.a = dnnl::memory::desc(dd, in_dt, MemDims(g.xs.begin(), g.xs.end()));
-        prim.c = dnnl::memory::desc(sd, dt::f32, MemDims(g.zs.begin(), g.zs.end()));
+        MemDims dd{size, g.C}, sd{size, g.O}, xs(g.xs.begin(), g.xs.end()), zs(g.zs.begin(), g.zs.end());
+        for (std::size_t j = 0; j < k; ++j) dd.push_back(j == 0 ? rows.in_rows : g.in[j]), sd.push_back(j == 0 ? rows.rows : g.out[j]);
+        if (plan.row_chunks > 1) {  // a dense image of its rows
+          xs[0] = rows.in_rows * g.xs[2];
+          zs[0] = rows.rows * g.zs[2];
+        }
+        pl[0] = rows.top;
+        pr[0] = rows.bottom;
+        prim.a = dnnl::memory::desc(dd, in_dt, xs);
+        prim.c = dnnl::memory::desc(sd, dt::f32, zs);
         const dnnl::memory::desc wany(plan.plain.dims(), in_dt, any);
         dnnl::convolution_forward::primitive_desc hint(
             dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                            dnnl::memory::desc(sd, in_dt, MemDims(g.zs.begin(), g.zs.end())), wany,
+                                            dnnl::memory::desc(sd, in_dt, zs), wany,
                                             prim.a, st, dil, pl, pr),
             engine());
         dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, prim.c, wany, prim.a, st, dil, pl, pr),
             attr, engine(), hint);
         if (plan.prims.empty()) plan.wei = pd.weights_desc();
-        else if (pd.weights_desc() != plan.wei) return std::nullopt;  // one kernel layout for every block
+        else if (pd.weights_desc() != plan.wei)  // one kernel layout for every block
+          return plan.row_chunks > 1 ? plan_backward(g, false) : std::nullopt;
         prim.exec = dnnl::convolution_backward_data(pd);
         prim.scratch_md = pd.scratchpad_desc();
         if (plan.impl.empty()) plan.impl = pd.impl_info_str();
@@ -423,10 +557,16 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
         if (g.B > 1) wd = {g.B, g.O / g.B, g.N / g.B}, ws = {g.O / g.B * g.zs[1], g.zs[1], g.zs[0]};
         else wd = {g.O, g.N}, ws = {g.zs[1], g.zs[0]};
         for (std::size_t j = 0; j < k; ++j) {
-          sd.push_back(g.in[j]), ss.push_back(g.xs[2 + j]);
-          dd.push_back(g.kernel[j]), ds.push_back(g.ws[2 + j]);
+          sd.push_back(j == 0 ? rows.in_rows : g.in[j]), ss.push_back(g.xs[2 + j]);
+          dd.push_back(j == 0 ? rows.rows : g.kernel[j]), ds.push_back(g.ws[2 + j]);
           wd.push_back(g.out[j]), ws.push_back(g.zs[2 + j]);
         }
+        if (plan.row_chunks > 1) {  // a dense image of its rows
+          ss[0] = rows.in_rows * g.xs[2];
+          ds[0] = rows.rows * g.ws[2];
+        }
+        pl[0] = rows.top;
+        pr[0] = rows.bottom;
         prim.a = dnnl::memory::desc(sd, in_dt, ss);
         prim.b = dnnl::memory::desc(dd, in_dt, ds);
         // One block writes the result; several write dense partial sums.
@@ -464,6 +604,7 @@ std::optional<GradPlan> plan_backward(const Geometry& g) {
       plan.workspace = plan.c_offset + c * std::size_t(plan.blocks);
     }
   } catch (const dnnl::error&) {
+    if (plan.row_chunks > 1) return plan_backward(g, false);
     return std::nullopt;  // oneDNN has no implementation: the forward form
   }
   return plan;
@@ -488,16 +629,18 @@ class ConvThunk final : public rt::Thunk {
     if ((plan_ && plan_->workspace) || (grad_ && grad_->workspace)) ws_ = writes.at(1);
     std::ostringstream os;
     os << "convolution " << n.aval.str();
-    if (grad_)
+    if (grad_) {
       os << " (oneDNN " << (grad_->form == Form::backward_data ? "backward-data " : "backward-weights ") << grad_->impl
          << ", " << grad_->blocks << (grad_->blocks == 1 ? " block" : " blocks");
-    else if (plan_) {
+      if (grad_->row_chunks > 1) os << " of " << grad_->chunk_rows << " rows";
+    } else if (plan_) {
       os << " (oneDNN " << plan_->impl << (plan_->prepared ? ", input dilated first" : "") << ", " << plan_->blocks
          << (plan_->blocks == 1 ? " block" : " blocks");
       if (plan_->row_chunks > 1) os << " of " << plan_->chunk_rows << " rows";
     }
     else os << " (tessel loops";
-    if (g_.flops >= (plan_ && plan_->row_chunks > 1 ? kChunkedMachineWideFlops : kMachineWideFlops)) {
+    const bool chunked = (plan_ && plan_->row_chunks > 1) || (grad_ && grad_->row_chunks > 1);
+    if (g_.flops >= (chunked ? kChunkedMachineWideFlops : kMachineWideFlops)) {
       width_ = machine_wide_width();
       os << ", " << width_words(width_);
     }
@@ -575,18 +718,26 @@ class ConvThunk final : public rt::Thunk {
       dnnl::stream s(engine());
       Scratchpad scratch;
       for (std::int64_t b = b0; b < b1; ++b) {
-        const auto& prim = block_prim(plan.prims, b, plan.blocks);
-        const std::int64_t at = b * plan.per;
+        // A chunk of rows: its image, its first cotangent and input rows.
+        const std::int64_t chunk = b % plan.row_chunks;
+        const auto& prim = plan.row_chunks > 1 ? plan.prims[plan.chunk_prim[std::size_t(chunk)]]
+                                               : block_prim(plan.prims, b, plan.blocks);
+        const std::int64_t at = plan.row_chunks > 1 ? b / plan.row_chunks : b * plan.per;
+        const std::int64_t src_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * g_.xs[2] : 0,
+                           dd_row = plan.row_chunks > 1 ? plan.chunk_out[std::size_t(chunk)] * g_.ws[2] : 0;
         dnnl::memory scr = scratch.of(prim.scratch_md, prim.scratch);
         if (plan.form == Form::backward_data) {
-          dnnl::memory dd(prim.a, engine(), x + std::size_t(at * g_.xs[0]) * e), wei(plan.wei, engine(), ws + plan.plain_bytes);
-          dnnl::memory ds(prim.c, engine(), z + at * g_.zs[0]);
+          const std::int64_t in_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * g_.xs[2] : 0,
+                             out_row = plan.row_chunks > 1 ? plan.chunk_out[std::size_t(chunk)] * g_.zs[2] : 0;
+          dnnl::memory dd(prim.a, engine(), x + std::size_t(at * g_.xs[0] + in_row) * e),
+              wei(plan.wei, engine(), ws + plan.plain_bytes);
+          dnnl::memory ds(prim.c, engine(), z + at * g_.zs[0] + out_row);
           prim.exec.execute(s, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, ds},
                                 {DNNL_ARG_SCRATCHPAD, scr}});
         } else {
           void* out = plan.blocks == 1 ? static_cast<void*>(z) : static_cast<void*>(ws + std::size_t(b) * plan.partial_bytes);
-          dnnl::memory src(prim.a, engine(), x + std::size_t(at * g_.xs[1]) * e),
-              dd(prim.b, engine(), const_cast<char*>(w) + std::size_t(at * g_.ws[1]) * e);
+          dnnl::memory src(prim.a, engine(), x + std::size_t(at * g_.xs[1] + src_row) * e),
+              dd(prim.b, engine(), const_cast<char*>(w) + std::size_t(at * g_.ws[1] + dd_row) * e);
           dnnl::memory dw(prim.c, engine(), prim.c_reorder ? static_cast<void*>(ws + plan.c_offset + std::size_t(b) * prim.c_bytes)
                                                            : out);
           prim.exec.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_DIFF_WEIGHTS, dw},
@@ -684,7 +835,7 @@ class ConvThunk final : public rt::Thunk {
         const auto& prim = plan.row_chunks > 1 ? plan.prims[plan.chunk_prim[std::size_t(chunk)]]
                                                : block_prim(plan.prims, b, plan.blocks);
         const std::int64_t src_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * src_row_stride : 0,
-                           dst_row = plan.row_chunks > 1 ? chunk * plan.chunk_rows * g_.zs[2] : 0;
+                           dst_row = plan.row_chunks > 1 ? plan.chunk_out[std::size_t(chunk)] * g_.zs[2] : 0;
         dnnl::memory src_m(prim.src, engine(), const_cast<char*>(src) + std::size_t((bg * Nb + n0) * src_batch_stride + src_row) * e);
         void* wei = prim.reordered ? static_cast<void*>(ws + prim.wei_offset + std::size_t(bg) * prim.wei_bytes)
                                  : static_cast<void*>(w + std::size_t(bg * Ob * g_.ws[0]) * e);

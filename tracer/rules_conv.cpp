@@ -180,12 +180,12 @@ namespace {
 // Whether spatial dim j can be split alike in the input and the result,
 // each device computing its own result rows from the input rows they read
 // (its tile and its neighbours' border rows, or rows of other tiles where
-// the tiles are not in step): no input dilation, a non-negative low pad,
-// and a window no larger than the result's rows times the stride (a
-// forward convolution; not a kernel gradient's form, below).
+// the tiles are not in step): no input dilation (or no stride: an input
+// gradient's form), a non-negative low pad, and a window no larger than the
+// result's rows times the stride (not a kernel gradient's form, below).
 bool haloable(const attr::Conv& p, const Shape& a, const Shape& b, std::size_t j) {
   const Geometry g = geometry(p, a, b);
-  return p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 &&
+  return (p.lhs_dilation[j] == 1 || p.strides[j] == 1) && p.pad_lo[j] >= 0 && g.out[j] > 0 &&
          dilate_dim(g.kernel[j], p.rhs_dilation[j]) <= g.out[j] * p.strides[j];
 }
 // Whether spatial dim j can be split alike in the input and the kernel, as a
@@ -400,25 +400,49 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
   const Geometry g = geometry(p, G, K);
   struct Split {
     std::size_t j;
-    bool sum, lines_up;      // lines_up: split alike (else gathered)
-    std::int64_t step, rows;  // tile k reads `rows` input rows from k * step - pad_lo
+    bool sum, lines_up;               // lines_up: split alike (else gathered)
+    std::vector<std::int64_t> starts;  // tile k reads `rows` input rows from starts[k]
+    std::int64_t rows = 0;
+    // An input-dilated dim: tile k's convolution makes `made` result rows,
+    // of which it keeps `keep` from cut[k] on (none: it makes its own).
+    std::int64_t made = 0, keep = 0;
+    std::vector<std::int64_t> cut;
   };
   std::vector<Split> splits;
   for (std::size_t j = 0; j < g.in.size(); ++j) {
     const auto& A = op_sh[0].dims[std::size_t(p.lhs_spec[2 + j])];
     if (A.empty()) continue;
-    const std::int64_t T = b.tiles(A), L = p.pad_lo[j];
-    Split s{j, !haloable(p, G, K, j), false, 0, 0};
-    if (!s.sum) {
-      s.step = (g.out[j] + T - 1) / T * p.strides[j];  // a device's result rows times the stride
-      s.rows = s.step - p.strides[j] + dilate_dim(g.kernel[j], p.rhs_dilation[j]);
+    const std::int64_t T = b.tiles(A), L = p.pad_lo[j], span = dilate_dim(g.kernel[j], p.rhs_dilation[j]) - 1;
+    Split s{j, !haloable(p, G, K, j), false, std::vector<std::int64_t>(static_cast<std::size_t>(T)), 0, 0, 0, {}};
+    if (!s.sum && p.lhs_dilation[j] > 1) {
+      // Result rows k * to ..: made from the last row a at or before them
+      // whose window starts on an input row ((a - pad_lo) % dilation == 0),
+      // which is input row (a - pad_lo) / dilation, then cut.
+      const std::int64_t dl = p.lhs_dilation[j], to = (g.out[j] + T - 1) / T;
+      std::int64_t most = 0;
+      s.cut.resize(std::size_t(T));
+      for (std::int64_t k = 0; k < T; ++k) {
+        const std::int64_t e = ((k * to - L) % dl + dl) % dl;
+        s.cut[std::size_t(k)] = e;
+        s.starts[std::size_t(k)] = (k * to - e - L) / dl;
+        most = std::max(most, e);
+      }
+      s.keep = to;
+      s.made = to + most;
+      s.rows = (s.made - 1 + span) / dl + 1;
+      s.lines_up = natural.dims[std::size_t(p.out_spec[2 + j])] == A;
+    } else if (!s.sum) {
+      const std::int64_t step = (g.out[j] + T - 1) / T * p.strides[j];  // a device's result rows times the stride
+      for (std::int64_t k = 0; k < T; ++k) s.starts[std::size_t(k)] = k * step - L;
+      s.rows = step - p.strides[j] + span + 1;
       s.lines_up = natural.dims[std::size_t(p.out_spec[2 + j])] == A;
     } else {
-      s.step = (g.kernel[j] + T - 1) / T * p.rhs_dilation[j];  // a device's kernel rows times their dilation
-      s.rows = s.step - p.rhs_dilation[j] + dilate_dim(g.out[j], p.strides[j]);
-      s.lines_up = op_sh[1].dims[std::size_t(p.rhs_spec[2 + j])] == A;
+      const std::int64_t step = (g.kernel[j] + T - 1) / T * p.rhs_dilation[j];  // a device's kernel rows times their dilation
+      for (std::int64_t k = 0; k < T; ++k) s.starts[std::size_t(k)] = k * step - L;
+      s.rows = step - p.rhs_dilation[j] + dilate_dim(g.out[j], p.strides[j]);
+      s.lines_up = op_sh[1].dims[std::size_t(p.rhs_spec[2 + j])] == A && p.lhs_dilation[j] == 1;
     }
-    s.lines_up = s.lines_up && p.lhs_dilation[j] == 1 && L >= 0;
+    s.lines_up = s.lines_up && L >= 0;
     splits.push_back(s);
   }
   if (splits.empty()) return build::with_operands(t, n, ops);
@@ -448,12 +472,28 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     if (!s.lines_up) continue;
     const int d = int(p.lhs_spec[2 + s.j]);
     const auto& A = xs.dims[std::size_t(d)];
-    std::vector<std::int64_t> starts(std::size_t(b.tiles(A)));
-    for (std::size_t k = 0; k < starts.size(); ++k) starts[k] = std::int64_t(k) * s.step - p.pad_lo[s.j];
-    x = halo::rows_at(b, x, A, d, starts, s.rows);
-    q.pad_lo[s.j] = q.pad_hi[s.j] = 0;
+    x = halo::rows_at(b, x, A, d, s.starts, s.rows);
+    q.pad_lo[s.j] = 0;
+    // Undilated: the rows read make the device's result rows exactly.
+    q.pad_hi[s.j] = s.made == 0 ? 0 : s.made + dilate_dim(g.kernel[s.j], p.rhs_dilation[s.j]) - 1 - dilate_dim(s.rows, p.lhs_dilation[s.j]);
   }
   NodeRef y = build::conv(t, x, w, q);
+  for (auto& s : splits) {
+    if (!s.lines_up || s.made == s.keep) continue;
+    const int d = int(p.out_spec[2 + s.j]);
+    std::vector<NodeRef> at(std::size_t(y->rank()), build::scalar(t, DType::int32, 0));
+    Shape size = y->shape();
+    size[std::size_t(d)] = s.keep;
+    if (std::all_of(s.cut.begin(), s.cut.end(), [&](std::int64_t c) { return c == s.cut[0]; })) {
+      std::vector<std::int64_t> lo(std::size_t(y->rank()), 0), hi = y->shape();
+      lo[std::size_t(d)] = s.cut[0];
+      hi[std::size_t(d)] = s.cut[0] + s.keep;
+      y = build::slice(t, y, lo, hi);
+    } else {
+      at[std::size_t(d)] = halo::per_tile(b, op_sh[0].dims[std::size_t(p.lhs_spec[2 + s.j])], s.cut);
+      y = build::dynamic_slice(t, y, at, size);
+    }
+  }
   AxisSharding whole = natural;
   NodeRef first;  // whether this device holds the first tile of every gathered sum
   for (auto& s : splits) {

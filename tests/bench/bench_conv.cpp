@@ -191,6 +191,14 @@ int main(int argc, char** argv) {
     const double torch_img =
         bench::torch_seconds(setup + "\nx = x[:1].detach().contiguous(memory_format=torch.channels_last)",
                              "with torch.no_grad(): " + call, reps);
+    // Its forward and both gradients: the gradients cut into chunks of rows too.
+    Array g_img = ts::device_put(g.index({ts::slice(0, 1)}), ts::Device(0)).block_until_ready();
+    std::get<2>(fwd_bwd(x_img, w1, g_img)).block_until_ready();
+    const double img_fb = bench::seconds([&] { std::get<2>(fwd_bwd(x_img, w1, g_img)).block_until_ready(); }, reps);
+    const double torch_img_fb = bench::torch_seconds(
+        setup + "\nx = x[:1].detach().contiguous(memory_format=torch.channels_last).requires_grad_()"
+                "\ng = g[:1].contiguous(memory_format=torch.channels_last)",
+        call + ".backward(g)", reps);
     // bfloat16 operands (float32 accumulation, a bfloat16 result): oneDNN's
     // bfloat16 kernels where the CPU has AVX512_BF16.
     Array x16 = x1.astype(ts::bfloat16).block_until_ready(), w16 = w1.astype(ts::bfloat16).block_until_ready();
@@ -213,6 +221,7 @@ int main(int argc, char** argv) {
     bench::row("forward: tessel, " + dev, floor_f, dp_f, torch_f);
     bench::row("forward: tessel, " + rows, floor_f, sp_f, torch_f);
     bench::row("forward, one image: tessel, 1 device", floor_f / double(l.N), img_f, torch_img);
+    bench::row("fwd+bwd, one image: tessel, 1 device", floor_fb / double(l.N), img_fb, torch_img_fb);
     static const double bf16_peak = bench::bf16_peak_flops();
     bench::row(std::string("forward bfloat16: tessel, 1 device (floor: ") + (bf16_peak > 0 ? "vdpbf16ps" : "FMA") + ")",
                bf16_peak > 0 ? std::min(flops / bf16_peak, floor_f) : floor_f, bf16_f, torch_bf16);

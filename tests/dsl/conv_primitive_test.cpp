@@ -136,6 +136,59 @@ TEST_CASE("a batch of one image is cut into chunks of output rows, each padded o
   }
 }
 
+TEST_CASE("the gradients of one or two images are cut into chunks of rows too: backward-data and backward-weights") {
+  // The input gradient of a strided convolution (oneDNN's backward-data) in
+  // chunks of its result's rows, each reading the cotangent's rows that
+  // reach it; the kernel gradient (backward-weights) in chunks of the
+  // cotangent's rows, each a partial gradient, added in chunk order. Against
+  // the interpreter; the thunks' texts name the chunks.
+  std::mt19937 rng(29);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  const std::vector<std::string> nwc{"NWC", "WIO", "NWC"}, ndhwc{"NDHWC", "DHWIO", "NDHWC"};
+  struct Grad {
+    Config c;
+    bool data_cut, weights_cut;  // whether each gradient runs in chunks of rows
+  };
+  const std::vector<Grad> grads{
+      {{"3x3 SAME stride 2", {1, 64, 32, 16}, {3, 3, 16, 32}, {2, 2}, "SAME", {.dimension_numbers = nhwc}, ts::float32, ""},
+       true, true},
+      {{"3x3 SAME stride 1 (its input gradient a forward convolution)", {1, 36, 16, 16}, {3, 3, 16, 32}, {1, 1}, "SAME",
+        {.dimension_numbers = nhwc}, ts::float32, ""},
+       false, true},
+      {{"5x5 VALID stride 2 with a dilated kernel", {1, 70, 12, 16}, {5, 5, 16, 32}, {2, 1}, "VALID",
+        {.rhs_dilation = {2, 1}, .dimension_numbers = nhwc}, ts::float32, ""},
+       true, true},
+      {{"two images, stride 3, asymmetric pads", {2, 61, 10, 16}, {4, 3, 16, 24}, {3, 1}, {{2, 1}, {1, 1}},
+        {.dimension_numbers = nhwc}, ts::float32, ""},
+       true, false},
+      {{"1x1 stride 2: result rows no cotangent row reaches", {1, 64, 16, 32}, {1, 1, 32, 128}, {2, 2}, "VALID",
+        {.dimension_numbers = nhwc}, ts::float32, ""},
+       true, false},
+      {{"1-D stride 2", {1, 1000, 32}, {5, 32, 32}, {2}, "SAME", {.dimension_numbers = nwc}, ts::float32, ""}, true, true},
+      {{"3-D", {1, 30, 8, 8, 8}, {3, 3, 3, 8, 8}, {1, 1, 1}, "SAME", {.dimension_numbers = ndhwc}, ts::float32, ""},
+       false, true},
+  };
+  for (const auto& [c, data_cut, weights_cut] : grads) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    Array x = ts::testing::random_array(rng, c.x, c.dtype), w = ts::testing::random_array(rng, c.w, c.dtype);
+    auto conv = [&](const Array& a, const Array& b) { return lax::conv_general_dilated(a, b, c.strides, c.padding, c.options); };
+    const Array g = ts::testing::random_array(rng, conv(x, w).shape(), c.dtype);
+    auto dx = [&](const std::vector<Array>& a) { return std::get<0>(ts::vjp(conv, a[0], a[1]).second(a[2])); };
+    auto dw = [&](const std::vector<Array>& a) { return std::get<1>(ts::vjp(conv, a[0], a[1]).second(a[2])); };
+    ts::testing::check(dx, {x, w, g}, false);
+    ts::testing::check(dw, {x, w, g}, false);
+    const std::string tx = ts::jit([&](const Array& a, const Array& b, const Array& q) { return dx({a, b, q}); }).lower(x, w, g).compile().as_text();
+    const std::string tw = ts::jit([&](const Array& a, const Array& b, const Array& q) { return dw({a, b, q}); }).lower(x, w, g).compile().as_text();
+    CAPTURE(tx);
+    CAPTURE(tw);
+    if (data_cut) CHECK(tx.find("backward-data") != std::string::npos);
+    CHECK((tx.find(" rows") != std::string::npos) == (data_cut || c.strides[0] == 1));
+    CHECK(tw.find("backward-weights") != std::string::npos);
+    CHECK((tw.find(" rows") != std::string::npos) == weights_cut);
+  }
+}
+
 TEST_CASE("conv sharding: batch and output features split with no communication, input features as partial sums") {
   std::mt19937 rng(12);
   const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
@@ -313,7 +366,7 @@ TEST_CASE("conv with the images split spatially: border rows by collective permu
   CHECK(max_abs_diff(gw(xs, wr), gw(x, w)) < 1e-3);
 }
 
-TEST_CASE("conv kernel gradients with the images split spatially: partial sums over each tile, all-reduced, no all-gather") {
+TEST_CASE("conv gradients with the images split spatially: kernel gradients as partial sums, all-reduced; input gradients of strided convolutions by rows; no all-gather") {
   std::mt19937 rng(17);
   const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
   for (std::int64_t H : {16, 13}) {
@@ -328,7 +381,10 @@ TEST_CASE("conv kernel gradients with the images split spatially: partial sums o
       auto gw = ts::jit([&](const Array& a, const Array& b, const Array& c) {
         return std::get<1>(ts::vjp(f, a, b).second(c));
       });
-      const Array want = gw(x, w, r);
+      auto gx = ts::jit([&](const Array& a, const Array& b, const Array& c) {
+        return std::get<0>(ts::vjp(f, a, b).second(c));
+      });
+      const Array want = gw(x, w, r), want_x = gx(x, w, r);
       for (int n : {2, 3, 4, 6, 8}) {
         CAPTURE(n);
         const auto all = ts::devices();
@@ -344,6 +400,15 @@ TEST_CASE("conv kernel gradients with the images split spatially: partial sums o
         // 2 x 2; 13 rows at stride 2); the partial sums all-reduced, nothing gathered.
         CHECK(text.find("all-reduce") != std::string::npos);
         CHECK(text.find("all-gather") == std::string::npos);
+        // The input gradient (at stride 2 a convolution of the cotangent dilated by 2): each
+        // device makes its own rows from the cotangent rows that reach them (those before a
+        // row whose window starts on a cotangent row made too, then cut off).
+        const Array dx = gx(xs, wr, rs);
+        CHECK(max_abs_diff(dx, want_x) < 1e-4);
+        CHECK(dx.sharding().as_named().spec() == P(ts::None, "x"));
+        const std::string tx = gx.lower(xs, wr, rs).compile().as_text();
+        CAPTURE(tx);
+        CHECK(tx.find("all-gather") == std::string::npos);
       }
     }
   }
