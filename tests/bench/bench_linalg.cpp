@@ -22,6 +22,12 @@ void sgetri_(const int*, float*, const int*, const int*, float*, const int*, int
 void dgetri_(const int*, double*, const int*, const int*, double*, const int*, int*);
 void spotrf_(const char*, const int*, float*, const int*, int*, std::size_t);
 void dpotrf_(const char*, const int*, double*, const int*, int*, std::size_t);
+void sgeqrf_(const int*, const int*, float*, const int*, float*, float*, const int*, int*);
+void sorgqr_(const int*, const int*, const int*, float*, const int*, const float*, float*, const int*, int*);
+void ssyevd_(const char*, const char*, const int*, float*, const int*, float*, float*, const int*, int*, const int*, int*,
+             std::size_t, std::size_t);
+void sgesdd_(const char*, const int*, const int*, float*, const int*, float*, float*, const int*, float*, const int*,
+             float*, const int*, int*, int*, std::size_t);
 }
 
 namespace ts = tessel;
@@ -94,6 +100,49 @@ double lapack_cholesky_seconds(const std::vector<T>& a_row, int n, int reps) {
         const char u = 'L';
         if constexpr (std::is_same_v<T, float>) spotrf_(&u, &n, a.data(), &n, &info, 1);
         else dpotrf_(&u, &n, a.data(), &n, &info, 1);
+      });
+}
+
+// qr (geqrf then orgqr), eigh (syevd, vectors) and svd (gesdd, all
+// vectors) of an n x n float32 matrix, LAPACK called directly on a
+// column-major copy (the copy not timed), workspaces queried first.
+enum class Factor { qr, eigh, svd };
+double lapack_factor_seconds(Factor f, const std::vector<float>& a_row, int n, int reps) {
+  return median_seconds(
+      reps, 0,
+      [&] {
+        std::vector<float> a(a_row.size());
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j) a[size_t(j) * n + i] = a_row[size_t(i) * n + j];
+        return a;
+      },
+      [&](std::vector<float>& a) {
+        int info = 0, lw = -1;
+        float wq = 0;
+        std::vector<float> w(static_cast<size_t>(n)), work;
+        if (f == Factor::qr) {
+          sgeqrf_(&n, &n, a.data(), &n, w.data(), &wq, &lw, &info);
+          work.resize(size_t(wq)), lw = int(wq);
+          sgeqrf_(&n, &n, a.data(), &n, w.data(), work.data(), &lw, &info);
+          lw = -1;
+          sorgqr_(&n, &n, &n, a.data(), &n, w.data(), &wq, &lw, &info);
+          work.resize(size_t(wq)), lw = int(wq);
+          sorgqr_(&n, &n, &n, a.data(), &n, w.data(), work.data(), &lw, &info);
+        } else if (f == Factor::eigh) {
+          int iwq = 0, liw = -1;
+          ssyevd_("V", "L", &n, a.data(), &n, w.data(), &wq, &lw, &iwq, &liw, &info, 1, 1);
+          work.resize(size_t(wq)), lw = int(wq);
+          std::vector<int> iwork(static_cast<size_t>(iwq));
+          liw = iwq;
+          ssyevd_("V", "L", &n, a.data(), &n, w.data(), work.data(), &lw, iwork.data(), &liw, &info, 1, 1);
+        } else {
+          std::vector<float> u(size_t(n) * n), vt(size_t(n) * n);
+          std::vector<int> iwork(size_t(8) * n);
+          sgesdd_("A", &n, &n, a.data(), &n, w.data(), u.data(), &n, vt.data(), &n, &wq, &lw, iwork.data(), &info, 1);
+          work.resize(size_t(wq)), lw = int(wq);
+          sgesdd_("A", &n, &n, a.data(), &n, w.data(), u.data(), &n, vt.data(), &n, work.data(), &lw, iwork.data(), &info,
+                  1);
+        }
       });
 }
 
@@ -207,6 +256,30 @@ int main(int argc, char** argv) {
     const double nn = double(n) * n * n;
     row(std::string("inv ") + ts::dtype_name(t), 2 * nn / rate, inv_ours, inv_peer);
     row(std::string("cholesky ") + ts::dtype_name(t), nn / 3 / rate, chol_ours, chol_peer);
+  }
+  // qr, eigh and svd of an n/4 x n/4 float32 matrix, one device. Floors:
+  // flops no algorithm does less of, at the peak rate: qr's Householder
+  // vectors and Q (8/3 m^3), eigh's reduction to tridiagonal (4/3 m^3),
+  // svd's to bidiagonal (8/3 m^3).
+  {
+    const int m = n / 4;
+    std::printf("\n%-46s %11s %11s %8s %11s %8s\n", ("qr, eigh, svd " + std::to_string(m) + "^2, 1 device").c_str(),
+                "floor (ms)", "tessel (ms)", "x floor", "LAPACK (ms)", "x LAPACK");
+    ts::Array a = ts::random::normal(ts::random::key(6), {m, m}, ts::float32);
+    ts::Array sym = ((a + a.T()) * 0.5f).block_until_ready();
+    const double mm = double(m) * m * m, rate = bench::peak_flops();
+    auto qr = ts::jit([](const ts::Array& x) { return ts::linalg::qr(x).r; });
+    auto eigh = ts::jit([](const ts::Array& x) { return ts::linalg::eigh(x).eigenvectors; });
+    auto svd = ts::jit([](const ts::Array& x) { return ts::linalg::svd(x).u; });
+    qr(a).block_until_ready();
+    eigh(sym).block_until_ready();
+    svd(a).block_until_ready();
+    row("qr float32 (reduced: geqrf + orgqr)", 8.0 / 3 * mm / rate, bench::seconds([&] { qr(a).block_until_ready(); }, reps, 0),
+        lapack_factor_seconds(Factor::qr, a.to_vector<float>(), m, reps));
+    row("eigh float32 (syevd)", 4.0 / 3 * mm / rate, bench::seconds([&] { eigh(sym).block_until_ready(); }, reps, 0),
+        lapack_factor_seconds(Factor::eigh, sym.to_vector<float>(), m, reps));
+    row("svd float32 (gesdd, all vectors)", 8.0 / 3 * mm / rate, bench::seconds([&] { svd(a).block_until_ready(); }, reps, 0),
+        lapack_factor_seconds(Factor::svd, a.to_vector<float>(), m, reps));
   }
   return bench::status();
 }
