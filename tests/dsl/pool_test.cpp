@@ -478,3 +478,62 @@ TEST_CASE("pooling of rows split finer than the windows, or not in step with the
     CHECK(text.find("collective-permute") != std::string::npos);
   }
 }
+
+TEST_CASE("random convolutions and poolings with their gradients, the rows split over 2..8 devices: the unsplit values") {
+  // Random heights, windows, strides, kernel dilations and paddings, on 1-D
+  // meshes and 2-D ones (the batch on the other axis); each a sum of the
+  // forward and both gradients, against one device. Tiles in step or not,
+  // uneven, and rows fewer than the devices (those gather: nothing checked
+  // of the text).
+  std::mt19937 rng(7);
+  const auto all = ts::devices();
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  int cases = 0;
+  while (cases < 14) {
+    const int n = 2 + int(rng() % 7);
+    const std::int64_t H = 1 + std::int64_t(rng() % 23), W = 3 + std::int64_t(rng() % 5);
+    const std::int64_t k = 1 + std::int64_t(rng() % 4), s = 1 + std::int64_t(rng() % 3), dil = 1 + std::int64_t(rng() % 2);
+    const bool same = rng() % 2, is_conv = rng() % 2, two_d = rng() % 3 == 0 && n % 2 == 0;
+    const std::string pad = same ? "SAME" : "VALID";
+    if (!same && (dil * (k - 1) + 1 > H || k > W)) continue;
+    if (!is_conv && k < s) continue;
+    ++cases;
+    CAPTURE(n);
+    CAPTURE(H);
+    CAPTURE(k);
+    CAPTURE(s);
+    CAPTURE(dil);
+    CAPTURE(pad);
+    CAPTURE(is_conv);
+    CAPTURE(two_d);
+    const ts::Array x = ts::random::normal(ts::random::key(std::uint32_t(cases)), {2, H, W, 3});
+    const ts::Array w = ts::random::normal(ts::random::key(std::uint32_t(100 + cases)), {k, k, 3, 4});
+    auto f = ts::jit([&](ts::Array a, ts::Array b) {
+      if (is_conv) {
+        auto conv = [&](const ts::Array& u, const ts::Array& v) {
+          return lax::conv_general_dilated(u, v, {s, 1}, lax::Padding{pad}, {.rhs_dilation = {dil, 1}, .dimension_numbers = nhwc});
+        };
+        auto [y, back] = ts::vjp(conv, a, b);
+        auto [ga, gb] = back(ts::sin(y));
+        return ts::sum(y * y) + ts::sum(ga * ga) + ts::sum(gb * gb) * 0.001f;
+      }
+      auto pool = [&](const ts::Array& u) { return lax::reduce_window(u, -INFINITY, "max", {1, k, 2, 1}, {1, s, 1, 1}, lax::Padding{pad}); };
+      auto [y, back] = ts::vjp(pool, a);
+      const ts::Array g = std::get<0>(back(ts::cos(y)));
+      return ts::sum(y * 1.5f) + ts::sum(g * g) +
+             ts::sum(lax::reduce_window(a, 0.0f, "add", {1, k, 1, 1}, {1, s, 1, 1}, lax::Padding{pad}));
+    });
+    const double want = f(x, w).item<float>();
+    std::optional<ts::Mesh> mesh;
+    ts::PartitionSpec spec = P(ts::None, "x");
+    const std::vector<ts::Device> devs(all.begin(), all.begin() + n);
+    if (two_d) {
+      mesh.emplace(devs, ts::Shape{n / 2, 2}, std::vector<std::string>{"x", "y"});
+      spec = P("y", "x");
+    } else {
+      mesh.emplace(devs, ts::Shape{n}, std::vector<std::string>{"x"});
+    }
+    const ts::Array xs = ts::device_put(x, ts::NamedSharding(*mesh, spec)), ws = ts::device_put(w, ts::NamedSharding(*mesh, P()));
+    CHECK(double(f(xs, ws).item<float>()) == doctest::Approx(want).epsilon(1e-4));
+  }
+}
