@@ -398,6 +398,16 @@ struct GradPlan {
   std::int64_t row_chunks = 1, chunk_rows = 0;
   std::vector<std::int64_t> chunk_out, chunk_in;
   std::vector<std::size_t> chunk_prim;
+  // `images` images, each cut into c's chunks: a block each.
+  void take(const RowChunks& c, std::int64_t images) {
+    row_chunks = c.count;
+    chunk_rows = c.per;
+    blocks = images * c.count;
+    per = 1;
+    chunk_in = c.in;
+    chunk_out = c.out;
+    chunk_prim = c.kind;
+  }
   dnnl::memory::desc plain, wei;  // backward_data: the reversed kernel, dense, and as oneDNN takes it
   std::optional<dnnl::reorder> wei_reorder;
   std::size_t plain_bytes = 0, c_offset = 0, workspace = 0;
@@ -463,13 +473,7 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk = true) {
                                                               g.p.rhs_dilation[0], pl[0])
                                             : std::nullopt;
     if (chunks) {
-      plan.row_chunks = chunks->count;
-      plan.chunk_rows = chunks->per;
-      plan.blocks = g.N * chunks->count;
-      plan.per = 1;
-      plan.chunk_in = chunks->in;
-      plan.chunk_out = chunks->out;
-      plan.chunk_prim = chunks->kind;
+      plan.take(*chunks, g.N);
       row_kinds = chunks->kinds;
     } else {
       row_kinds.push_back({g.out[0], g.in[0], pl[0], pr[0]});
@@ -494,14 +498,8 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk = true) {
                                                           (g.out[0] - 1) * g.p.strides[0], pl[0], kWeightsChunkRows)
                                                : std::nullopt;
     if (chunks) {
-      plan.row_chunks = chunks->count;
-      plan.chunk_rows = chunks->per;
-      plan.blocks = g.C * chunks->count;
-      plan.per = 1;
-      plan.chunk_in = chunks->in;
-      plan.chunk_out = chunks->out;
-      plan.chunk_prim = chunks->kind;
-      for (const auto& q : chunks->kinds) row_kinds.push_back(q);
+      plan.take(*chunks, g.C);
+      row_kinds = chunks->kinds;
     } else {
       row_kinds.push_back({g.kernel[0], g.in[0], pl[0], pr[0]});
     }
@@ -525,6 +523,8 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk = true) {
     for (const auto& [size, rows] : kinds) {
       GradPlan::Prim prim;
       prim.size = size;
+      pl[0] = rows.top;  // a chunk's pads (the whole image's otherwise)
+      pr[0] = rows.bottom;
       if (plan.form == Form::backward_data) {
         MemDims dd{size, g.C}, sd{size, g.O}, xs(g.xs.begin(), g.xs.end()), zs(g.zs.begin(), g.zs.end());
         for (std::size_t j = 0; j < k; ++j) dd.push_back(j == 0 ? rows.in_rows : g.in[j]), sd.push_back(j == 0 ? rows.rows : g.out[j]);
@@ -532,8 +532,6 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk = true) {
           xs[0] = rows.in_rows * g.xs[2];
           zs[0] = rows.rows * g.zs[2];
         }
-        pl[0] = rows.top;
-        pr[0] = rows.bottom;
         prim.a = dnnl::memory::desc(dd, in_dt, xs);
         prim.c = dnnl::memory::desc(sd, dt::f32, zs);
         const dnnl::memory::desc wany(plan.plain.dims(), in_dt, any);
@@ -565,8 +563,6 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk = true) {
           ss[0] = rows.in_rows * g.xs[2];
           ds[0] = rows.rows * g.ws[2];
         }
-        pl[0] = rows.top;
-        pr[0] = rows.bottom;
         prim.a = dnnl::memory::desc(sd, in_dt, ss);
         prim.b = dnnl::memory::desc(dd, in_dt, ds);
         // One block writes the result; several write dense partial sums.

@@ -43,15 +43,6 @@ struct Tiles {
   }
 };
 
-NodeRef int32_table(NodeTable& t, const std::vector<std::int32_t>& v, Shape shape) {
-  auto l = std::make_shared<Literal>();
-  l->dtype = DType::int32;
-  l->shape = std::move(shape);
-  l->bytes.resize(v.size() * sizeof(std::int32_t));
-  if (!v.empty()) std::memcpy(l->bytes.data(), v.data(), l->bytes.size());
-  return build::constant(t, l);
-}
-
 NodeRef rows_of(NodeTable& t, const NodeRef& x, int d, std::int64_t lo, std::int64_t hi) {
   if (lo == 0 && hi == x->shape()[std::size_t(d)]) return x;
   std::vector<std::int64_t> a(x->shape().size(), 0), z = x->shape();
@@ -61,6 +52,15 @@ NodeRef rows_of(NodeTable& t, const NodeRef& x, int d, std::int64_t lo, std::int
 }
 
 }  // namespace
+
+NodeRef int32_table(NodeTable& t, const std::vector<std::int32_t>& v, Shape shape) {
+  auto l = std::make_shared<Literal>();
+  l->dtype = DType::int32;
+  l->shape = std::move(shape);
+  l->bytes.resize(v.size() * sizeof(std::int32_t));
+  if (!v.empty()) std::memcpy(l->bytes.data(), v.data(), l->bytes.size());
+  return build::constant(t, l);
+}
 
 NodeRef per_tile(LocalBuilder& b, const std::vector<int>& axes, const std::vector<std::int64_t>& values) {
   NodeTable& t = b.table();

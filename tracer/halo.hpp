@@ -30,6 +30,10 @@ NodeRef neighbour_rows(LocalBuilder& b, const NodeRef& x, const std::vector<int>
 NodeRef rows_at(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d,
                 const std::vector<std::int64_t>& starts, std::int64_t rows);
 
+// A constant int32 array of `shape` holding v (row-major): the tables of
+// each tile's positions or offsets.
+NodeRef int32_table(NodeTable& t, const std::vector<std::int32_t>& v, Shape shape);
+
 // This device's entry of `values` (one per tile along `axes`), an int32
 // scalar.
 NodeRef per_tile(LocalBuilder& b, const std::vector<int>& axes, const std::vector<std::int64_t>& values);

@@ -725,14 +725,7 @@ NodeRef gather_window(LocalBuilder& b, NodeRef x, const Shape& G, const std::vec
   for (auto& o : owned) m = std::max(m, o.size());
   std::vector<std::size_t> seen(static_cast<std::size_t>(T), 0);
   for (auto& q : pos) q = std::int32_t(std::size_t(q) * m + seen[std::size_t(q)]++);
-  auto table = [&](const std::vector<std::int32_t>& v, Shape shape) {
-    auto l = std::make_shared<Literal>();
-    l->dtype = DType::int32;
-    l->shape = std::move(shape);
-    l->bytes.resize(v.size() * sizeof(std::int32_t));
-    if (!v.empty()) std::memcpy(l->bytes.data(), v.data(), l->bytes.size());
-    return build::constant(t, l);
-  };
+  auto table = [&](const std::vector<std::int32_t>& v, Shape shape) { return halo::int32_table(t, v, std::move(shape)); };
   std::vector<std::int32_t> rows;
   for (auto& o : owned)
     for (std::size_t i = 0; i < m; ++i) rows.push_back(i < o.size() ? o[i] : 0);

@@ -93,6 +93,26 @@ std::vector<double> weights(std::mt19937& rng, std::size_t n) {
   return v;
 }
 
+// An operand of ties for window w, a cotangent of integer weights, and the
+// max pool's gradient by the loop.
+struct Drawn {
+  ts::Array x, g;
+  std::vector<double> want;
+};
+Drawn draw(std::mt19937& rng, const Window& w) {
+  std::int64_t n = 1;
+  for (auto d : w.shape) n *= d;
+  const auto xv = ties(rng, std::size_t(n));
+  std::vector<std::int64_t> out;
+  (void)loop_gradient(w, xv, std::vector<double>(xv.size(), 0.0), true, out);
+  const auto gv = weights(rng, std::size_t(out[0] * out[1] * out[2] * out[3]));
+  Drawn r;
+  r.want = loop_gradient(w, xv, gv, true, out);
+  r.x = ts::array(xv).reshape(w.shape).astype(ts::float32);
+  r.g = ts::array(gv).reshape(out).astype(ts::float32);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("max and min pooling gradients: JAX's select_and_scatter_add against the interpreter and a direct loop") {
@@ -261,13 +281,8 @@ TEST_CASE("pooling gradients with the images split along their rows: halo exchan
   for (const Pool& pool : {Pool{3, 2, "SAME"}, Pool{2, 2, "VALID"}, Pool{3, 1, "SAME"}})
     for (const std::int64_t rows : {16, 15}) {
       const Window w{{2, rows, 6, 4}, {1, pool.k, pool.k, 1}, {1, pool.s, pool.s, 1}, pool.padding};
-      const auto xv = ties(rng, std::size_t(2 * rows * 6 * 4));
-      std::vector<std::int64_t> out;
-      (void)loop_gradient(w, xv, std::vector<double>(xv.size(), 0.0), true, out);
-      const auto gv = weights(rng, std::size_t(out[0] * out[1] * out[2] * out[3]));
-      const auto want = loop_gradient(w, xv, gv, true, out);
-      const ts::Array x = ts::array(xv).reshape(w.shape).astype(ts::float32);
-      const ts::Array g = ts::array(gv).reshape(out).astype(ts::float32);
+      const auto [x, g, want] = draw(rng, w);
+      const std::int64_t out1 = g.shape()[1];
       auto grad = ts::jit([&](ts::Array a, ts::Array c) {
         auto [y, back] = ts::vjp(
             [&](const ts::Array& v) {
@@ -285,7 +300,7 @@ TEST_CASE("pooling gradients with the images split along their rows: halo exchan
         const ts::Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
         const ts::Array gs = ts::device_put(g, ts::NamedSharding(mesh, P(ts::None, "x")));
         CHECK(grad(xs, gs).astype(ts::float64).to_vector<double>() == want);
-        const std::int64_t ti = (rows + n - 1) / n, to = (out[1] + n - 1) / n;
+        const std::int64_t ti = (rows + n - 1) / n, to = (out1 + n - 1) / n;
         const bool aligned = to * pool.s == ti;
         if (rows == 16 && pool.s == 2) CHECK(aligned == (n == 1 || n == 2 || n == 3 || n == 4 || n == 5 || n == 8));
         if (n > 1) {
@@ -443,13 +458,7 @@ TEST_CASE("pooling of rows split finer than the windows, or not in step with the
     CAPTURE(c.k);
     CAPTURE(c.n);
     const Window w{{4, c.rows, 5, 3}, {1, c.k, c.k, 1}, {1, c.s, c.s, 1}, c.padding};
-    const auto xv = ties(rng, std::size_t(4 * c.rows * 5 * 3));
-    std::vector<std::int64_t> out;
-    (void)loop_gradient(w, xv, std::vector<double>(xv.size(), 0.0), true, out);
-    const auto gv = weights(rng, std::size_t(out[0] * out[1] * out[2] * out[3]));
-    const auto want = loop_gradient(w, xv, gv, true, out);
-    const ts::Array x = ts::array(xv).reshape(w.shape).astype(ts::float32);
-    const ts::Array g = ts::array(gv).reshape(out).astype(ts::float32);
+    const auto [x, g, want] = draw(rng, w);
     auto f = ts::jit([&](ts::Array a, ts::Array cot) {
       auto [y, back] = ts::vjp(
           [&](const ts::Array& v) { return lax::reduce_window(v, -INFINITY, "max", w.window, w.strides, lax::Padding{w.padding}); }, a);
