@@ -126,26 +126,26 @@ class ConvThunk final : public rt::Thunk {
       dnnl::stream s(engine());
       Scratchpad scratch;
       for (std::int64_t b = b0; b < b1; ++b) {
-        // A chunk of rows: its image, its first cotangent and input rows.
+        // A chunk of rows: its image; the first row it reads of x (the
+        // cotangent, or the input) and the first of the sum's outer index
+        // (the result's, or the cotangent's).
+        const bool chunked = plan.row_chunks > 1;
         const std::int64_t chunk = b % plan.row_chunks;
-        const auto& prim = plan.row_chunks > 1 ? plan.prims[plan.chunk_prim[std::size_t(chunk)]]
-                                               : block_prim(plan.prims, b, plan.blocks);
-        const std::int64_t at = plan.row_chunks > 1 ? b / plan.row_chunks : b * plan.per;
-        const std::int64_t src_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * g_.xs[2] : 0,
-                           dd_row = plan.row_chunks > 1 ? plan.chunk_out[std::size_t(chunk)] * g_.ws[2] : 0;
+        const auto& prim = chunked ? plan.prims[plan.chunk_prim[std::size_t(chunk)]] : block_prim(plan.prims, b, plan.blocks);
+        const std::int64_t at = chunked ? b / plan.row_chunks : b * plan.per;
+        const std::int64_t x_row = chunked ? plan.chunk_in[std::size_t(chunk)] * g_.xs[2] : 0,
+                           first = chunked ? plan.chunk_out[std::size_t(chunk)] : 0;
         dnnl::memory scr = scratch.of(prim.scratch_md, prim.scratch);
         if (plan.form == Form::backward_data) {
-          const std::int64_t in_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * g_.xs[2] : 0,
-                             out_row = plan.row_chunks > 1 ? plan.chunk_out[std::size_t(chunk)] * g_.zs[2] : 0;
-          dnnl::memory dd(prim.a, engine(), x + std::size_t(at * g_.xs[0] + in_row) * e),
+          dnnl::memory dd(prim.a, engine(), x + std::size_t(at * g_.xs[0] + x_row) * e),
               wei(plan.wei, engine(), ws + plan.plain_bytes);
-          dnnl::memory ds(prim.c, engine(), z + at * g_.zs[0] + out_row);
+          dnnl::memory ds(prim.c, engine(), z + at * g_.zs[0] + first * g_.zs[2]);
           prim.exec.execute(s, {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, ds},
                                 {DNNL_ARG_SCRATCHPAD, scr}});
         } else {
           void* out = plan.blocks == 1 ? static_cast<void*>(z) : static_cast<void*>(ws + std::size_t(b) * plan.partial_bytes);
-          dnnl::memory src(prim.a, engine(), x + std::size_t(at * g_.xs[1] + src_row) * e),
-              dd(prim.b, engine(), const_cast<char*>(w) + std::size_t(at * g_.ws[1] + dd_row) * e);
+          dnnl::memory src(prim.a, engine(), x + std::size_t(at * g_.xs[1] + x_row) * e),
+              dd(prim.b, engine(), const_cast<char*>(w) + std::size_t(at * g_.ws[1] + first * g_.ws[2]) * e);
           dnnl::memory dw(prim.c, engine(), prim.c_reorder ? static_cast<void*>(ws + plan.c_offset + std::size_t(b) * prim.c_bytes)
                                                            : out);
           prim.exec.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_DIFF_WEIGHTS, dw},

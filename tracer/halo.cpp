@@ -71,6 +71,18 @@ NodeRef per_tile(LocalBuilder& b, const std::vector<int>& axes, const std::vecto
   return build::reshape(t, mine, {});
 }
 
+NodeRef tile_rows(LocalBuilder& b, const NodeRef& y, const std::vector<int>& axes, int d,
+                  const std::vector<std::int64_t>& offsets, std::int64_t keep) {
+  NodeTable& t = b.table();
+  if (std::all_of(offsets.begin(), offsets.end(), [&](std::int64_t o) { return o == offsets.at(0); }))
+    return rows_of(t, y, d, offsets[0], offsets[0] + keep);
+  std::vector<NodeRef> at(std::size_t(y->rank()), build::scalar(t, DType::int32, 0));
+  at[std::size_t(d)] = per_tile(b, axes, offsets);
+  Shape size = y->shape();
+  size[std::size_t(d)] = keep;
+  return build::dynamic_slice(t, y, at, size);
+}
+
 NodeRef neighbour_rows(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d, std::int64_t rows,
                        int dir) {
   const std::int64_t c = x->shape()[std::size_t(d)];

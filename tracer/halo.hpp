@@ -38,6 +38,13 @@ NodeRef int32_table(NodeTable& t, const std::vector<std::int32_t>& v, Shape shap
 // scalar.
 NodeRef per_tile(LocalBuilder& b, const std::vector<int>& axes, const std::vector<std::int64_t>& values);
 
+// On the device holding tile k (of those along `axes`), y's `keep` rows of
+// dim d from offsets[k] on: a slice where every tile's offset is the same,
+// else a dynamic_slice by a table of them (a device that made more rows
+// than its own cutting them off).
+NodeRef tile_rows(LocalBuilder& b, const NodeRef& y, const std::vector<int>& axes, int d,
+                  const std::vector<std::int64_t>& offsets, std::int64_t keep);
+
 // floor(a / b) for b > 0.
 inline std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 

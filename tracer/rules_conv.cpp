@@ -478,22 +478,9 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     q.pad_hi[s.j] = s.made == 0 ? 0 : s.made + dilate_dim(g.kernel[s.j], p.rhs_dilation[s.j]) - 1 - dilate_dim(s.rows, p.lhs_dilation[s.j]);
   }
   NodeRef y = build::conv(t, x, w, q);
-  for (auto& s : splits) {
-    if (!s.lines_up || s.made == s.keep) continue;
-    const int d = int(p.out_spec[2 + s.j]);
-    std::vector<NodeRef> at(std::size_t(y->rank()), build::scalar(t, DType::int32, 0));
-    Shape size = y->shape();
-    size[std::size_t(d)] = s.keep;
-    if (std::all_of(s.cut.begin(), s.cut.end(), [&](std::int64_t c) { return c == s.cut[0]; })) {
-      std::vector<std::int64_t> lo(std::size_t(y->rank()), 0), hi = y->shape();
-      lo[std::size_t(d)] = s.cut[0];
-      hi[std::size_t(d)] = s.cut[0] + s.keep;
-      y = build::slice(t, y, lo, hi);
-    } else {
-      at[std::size_t(d)] = halo::per_tile(b, op_sh[0].dims[std::size_t(p.lhs_spec[2 + s.j])], s.cut);
-      y = build::dynamic_slice(t, y, at, size);
-    }
-  }
+  for (auto& s : splits)
+    if (s.lines_up && s.made != s.keep)
+      y = halo::tile_rows(b, y, op_sh[0].dims[std::size_t(p.lhs_spec[2 + s.j])], int(p.out_spec[2 + s.j]), s.cut, s.keep);
   AxisSharding whole = natural;
   NodeRef first;  // whether this device holds the first tile of every gathered sum
   for (auto& s : splits) {

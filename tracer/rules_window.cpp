@@ -506,13 +506,7 @@ NodeRef Rule<Op::select_and_scatter_add>::local(LocalBuilder& b, const Node& n, 
   }
   p.base = base;
   NodeRef y = build::select_and_scatter_add(b.table(), src, sel, p);
-  for (const auto& [s, off] : cut) {
-    std::vector<NodeRef> at(std::size_t(y->rank()), build::scalar(b.table(), DType::int32, 0));
-    at[s->d] = halo::per_tile(b, s->axes, off);
-    Shape size = y->shape();
-    size[s->d] = s->ti;
-    y = build::dynamic_slice(b.table(), y, at, size);
-  }
+  for (const auto& [s, off] : cut) y = halo::tile_rows(b, y, s->axes, int(s->d), off, s->ti);
   return to_natural(b, y, G, natural, splits);
 }
 
