@@ -61,8 +61,7 @@ int main(int argc, char** argv) {
   // The floor: the faster of the two ways (the dot-product instruction, the
   // float32 FMAs on converted operands); tessel takes the faster (codegen/dot.cpp).
   const double fma_floor = bench::flop_floor(flops);
-  for (int k = 0; bf16 && (k == 0 || (k < 6 && t16 < flops / bf16_peak)); ++k)  // likewise
-    bf16_peak = std::max(bf16_peak, bench::bf16_peak_flops());
+  if (bf16) bf16_peak = bench::detail::peak_beside(bf16_peak, flops, t16, bench::bf16_peak_flops);
   bench::row("bfloat16 -> float32", bf16 ? std::min(flops / bf16_peak, fma_floor) : fma_floor, t16, torch16);
   std::printf("bfloat16 GEMM speed over float32 GEMM: %.2fx\n", t32 / t16);
 
@@ -76,11 +75,8 @@ int main(int argc, char** argv) {
   const double t8 = bench::seconds([&] { mm8(a8, b8).block_until_ready(); }, 3);
   const double torch8 = bench::torch_seconds("a = torch.randint(-128, 128, (" + N + ", " + N + "), dtype=torch.int8); b = torch.randint(-128, 128, (" + N + ", " + N + "), dtype=torch.int8)",
                                              "torch.matmul(a, b)", 1);
-  // Beside the run too, and again while the run beats the floor: the
-  // instruction's rate drifts on this shared host by up to 15% between
-  // windows, and a floor must be a lower bound (as check() does for the FMA's).
-  for (int k = 0; vnni && (k == 0 || (k < 6 && t8 < flops / vnni_peak)); ++k)
-    vnni_peak = std::max(vnni_peak, bench::detail::best_rate(dpbusd_chains, 64));
+  // Beside the run too (the instruction's rate drifts by up to 15% between windows here).
+  if (vnni) vnni_peak = bench::detail::peak_beside(vnni_peak, flops, t8, [] { return bench::detail::best_rate(dpbusd_chains, 64); });
   std::printf("int8 dot-product peak: %s\n", vnni ? (std::to_string(int(vnni_peak / 1e9)) + " GOP/s").c_str() : "(no AVX512_VNNI)");
   bench::row("int8 -> int32", vnni ? flops / vnni_peak : fma_floor, t8, torch8);
   std::printf("int8 GEMM speed over float32 GEMM: %.2fx\n", t32 / t8);

@@ -217,6 +217,14 @@ inline double best_rate(float (*chains)(long), int lanes, int tries = 3) {
   for (int k = 0; k < tries; ++k) best = std::max(best, all_core_rate(chains, lanes));
   return best;
 }
+// A peak measured again beside a run of `ops` that took `seconds`, and
+// again (up to 5 more times) while the run beats ops / peak: the rate
+// drifts on this shared host, and a floor must be a lower bound (as
+// check() does for the FMA's).
+inline double peak_beside(double peak, double ops, double seconds, const std::function<double()>& measure) {
+  for (int k = 0; k == 0 || (k < 6 && seconds < ops / peak); ++k) peak = std::max(peak, measure());
+  return peak;
+}
 }  // namespace detail
 
 // Peak float32 FLOP rate, measured once: every core running independent FMA
