@@ -261,12 +261,7 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk) {
     const auto chunks = chunk && rows_outer ? cut_result_rows(g.N, g.flops, g.out[0], g.in[0], st[0], g.kernel[0],
                                                               g.p.rhs_dilation[0], pl[0])
                                             : std::nullopt;
-    if (chunks) {
-      plan.take(*chunks, g.N);
-      row_kinds = chunks->kinds;
-    } else {
-      row_kinds.push_back({g.out[0], g.in[0], pl[0], pr[0]});
-    }
+    row_kinds = chunks ? plan.take(*chunks, g.N) : std::vector<RowChunks::Kind>{{g.out[0], g.in[0], pl[0], pr[0]}};
   } else if (undilated && g.G == 1 && numel(g.kernel) > numel(g.out)) {
     // The kernel's gradient: result = backward_weights(src = lhs with its
     // batch and features swapped, diff_dst = rhs likewise).
@@ -286,12 +281,7 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk) {
     const auto chunks = chunk && rows_outer && g.B == 1 ? cut_rows(g.C, g.flops, g.kernel[0], g.in[0], st[0],
                                                           (g.out[0] - 1) * g.p.strides[0], pl[0], kWeightsChunkRows)
                                                : std::nullopt;
-    if (chunks) {
-      plan.take(*chunks, g.C);
-      row_kinds = chunks->kinds;
-    } else {
-      row_kinds.push_back({g.kernel[0], g.in[0], pl[0], pr[0]});
-    }
+    row_kinds = chunks ? plan.take(*chunks, g.C) : std::vector<RowChunks::Kind>{{g.kernel[0], g.in[0], pl[0], pr[0]}};
   } else {
     return std::nullopt;
   }

@@ -204,8 +204,9 @@ struct GradPlan {
   std::int64_t row_chunks = 1, chunk_rows = 0;
   std::vector<std::int64_t> chunk_out, chunk_in;
   std::vector<std::size_t> chunk_prim;
-  // `images` images, each cut into c's chunks: a block each.
-  void take(const RowChunks& c, std::int64_t images) {
+  // `images` images, each cut into c's chunks: a block each. Returns the
+  // chunks' kinds.
+  std::vector<RowChunks::Kind> take(const RowChunks& c, std::int64_t images) {
     row_chunks = c.count;
     chunk_rows = c.per;
     blocks = images * c.count;
@@ -213,6 +214,7 @@ struct GradPlan {
     chunk_in = c.in;
     chunk_out = c.out;
     chunk_prim = c.kind;
+    return c.kinds;
   }
   dnnl::memory::desc plain, wei;  // backward_data: the reversed kernel, dense, and as oneDNN takes it
   std::optional<dnnl::reorder> wei_reorder;
