@@ -253,8 +253,8 @@ namespace {
 
 class Emitter final : public ExprEmitter {
  public:
-  Emitter(const Step& step, llvm::LLVMContext& ctx, llvm::Module& m, int alias_read = -1)
-      : ExprEmitter(ctx), step_(step), m_(m), alias_read_(alias_read) {
+  Emitter(const Step& step, llvm::LLVMContext& ctx, llvm::Module& m, int alias_read = -1, bool stream = false)
+      : ExprEmitter(ctx), step_(step), m_(m), alias_read_(alias_read), stream_(stream) {
     for (auto& r : step.reads) leaves_.insert(r.get());
     has_f32_trig_ = computes_f32_trig();
   }
@@ -275,6 +275,13 @@ class Emitter final : public ExprEmitter {
       body->addParamAttr(unsigned(i), llvm::Attribute::NoCapture);
     }
     body->addFnAttr(llvm::Attribute::NoUnwind);
+    // A streaming kernel's output is a line-aligned block (its caller checks):
+    // its vector stores are aligned where the rows are, and the JIT makes
+    // those non-temporal (jit.cpp, kStreamAttr).
+    if (stream_) {
+      body->addParamAttr(0, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(kStreamAlign)));
+      body->addFnAttr(kStreamAttr);
+    }
     b.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", body));
     out_ = body->getArg(0);
     for (size_t i = 0; i < step_.reads.size(); ++i)
@@ -293,6 +300,12 @@ class Emitter final : public ExprEmitter {
     std::vector<Value*> args;
     for (size_t i = 0; i <= step_.reads.size(); ++i)
       args.push_back(b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, entry->getArg(0), i)));
+    if (stream_) {
+      auto* align = llvm::MDNode::get(ctx_, llvm::ConstantAsMetadata::get(b.getInt64(kStreamAlign)));
+      llvm::cast<llvm::LoadInst>(args[0])->setMetadata(llvm::LLVMContext::MD_align, align);
+      llvm::cast<llvm::LoadInst>(args[0])->setMetadata(kStreamAttr, llvm::MDNode::get(ctx_, {}));
+      entry->addFnAttr(kStreamAttr);
+    }
     args.push_back(entry->getArg(1));
     args.push_back(entry->getArg(2));
     b.CreateCall(body, args);
@@ -679,6 +692,7 @@ class Emitter final : public ExprEmitter {
   std::unordered_map<const Node*, Value*> base_;
   Value* out_ = nullptr;
   int alias_read_ = -1;
+  bool stream_ = false;
   bool has_f32_trig_ = false;
   bool scalar_loops_ = false;  // loops the vectoriser leaves alone (guarded's rare path)
   bool skip_stores_ = false;   // guarded's first look, where it must not write
@@ -744,7 +758,13 @@ std::vector<bool> aligned_reads(const Step& step) {
   return aligned;
 }
 
-Kernel compile_kernel(const Step& step, int alias_read) {
+std::int64_t first_element(const Kernel& k, std::int64_t i) {
+  TESSEL_CHECK_INTERNAL(k.row > 0 && i >= 0 && i <= k.items, "first_element: not a Loop kernel's item");
+  const std::int64_t nb = ceil_div(k.row, k.work_per_item);  // items a row (emit_loop)
+  return (i / nb) * k.row + std::min(k.row, (i % nb) * k.work_per_item);
+}
+
+Kernel compile_kernel(const Step& step, int alias_read, bool stream) {
   TESSEL_CHECK_INTERNAL(step.kind == StepKind::Loop || step.kind == StepKind::Reduce);
   TESSEL_CHECK_INTERNAL(alias_read < 0 || (step.kind == StepKind::Loop && aligned_reads(step).at(std::size_t(alias_read))),
                         "a kernel may write over an aligned read only");
@@ -752,9 +772,12 @@ Kernel compile_kernel(const Step& step, int alias_read) {
   // Exact structure and bits of the kernel's expression (tessel/core/key.hpp).
   k.key = (step.kind == StepKind::Loop ? "L" : "R") + fingerprint(step.node, step.reads).bytes();
   if (alias_read >= 0) k.key.append(1, '@').append(std::to_string(alias_read));
+  TESSEL_CHECK_INTERNAL(!stream || (alias_read < 0 && step.kind == StepKind::Loop), "a streaming kernel is a Loop's, not in place");
+  if (stream) k.key.append("#stream");
   auto [items, work] = kernel_shape(step);
   k.items = items;
   k.work_per_item = work;
+  if (step.kind == StepKind::Loop) k.row = step.node->shape().empty() ? 1 : step.node->shape().back();
   k.code = Jit::get().cached(k.key, [&] {
     // Each module has a JITDylib of its own: one function name serves every
     // kernel (the module's name only names dumps).
@@ -763,7 +786,7 @@ Kernel compile_kernel(const Step& step, int alias_read) {
     ModuleSource src;
     src.context = std::make_unique<llvm::LLVMContext>();
     src.module = Jit::get().new_module(name + "_" + std::to_string(counter++), *src.context);
-    Emitter e(step, *src.context, *src.module, alias_read);
+    Emitter e(step, *src.context, *src.module, alias_read, stream);
     e.build(name);
     src.symbols = {name};
     return src;

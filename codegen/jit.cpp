@@ -291,6 +291,30 @@ std::unique_ptr<llvm::Module> Jit::new_module(const std::string& name, llvm::LLV
 
 namespace {
 
+// The vector stores of a kStreamAttr function through its output pointer,
+// aligned to their size, become non-temporal (jit.hpp).
+void mark_streaming_stores(llvm::Module& module) {
+  for (llvm::Function& f : module) {
+    if (!f.hasFnAttribute(kStreamAttr)) continue;
+    auto is_output = [&](const llvm::Value* base) {
+      if (auto* a = llvm::dyn_cast<llvm::Argument>(base)) return a->getArgNo() == 0;
+      if (auto* l = llvm::dyn_cast<llvm::LoadInst>(base)) return l->getMetadata(kStreamAttr) != nullptr;
+      return false;
+    };
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb) {
+        auto* st = llvm::dyn_cast<llvm::StoreInst>(&i);
+        if (!st || !st->getValueOperand()->getType()->isVectorTy()) continue;
+        const std::uint64_t size = module.getDataLayout().getTypeStoreSize(st->getValueOperand()->getType());
+        if (size < 16 || st->getAlign().value() < size || !is_output(llvm::getUnderlyingObject(st->getPointerOperand())))
+          continue;
+        st->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                        llvm::MDNode::get(module.getContext(), llvm::ConstantAsMetadata::get(
+                                                                   llvm::ConstantInt::get(llvm::Type::getInt32Ty(module.getContext()), 1))));
+      }
+  }
+}
+
 // O3 with the host's target machine (loop and SLP vectorisation included),
 // then code generation: the module's object file.
 std::unique_ptr<llvm::MemoryBuffer> compile_to_object(llvm::TargetMachine& tm, llvm::Module& module) {
@@ -314,6 +338,7 @@ std::unique_ptr<llvm::MemoryBuffer> compile_to_object(llvm::TargetMachine& tm, l
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(module, mam);
+  mark_streaming_stores(module);
   // Debug dumps: the optimised IR of every kernel module.
   if (const char* dir = std::getenv("TESSEL_DUMP_DIR")) {
     std::error_code ec;

@@ -33,6 +33,15 @@ struct CompiledModule {
 };
 using ModuleRef = std::shared_ptr<const CompiledModule>;
 
+// A function marked with this attribute writes a result too large for the
+// caches: after optimisation the JIT makes its vector stores through the
+// output pointer non-temporal where they are aligned to their size (x86's
+// MOVNT needs that; the rest stay plain). The output pointer is the
+// function's first argument, aligned to kStreamAlign by attribute, or a
+// load carrying metadata of the same name.
+inline constexpr const char* kStreamAttr = "tessel-stream";
+inline constexpr std::size_t kStreamAlign = 64;
+
 // A module to compile: its IR and the symbols to look up in it.
 struct ModuleSource {
   std::unique_ptr<llvm::LLVMContext> context;

@@ -51,8 +51,10 @@ void stream_copy(void* dst, const void* src, std::size_t bytes) {
   const std::size_t done = head + 64 * lines;
   std::memcpy(d + done, s + done, bytes - done);
 }
+void stream_fence() { _mm_sfence(); }
 #else
 void stream_copy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+void stream_fence() {}
 #endif
 
 GroupView Communicator::meet(const std::vector<std::int64_t>& group, const std::vector<Member>& here,
