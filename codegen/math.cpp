@@ -53,44 +53,52 @@ struct F {
   llvm::Value* bits(llvm::Value* x) { return b.CreateBitCast(x, i32); }
   llvm::Value* from_bits(llvm::Value* i) { return b.CreateBitCast(i, t); }
 
-  // v * 2^n for an integer-valued float n in [-252, 254], as two exact scalings.
-  llvm::Value* ldexp(llvm::Value* v, llvm::Value* n) {
-    llvm::Value* h = floor(mul(n, c(0.5)));
-    llvm::Value* k = sub(n, h);
-    auto pow2 = [&](llvm::Value* e) { return from_bits(b.CreateShl(b.CreateAdd(to_int(e), ci(127)), ci(23))); };
-    return mul(mul(v, pow2(h)), pow2(k));
-  }
-
   // exp, Cephes expf: x = n ln2 + r, |r| <= ln2/2, degree-5 polynomial.
-  // exp_reduce: for x clamped to [lo, 88.8], n = round(x / ln2) and expm1(r).
+  // exp_reduce: for x clamped to [lo, 88.8] (NaN kept), the integer n =
+  // round(x / ln2) in the low bits of the returned float `big` (rounded by
+  // adding 1.5 * 2^23 inside the multiply's FMA, as sincos does) and
+  // expm1(r).
   std::pair<llvm::Value*, llvm::Value*> exp_reduce(llvm::Value* x, double lo) {
-    llvm::Value* xc = minnum(maxnum(x, c(lo)), c(88.8));
-    llvm::Value* n = roundeven(mul(xc, c(1.44269504088896341)));
+    llvm::Value* xc = sel(lt(x, c(lo)), c(lo), x);  // a max and a min that keep NaN
+    xc = sel(gt(xc, c(88.8)), c(88.8), xc);
+    const double shifter = 0x1.8p23;
+    llvm::Value* big = fma(xc, c(1.44269504088896341), c(shifter));
+    llvm::Value* n = sub(big, c(shifter));
     llvm::Value* r = fma(n, c(-0.693359375), xc);
     r = fma(n, c(2.12194440e-4), r);
     llvm::Value* p = poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
                               5.0000001201E-1});
-    return {n, fma(mul(p, r), r, r)};
+    return {big, fma(mul(p, r), r, r)};
   }
+  // n as an i32 from exp_reduce's `big`.
+  llvm::Value* reduced_n(llvm::Value* big) { return b.CreateSub(bits(big), bits(c(0x1.8p23))); }
+  // 2^k for an i32 k in [-126, 127].
+  llvm::Value* pow2(llvm::Value* k) { return from_bits(b.CreateShl(b.CreateAdd(k, ci(127)), ci(23))); }
+  // exp(x) = 2^n (1 + q): 2^n as two exact powers of two (n in [-150, 128]),
+  // so that subnormal results round once and e^x past 88.72 overflows to
+  // inf by itself. No selects: -inf and x below -103.97 give 0, +inf gives
+  // inf, NaN stays NaN through the arithmetic. Before, a floor, conversions
+  // and three selects did this, and n was rounded from the rounded product
+  // x / ln2 (now from the exact one, inside the FMA).
   llvm::Value* exp(llvm::Value* x) {
-    auto [n, q] = exp_reduce(x, -104.0);
-    llvm::Value* e = add(q, c(1.0));
-    llvm::Value* y = ldexp(e, n);
-    y = sel(gt(x, c(88.72283935546875)), c(HUGE_VAL), y);
-    y = sel(lt(x, c(-103.97208)), c(0.0), y);
-    return sel(isnan(x), x, y);
+    auto [big, q] = exp_reduce(x, -104.0);
+    llvm::Value* n = reduced_n(big);
+    llvm::Value* h = b.CreateAShr(n, ci(1));
+    return mul(mul(add(q, c(1.0)), pow2(h)), pow2(b.CreateSub(n, h)));
   }
 
   // log, Cephes logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1.
   // log_reduce: u's e and f = m - 1 (u normal, positive).
+  // In integers: u's bits less those of float(sqrt(1/2)) carry e in their
+  // top bits (arithmetic shift), and taking e's exponent off u leaves m in
+  // [sqrt(1/2), sqrt(2)). Six instructions, the same e and f as the
+  // compare-and-select form they replace.
   std::pair<llvm::Value*, llvm::Value*> log_reduce(llvm::Value* u) {
     llvm::Value* ib = bits(u);
-    llvm::Value* e = b.CreateSIToFP(b.CreateSub(b.CreateLShr(ib, ci(23)), ci(126)), t);
-    llvm::Value* m = from_bits(b.CreateOr(b.CreateAnd(ib, ci(0x7fffff)), ci(0x3f000000)));  // [0.5, 1)
-    llvm::Value* small = lt(m, c(0.707106781186547524));
-    e = sel(small, sub(e, c(1.0)), e);
-    m = sel(small, sub(add(m, m), c(1.0)), sub(m, c(1.0)));
-    return {e, m};
+    llvm::Value* off = b.CreateSub(ib, ci(0x3f3504f3));
+    llvm::Value* e = b.CreateSIToFP(b.CreateAShr(off, ci(23)), t);
+    llvm::Value* m = from_bits(b.CreateSub(ib, b.CreateAnd(off, ci(int(0xff800000u)))));
+    return {e, sub(m, c(1.0))};
   }
   // e ln2 + log1p(f) for |f| <= sqrt(2) - 1 (Cephes logf's polynomial).
   llvm::Value* log_core(llvm::Value* e, llvm::Value* m) {
@@ -162,17 +170,24 @@ struct F {
     return copysign(v, from_bits(b.CreateXor(bits(r), odd)));
   }
 
+  // XLA:CPU's float32 tanh (its intrinsic EmitFastTanh with FMA, what JAX
+  // computes on CPU, 3 ulp): x itself below |x| = 0.0004, else a rational
+  // function, odd degree 13 over even degree 6, of x clamped to +-7.9988
+  // (where it is exactly +-1), and +-1 from |x| = 20. NaN stays NaN (the
+  // clamp keeps it). It was Cephes' (a polynomial below 0.625, else 1 - 2 /
+  // (e^2|x| + 1)): an exp and a division, 2.2x the time of 2*x+1.
   llvm::Value* tanh(llvm::Value* x) {
+    const double clamp = 7.99881172180175781;
     llvm::Value* ax = abs(x);
-    llvm::Value* z = mul(x, x);
-    llvm::Value* small = fma(mul(poly(z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1,
-                                          -3.33332819422E-1}),
-                                 z),
-                             x, x);
-    llvm::Value* e = exp(mul(ax, c(2.0)));
-    llvm::Value* big = sub(c(1.0), div(c(2.0), add(e, c(1.0))));
-    big = copysign(big, x);
-    return sel(lt(ax, c(0.625)), small, sel(isnan(x), x, big));
+    llvm::Value* xc = sel(lt(x, c(-clamp)), c(-clamp), x);
+    xc = sel(gt(xc, c(clamp)), c(clamp), xc);
+    llvm::Value* z = mul(xc, xc);
+    llvm::Value* num = mul(xc, poly(z, {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+                                        5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+                                        4.89352455891786e-03}));
+    llvm::Value* den = poly(z, {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03});
+    llvm::Value* r = sel(lt(ax, c(0.0004)), x, div(num, den));
+    return sel(b.CreateFCmpOGE(ax, c(20.0)), copysign(c(1.0), x), r);
   }
 
   // expm1 by exp's reduction: x = n ln2 + r, |r| <= ln2/2, expm1(r) = q by
@@ -183,7 +198,8 @@ struct F {
   // through. It was Kahan's (e^x - 1) x / log(e^x): an exp, a log and two
   // divisions, 3.6x the time of 2*x+1 over 8192^2 floats.
   llvm::Value* expm1(llvm::Value* x) {
-    auto [n, q] = exp_reduce(x, -18.0);
+    auto [big, q] = exp_reduce(x, -18.0);
+    llvm::Value* n = sub(big, c(0x1.8p23));
     // 2^n for n in [-26, 127]; n = 128 (x in (88.38, 88.73]) as 2 * 2^127 q + 2^127 (the -1 is far below an ulp).
     llvm::Value* top = eq(n, c(128.0));
     llvm::Value* s = from_bits(b.CreateShl(b.CreateAdd(to_int(minnum(n, c(127.0))), ci(127)), ci(23)));

@@ -74,3 +74,60 @@ TEST_CASE("float32 expm1, log1p and erf: within a few ulp of double precision, b
   CHECK(std::isnan(special[0]));
   CHECK(std::isnan(special[1]));
 }
+
+TEST_CASE("float32 exp, log, tanh and logistic: within a few ulp of double precision, their limits exact") {
+  // exp: Cephes' polynomial, 2^n as two exact powers of two (subnormal
+  // results round once); tanh: XLA:CPU's rational function (3 ulp, JAX's
+  // CPU tanh); logistic = 1 / (1 + exp(-x)), as XLA expands it.
+  std::vector<float> xs = samples();
+  for (float v : {-87.3f, -87.34f, -88.0f, -95.5f, -103.9f, -103.98f, -150.0f, 88.72f, 88.7228f, 88.72284f, 88.7229f,
+                  0.0004f, 0.00039999f, -0.0004f, 7.9988f, 7.99882f, 8.5f, 19.99f, 20.0f, -20.5f, 1e-40f, -1e-40f})
+    xs.push_back(v);
+  const ts::Array x = ts::array(xs);
+  float at = 0;
+  auto run = [&](auto f) { return ts::jit(f)(x).template to_vector<float>(); };
+  auto ex = run([](const ts::Array& a) { return ts::exp(a); });
+  CHECK(worst_ulp(xs, ex, [](double v) { return std::exp(v); }, &at) <= 1.5);
+  CAPTURE(at);
+  // XLA's tanh: 4.1 ulp at most (at the bottom of binades near |x| = 0.06).
+  auto th = run([](const ts::Array& a) { return ts::tanh(a); });
+  CHECK(worst_ulp(xs, th, [](double v) { return std::tanh(v); }, &at) <= 4.5);
+  // logistic where exp(-x) is finite; below x = -88.72 it is 0, as JAX's.
+  std::vector<float> fin;
+  for (float v : xs)
+    if (!(v < -88.72f)) fin.push_back(v);
+  auto lg = ts::jit([](const ts::Array& a) { return ts::nn::sigmoid(a); })(ts::array(fin)).to_vector<float>();
+  CHECK(worst_ulp(fin, lg, [](double v) { return 1 / (1 + std::exp(-v)); }, &at) <= 3.0);
+  std::vector<float> pos;  // log's domain, subnormals included
+  for (float v : xs)
+    if (v > 0) pos.push_back(v);
+  for (float v : {1e-45f, 3e-39f, 1.17549435e-38f, 0.70710677f, 0.70710683f, 1.4142135f, 3.4e38f}) pos.push_back(v);
+  auto lo = ts::jit([](const ts::Array& a) { return ts::log(a); })(ts::array(pos)).to_vector<float>();
+  CHECK(worst_ulp(pos, lo, [](double v) { return std::log(v); }, &at) <= 1.5);
+  // The limits: exp(-inf) = 0, exp(inf) = inf, log(0) = -inf, log(-1) = NaN,
+  // log(inf) = inf, tanh(+-inf) = +-1, tanh(-0) = -0, NaN stays NaN.
+  const float inf = INFINITY, nan = std::nanf("");
+  auto special = [](auto f, std::vector<float> v) { return ts::jit(f)(ts::array(v)).template to_vector<float>(); };
+  auto e = special([](const ts::Array& a) { return ts::exp(a); }, {-inf, inf, nan, -0.0f});
+  CHECK(e[0] == 0.0f);
+  CHECK(e[1] == inf);
+  CHECK(std::isnan(e[2]));
+  CHECK(e[3] == 1.0f);
+  auto l = special([](const ts::Array& a) { return ts::log(a); }, {0.0f, -0.0f, -1.0f, inf, nan, -inf});
+  CHECK(l[0] == -inf);
+  CHECK(l[1] == -inf);
+  CHECK(std::isnan(l[2]));
+  CHECK(l[3] == inf);
+  CHECK(std::isnan(l[4]));
+  CHECK(std::isnan(l[5]));
+  auto t = special([](const ts::Array& a) { return ts::tanh(a); }, {inf, -inf, -0.0f, nan});
+  CHECK(t[0] == 1.0f);
+  CHECK(t[1] == -1.0f);
+  CHECK((t[2] == 0.0f && std::signbit(t[2])));
+  CHECK(std::isnan(t[3]));
+  auto s = special([](const ts::Array& a) { return ts::nn::sigmoid(a); }, {inf, -inf, nan, -88.8f});
+  CHECK(s[0] == 1.0f);
+  CHECK(s[1] == 0.0f);
+  CHECK(std::isnan(s[2]));
+  CHECK(s[3] == 0.0f);
+}
