@@ -27,27 +27,7 @@ namespace {
 
 using namespace lapack_internal;
 
-// dst (c x r, row-major) = the transpose of src (r x c, row-major), by
-// square tiles copied through a buffer in L1: rows of the tile are read
-// whole and written whole. (Reading a column of a tile straight from the
-// matrix touches one cache line per row at a power-of-two stride, which
-// maps them onto the same few cache sets: at 4096 x 4096 float32 that
-// transpose took 220-320 ms, this one 17 ms.)
-// With row strides: src's rows lds apart, dst's ldd.
-template <class T>
-void transpose(const T* src, std::int64_t r, std::int64_t c, std::int64_t lds, T* dst, std::int64_t ldd) {
-  constexpr std::int64_t B = sizeof(T) <= 4 ? 64 : 32;  // a buffer of at most 16 KiB
-  T tile[B][B];
-  for (std::int64_t i0 = 0; i0 < r; i0 += B)
-    for (std::int64_t j0 = 0; j0 < c; j0 += B) {
-      const std::int64_t h = std::min(B, r - i0), w = std::min(B, c - j0);
-      for (std::int64_t i = 0; i < h; ++i) std::copy(src + (i0 + i) * lds + j0, src + (i0 + i) * lds + j0 + w, tile[i]);
-      for (std::int64_t j = 0; j < w; ++j) {
-        T* out = dst + (j0 + j) * ldd + i0;
-        for (std::int64_t i = 0; i < h; ++i) out[i] = tile[i][j];
-      }
-    }
-}
+using lapack_internal::transpose;  // with row strides
 template <class T>
 void transpose(const T* src, std::int64_t r, std::int64_t c, T* dst) {
   transpose(src, r, c, c, dst, r);

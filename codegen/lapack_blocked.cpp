@@ -62,13 +62,14 @@ void run_tasks(i64 count, int threads, const gemm::ParallelFor& parallel, const 
 // ipiv: getrf's 1-based pivots relative to row c0.
 template <class T>
 void factor_panel(T* a, i64 m, i64 n, i64 c0, i64 w, T* buf, int* ipiv) {
+  // By tiles (transpose): a column at a time, the copy wrote rows 16 KiB
+  // apart at 4096 columns, all in the same cache sets (a tenth of a 4096^2
+  // solve's time).
   const i64 rows = m - c0;
-  for (i64 i = 0; i < rows; ++i)
-    for (i64 j = 0; j < w; ++j) buf[j * rows + i] = a[(c0 + i) * n + c0 + j];
+  transpose(a + c0 * n + c0, rows, w, n, buf, rows);
   int info = 0;  // > 0: an exactly zero pivot; the factors stand, as getrf's
   locked([&] { Lapack::getrf(int(rows), int(w), buf, int(rows), ipiv, info); });
-  for (i64 i = 0; i < rows; ++i)
-    for (i64 j = 0; j < w; ++j) a[(c0 + i) * n + c0 + j] = buf[j * rows + i];
+  transpose(buf, w, rows, rows, a + c0 * n + c0, n);
 }
 
 // The panel at c0's row swaps on columns [j0, j1).

@@ -454,8 +454,8 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
       int info = 0;
       {
         rt::ComputeSlot leader;
-        for (std::int64_t g = c0; g < n; ++g)
-          for (std::int64_t j = 0; j < w; ++j) panel[j * active + (g - c0)] = A[size_t(g / r)][(g % r) * n + c0 + j];
+        for (std::int64_t g = c0; g < n; g = (g / r + 1) * r)  // each member's rows, by tiles
+          transpose(A[size_t(g / r)] + (g % r) * n + c0, std::min(n, (g / r + 1) * r) - g, w, n, panel + (g - c0), active);
         const std::lock_guard<std::mutex> one_at_a_time(blas_lock());
         Lapack::potrf('L', int(w), panel, int(active), info);
         if (info == 0 && active > w)  // L21 L11^H = A21
@@ -492,12 +492,13 @@ class DistributedCholeskyThunk final : public RowBlockedThunk<DistributedCholesk
   std::int64_t panel_columns(T* A, T* panel, std::int64_t off, std::int64_t mine_rows, std::int64_t c0, std::int64_t w) const {
     const std::int64_t n = n_, active = n - c0;
     std::int64_t below0 = mine_rows;
-    for (std::int64_t i = 0; i < mine_rows; ++i) {
-      const std::int64_t rel = off + i - c0;
-      if (rel < 0) continue;
-      for (std::int64_t j = 0; j < w; ++j) A[i * n + c0 + j] = panel[j * active + rel];
-      if (rel >= w && below0 == mine_rows) below0 = i;
-    }
+    const std::int64_t first = std::clamp<std::int64_t>(c0 - off, 0, mine_rows);  // the first row at or below c0
+    if (first < mine_rows) transpose(panel + (off + first - c0), w, mine_rows - first, active, A + first * n + c0, n);
+    for (std::int64_t i = first; i < mine_rows; ++i)
+      if (off + i - c0 >= w) {
+        below0 = i;
+        break;
+      }
     if (c0 + w == n) return mine_rows;
     // Complex: C -= L_mine L21^H. Column-major C^T -= conj(L21) L_mine^T;
     // with the panel (this device's copy) conjugated, that is P21 P_mine^H.
