@@ -198,11 +198,9 @@ int blocked_cholesky(T* a, std::int64_t n, int threads, const gemm::ParallelFor&
     run_tasks(blocks, threads, parallel, [&](i64 t) {
       const i64 r0 = c1 + t * rb, rows = std::min(rb, n - r0);
       std::vector<T> xt(size_t(w * rows));
-      for (i64 i = 0; i < rows; ++i)
-        for (i64 j = 0; j < w; ++j) xt[size_t(j * rows + i)] = a[(r0 + i) * n + c0 + j];
+      transpose(a + r0 * n + c0, rows, w, n, xt.data(), rows);
       solve_left(L11, n, true, false, false, xt.data(), rows, w, rows);
-      for (i64 i = 0; i < rows; ++i)
-        for (i64 j = 0; j < w; ++j) a[(r0 + i) * n + c0 + j] = xt[size_t(j * rows + i)];
+      transpose(xt.data(), w, rows, rows, a + r0 * n + c0, n);
     });
     // A22 -= L21 L21^T on and below the diagonal (whole row blocks: a block's
     // columns up to its last row; the upper triangle's values are never read).
