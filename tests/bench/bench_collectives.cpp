@@ -21,7 +21,9 @@
 // copy bandwidth (a plain or non-temporal copy, not the read-only sum: on a
 // host whose reads outrun its writes that would price a copy's writes as
 // reads): the reference, met at 0.7 of it (x moved <= 1.43).
-// No peer library runs in-process collectives on CPU devices.
+// From 4 MiB per device the time and the floor are the best of five runs
+// side by side (side_by_side). No peer library runs in-process collectives
+// on CPU devices.
 //
 //   ./tessel bench collectives [max MiB per device, default 256]
 #include <tessel/tessel.hpp>
@@ -30,6 +32,29 @@
 
 namespace ts = tessel;
 using ts::P;
+
+namespace {
+
+// (time, floor). From 4 MiB per device (the sizes the 1.5x target
+// is about) the collective and its floor are timed side by side, five times
+// alternating, and the best of each counts: the floor is the fastest of
+// many runs, and a median of the work against it measured the host's
+// neighbours (its bandwidth drifts by up to 1.6x for seconds at a time; a
+// psum_scatter of 4 MiB read 4.4x its floor in one run, 1.4x side by side).
+// Below, the median of `time` and the floor once. `links`: the work's runs
+// per call (a chain).
+std::pair<double, double> side_by_side(double kib, const std::function<double()>& time, const std::function<void()>& once,
+                                       std::size_t read, std::size_t written, int links = 1) {
+  if (kib < 4096) return {time(), bench::memory_floor(read, written).seconds};
+  double t = 1e300, floor_s = 1e300;
+  for (int k = 0; k < 5; ++k) {
+    t = std::min(t, bench::detail::best_seconds(once, 3) / links);
+    floor_s = std::min(floor_s, bench::memory_floor(read, written).seconds);
+  }
+  return {t, floor_s};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const double max_mib = argc > 1 ? std::atof(argv[1]) : 256;
@@ -70,9 +95,9 @@ int main(int argc, char** argv) {
       f(x).block_until_ready();
       const int reps = kib < 1024 ? 21 : 5;
       auto time_once = [&] { return bench::seconds([&] { f(x).block_until_ready(); }, reps); };
-      const double t = time_once();
       const double written = c.same ? c.result : c.result * n;
-      const double floor_s = bench::memory_floor(std::size_t(b * n), std::size_t(written)).seconds;
+      auto [t, floor_s] = side_by_side(kib, time_once, [&] { f(x).block_until_ready(); }, std::size_t(b * n),
+                                       std::size_t(written));
       const double moved_s = bench::memory_floor(std::size_t(c.moved * n), std::size_t(c.moved * n), true).seconds;
       char name[96];
       std::snprintf(name, sizeof name, "%s %.0f KiB", c.name.c_str(), b / 1024);
@@ -86,10 +111,10 @@ int main(int argc, char** argv) {
             mesh, P("x"), c.out, {.check_vma = false}));
         chain(x).block_until_ready();
         auto time_chain = [&] { return bench::seconds([&] { chain(x).block_until_ready(); }, reps) / 16; };
-        const double t16 = time_chain();
         // Per link: a psum's later links read the one block the link before wrote.
-        const double chain_floor_s =
-            c.same ? bench::memory_floor(std::size_t((b * n + 15 * b) / 16), std::size_t(written)).seconds : floor_s;
+        auto [t16, chain_floor_s] =
+            side_by_side(kib, time_chain, [&] { chain(x).block_until_ready(); },
+                         c.same ? std::size_t((b * n + 15 * b) / 16) : std::size_t(b * n), std::size_t(written), 16);
         std::snprintf(name, sizeof name, "%s %.0f KiB (chained)", c.name.c_str(), b / 1024);
         bench::row(name, chain_floor_s, t16, moved_s, time_chain);
       }
