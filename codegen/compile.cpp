@@ -735,12 +735,13 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
     else switch (step.kind) {
       case StepKind::Loop:
       case StepKind::Reduce: {
-        // A result too large for the caches, not written over an operand,
-        // whose rows keep vector stores line-aligned, bypasses the caches
-        // where the kernel is little work an element (memory_bound).
+        // A result too large for the caches (the local devices' together),
+        // not written over an operand, whose rows keep vector stores
+        // line-aligned, bypasses the caches where the kernel is little work
+        // an element (memory_bound).
         const std::size_t esize = dtype_size(step.node->dtype());
         const bool stream = step.kind == StepKind::Loop && over_temporary < 0 && memory_bound(step) && !step.node->shape().empty() &&
-                            numel(step.node->shape()) * esize >= rt::kStreamResultBytes &&
+                            numel(step.node->shape()) * esize * std::max(1, options.local_devices) >= rt::kStreamBytes &&
                             step.node->shape().back() * esize % kStreamAlign == 0;
         Kernel k = compile_kernel(step, over_temporary, stream);
         code_bytes += k.code->code_bytes;

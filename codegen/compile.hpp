@@ -15,6 +15,10 @@ namespace tessel::codegen {
 
 struct CompileOptions {
   int threads_per_device = 1;
+  // The devices of this process that run the program side by side: their
+  // results share the host's caches (a large result is streamed out where
+  // all of theirs together outgrow them, rt::kStreamBytes).
+  int local_devices = 1;
   // Called after each of codegen's own passes over the program (not its
   // regions' compiles): "fold-transposes" with the graph it made,
   // "expand-complex" (and "fold-transposes" after it) with the packed graph

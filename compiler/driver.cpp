@@ -11,6 +11,7 @@
 #include "codegen/jit.hpp"
 #include "compiler/analysis.hpp"
 #include "compiler/rewrite_for_mesh.hpp"
+#include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/propagate.hpp"
 #include "tracer/rewrite.hpp"
@@ -180,6 +181,10 @@ std::size_t Driver::run(const LowerInputs& in, Program& p) {
     codegen::Jit::get().set_disk_cache(opt_.compilation_cache_dir);
     codegen::CompileOptions copt;
     copt.threads_per_device = opt_.threads_per_device;
+    if (p.assignment.mesh && rt::Runtime::started()) {
+      copt.local_devices = 0;
+      for (int id : p.assignment.mesh->device_ids()) copt.local_devices += rt::Runtime::get().is_local(id);
+    }
     // codegen's own passes, logged like these.
     copt.on_pass = [&](const char* pass, const Graph* graph, const std::string& text) {
       if (graph) passes_.after(pass, *graph);

@@ -101,16 +101,14 @@ class Communicator {
 // for ownership) where the CPU has them, for results too large to be read
 // from the cache again soon; a plain memcpy elsewhere and for small copies.
 // Collectives move their large results with it (kStreamBytes: the results of
-// one collective over all its devices, above which they outgrow the caches).
+// one collective over all its devices, above which they outgrow the caches),
+// and a fused loop's result over the process's devices streams above it too
+// (codegen's KernelThunk).
 void stream_copy(void* dst, const void* src, std::size_t bytes);
 // Orders the calling thread's non-temporal stores before its later stores
 // (an sfence), so that whoever it then signals reads them.
 void stream_fence();
 constexpr std::size_t kStreamBytes = std::size_t(32) << 20;
-// A fused loop's result on one device from which it is streamed out
-// (codegen's KernelThunk): half the collectives' bound, as a launch over
-// several devices shares the caches.
-constexpr std::size_t kStreamResultBytes = kStreamBytes / 2;
 
 // The communicator of one launch over these devices (position i is
 // device_ids[i]): shared memory when all are this process's, else staged

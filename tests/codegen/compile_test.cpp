@@ -383,26 +383,33 @@ TEST_CASE("every library op names its own routine; no other op has one") {
 }
 
 TEST_CASE("a large result of little work an element is streamed out, and equals the interpreter") {
-  // 16 MiB of float32 (rt::kStreamResultBytes): 2*x+1 and a bfloat16 cast are
-  // written with non-temporal stores (KernelThunk), sin and a ragged row
-  // length (no line-aligned rows) plainly. The values never depend on it.
+  // Results of 32 MiB over the process's devices (rt::kStreamBytes): 2*x+1
+  // and a bfloat16 cast of 4 MiB on each of 8 devices are written with
+  // non-temporal stores (KernelThunk), sin, a ragged row length (no
+  // line-aligned rows) and 4 MiB on one device plainly. The values never
+  // depend on it.
   std::mt19937 rng(7);
-  auto run = [&](const Shape& s, auto&& make) {
+  auto run = [&](const Shape& s, int devices, auto&& make) {
     G b;
     auto x = b.param(DType::float32, s);
     b.g.outputs = {make(b, x)};
-    check_against_interpreter(b.g, {random_host<float>(DType::float32, s, rng, -3, 3)}, 2e-6, 1e-6);
-    return codegen::compile(b.g, {1}).thunks_text;
+    verify(b.g);
+    const std::vector<HostArray> args{random_host<float>(DType::float32, s, rng, -3, 3)};
+    auto want = interpret(b.g, args);
+    auto got = run_compiled(b.g, args, 0, devices);
+    CHECK(compare_arrays(got[0], want[0], 2e-6, 1e-6) == "");
+    codegen::CompileOptions o;
+    o.local_devices = devices;
+    return codegen::compile(b.g, o).thunks_text;
   };
   auto affine = [](G& b, const NodeRef& x) {
     auto c = [&](double v) { return build::broadcast_in_dim(b.t, build::scalar(b.t, DType::float32, v), x->shape(), {}); };
     return build::binary(b.t, Op::add, build::binary(b.t, Op::mul, c(2), x), c(1));
   };
-  CHECK(run({1024, 4096}, affine).find("streamed") != std::string::npos);
-  CHECK(run({2048, 4096}, [](G& b, const NodeRef& x) { return build::convert(b.t, x, DType::bfloat16); })
-            .find("streamed") != std::string::npos);
-  CHECK(run({1024, 4096}, [](G& b, const NodeRef& x) { return build::unary(b.t, Op::sin, x); }).find("streamed") ==
-        std::string::npos);
-  CHECK(run({1023, 4099}, affine).find("streamed") == std::string::npos);
-  CHECK(run({1024, 2048}, affine).find("streamed") == std::string::npos);  // 8 MiB: stays in the caches
+  auto streamed = [](const std::string& text) { return text.find("streamed") != std::string::npos; };
+  CHECK(streamed(run({1024, 1024}, 8, affine)));
+  CHECK(streamed(run({1024, 2048}, 8, [](G& b, const NodeRef& x) { return build::convert(b.t, x, DType::bfloat16); })));
+  CHECK(!streamed(run({1024, 1024}, 8, [](G& b, const NodeRef& x) { return build::unary(b.t, Op::sin, x); })));
+  CHECK(!streamed(run({1023, 1029}, 8, affine)));
+  CHECK(!streamed(run({1024, 1024}, 1, affine)));  // 4 MiB: stays in the caches
 }

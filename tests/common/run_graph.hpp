@@ -15,9 +15,14 @@
 
 namespace tessel::testing {
 
-inline std::vector<HostArray> run_compiled(const Graph& g, const std::vector<HostArray>& args, int device = 0) {
+// local_devices: as codegen::CompileOptions (the devices running the program side by side).
+inline std::vector<HostArray> run_compiled(const Graph& g, const std::vector<HostArray>& args, int device = 0,
+                                           int local_devices = 1) {
   devices();  // start the runtime
-  auto compiled = codegen::compile(g, {rt::Runtime::get().threads_per_device()});
+  codegen::CompileOptions options;
+  options.threads_per_device = rt::Runtime::get().threads_per_device();
+  options.local_devices = local_devices;
+  auto compiled = codegen::compile(g, options);
   std::vector<rt::BufferRef> ins;
   for (auto& a : args) {
     auto b = rt::Buffer::allocate(device, a.bytes.size());
