@@ -481,7 +481,6 @@ class ControlThunk final : public rt::Thunk {
   bool run_all_ = true;
 };
 
-// A fusion plan's steps, one line each: kind, the value made, what it reads.
 // Whether a loop step's expression is little work an element: at most
 // kStreamOps cheap operations (a rounding to a 16- or 8-bit float counts
 // two more), none costlier. Only such kernels write their results with
@@ -511,6 +510,7 @@ bool memory_bound(const Step& step) {
   return true;
 }
 
+// A fusion plan's steps, one line each: kind, the value made, what it reads.
 std::string steps_text(const std::vector<Step>& steps) {
   static const char* const kinds[] = {"loop", "reduce", "dot", "collective", "constant", "axis-index", "library",
                                       "control", "update"};
@@ -740,9 +740,10 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         // line-aligned, bypasses the caches where the kernel is little work
         // an element (memory_bound).
         const std::size_t esize = dtype_size(step.node->dtype());
-        const bool stream = step.kind == StepKind::Loop && over_temporary < 0 && memory_bound(step) && !step.node->shape().empty() &&
-                            numel(step.node->shape()) * esize * std::max(1, options.local_devices) >= rt::kStreamBytes &&
-                            step.node->shape().back() * esize % kStreamAlign == 0;
+        const Shape& shape = step.node->shape();
+        const bool stream = step.kind == StepKind::Loop && over_temporary < 0 && !shape.empty() &&
+                            numel(shape) * esize * std::max(1, options.local_devices) >= rt::kStreamBytes &&
+                            shape.back() * esize % kStreamAlign == 0 && memory_bound(step);
         Kernel k = compile_kernel(step, over_temporary, stream);
         code_bytes += k.code->code_bytes;
         std::vector<int> bufs{out};

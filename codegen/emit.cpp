@@ -758,12 +758,6 @@ std::vector<bool> aligned_reads(const Step& step) {
   return aligned;
 }
 
-std::int64_t first_element(const Kernel& k, std::int64_t i) {
-  TESSEL_CHECK_INTERNAL(k.row > 0 && i >= 0 && i <= k.items, "first_element: not a Loop kernel's item");
-  const std::int64_t nb = ceil_div(k.row, k.work_per_item);  // items a row (emit_loop)
-  return (i / nb) * k.row + std::min(k.row, (i % nb) * k.work_per_item);
-}
-
 Kernel compile_kernel(const Step& step, int alias_read, bool stream) {
   TESSEL_CHECK_INTERNAL(step.kind == StepKind::Loop || step.kind == StepKind::Reduce);
   TESSEL_CHECK_INTERNAL(alias_read < 0 || (step.kind == StepKind::Loop && aligned_reads(step).at(std::size_t(alias_read))),
@@ -777,7 +771,6 @@ Kernel compile_kernel(const Step& step, int alias_read, bool stream) {
   auto [items, work] = kernel_shape(step);
   k.items = items;
   k.work_per_item = work;
-  if (step.kind == StepKind::Loop) k.row = step.node->shape().empty() ? 1 : step.node->shape().back();
   k.code = Jit::get().cached(k.key, [&] {
     // Each module has a JITDylib of its own: one function name serves every
     // kernel (the module's name only names dumps).

@@ -27,10 +27,6 @@ struct Kernel {
   KernelFn fn = nullptr;
   std::int64_t items = 0;          // work items: the range to split
   std::int64_t work_per_item = 0;  // elements touched per item (for the grain size)
-  // A Loop kernel's rows: items are blocks of work_per_item elements of rows
-  // this long (the result's last dim), in memory order, so items [b, e)
-  // write one contiguous range (first_element). 0 for reductions.
-  std::int64_t row = 0;
   std::string key;                 // what the kernel cache knows it by
   ModuleRef code;                  // keeps the kernel's machine code alive
 };
@@ -45,9 +41,6 @@ struct Kernel {
 // to check) and whose aligned vector stores bypass the cache (non-temporal),
 // for results too large to stay in it (KernelThunk in compile.cpp).
 Kernel compile_kernel(const Step& step, int alias_read = -1, bool stream = false);
-
-// A Loop kernel's first element written by item i (i == items: the end).
-std::int64_t first_element(const Kernel& k, std::int64_t i);
 
 // Per read of a Loop step: whether the kernel reads it only at the index it
 // writes (every path from the root to it runs through elementwise ops of the

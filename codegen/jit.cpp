@@ -297,7 +297,8 @@ void mark_streaming_stores(llvm::Module& module) {
   for (llvm::Function& f : module) {
     if (!f.hasFnAttribute(kStreamAttr)) continue;
     auto is_output = [&](const llvm::Value* base) {
-      if (auto* a = llvm::dyn_cast<llvm::Argument>(base)) return a->getArgNo() == 0;
+      if (auto* a = llvm::dyn_cast<llvm::Argument>(base))
+        return a->getArgNo() == 0 && a->getParamAlign().valueOrOne().value() >= kStreamAlign;
       if (auto* l = llvm::dyn_cast<llvm::LoadInst>(base)) return l->getMetadata(kStreamAttr) != nullptr;
       return false;
     };

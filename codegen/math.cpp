@@ -30,10 +30,7 @@ struct F {
   }
   llvm::Value* abs(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
   llvm::Value* sqrt(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x); }
-  llvm::Value* roundeven(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x); }
-  llvm::Value* floor(llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x); }
   llvm::Value* minnum(llvm::Value* x, llvm::Value* y) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, y); }
-  llvm::Value* maxnum(llvm::Value* x, llvm::Value* y) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y); }
   llvm::Value* copysign(llvm::Value* mag, llvm::Value* sgn) {
     return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, mag, sgn);
   }
@@ -42,6 +39,11 @@ struct F {
   llvm::Value* gt(llvm::Value* x, llvm::Value* y) { return b.CreateFCmpOGT(x, y); }
   llvm::Value* eq(llvm::Value* x, llvm::Value* y) { return b.CreateFCmpOEQ(x, y); }
   llvm::Value* isnan(llvm::Value* x) { return b.CreateFCmpUNO(x, x); }
+  // x within [lo, hi], NaN kept (a max and a min that pass NaN through).
+  llvm::Value* clamp(llvm::Value* x, double lo, double hi) {
+    llvm::Value* v = sel(lt(x, c(lo)), c(lo), x);
+    return sel(gt(v, c(hi)), c(hi), v);
+  }
   // Horner: ((c0 * x + c1) * x + c2) ...
   llvm::Value* poly(llvm::Value* x, std::initializer_list<double> coeffs) {
     auto it = coeffs.begin();
@@ -52,6 +54,11 @@ struct F {
   llvm::Value* to_int(llvm::Value* x) { return b.CreateFPToSI(x, i32); }
   llvm::Value* bits(llvm::Value* x) { return b.CreateBitCast(x, i32); }
   llvm::Value* from_bits(llvm::Value* i) { return b.CreateBitCast(i, t); }
+  // 2^k for an i32 k in [-126, 127].
+  llvm::Value* pow2(llvm::Value* k) { return from_bits(b.CreateShl(b.CreateAdd(k, ci(127)), ci(23))); }
+  // Added to a float of magnitude below 2^22, rounds it to an integer: in
+  // [2^23, 2^24) a float's ulp is 1, and the integer is the sum's low bits.
+  static constexpr double kShifter = 0x1.8p23;
 
   // exp, Cephes expf: x = n ln2 + r, |r| <= ln2/2, degree-5 polynomial.
   // exp_reduce: for x clamped to [lo, 88.8] (NaN kept), the integer n =
@@ -59,11 +66,9 @@ struct F {
   // adding 1.5 * 2^23 inside the multiply's FMA, as sincos does) and
   // expm1(r).
   std::pair<llvm::Value*, llvm::Value*> exp_reduce(llvm::Value* x, double lo) {
-    llvm::Value* xc = sel(lt(x, c(lo)), c(lo), x);  // a max and a min that keep NaN
-    xc = sel(gt(xc, c(88.8)), c(88.8), xc);
-    const double shifter = 0x1.8p23;
-    llvm::Value* big = fma(xc, c(1.44269504088896341), c(shifter));
-    llvm::Value* n = sub(big, c(shifter));
+    llvm::Value* xc = clamp(x, lo, 88.8);
+    llvm::Value* big = fma(xc, c(1.44269504088896341), c(kShifter));
+    llvm::Value* n = sub(big, c(kShifter));
     llvm::Value* r = fma(n, c(-0.693359375), xc);
     r = fma(n, c(2.12194440e-4), r);
     llvm::Value* p = poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
@@ -71,9 +76,7 @@ struct F {
     return {big, fma(mul(p, r), r, r)};
   }
   // n as an i32 from exp_reduce's `big`.
-  llvm::Value* reduced_n(llvm::Value* big) { return b.CreateSub(bits(big), bits(c(0x1.8p23))); }
-  // 2^k for an i32 k in [-126, 127].
-  llvm::Value* pow2(llvm::Value* k) { return from_bits(b.CreateShl(b.CreateAdd(k, ci(127)), ci(23))); }
+  llvm::Value* reduced_n(llvm::Value* big) { return b.CreateSub(bits(big), bits(c(kShifter))); }
   // exp(x) = 2^n (1 + q): 2^n as two exact powers of two (n in [-150, 128]),
   // so that subnormal results round once and e^x past 88.72 overflows to
   // inf by itself. No selects: -inf and x below -103.97 give 0, +inf gives
@@ -141,10 +144,9 @@ struct F {
   // products with n are exact. Beyond the limit (inf too) the value is not
   // used: ExprEmitter::trig takes libm's.
   llvm::Value* sincos(llvm::Value* x, bool want_cos) {
-    const double shifter = 0x1.8p23;  // in [2^23, 2^24) a float's ulp is 1
     const double inv_pi = 0.3183098861837907;
-    llvm::Value* big = want_cos ? add(fma(x, c(inv_pi), c(-0.5)), c(shifter)) : fma(x, c(inv_pi), c(shifter));
-    llvm::Value* n = sub(big, c(shifter));  // exact: an integer
+    llvm::Value* big = want_cos ? add(fma(x, c(inv_pi), c(-0.5)), c(kShifter)) : fma(x, c(inv_pi), c(kShifter));
+    llvm::Value* n = sub(big, c(kShifter));  // exact: an integer
     llvm::Value* h = want_cos ? add(n, c(0.5)) : n;  // x = h*pi + r
     // pi's parts are all positive, so each product -h * part has -h's sign
     // and sin(-0) stays -0 (a +0 product would turn r into +0).
@@ -177,10 +179,9 @@ struct F {
   // clamp keeps it). It was Cephes' (a polynomial below 0.625, else 1 - 2 /
   // (e^2|x| + 1)): an exp and a division, 2.2x the time of 2*x+1.
   llvm::Value* tanh(llvm::Value* x) {
-    const double clamp = 7.99881172180175781;
+    const double limit = 7.99881172180175781;
     llvm::Value* ax = abs(x);
-    llvm::Value* xc = sel(lt(x, c(-clamp)), c(-clamp), x);
-    xc = sel(gt(xc, c(clamp)), c(clamp), xc);
+    llvm::Value* xc = clamp(x, -limit, limit);
     llvm::Value* z = mul(xc, xc);
     llvm::Value* num = mul(xc, poly(z, {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
                                         5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
@@ -199,10 +200,10 @@ struct F {
   // divisions, 3.6x the time of 2*x+1 over 8192^2 floats.
   llvm::Value* expm1(llvm::Value* x) {
     auto [big, q] = exp_reduce(x, -18.0);
-    llvm::Value* n = sub(big, c(0x1.8p23));
+    llvm::Value* n = sub(big, c(kShifter));
     // 2^n for n in [-26, 127]; n = 128 (x in (88.38, 88.73]) as 2 * 2^127 q + 2^127 (the -1 is far below an ulp).
     llvm::Value* top = eq(n, c(128.0));
-    llvm::Value* s = from_bits(b.CreateShl(b.CreateAdd(to_int(minnum(n, c(127.0))), ci(127)), ci(23)));
+    llvm::Value* s = pow2(to_int(minnum(n, c(127.0))));
     llvm::Value* y = fma(q, s, sel(top, s, sub(s, c(1.0))));
     y = sel(top, mul(y, c(2.0)), y);
     y = sel(gt(x, c(88.72283935546875)), c(HUGE_VAL), y);
@@ -218,7 +219,7 @@ struct F {
     llvm::Value* u = add(x, c(1.0));
     llvm::Value* corr = sel(lt(x, c(16777216.0)), sub(x, sub(u, c(1.0))), c(0.0));
     auto [e, f] = log_reduce(u);
-    llvm::Value* scale = from_bits(b.CreateShl(b.CreateSub(ci(127), to_int(minnum(e, c(100.0)))), ci(23)));  // 2^-e
+    llvm::Value* scale = pow2(b.CreateNeg(to_int(minnum(e, c(100.0)))));  // 2^-e
     llvm::Value* r = log_core(e, fma(corr, scale, f));
     r = sel(eq(x, c(0.0)), x, r);  // +-0
     r = sel(eq(u, c(HUGE_VAL)), u, r);
