@@ -47,13 +47,18 @@ std::vector<float> samples() {
   return xs;
 }
 
+// f compiled, on the floats v.
+template <class F>
+std::vector<float> jitted(F f, const std::vector<float>& v) {
+  return ts::jit(f)(ts::array(v)).template to_vector<float>();
+}
+
 }  // namespace
 
 TEST_CASE("float32 expm1, log1p and erf: within a few ulp of double precision, boundaries and signed zeros included") {
   const std::vector<float> xs = samples();
-  const ts::Array x = ts::array(xs);
   float at = 0;
-  auto run = [&](auto f) { return ts::jit(f)(x).template to_vector<float>(); };
+  auto run = [&](auto f) { return jitted(f, xs); };
   auto em = run([](const ts::Array& a) { return ts::expm1(a); });
   CHECK(worst_ulp(xs, em, [](double v) { return std::expm1(v); }, &at) <= 2.0);
   CAPTURE(at);
@@ -61,16 +66,14 @@ TEST_CASE("float32 expm1, log1p and erf: within a few ulp of double precision, b
   std::vector<float> pos;  // log1p's domain
   for (float v : xs)
     if (v >= -1) pos.push_back(v);
-  auto lp = ts::jit([](const ts::Array& a) { return ts::log1p(a); })(ts::array(pos)).to_vector<float>();
+  auto lp = jitted([](const ts::Array& a) { return ts::log1p(a); }, pos);
   CHECK(worst_ulp(pos, lp, [](double v) { return std::log1p(v); }, &at) <= 3.0);
   // erf is XLA:CPU's rational interpolant, JAX's accuracy on CPU: up to 4.6 ulp
   // (near |x| = 3.79, where erf is within 1e-7 of 1), +-1 from |x| = 3.8325.
   auto er = run([](const ts::Array& a) { return ts::scipy::special::erf(a); });
   CHECK(worst_ulp(xs, er, [](double v) { return std::erf(v); }, &at) <= 5.0);
   const float nan = std::nanf("");
-  auto special = ts::jit([](const ts::Array& a) { return ts::stack({ts::expm1(a), ts::scipy::special::erf(a)}); })(
-                     ts::array(std::vector<float>{nan}))
-                     .to_vector<float>();
+  auto special = jitted([](const ts::Array& a) { return ts::stack({ts::expm1(a), ts::scipy::special::erf(a)}); }, {nan});
   CHECK(std::isnan(special[0]));
   CHECK(std::isnan(special[1]));
 }
@@ -83,9 +86,8 @@ TEST_CASE("float32 exp, log, tanh and logistic: within a few ulp of double preci
   for (float v : {-87.3f, -87.34f, -88.0f, -95.5f, -103.9f, -103.98f, -150.0f, 88.72f, 88.7228f, 88.72284f, 88.7229f,
                   0.0004f, 0.00039999f, -0.0004f, 7.9988f, 7.99882f, 8.5f, 19.99f, 20.0f, -20.5f, 1e-40f, -1e-40f})
     xs.push_back(v);
-  const ts::Array x = ts::array(xs);
   float at = 0;
-  auto run = [&](auto f) { return ts::jit(f)(x).template to_vector<float>(); };
+  auto run = [&](auto f) { return jitted(f, xs); };
   auto ex = run([](const ts::Array& a) { return ts::exp(a); });
   CHECK(worst_ulp(xs, ex, [](double v) { return std::exp(v); }, &at) <= 1.5);
   CAPTURE(at);
@@ -96,36 +98,35 @@ TEST_CASE("float32 exp, log, tanh and logistic: within a few ulp of double preci
   std::vector<float> fin;
   for (float v : xs)
     if (!(v < -88.72f)) fin.push_back(v);
-  auto lg = ts::jit([](const ts::Array& a) { return ts::nn::sigmoid(a); })(ts::array(fin)).to_vector<float>();
+  auto lg = jitted([](const ts::Array& a) { return ts::nn::sigmoid(a); }, fin);
   CHECK(worst_ulp(fin, lg, [](double v) { return 1 / (1 + std::exp(-v)); }, &at) <= 3.0);
   std::vector<float> pos;  // log's domain, subnormals included
   for (float v : xs)
     if (v > 0) pos.push_back(v);
   for (float v : {1e-45f, 3e-39f, 1.17549435e-38f, 0.70710677f, 0.70710683f, 1.4142135f, 3.4e38f}) pos.push_back(v);
-  auto lo = ts::jit([](const ts::Array& a) { return ts::log(a); })(ts::array(pos)).to_vector<float>();
+  auto lo = jitted([](const ts::Array& a) { return ts::log(a); }, pos);
   CHECK(worst_ulp(pos, lo, [](double v) { return std::log(v); }, &at) <= 1.5);
   // The limits: exp(-inf) = 0, exp(inf) = inf, log(0) = -inf, log(-1) = NaN,
   // log(inf) = inf, tanh(+-inf) = +-1, tanh(-0) = -0, NaN stays NaN.
   const float inf = INFINITY, nan = std::nanf("");
-  auto special = [](auto f, std::vector<float> v) { return ts::jit(f)(ts::array(v)).template to_vector<float>(); };
-  auto e = special([](const ts::Array& a) { return ts::exp(a); }, {-inf, inf, nan, -0.0f});
+  auto e = jitted([](const ts::Array& a) { return ts::exp(a); }, {-inf, inf, nan, -0.0f});
   CHECK(e[0] == 0.0f);
   CHECK(e[1] == inf);
   CHECK(std::isnan(e[2]));
   CHECK(e[3] == 1.0f);
-  auto l = special([](const ts::Array& a) { return ts::log(a); }, {0.0f, -0.0f, -1.0f, inf, nan, -inf});
+  auto l = jitted([](const ts::Array& a) { return ts::log(a); }, {0.0f, -0.0f, -1.0f, inf, nan, -inf});
   CHECK(l[0] == -inf);
   CHECK(l[1] == -inf);
   CHECK(std::isnan(l[2]));
   CHECK(l[3] == inf);
   CHECK(std::isnan(l[4]));
   CHECK(std::isnan(l[5]));
-  auto t = special([](const ts::Array& a) { return ts::tanh(a); }, {inf, -inf, -0.0f, nan});
+  auto t = jitted([](const ts::Array& a) { return ts::tanh(a); }, {inf, -inf, -0.0f, nan});
   CHECK(t[0] == 1.0f);
   CHECK(t[1] == -1.0f);
   CHECK((t[2] == 0.0f && std::signbit(t[2])));
   CHECK(std::isnan(t[3]));
-  auto s = special([](const ts::Array& a) { return ts::nn::sigmoid(a); }, {inf, -inf, nan, -88.8f});
+  auto s = jitted([](const ts::Array& a) { return ts::nn::sigmoid(a); }, {inf, -inf, nan, -88.8f});
   CHECK(s[0] == 1.0f);
   CHECK(s[1] == 0.0f);
   CHECK(std::isnan(s[2]));
