@@ -18,6 +18,24 @@ namespace {
 using detail::cat;
 using namespace conv_plan;
 
+// One thread's block of a concatenated input (ConvThunk::gather_rows),
+// kept between calls: the block is written and read while it is in L2.
+struct RowsBuffer {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  ~RowsBuffer() { std::free(p); }
+  char* grow(std::size_t want) {
+    if (bytes < want) {
+      std::free(p);
+      bytes = (want + 4095) / 4096 * 4096;
+      p = std::aligned_alloc(64, bytes);
+      if (!p) throw std::bad_alloc();
+    }
+    return static_cast<char*>(p);
+  }
+};
+thread_local RowsBuffer tls_rows;
+
 template <class T>
 T wrap_mul_add(T acc, T x, T w) {
   if constexpr (std::is_integral_v<T>) {
@@ -31,7 +49,17 @@ T wrap_mul_add(T acc, T x, T w) {
 class ConvThunk final : public rt::Thunk {
  public:
   ConvThunk(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes)
-      : g_(n), x_(reads.at(0)), w_(reads.at(1)), z_(writes.at(0)), bytes_(std::size_t(numel(n.shape())) * dtype_size(n.dtype())) {
+      : g_(n), x_(reads.at(0)), w_(reads.back()), z_(writes.at(0)), bytes_(std::size_t(numel(n.shape())) * dtype_size(n.dtype())) {
+    if (reads.size() > 2) {
+      // The input's parts (conv_reads_parts): rows of each image, in turn.
+      x_ = -1;
+      parts_.assign(reads.begin(), reads.end() - 1);
+      starts_.push_back(0);
+      for (auto& part : n.in[0]->in) starts_.push_back(starts_.back() + part->shape()[1]);
+      H_ = starts_.back();
+      images_ = n.in[0]->shape()[0];
+      line_ = std::size_t(numel(n.in[0]->shape())) / std::size_t(std::max<std::int64_t>(1, images_ * H_));
+    }
     grad_ = plan_backward(g_);
     if (!grad_) plan_ = plan_onednn(g_);
     if ((plan_ && plan_->workspace) || (grad_ && grad_->workspace)) ws_ = writes.at(1);
@@ -48,6 +76,7 @@ class ConvThunk final : public rt::Thunk {
     }
     else os << " (tessel loops";
     const bool chunked = (plan_ && plan_->row_chunks > 1) || (grad_ && grad_->row_chunks > 1);
+    if (!parts_.empty()) os << ", the input from " << parts_.size() << " parts" << (by_block() ? " by block" : "");
     if (g_.flops >= (chunked ? kChunkedMachineWideFlops : kMachineWideFlops)) {
       width_ = machine_wide_width();
       os << ", " << width_words(width_);
@@ -68,6 +97,45 @@ class ConvThunk final : public rt::Thunk {
       std::memset(z, 0, bytes_);
       return;
     }
+    if (!parts_.empty() && !by_block()) {
+      // A form that reads the input whole: the parts concatenated first.
+      std::vector<char> whole(std::size_t(images_ * H_) * line_ * dtype_size(g_.operand));
+      gather_rows(ctx, whole.data(), 0, images_, 0, H_);
+      rt::ExecContext with = ctx;
+      with.slots.push_back(whole.data());
+      return run_whole(with);
+    }
+    run_whole(ctx);
+  }
+
+ private:
+  // The input's buffer (the last slot: the parts concatenated in run()).
+  // (By block, the forward reads no whole input: null.)
+  void* lhs(const rt::ExecContext& ctx) const {
+    return x_ >= 0 ? ctx.slots[std::size_t(x_)] : by_block() ? nullptr : ctx.slots.back();
+  }
+  // Whether the forward primitive's blocks each take their rows of the
+  // parts (gather_rows into a thread's buffer) instead of the whole input.
+  bool by_block() const { return plan_ && !plan_->prepared && !grad_; }
+
+  // Rows [row0, row0 + rows) of images [img0, img0 + imgs) of the
+  // concatenated input, from its parts, into dst laid out as the whole
+  // input from (img0, row0): images H_ rows apart, rows line_ elements.
+  void gather_rows(const rt::ExecContext& ctx, char* dst, std::int64_t img0, std::int64_t imgs, std::int64_t row0,
+                   std::int64_t rows) const {
+    const std::size_t line = line_ * dtype_size(g_.operand);
+    for (std::size_t p = 0; p < parts_.size(); ++p) {
+      const std::int64_t lo = std::max(row0, starts_[p]), hi = std::min(row0 + rows, starts_[p + 1]);
+      if (lo >= hi) continue;
+      const std::int64_t h = starts_[p + 1] - starts_[p];
+      const char* src = static_cast<const char*>(ctx.slots[std::size_t(parts_[p])]);
+      for (std::int64_t i = 0; i < imgs; ++i)
+        std::memcpy(dst + std::size_t(i * H_ + lo - row0) * line, src + std::size_t((img0 + i) * h + lo - starts_[p]) * line,
+                    std::size_t(hi - lo) * line);
+    }
+  }
+
+  void run_whole(rt::ExecContext& ctx) const {
     auto parallel = [&](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& f) {
       if (ctx.machine_wide) rt::parallel_for_machine(0, n, 1, f);
       else rt::parallel_for(0, n, 1, f);
@@ -86,13 +154,12 @@ class ConvThunk final : public rt::Thunk {
     });
   }
 
- private:
   template <class P>
   void run_backward(rt::ExecContext& ctx, const P& parallel) const {
     const GradPlan& plan = *grad_;
     // Operands of 4 bytes an element, or 2 (bfloat16); the result float32.
     const std::size_t e = dtype_size(g_.operand);
-    char* x = static_cast<char*>(ctx.slots[std::size_t(x_)]);
+    char* x = static_cast<char*>(lhs(ctx));
     const char* w = static_cast<const char*>(ctx.slots[std::size_t(w_)]);
     float* z = static_cast<float*>(ctx.slots[std::size_t(z_)]);
     char* ws = ws_ >= 0 ? static_cast<char*>(ctx.slots[std::size_t(ws_)]) : nullptr;
@@ -182,7 +249,7 @@ class ConvThunk final : public rt::Thunk {
     const OneDnnPlan& plan = *plan_;
     // Operands of 4 bytes an element, or 2 (bfloat16); the result float32.
     const std::size_t e = dtype_size(g_.operand);
-    const float* x = static_cast<const float*>(ctx.slots[std::size_t(x_)]);
+    const float* x = static_cast<const float*>(lhs(ctx));
     char* w = static_cast<char*>(ctx.slots[std::size_t(w_)]);
     float* z = static_cast<float*>(ctx.slots[std::size_t(z_)]);
     char* ws = ws_ >= 0 ? static_cast<char*>(ctx.slots[std::size_t(ws_)]) : nullptr;
@@ -244,7 +311,15 @@ class ConvThunk final : public rt::Thunk {
                                                : block_prim(plan.prims, b, plan.blocks);
         const std::int64_t src_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * src_row_stride : 0,
                            dst_row = plan.row_chunks > 1 ? plan.chunk_out[std::size_t(chunk)] * g_.zs[2] : 0;
-        dnnl::memory src_m(prim.src, engine(), const_cast<char*>(src) + std::size_t((bg * Nb + n0) * src_batch_stride + src_row) * e);
+        char* from = nullptr;
+        if (parts_.empty()) {
+          from = const_cast<char*>(src) + std::size_t((bg * Nb + n0) * src_batch_stride + src_row) * e;
+        } else {  // the block's images and rows of the parts, laid out as the whole input
+          const MemDims d = prim.src.dims();
+          from = tls_rows.grow(std::size_t((d[0] - 1) * H_ + d[2]) * line_ * e);
+          gather_rows(ctx, from, bg * Nb + n0, d[0], plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] : 0, d[2]);
+        }
+        dnnl::memory src_m(prim.src, engine(), from);
         void* wei = prim.reordered ? static_cast<void*>(ws + prim.wei_offset + std::size_t(bg) * prim.wei_bytes)
                                  : static_cast<void*>(w + std::size_t(bg * Ob * g_.ws[0]) * e);
         dnnl::memory wei_m(prim.wei, engine(), wei);
@@ -261,7 +336,7 @@ class ConvThunk final : public rt::Thunk {
   // another on the device's threads.
   template <class T, class P>
   void run_loops(rt::ExecContext& ctx, const P& parallel) const {
-    const T* x = static_cast<const T*>(ctx.slots[std::size_t(x_)]);
+    const T* x = static_cast<const T*>(lhs(ctx));
     const T* w = static_cast<const T*>(ctx.slots[std::size_t(w_)]);
     T* z = static_cast<T*>(ctx.slots[std::size_t(z_)]);
     const std::size_t k = g_.rank();
@@ -300,6 +375,12 @@ class ConvThunk final : public rt::Thunk {
 
   Geometry g_;
   int x_, w_, z_, ws_ = -1;
+  // The input's parts (slots), the first row of each and one past the last
+  // (starts_), the rows and images of the whole, and a row's elements.
+  std::vector<int> parts_;
+  std::vector<std::int64_t> starts_;
+  std::int64_t H_ = 0, images_ = 0;
+  std::size_t line_ = 0;
   std::size_t bytes_;
   std::optional<OneDnnPlan> plan_;
   std::optional<GradPlan> grad_;
@@ -311,6 +392,21 @@ class ConvThunk final : public rt::Thunk {
 
 std::unique_ptr<rt::Thunk> conv_routine(const Node& n, const std::vector<int>& reads, const std::vector<int>& writes) {
   return std::make_unique<ConvThunk>(n, reads, writes);
+}
+
+bool conv_reads_parts(const Node& n) {
+  if (n.op != Op::conv || n.in[0]->op != Op::concatenate || n.in[0]->in.size() < 2) return false;
+  const auto& p = n.attr<attr::Conv>();
+  if (p.lhs_spec[0] != 0 || p.lhs_spec[2] != 1 || n.in[0]->attr<attr::Dimension>().dimension != 1) return false;
+  // The forward form, on the input as it lies (plan_onednn, not prepared;
+  // not a gradient form of plan_backward).
+  const Geometry g(n);
+  if (g.dtype != DType::float32 || (g.operand != DType::float32 && g.operand != DType::bfloat16) || g.rank() > 3 ||
+      g.empty_sum)
+    return false;
+  for (std::size_t j = 0; j < g.rank(); ++j)
+    if (g.p.lhs_dilation[j] != 1 || g.p.pad_lo[j] < 0 || g.p.pad_hi[j] < 0) return false;
+  return !(g.G == 1 && numel(g.kernel) > numel(g.out));
 }
 
 bool conv_in_bfloat16(const Node& n) {

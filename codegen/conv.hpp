@@ -26,6 +26,16 @@ std::unique_ptr<rt::Thunk> conv_routine(const Node& n, const std::vector<int>& r
 // bfloat16 sources where they are converts (a mixed convolution, bfloat16 x
 // bfloat16 -> float32, twice float32's speed on Zen 5).
 bool conv_in_bfloat16(const Node& n);
+// Whether the conv reads its input's parts where the input is a
+// concatenation of them along its first spatial dim, which leads each image
+// (N, rows, ...: an image split by rows with its neighbours' border rows,
+// tracer/halo.cpp), in the forward form oneDNN runs on the input as it lies:
+// each block of images copies its rows of the parts into a buffer of its
+// thread just before oneDNN reads them (the same primitive on the same
+// values: the same bits), instead of a pass that writes the whole
+// concatenation to memory first. Its reads are then the parts and the
+// kernel (codegen/fusion.cpp).
+bool conv_reads_parts(const Node& n);
 // Bytes of workspace the routine needs: the input dilated and padded when
 // oneDNN cannot take its dilation or crop, and the kernel in oneDNN's layout.
 std::size_t conv_workspace(const Node& n);

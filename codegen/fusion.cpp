@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "codegen/conv.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
@@ -89,12 +90,24 @@ FusionPlan plan_fusion(const Graph& g) {
   for (auto& n : order)
     for (auto& x : n->in) ++users[x.get()];
   for (auto& o : g.outputs) plan.materialized.insert(o.get());
+  // Convolutions that read their input's parts (conv_reads_parts): the
+  // concatenation, read only there, is never made.
+  std::unordered_set<const Node*> by_parts;
+  for (auto& n : order)
+    if (conv_reads_parts(*n) && users[n->in[0].get()] == 1 && !plan.materialized.count(n->in[0].get()))
+      by_parts.insert(n.get());
+  auto reads_of = [&](const NodeRef& n) {
+    if (!by_parts.count(n.get())) return n->in;
+    std::vector<NodeRef> r = n->in[0]->in;
+    r.push_back(n->in[1]);
+    return r;
+  };
   for (auto& n : order) {
     if (always_materialized(*n)) plan.materialized.insert(n.get());
     // Library calls and collectives read their operands from memory.
     auto f = op_family(n->op);
     if (f == OpFamily::Dot || f == OpFamily::Collective || f == OpFamily::Library || is_control(*n))
-      for (auto& x : n->in) plan.materialized.insert(x.get());
+      for (auto& x : reads_of(n)) plan.materialized.insert(x.get());
   }
   // Values used more than once: materialise when recomputing them is not cheap.
   // Fused expressions are at most kMaxFusedDepth deep: emission recurses
@@ -135,7 +148,7 @@ FusionPlan plan_fusion(const Graph& g) {
     Step s{updates.count(n.get()) ? StepKind::Update : step_kind(*n), n, {}};
     if (s.kind == StepKind::Update || s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library ||
         s.kind == StepKind::Control)
-      s.reads = n->in;
+      s.reads = reads_of(n);
     else if (s.kind != StepKind::Constant) s.reads = leaves_of(n, plan.materialized);
     plan.steps.push_back(std::move(s));
   }

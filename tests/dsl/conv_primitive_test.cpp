@@ -366,6 +366,58 @@ TEST_CASE("conv with the images split spatially: border rows by collective permu
   CHECK(max_abs_diff(gw(xs, wr), gw(x, w)) < 1e-3);
 }
 
+TEST_CASE("a convolution of rows split over devices reads the tile and its border rows as parts: no concatenation made") {
+  // conv_reads_parts (codegen/conv.hpp): each block of images copies its
+  // rows of the parts into its thread's buffer; the values are the unsplit
+  // ones, in float32 and bfloat16, for blocks of images and for one image
+  // cut into chunks of rows, even and uneven splits, one or both spatial
+  // dims split.
+  std::mt19937 rng(18);
+  const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
+  struct Split {
+    std::int64_t N, H, K;
+    int devices;
+    ts::DType dtype;
+  };
+  for (const auto& c : std::vector<Split>{{32, 16, 3, 8, ts::float32},
+                                          {6, 13, 3, 3, ts::float32},
+                                          {1, 56, 3, 2, ts::float32},
+                                          {2, 40, 5, 2, ts::float32},
+                                          {4, 14, 3, 4, ts::bfloat16},
+                                          {1, 48, 3, 2, ts::bfloat16}}) {
+    CAPTURE(c.N);
+    CAPTURE(c.H);
+    CAPTURE(c.devices);
+    CAPTURE(ts::dtype_name(c.dtype));
+    const Array x = randn(rng, {c.N, c.H, 12, 8}, c.dtype), w = randn(rng, {c.K, c.K, 8, 16}, c.dtype);
+    auto conv = ts::jit([&](const Array& a, const Array& b) {
+      return lax::conv_general_dilated(a, b, {1, 1}, "SAME", {.dimension_numbers = nhwc});
+    });
+    const Array want = conv(x, w);
+    const auto all = ts::devices();
+    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + c.devices), {c.devices}, {"x"});
+    const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
+    const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+    const double tol = c.dtype == ts::bfloat16 ? 0.5 : 1e-4;  // bfloat16: an ulp of the largest sums (about 40); a border row wrong moves them by units
+    CHECK(max_abs_diff(conv(xs, wr), want) < tol);
+    const std::string text = conv.lower(xs, wr).compile().as_text();
+    CHECK(text.find("parts by block") != std::string::npos);
+    CHECK(text.find("root=concatenate") == std::string::npos);
+    CHECK(text.find("all-gather") == std::string::npos);
+  }
+  // Both spatial dims split (2 x 4): the rows' concatenation of the columns' one.
+  const Array x = randn(rng, {4, 12, 16, 8}), w = randn(rng, {3, 3, 8, 8});
+  auto conv = ts::jit([&](const Array& a, const Array& b) {
+    return lax::conv_general_dilated(a, b, {1, 1}, "SAME", {.dimension_numbers = nhwc});
+  });
+  const Array want = conv(x, w);
+  ts::Mesh mesh = ts::make_mesh({2, 4}, {"x", "y"});
+  const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x", "y")));
+  const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+  CHECK(max_abs_diff(conv(xs, wr), want) < 1e-4);
+  CHECK(conv.lower(xs, wr).compile().as_text().find("all-gather") == std::string::npos);
+}
+
 TEST_CASE("conv gradients with the images split spatially: kernel gradients as partial sums, all-reduced; input gradients of strided convolutions by rows; no all-gather") {
   std::mt19937 rng(17);
   const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
