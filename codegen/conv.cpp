@@ -116,7 +116,12 @@ class ConvThunk final : public rt::Thunk {
   }
   // Whether the forward primitive's blocks each take their rows of the
   // parts (gather_rows into a thread's buffer) instead of the whole input.
-  bool by_block() const { return plan_ && !plan_->prepared && !grad_; }
+  // The images are the input's outermost dim: its batch (the forward) or
+  // its features (the kernel's gradient, backward-weights).
+  bool by_block() const {
+    if (grad_) return grad_->form == Form::backward_weights && g_.p.lhs_spec[1] == 0;
+    return plan_ && !plan_->prepared && g_.p.lhs_spec[0] == 0;
+  }
 
   // Rows [row0, row0 + rows) of images [img0, img0 + imgs) of the
   // concatenated input, from its parts, into dst laid out as the whole
@@ -211,7 +216,15 @@ class ConvThunk final : public rt::Thunk {
                                 {DNNL_ARG_SCRATCHPAD, scr}});
         } else {
           void* out = plan.blocks == 1 ? static_cast<void*>(z) : static_cast<void*>(ws + std::size_t(b) * plan.partial_bytes);
-          dnnl::memory src(prim.a, engine(), x + std::size_t(at * g_.xs[1] + x_row) * e),
+          char* from = nullptr;
+          if (parts_.empty()) {
+            from = x + std::size_t(at * g_.xs[1] + x_row) * e;
+          } else {  // the block's images and rows of the parts, laid out as the whole input
+            const MemDims d = prim.a.dims();
+            from = tls_rows.grow(std::size_t((d[0] - 1) * H_ + d[2]) * line_ * e);
+            gather_rows(ctx, from, at, d[0], chunked ? plan.chunk_in[std::size_t(chunk)] : 0, d[2]);
+          }
+          dnnl::memory src(prim.a, engine(), from),
               dd(prim.b, engine(), const_cast<char*>(w) + std::size_t(at * g_.ws[1] + first * g_.ws[2]) * e);
           dnnl::memory dw(prim.c, engine(), prim.c_reorder ? static_cast<void*>(ws + plan.c_offset + std::size_t(b) * prim.c_bytes)
                                                            : out);
@@ -397,16 +410,22 @@ std::unique_ptr<rt::Thunk> conv_routine(const Node& n, const std::vector<int>& r
 bool conv_reads_parts(const Node& n) {
   if (n.op != Op::conv || n.in[0]->op != Op::concatenate || n.in[0]->in.size() < 2) return false;
   const auto& p = n.attr<attr::Conv>();
-  if (p.lhs_spec[0] != 0 || p.lhs_spec[2] != 1 || n.in[0]->attr<attr::Dimension>().dimension != 1) return false;
-  // The forward form, on the input as it lies (plan_onednn, not prepared;
-  // not a gradient form of plan_backward).
+  if (p.lhs_spec[2] != 1 || n.in[0]->attr<attr::Dimension>().dimension != 1) return false;
   const Geometry g(n);
   if (g.dtype != DType::float32 || (g.operand != DType::float32 && g.operand != DType::bfloat16) || g.rank() > 3 ||
       g.empty_sum)
     return false;
-  for (std::size_t j = 0; j < g.rank(); ++j)
-    if (g.p.lhs_dilation[j] != 1 || g.p.pad_lo[j] < 0 || g.p.pad_hi[j] < 0) return false;
-  return !(g.G == 1 && numel(g.kernel) > numel(g.out));
+  bool undilated = true, padded = true;
+  for (std::size_t j = 0; j < g.rank(); ++j) {
+    undilated = undilated && g.p.lhs_dilation[j] == 1;
+    padded = padded && g.p.pad_lo[j] >= 0 && g.p.pad_hi[j] >= 0;
+  }
+  // The kernel's gradient (plan_backward's backward-weights form), whose
+  // images are the input's features; or the forward form on the input as it
+  // lies (plan_onednn, not prepared). Any other plan the thunk makes reads
+  // the parts concatenated whole (the same values, not the gain).
+  if (undilated && g.G == 1 && numel(g.kernel) > numel(g.out)) return p.lhs_spec[1] == 0;
+  return p.lhs_spec[0] == 0 && undilated && padded;
 }
 
 bool conv_in_bfloat16(const Node& n) {

@@ -92,9 +92,15 @@ FusionPlan plan_fusion(const Graph& g) {
   for (auto& o : g.outputs) plan.materialized.insert(o.get());
   // Convolutions that read their input's parts (conv_reads_parts): the
   // concatenation, read only there, is never made.
+  // Every use of it must be such a convolution's input (the forward and the
+  // kernel's gradient read the same one).
+  std::unordered_map<const Node*, int> part_reads;
+  for (auto& n : order)
+    if (conv_reads_parts(*n) && n->in[1] != n->in[0]) ++part_reads[n->in[0].get()];
   std::unordered_set<const Node*> by_parts;
   for (auto& n : order)
-    if (conv_reads_parts(*n) && users[n->in[0].get()] == 1 && !plan.materialized.count(n->in[0].get()))
+    if (conv_reads_parts(*n) && part_reads[n->in[0].get()] == users[n->in[0].get()] &&
+        !plan.materialized.count(n->in[0].get()))
       by_parts.insert(n.get());
   auto reads_of = [&](const NodeRef& n) {
     if (!by_parts.count(n.get())) return n->in;

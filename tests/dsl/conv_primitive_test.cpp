@@ -404,6 +404,28 @@ TEST_CASE("a convolution of rows split over devices reads the tile and its borde
     CHECK(text.find("parts by block") != std::string::npos);
     CHECK(text.find("root=concatenate") == std::string::npos);
     CHECK(text.find("all-gather") == std::string::npos);
+    // Forward and both gradients: the forward and the kernel's gradient
+    // (backward-weights) read the same parts, the input's gradient the
+    // cotangent's.
+    const Array r = randn(rng, {c.N, c.H, 12, 16}, c.dtype);
+    auto fwd_bwd = ts::jit([&](Array a, Array b, Array t) {
+      auto [y, pullback] = ts::vjp([&](Array p, Array q) {
+        return lax::conv_general_dilated(p, q, {1, 1}, "SAME", {.dimension_numbers = nhwc});
+      }, a, b);
+      auto [ga, gb] = pullback(t);
+      return std::make_tuple(y, ga, gb);
+    });
+    const auto [y1, gx1, gw1] = fwd_bwd(x, w, r);
+    const Array rs = ts::device_put(r, ts::NamedSharding(mesh, P(ts::None, "x")));
+    const auto [y8, gx8, gw8] = fwd_bwd(xs, wr, rs);
+    CHECK(max_abs_diff(y8, y1) < tol);
+    CHECK(max_abs_diff(gx8, gx1) < tol);
+    // The kernel gradient sums N * H * 12 products: bfloat16 sums reach about 100 (an ulp of 0.5).
+    CHECK(max_abs_diff(gw8, gw1) < (c.dtype == ts::bfloat16 ? 1.0 : 1e-5 * double(c.N * c.H * 12)));
+    const std::string grads = fwd_bwd.lower(xs, wr, rs).compile().as_text();
+    CHECK(grads.find("backward-weights") != std::string::npos);
+    CHECK(grads.find("root=concatenate") == std::string::npos);
+    CHECK(grads.find("all-gather") == std::string::npos);
   }
   // Both spatial dims split (2 x 4): the rows' concatenation of the columns' one.
   const Array x = randn(rng, {4, 12, 16, 8}), w = randn(rng, {3, 3, 8, 8});
