@@ -117,6 +117,7 @@ void Conv::print(std::ostream& os) const {
   labels(out_spec, 'b', 'f');
   if (feature_group_count != 1) os << ", feature_group_count=" << feature_group_count;
   if (batch_group_count != 1) os << ", batch_group_count=" << batch_group_count;
+  if (kernel_gradient) os << ", kernel_gradient";
 }
 void DebugCallback::print(std::ostream& os) const {
   os << ", callback=" << id << (every_device ? ", every_device" : "") << (ordered ? ", ordered" : "");

@@ -188,9 +188,15 @@ struct Conv {
   std::vector<std::int64_t> strides, pad_lo, pad_hi, lhs_dilation, rhs_dilation;
   std::vector<std::int64_t> lhs_spec, rhs_spec, out_spec;
   std::int64_t feature_group_count = 1, batch_group_count = 1;
+  // Made by the transpose for the kernel's cotangent (JAX's
+  // _conv_general_dilated_transpose_rhs): its rhs is a cotangent spanning
+  // the image, so a spatial dim split over devices is split as a sum over
+  // the cotangent's rows, whatever the sizes (tracer/rules_conv.cpp). The
+  // same values either way; printed as `kernel_gradient`.
+  bool kernel_gradient = false;
   auto fields() const {
     return std::tie(strides, pad_lo, pad_hi, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec, out_spec,
-                    feature_group_count, batch_group_count);
+                    feature_group_count, batch_group_count, kernel_gradient);
   }
   void print(std::ostream& os) const;
 };

@@ -190,11 +190,16 @@ bool haloable(const attr::Conv& p, const Shape& a, const Shape& b, std::size_t j
 }
 // Whether spatial dim j can be split alike in the input and the kernel, as a
 // sum: a kernel gradient's form, whose kernel (the cotangent) spans the
-// image, larger than its result. Each device sums over its own kernel rows,
-// reading the input rows they meet; the partial results are all-reduced.
+// image. Each device sums over its own kernel rows, reading the input rows
+// they meet; the partial results are all-reduced. A conv the transpose made
+// for the kernel's cotangent (kernel_gradient) takes it at any size (a tiny
+// image's cotangent, no larger than the kernel, would otherwise be
+// gathered); any other where its kernel is larger than its result and the
+// rows do not line up.
 bool window_summable(const attr::Conv& p, const Shape& a, const Shape& b, std::size_t j) {
   const Geometry g = geometry(p, a, b);
-  return !haloable(p, a, b, j) && p.lhs_dilation[j] == 1 && p.pad_lo[j] >= 0 && g.out[j] > 0 && g.kernel[j] > g.out[j];
+  if (p.lhs_dilation[j] != 1 || p.pad_lo[j] < 0 || g.out[j] <= 0) return false;
+  return p.kernel_gradient || (!haloable(p, a, b, j) && g.kernel[j] > g.out[j]);
 }
 }  // namespace
 
@@ -319,6 +324,7 @@ void Rule<Op::conv>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
     // _conv_general_dilated_transpose_lhs
     NodeRef w = n.in[1];
     attr::Conv q = p;
+    q.kernel_gradient = false;
     std::int64_t G = p.feature_group_count;
     const std::int64_t B = p.batch_group_count;
     if (G > 1 || B > 1) {
@@ -376,6 +382,7 @@ void Rule<Op::conv>::transpose(NodeTable& t, const Node& n, const NodeRef& ct, c
     q.lhs_spec = swap01(p.lhs_spec);
     q.rhs_spec = swap01(p.out_spec);
     q.out_spec = swap01(p.rhs_spec);
+    q.kernel_gradient = !p.kernel_gradient;  // a kernel gradient's own is a forward's form
     cts[1] = build::conv(t, n.in[0], ct, q);
   }
 }
@@ -413,7 +420,7 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     const auto& A = op_sh[0].dims[std::size_t(p.lhs_spec[2 + j])];
     if (A.empty()) continue;
     const std::int64_t T = b.tiles(A), L = p.pad_lo[j], span = dilate_dim(g.kernel[j], p.rhs_dilation[j]) - 1;
-    Split s{j, !haloable(p, G, K, j), false, std::vector<std::int64_t>(static_cast<std::size_t>(T)), 0, 0, 0, {}};
+    Split s{j, window_summable(p, G, K, j) || !haloable(p, G, K, j), false, std::vector<std::int64_t>(static_cast<std::size_t>(T)), 0, 0, 0, {}};
     if (!s.sum && p.lhs_dilation[j] > 1) {
       // Result rows k * to ..: made from the last row a at or before them
       // whose window starts on an input row ((a - pad_lo) % dilation == 0),

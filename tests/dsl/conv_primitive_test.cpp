@@ -486,6 +486,34 @@ TEST_CASE("conv gradients with the images split spatially: kernel gradients as p
       }
     }
   }
+  // Tiny images: a cotangent with no more rows than the kernel (4 rows and a
+  // 4 x 4 kernel, 3 rows and 3 x 3). The transpose marks the kernel's
+  // gradient (kernel_gradient), which is split as a sum over the
+  // cotangent's rows at any size: before, such a cotangent was gathered.
+  for (const auto& [H, K, n] : std::vector<std::tuple<std::int64_t, std::int64_t, int>>{{4, 4, 2}, {3, 3, 3}, {6, 4, 3}}) {
+    CAPTURE(H);
+    CAPTURE(K);
+    CAPTURE(n);
+    const Array x = randn(rng, {2, H, 5, 3}), w = randn(rng, {K, K, 3, 4});
+    auto f = [&](const Array& a, const Array& b) {
+      return lax::conv_general_dilated(a, b, {1, 1}, "SAME", {.dimension_numbers = nhwc});
+    };
+    const Array r = randn(rng, f(x, w).shape());
+    auto gw = ts::jit([&](const Array& a, const Array& b, const Array& c) {
+      return std::get<1>(ts::vjp(f, a, b).second(c));
+    });
+    const Array want = gw(x, w, r);
+    const auto all = ts::devices();
+    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+    const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
+    const Array rs = ts::device_put(r, ts::NamedSharding(mesh, P(ts::None, "x")));
+    const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+    CHECK(max_abs_diff(gw(xs, wr, rs), want) < 1e-4);
+    const std::string text = gw.lower(xs, wr, rs).compile().as_text();
+    CHECK(text.find("kernel_gradient") != std::string::npos);
+    CHECK(text.find("all-reduce") != std::string::npos);
+    CHECK(text.find("all-gather") == std::string::npos);
+  }
 }
 
 TEST_CASE("bfloat16 convolutions run on oneDNN's bfloat16 kernels where the CPU has AVX512_BF16: within one rounding") {
