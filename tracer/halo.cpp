@@ -91,25 +91,21 @@ NodeRef neighbour_rows(LocalBuilder& b, const NodeRef& x, const std::vector<int>
 }
 
 NodeRef rows_at(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d,
-                const std::vector<std::int64_t>& starts, std::int64_t rows) {
+                const std::vector<std::int64_t>& starts, std::int64_t rows, std::int64_t step) {
   NodeTable& t = b.table();
   const std::int64_t T = std::int64_t(starts.size()), c = x->shape()[std::size_t(d)];
-  if (T != b.tiles(axes) || c <= 0 || rows < 0)
+  if (T != b.tiles(axes) || c <= 0 || rows < 0 || step < 1)
     throw InternalError(detail::cat("halo::rows_at: ", T, " starts for ", b.tiles(axes), " tiles of ", c, " rows"));
   // Per distance δ (sender's tile - receiver's), the rows [lo, hi) of the
   // sender's tile that some receiver needs; every δ in reach of some
   // receiver, senders past the ends included (their receivers get zeros).
   std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> need;
-  for (std::int64_t k = 0; k < T; ++k) {
-    if (rows == 0) break;
-    const std::int64_t first = floor_div(starts[std::size_t(k)], c), last = floor_div(starts[std::size_t(k)] + rows - 1, c);
-    for (std::int64_t u = first; u <= last; ++u) {
-      const std::int64_t lo = std::max(starts[std::size_t(k)], u * c) - u * c,
-                         hi = std::min(starts[std::size_t(k)] + rows, (u + 1) * c) - u * c;
-      auto [it, fresh] = need.try_emplace(u - k, lo, hi);
-      if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+  for (std::int64_t k = 0; k < T; ++k)
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const std::int64_t g = starts[std::size_t(k)] + i * step, u = floor_div(g, c), r = g - u * c;
+      auto [it, fresh] = need.try_emplace(u - k, r, r + 1);
+      if (!fresh) it->second = {std::min(it->second.first, r), std::max(it->second.second, r + 1)};
     }
-  }
   // The parts in order of δ, and where each δ's part starts among them.
   const Tiles tiles(*b.device_mesh(), axes);
   std::vector<NodeRef> parts;
@@ -126,7 +122,7 @@ NodeRef rows_at(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes,
   pos.reserve(std::size_t(T * rows));
   for (std::int64_t k = 0; k < T; ++k)
     for (std::int64_t i = 0; i < rows; ++i) {
-      const std::int64_t g = starts[std::size_t(k)] + i, u = floor_div(g, c);
+      const std::int64_t g = starts[std::size_t(k)] + i * step, u = floor_div(g, c);
       pos.push_back(std::int32_t(at[u - k] + (g - u * c) - need[u - k].first));
     }
   if (parts.empty()) {

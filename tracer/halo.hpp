@@ -26,9 +26,11 @@ NodeRef neighbour_rows(LocalBuilder& b, const NodeRef& x, const std::vector<int>
 // tile sending and the tile receiving (the tile's own rows move nothing),
 // each sending the part of its tile some device needs; then a slice where
 // every device's rows lie alike among the parts (the neighbours' border
-// rows), else a gather by a table of each tile's positions.
+// rows), else a gather by a table of each tile's positions. With a step,
+// the rows starts[k] + i * step (i < rows): only those move (a 1x1 strided
+// convolution's rows).
 NodeRef rows_at(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d,
-                const std::vector<std::int64_t>& starts, std::int64_t rows);
+                const std::vector<std::int64_t>& starts, std::int64_t rows, std::int64_t step = 1);
 
 // A constant int32 array of `shape` holding v (row-major): the tables of
 // each tile's positions or offsets.

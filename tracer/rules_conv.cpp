@@ -414,6 +414,9 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     // of which it keeps `keep` from cut[k] on (none: it makes its own).
     std::int64_t made = 0, keep = 0;
     std::vector<std::int64_t> cut;
+    // A one-row window at a stride: only every step-th row is read, so only
+    // those move, and the convolution runs on them at stride 1.
+    std::int64_t step = 1;
   };
   std::vector<Split> splits;
   for (std::size_t j = 0; j < g.in.size(); ++j) {
@@ -442,6 +445,10 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
       const std::int64_t step = (g.out[j] + T - 1) / T * p.strides[j];  // a device's result rows times the stride
       for (std::int64_t k = 0; k < T; ++k) s.starts[std::size_t(k)] = k * step - L;
       s.rows = step - p.strides[j] + span + 1;
+      if (span == 0 && p.strides[j] > 1) {
+        s.step = p.strides[j];
+        s.rows = step / p.strides[j];
+      }
       s.lines_up = natural.dims[std::size_t(p.out_spec[2 + j])] == A;
     } else {
       const std::int64_t step = (g.kernel[j] + T - 1) / T * p.rhs_dilation[j];  // a device's kernel rows times their dilation
@@ -479,7 +486,8 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     if (!s.lines_up) continue;
     const int d = int(p.lhs_spec[2 + s.j]);
     const auto& A = xs.dims[std::size_t(d)];
-    x = halo::rows_at(b, x, A, d, s.starts, s.rows);
+    x = halo::rows_at(b, x, A, d, s.starts, s.rows, s.step);
+    if (s.step > 1) q.strides[s.j] = 1;
     q.pad_lo[s.j] = 0;
     // Undilated: the rows read make the device's result rows exactly.
     q.pad_hi[s.j] = s.made == 0 ? 0 : s.made + dilate_dim(g.kernel[s.j], p.rhs_dilation[s.j]) - 1 - dilate_dim(s.rows, p.lhs_dilation[s.j]);

@@ -343,6 +343,9 @@ TEST_CASE("conv with the images split spatially: border rows by collective permu
       const std::string text = conv.lower(xs, wr).compile().as_text();
       CHECK(text.find("all-gather") == std::string::npos);
       if (c.K > 1) CHECK(text.find("collective-permute") != std::string::npos);
+      // A one-row window at a stride reads every stride-th row: only those
+      // are taken, and the device convolves them at stride 1 along the rows.
+      if (c.K == 1 && c.strides[0] > 1) CHECK(text.find("window={stride=1x" + std::to_string(c.strides[1])) != std::string::npos);
     }
   }
   // Both spatial dims split on a 2 x 4 mesh: the corners come with the second exchange.
