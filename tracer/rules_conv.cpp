@@ -414,8 +414,9 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     // of which it keeps `keep` from cut[k] on (none: it makes its own).
     std::int64_t made = 0, keep = 0;
     std::vector<std::int64_t> cut;
-    // A one-row window at a stride: only every step-th row is read, so only
-    // those move, and the convolution runs on them at stride 1.
+    // A one-row window at a stride (or a sum's one result row over a
+    // dilated kernel): only every step-th row is read, so only those move,
+    // and the convolution runs on them at stride (dilation) 1.
     std::int64_t step = 1;
   };
   std::vector<Split> splits;
@@ -454,6 +455,10 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
       const std::int64_t step = (g.kernel[j] + T - 1) / T * p.rhs_dilation[j];  // a device's kernel rows times their dilation
       for (std::int64_t k = 0; k < T; ++k) s.starts[std::size_t(k)] = k * step - L;
       s.rows = step - p.rhs_dilation[j] + dilate_dim(g.out[j], p.strides[j]);
+      if (g.out[j] == 1 && p.rhs_dilation[j] > 1) {  // a 1x1 strided layer's kernel gradient: every dilation-th row
+        s.step = p.rhs_dilation[j];
+        s.rows = step / p.rhs_dilation[j];
+      }
       s.lines_up = op_sh[1].dims[std::size_t(p.rhs_spec[2 + j])] == A && p.lhs_dilation[j] == 1;
     }
     s.lines_up = s.lines_up && L >= 0;
@@ -487,7 +492,7 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     const int d = int(p.lhs_spec[2 + s.j]);
     const auto& A = xs.dims[std::size_t(d)];
     x = halo::rows_at(b, x, A, d, s.starts, s.rows, s.step);
-    if (s.step > 1) q.strides[s.j] = 1;
+    if (s.step > 1) (s.sum ? q.rhs_dilation : q.strides)[s.j] = 1;
     q.pad_lo[s.j] = 0;
     // Undilated: the rows read make the device's result rows exactly.
     q.pad_hi[s.j] = s.made == 0 ? 0 : s.made + dilate_dim(g.kernel[s.j], p.rhs_dilation[s.j]) - 1 - dilate_dim(s.rows, p.lhs_dilation[s.j]);

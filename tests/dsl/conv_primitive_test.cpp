@@ -489,6 +489,33 @@ TEST_CASE("conv gradients with the images split spatially: kernel gradients as p
       }
     }
   }
+  // A 1x1 stride-2 layer (16 and 13 rows): its kernel gradient reads every
+  // other row of the input, its sum runs over them undilated; the input
+  // gradient's values too.
+  for (std::int64_t H : {16, 13}) {
+    const Array x = randn(rng, {2, H, 6, 3}), w = randn(rng, {1, 1, 3, 4});
+    auto f = [&](const Array& a, const Array& b) {
+      return lax::conv_general_dilated(a, b, {2, 2}, "VALID", {.dimension_numbers = nhwc});
+    };
+    const Array r = randn(rng, f(x, w).shape());
+    auto g = ts::jit([&](const Array& a, const Array& b, const Array& c) { return ts::vjp(f, a, b).second(c); });
+    const auto [want_x, want_w] = g(x, w, r);
+    for (int n : {2, 3, 4, 8}) {
+      CAPTURE(H);
+      CAPTURE(n);
+      const auto all = ts::devices();
+      ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+      const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
+      const Array rs = ts::device_put(r, ts::NamedSharding(mesh, P(ts::None, "x")));
+      const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+      const auto [dx, dw] = g(xs, wr, rs);
+      CHECK(max_abs_diff(dx, want_x) < 1e-4);
+      CHECK(max_abs_diff(dw, want_w) < 1e-4);
+      const std::string text = g.lower(xs, wr, rs).compile().as_text();
+      CHECK(text.find("all-gather") == std::string::npos);
+      CHECK(text.find("rhs_dilate=2x") == std::string::npos);  // the sum undilated along the split rows
+    }
+  }
   // Tiny images: a cotangent with no more rows than the kernel (4 rows and a
   // 4 x 4 kernel, 3 rows and 3 x 3). The transpose marks the kernel's
   // gradient (kernel_gradient), which is split as a sum over the
