@@ -44,11 +44,12 @@ Proposal propose(const FactorRule& r, const std::vector<std::vector<int>>& dims,
       if (fi >= dims[d].size()) break;
       std::int64_t size = axes[a].size;
       if (left % size != 0) {
-        // A dim of one factor may split unevenly (padded tiles), as long as
-        // every tile holds something; in compound dims tiles must nest.
-        std::int64_t split = size;
-        for (int b : p.axes[dims[d][fi]]) split *= axes[b].size;
-        if (dims[d].size() != 1 || split > r.sizes[dims[d][fi]]) break;
+        // A dim of one factor may split unevenly (padded tiles), even over
+        // more tiles than it has rows (tiles of padding only, as 13 rows
+        // over 8 tiles of 2 already leave the last: 4 pooled rows of an
+        // image split over 8 devices stay split, never gathered); in
+        // compound dims tiles must nest.
+        if (dims[d].size() != 1) break;
         p.axes[dims[d][fi]].push_back(a);
         left = 1;
         continue;
