@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/common/interp_check.hpp"
@@ -47,6 +48,14 @@ struct Config {
   ts::DType dtype;
   const char* runs;  // what the compiled text names
 };
+
+// x and r with their rows (dim 1) split over the first n devices, w replicated.
+std::tuple<Array, Array, Array> split_rows(const Array& x, const Array& r, const Array& w, int n) {
+  const auto all = ts::devices();
+  ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
+  return {ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x"))),
+          ts::device_put(r, ts::NamedSharding(mesh, P(ts::None, "x"))), ts::device_put(w, ts::NamedSharding(mesh, P()))};
+}
 
 // c against the interpreter (eager and under jit); returns its compiled text.
 std::string check_config(std::mt19937& rng, const Config& c) {
@@ -373,8 +382,7 @@ TEST_CASE("a convolution of rows split over devices reads the tile and its borde
   // conv_reads_parts (codegen/conv.hpp): each block of images copies its
   // rows of the parts into its thread's buffer; the values are the unsplit
   // ones, in float32 and bfloat16, for blocks of images and for one image
-  // cut into chunks of rows, even and uneven splits, one or both spatial
-  // dims split.
+  // cut into chunks of rows, even and uneven splits.
   std::mt19937 rng(18);
   const std::vector<std::string> nhwc{"NHWC", "HWIO", "NHWC"};
   struct Split {
@@ -430,17 +438,7 @@ TEST_CASE("a convolution of rows split over devices reads the tile and its borde
     CHECK(grads.find("root=concatenate") == std::string::npos);
     CHECK(grads.find("all-gather") == std::string::npos);
   }
-  // Both spatial dims split (2 x 4): the rows' concatenation of the columns' one.
-  const Array x = randn(rng, {4, 12, 16, 8}), w = randn(rng, {3, 3, 8, 8});
-  auto conv = ts::jit([&](const Array& a, const Array& b) {
-    return lax::conv_general_dilated(a, b, {1, 1}, "SAME", {.dimension_numbers = nhwc});
-  });
-  const Array want = conv(x, w);
-  ts::Mesh mesh = ts::make_mesh({2, 4}, {"x", "y"});
-  const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x", "y")));
-  const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
-  CHECK(max_abs_diff(conv(xs, wr), want) < 1e-4);
-  CHECK(conv.lower(xs, wr).compile().as_text().find("all-gather") == std::string::npos);
+  // (Both spatial dims split on a 2 x 4 mesh: the test above.)
 }
 
 TEST_CASE("conv gradients with the images split spatially: kernel gradients as partial sums, all-reduced; input gradients of strided convolutions by rows; no all-gather") {
@@ -464,11 +462,7 @@ TEST_CASE("conv gradients with the images split spatially: kernel gradients as p
       const Array want = gw(x, w, r), want_x = gx(x, w, r);
       for (int n : {2, 3, 4, 6, 8}) {
         CAPTURE(n);
-        const auto all = ts::devices();
-        ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
-        const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
-        const Array rs = ts::device_put(r, ts::NamedSharding(mesh, P(ts::None, "x")));
-        const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+        const auto [xs, rs, wr] = split_rows(x, r, w, n);
         CHECK(max_abs_diff(gw(xs, wr, rs), want) < 1e-4);
         const std::string text = gw.lower(xs, wr, rs).compile().as_text();
         // Each device sums over its own rows of the cotangent, reading the input rows they
@@ -503,11 +497,7 @@ TEST_CASE("conv gradients with the images split spatially: kernel gradients as p
     for (int n : {2, 3, 4, 8}) {
       CAPTURE(H);
       CAPTURE(n);
-      const auto all = ts::devices();
-      ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
-      const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
-      const Array rs = ts::device_put(r, ts::NamedSharding(mesh, P(ts::None, "x")));
-      const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+      const auto [xs, rs, wr] = split_rows(x, r, w, n);
       const auto [dx, dw] = g(xs, wr, rs);
       CHECK(max_abs_diff(dx, want_x) < 1e-4);
       CHECK(max_abs_diff(dw, want_w) < 1e-4);
@@ -533,11 +523,7 @@ TEST_CASE("conv gradients with the images split spatially: kernel gradients as p
       return std::get<1>(ts::vjp(f, a, b).second(c));
     });
     const Array want = gw(x, w, r);
-    const auto all = ts::devices();
-    ts::Mesh mesh(std::vector<ts::Device>(all.begin(), all.begin() + n), {n}, {"x"});
-    const Array xs = ts::device_put(x, ts::NamedSharding(mesh, P(ts::None, "x")));
-    const Array rs = ts::device_put(r, ts::NamedSharding(mesh, P(ts::None, "x")));
-    const Array wr = ts::device_put(w, ts::NamedSharding(mesh, P()));
+    const auto [xs, rs, wr] = split_rows(x, r, w, n);
     CHECK(max_abs_diff(gw(xs, wr, rs), want) < 1e-4);
     const std::string text = gw.lower(xs, wr, rs).compile().as_text();
     CHECK(text.find("kernel_gradient") != std::string::npos);
