@@ -19,7 +19,9 @@ using detail::cat;
 using namespace conv_plan;
 
 // One thread's block of a concatenated input (ConvThunk::gather_rows),
-// kept between calls: the block is written and read while it is in L2.
+// kept between calls (it grows to the largest block the thread has run):
+// a chunk of rows, or a block of a few images, is written and read while
+// it is in L2.
 struct RowsBuffer {
   void* p = nullptr;
   std::size_t bytes = 0;
@@ -410,7 +412,7 @@ std::unique_ptr<rt::Thunk> conv_routine(const Node& n, const std::vector<int>& r
 bool conv_reads_parts(const Node& n) {
   if (n.op != Op::conv || n.in[0]->op != Op::concatenate || n.in[0]->in.size() < 2) return false;
   const auto& p = n.attr<attr::Conv>();
-  if (p.lhs_spec[2] != 1 || n.in[0]->attr<attr::Dimension>().dimension != 1) return false;
+  if (p.lhs_spec.size() < 3 || p.lhs_spec[2] != 1 || n.in[0]->attr<attr::Dimension>().dimension != 1) return false;
   const Geometry g(n);
   if (g.dtype != DType::float32 || (g.operand != DType::float32 && g.operand != DType::bfloat16) || g.rank() > 3 ||
       g.empty_sum)

@@ -27,8 +27,9 @@ NodeRef neighbour_rows(LocalBuilder& b, const NodeRef& x, const std::vector<int>
 // each sending the part of its tile some device needs; then a slice where
 // every device's rows lie alike among the parts (the neighbours' border
 // rows), else a gather by a table of each tile's positions. With a step,
-// the rows starts[k] + i * step (i < rows): only those move (a 1x1 strided
-// convolution's rows).
+// the rows starts[k] + i * step (i < rows): a 1x1 strided convolution's
+// rows; each permute still sends the range its receivers' rows span, and
+// the device gathers only its own.
 NodeRef rows_at(LocalBuilder& b, const NodeRef& x, const std::vector<int>& axes, int d,
                 const std::vector<std::int64_t>& starts, std::int64_t rows, std::int64_t step = 1);
 

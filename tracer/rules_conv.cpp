@@ -415,8 +415,8 @@ NodeRef Rule<Op::conv>::local(LocalBuilder& b, const Node& n, const std::vector<
     std::int64_t made = 0, keep = 0;
     std::vector<std::int64_t> cut;
     // A one-row window at a stride (or a sum's one result row over a
-    // dilated kernel): only every step-th row is read, so only those move,
-    // and the convolution runs on them at stride (dilation) 1.
+    // dilated kernel): only every step-th row is read, so only those are
+    // gathered, and the convolution runs on them at stride (dilation) 1.
     std::int64_t step = 1;
   };
   std::vector<Split> splits;

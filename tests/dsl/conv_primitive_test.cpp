@@ -438,7 +438,14 @@ TEST_CASE("a convolution of rows split over devices reads the tile and its borde
     CHECK(grads.find("root=concatenate") == std::string::npos);
     CHECK(grads.find("all-gather") == std::string::npos);
   }
-  // (Both spatial dims split on a 2 x 4 mesh: the test above.)
+  // (Both spatial dims split on a 2 x 4 mesh: the test above.) No spatial
+  // dims: a concatenation of features is no image's rows, read whole; the
+  // product of the features.
+  const Array a = randn(rng, {4, 3}), c = randn(rng, {4, 5}), w = randn(rng, {6, 8});
+  auto flat = ts::jit([&](const Array& p, const Array& q, const Array& k) {
+    return lax::conv_general_dilated(ts::concatenate({p, q}, 1), k, {}, "VALID");
+  });
+  CHECK(max_abs_diff(flat(a, c, w), ts::matmul(ts::concatenate({a, c}, 1), w.T())) < 1e-5);
 }
 
 TEST_CASE("conv gradients with the images split spatially: kernel gradients as partial sums, all-reduced; input gradients of strided convolutions by rows; no all-gather") {
