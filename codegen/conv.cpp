@@ -142,6 +142,17 @@ class ConvThunk final : public rt::Thunk {
     }
   }
 
+  // A block's input from the parts: its images from img0 and rows from
+  // row0, as many as the primitive's source `md` has (dims: images,
+  // features, rows, ...), into this thread's buffer laid out as the whole
+  // input.
+  char* block_input(const rt::ExecContext& ctx, const dnnl::memory::desc& md, std::int64_t img0, std::int64_t row0) const {
+    const MemDims d = md.dims();
+    char* at = tls_rows.grow(std::size_t((d[0] - 1) * H_ + d[2]) * line_ * dtype_size(g_.operand));
+    gather_rows(ctx, at, img0, d[0], row0, d[2]);
+    return at;
+  }
+
   void run_whole(rt::ExecContext& ctx) const {
     auto parallel = [&](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& f) {
       if (ctx.machine_wide) rt::parallel_for_machine(0, n, 1, f);
@@ -218,14 +229,8 @@ class ConvThunk final : public rt::Thunk {
                                 {DNNL_ARG_SCRATCHPAD, scr}});
         } else {
           void* out = plan.blocks == 1 ? static_cast<void*>(z) : static_cast<void*>(ws + std::size_t(b) * plan.partial_bytes);
-          char* from = nullptr;
-          if (parts_.empty()) {
-            from = x + std::size_t(at * g_.xs[1] + x_row) * e;
-          } else {  // the block's images and rows of the parts, laid out as the whole input
-            const MemDims d = prim.a.dims();
-            from = tls_rows.grow(std::size_t((d[0] - 1) * H_ + d[2]) * line_ * e);
-            gather_rows(ctx, from, at, d[0], chunked ? plan.chunk_in[std::size_t(chunk)] : 0, d[2]);
-          }
+          char* from = parts_.empty() ? x + std::size_t(at * g_.xs[1] + x_row) * e
+                                      : block_input(ctx, prim.a, at, chunked ? plan.chunk_in[std::size_t(chunk)] : 0);
           dnnl::memory src(prim.a, engine(), from),
               dd(prim.b, engine(), const_cast<char*>(w) + std::size_t(at * g_.ws[1] + first * g_.ws[2]) * e);
           dnnl::memory dw(prim.c, engine(), prim.c_reorder ? static_cast<void*>(ws + plan.c_offset + std::size_t(b) * prim.c_bytes)
@@ -326,14 +331,9 @@ class ConvThunk final : public rt::Thunk {
                                                : block_prim(plan.prims, b, plan.blocks);
         const std::int64_t src_row = plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] * src_row_stride : 0,
                            dst_row = plan.row_chunks > 1 ? plan.chunk_out[std::size_t(chunk)] * g_.zs[2] : 0;
-        char* from = nullptr;
-        if (parts_.empty()) {
-          from = const_cast<char*>(src) + std::size_t((bg * Nb + n0) * src_batch_stride + src_row) * e;
-        } else {  // the block's images and rows of the parts, laid out as the whole input
-          const MemDims d = prim.src.dims();
-          from = tls_rows.grow(std::size_t((d[0] - 1) * H_ + d[2]) * line_ * e);
-          gather_rows(ctx, from, bg * Nb + n0, d[0], plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] : 0, d[2]);
-        }
+        char* from = parts_.empty()
+                         ? const_cast<char*>(src) + std::size_t((bg * Nb + n0) * src_batch_stride + src_row) * e
+                         : block_input(ctx, prim.src, bg * Nb + n0, plan.row_chunks > 1 ? plan.chunk_in[std::size_t(chunk)] : 0);
         dnnl::memory src_m(prim.src, engine(), from);
         void* wei = prim.reordered ? static_cast<void*>(ws + prim.wei_offset + std::size_t(bg) * prim.wei_bytes)
                                  : static_cast<void*>(w + std::size_t(bg * Ob * g_.ws[0]) * e);
@@ -417,17 +417,12 @@ bool conv_reads_parts(const Node& n) {
   if (g.dtype != DType::float32 || (g.operand != DType::float32 && g.operand != DType::bfloat16) || g.rank() > 3 ||
       g.empty_sum)
     return false;
-  bool undilated = true, padded = true;
-  for (std::size_t j = 0; j < g.rank(); ++j) {
-    undilated = undilated && g.p.lhs_dilation[j] == 1;
-    padded = padded && g.p.pad_lo[j] >= 0 && g.p.pad_hi[j] >= 0;
-  }
   // The kernel's gradient (plan_backward's backward-weights form), whose
   // images are the input's features; or the forward form on the input as it
   // lies (plan_onednn, not prepared). Any other plan the thunk makes reads
   // the parts concatenated whole (the same values, not the gain).
-  if (undilated && g.G == 1 && numel(g.kernel) > numel(g.out)) return p.lhs_spec[1] == 0;
-  return p.lhs_spec[0] == 0 && undilated && padded;
+  if (g.weights_form()) return p.lhs_spec[1] == 0;
+  return p.lhs_spec[0] == 0 && g.input_as_it_lies();
 }
 
 bool conv_in_bfloat16(const Node& n) {

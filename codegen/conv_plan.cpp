@@ -95,8 +95,7 @@ std::optional<OneDnnPlan> plan_onednn(const Geometry& g) {
   if (!bf16 && g.operand != DType::float32) return std::nullopt;
   const std::int64_t Nb = g.N / g.B, Ob = g.O / g.B;  // one batch group's
   OneDnnPlan plan;
-  for (std::size_t j = 0; j < k; ++j)
-    if (g.p.lhs_dilation[j] != 1 || g.p.pad_lo[j] < 0 || g.p.pad_hi[j] < 0) plan.prepared = true;
+  plan.prepared = !g.input_as_it_lies();
   if (bf16 && plan.prepared) return std::nullopt;  // the prepared input is float32
   MemDims src_strides, pad_l, pad_r, strides, dilates;
   if (plan.prepared) {
@@ -227,10 +226,9 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk) {
   const std::size_t k = g.rank();
   if (g.dtype != DType::float32 || k < 1 || k > 3 || g.empty_sum) return std::nullopt;
   if (g.operand != DType::float32 && g.operand != DType::bfloat16) return std::nullopt;
-  bool dilated = false, unit_strides = true, undilated = true;
+  bool dilated = false, unit_strides = true;
   for (std::size_t j = 0; j < k; ++j) {
     dilated = dilated || g.p.lhs_dilation[j] > 1;
-    undilated = undilated && g.p.lhs_dilation[j] == 1;
     unit_strides = unit_strides && g.p.strides[j] == 1;
   }
   GradPlan plan;
@@ -262,7 +260,7 @@ std::optional<GradPlan> plan_backward(const Geometry& g, bool chunk) {
                                                               g.p.rhs_dilation[0], pl[0])
                                             : std::nullopt;
     row_kinds = chunks ? plan.take(*chunks, g.N) : std::vector<RowChunks::Kind>{{g.out[0], g.in[0], pl[0], pr[0]}};
-  } else if (undilated && g.G == 1 && numel(g.kernel) > numel(g.out)) {
+  } else if (g.weights_form()) {
     // The kernel's gradient: result = backward_weights(src = lhs with its
     // batch and features swapped, diff_dst = rhs likewise).
     plan.form = Form::backward_weights;

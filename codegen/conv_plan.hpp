@@ -8,6 +8,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -140,6 +141,21 @@ struct Geometry {
     flops = 2 * double(numel(o)) * double(I) * double(numel(kernel));
   }
   std::size_t rank() const { return in.size(); }
+  // No input dilation.
+  bool undilated() const {
+    return std::all_of(p.lhs_dilation.begin(), p.lhs_dilation.end(), [](std::int64_t d) { return d == 1; });
+  }
+  // oneDNN's forward takes the input as it lies: no input dilation, no
+  // negative pad (else plan_onednn prepares it in the workspace).
+  bool input_as_it_lies() const {
+    for (std::size_t j = 0; j < rank(); ++j)
+      if (p.lhs_dilation[j] != 1 || p.pad_lo[j] < 0 || p.pad_hi[j] < 0) return false;
+    return true;
+  }
+  // The kernel gradient's form plan_backward runs as backward-weights: no
+  // input dilation or feature groups, the kernel (a cotangent) larger than
+  // the result.
+  bool weights_form() const { return undilated() && G == 1 && numel(kernel) > numel(out); }
 };
 
 // oneDNN's forward convolution for f32 with 1-3 spatial dims. Batch groups

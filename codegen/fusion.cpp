@@ -91,17 +91,20 @@ FusionPlan plan_fusion(const Graph& g) {
     for (auto& x : n->in) ++users[x.get()];
   for (auto& o : g.outputs) plan.materialized.insert(o.get());
   // Convolutions that read their input's parts (conv_reads_parts): the
-  // concatenation, read only there, is never made.
-  // Every use of it must be such a convolution's input (the forward and the
-  // kernel's gradient read the same one).
+  // concatenation is never made where every use of it is such a
+  // convolution's input (the forward and the kernel's gradient read the
+  // same one).
+  std::vector<const Node*> candidates;
   std::unordered_map<const Node*, int> part_reads;
   for (auto& n : order)
-    if (conv_reads_parts(*n) && n->in[1] != n->in[0]) ++part_reads[n->in[0].get()];
+    if (conv_reads_parts(*n) && n->in[1] != n->in[0]) {
+      candidates.push_back(n.get());
+      ++part_reads[n->in[0].get()];
+    }
   std::unordered_set<const Node*> by_parts;
-  for (auto& n : order)
-    if (conv_reads_parts(*n) && part_reads[n->in[0].get()] == users[n->in[0].get()] &&
-        !plan.materialized.count(n->in[0].get()))
-      by_parts.insert(n.get());
+  for (const Node* n : candidates)
+    if (part_reads[n->in[0].get()] == users[n->in[0].get()] && !plan.materialized.count(n->in[0].get()))
+      by_parts.insert(n);
   auto reads_of = [&](const NodeRef& n) {
     if (!by_parts.count(n.get())) return n->in;
     std::vector<NodeRef> r = n->in[0]->in;
