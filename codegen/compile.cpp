@@ -19,6 +19,7 @@
 #include "codegen/emit.hpp"
 #include "codegen/fold.hpp"
 #include "codegen/fusion.hpp"
+#include "codegen/transpose.hpp"
 #include "codegen/transpose_folding.hpp"
 #include "codegen/update.hpp"
 #include "runtime/collectives.hpp"
@@ -789,6 +790,7 @@ CompiledProgram compile(const Graph& program, const CompileOptions& options) {
         break;
       case StepKind::Control: break;  // above
       case StepKind::Update: thunk = make_update_thunk(*step.node, reads, out); break;
+      case StepKind::Transpose: thunk = make_transpose_thunk(*step.node, reads[0], out); break;
       case StepKind::AxisIndex:
         thunk = std::make_unique<AxisIndexThunk>(step.node->attr<attr::AxisIndex>().mesh,
                                                  step.node->attr<attr::AxisIndex>().axes, out);

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "codegen/conv.hpp"
+#include "codegen/transpose.hpp"
 #include "tessel/core/errors.hpp"
 
 namespace tessel::codegen {
@@ -113,6 +114,10 @@ FusionPlan plan_fusion(const Graph& g) {
   };
   for (auto& n : order) {
     if (always_materialized(*n)) plan.materialized.insert(n.get());
+    // A large transpose moving the last dim and its operand are in memory:
+    // read inside a loop nest, each of its elements would be a line of its
+    // own (codegen/transpose.hpp).
+    if (transposes_by_blocks(*n)) plan.materialized.insert({n.get(), n->in[0].get()});
     // Library calls and collectives read their operands from memory.
     auto f = op_family(n->op);
     if (f == OpFamily::Dot || f == OpFamily::Collective || f == OpFamily::Library || is_control(*n))
@@ -154,8 +159,8 @@ FusionPlan plan_fusion(const Graph& g) {
   for (auto& n : order) {
     if (!plan.materialized.count(n.get()) || n->op == Op::parameter) continue;
     if (n->op == Op::get_tuple_element) continue;  // an element of a tuple-valued op's results: its step writes it
-    Step s{updates.count(n.get()) ? StepKind::Update : step_kind(*n), n, {}};
-    if (s.kind == StepKind::Update || s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library ||
+    Step s{updates.count(n.get()) ? StepKind::Update : transposes_by_blocks(*n) ? StepKind::Transpose : step_kind(*n), n, {}};
+    if (s.kind == StepKind::Update || s.kind == StepKind::Transpose || s.kind == StepKind::Dot || s.kind == StepKind::Collective || s.kind == StepKind::Library ||
         s.kind == StepKind::Control)
       s.reads = reads_of(n);
     else if (s.kind != StepKind::Constant) s.reads = leaves_of(n, plan.materialized);

@@ -29,6 +29,7 @@ enum class StepKind {
   Library,     // a library routine on whole arrays (codegen/library.hpp)
   Control,     // cond, while, scan: their regions run as executables of their own
   Update,      // dynamic_update_slice of a small window: the operand copied (or written over, when dead), then the window
+  Transpose,   // a large transpose moving the last dim, copied by blocks from its operand in memory (codegen/transpose.hpp)
 };
 
 struct Step {
