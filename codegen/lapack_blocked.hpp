@@ -60,20 +60,25 @@ void solve_left(const T* a, std::int64_t lda, bool lower, bool transpose, bool u
 // Whether an n x n cholesky runs blocked (else in LAPACK's potrf).
 bool cholesky_runs_blocked(std::int64_t n);
 // a (n x n, row-major; its lower triangle read) overwritten by L, lower with
-// L L^T = a and zeros above the diagonal, by the blocked right-looking
-// algorithm: per panel step LAPACK's potrf of the diagonal block, then as
-// tasks over blocks of rows L21 = A21 L11^-T (solve_left on the block
-// transposed) and A22 -= L21 L21^T (tessel's GEMM; each block's columns up
-// to its last row). Returns 0, or like potrf's info the 1-based column
-// where a leading minor is not positive definite (a then partly factored).
-// The same bits on any number of threads.
+// L L^T = a and zeros above the diagonal, by halves (recursively): L11 of
+// the first half, then as tasks L21 = A21 L11^-T (solve_left on blocks of
+// rows transposed) and A22 -= L21 L21^T (tessel's GEMM on square tiles on
+// and below the diagonal), then L22; LAPACK's potrf for blocks of at most
+// 128. Returns 0, or like potrf's info the 1-based column where a leading
+// minor is not positive definite (a then partly factored). The same bits
+// on any number of threads.
 template <class T>
 int blocked_cholesky(T* a, std::int64_t n, int threads, const gemm::ParallelFor& parallel);
 
 // Whether a left-side triangular solve of n rows and `cols` right-hand
 // sides runs as solve_left_tasks (else in LAPACK's trsm).
 bool solve_runs_blocked(std::int64_t n, std::int64_t cols);
-// solve_left over column blocks of X run as tasks through `parallel`.
+// solve_left over column blocks of X run as tasks through `parallel`. A
+// forward substitution (op(a) lower) of many columns whose right-hand sides
+// start with rows of zeros (inv's permuted identity) skips them: the
+// columns taken in the order of their first nonzero row, each block solves
+// only the rows from its first one (a's rows below them finite: the skipped
+// rows would stay zero), a third of the work for an identity.
 template <class T>
 void solve_left_tasks(const T* a, std::int64_t lda, bool lower, bool transpose, bool unit, T* X, std::int64_t ldx,
                       std::int64_t n, std::int64_t cols, int threads, const gemm::ParallelFor& parallel);

@@ -5,6 +5,8 @@
 // one thread and several.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -143,6 +145,59 @@ TEST_CASE("a left-side triangular solve with many right-hand sides runs blocked:
     Array b = rand_mat(13, {n, 200}, t);
     CHECK(max_abs(ts::matmul(a.astype(ts::float64), la::solve(a, b).astype(ts::float64)) - b.astype(ts::float64)) < tol);
   }
+}
+
+TEST_CASE("a forward substitution skips right-hand sides' leading zero rows: the reference interpreter's solution, zeros and NaNs") {
+  const std::int64_t n = 300, k = 300;
+  // Right-hand sides with leading zero rows: a permuted identity (inv's), and
+  // random columns, each zero above a random row (some all zero).
+  std::mt19937 rng(21);
+  std::vector<std::int64_t> perm(static_cast<size_t>(k));
+  for (std::int64_t j = 0; j < k; ++j) perm[size_t(j)] = j;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<double> pid(size_t(n * k), 0.0), lead(size_t(n * k), 0.0);
+  std::vector<std::int64_t> first(static_cast<size_t>(k));
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::uniform_int_distribution<std::int64_t> row(0, n + 20);
+  for (std::int64_t j = 0; j < k; ++j) {
+    pid[size_t(perm[size_t(j)] * k + j)] = 1.0;
+    first[size_t(j)] = std::min(n, row(rng));
+    for (std::int64_t i = first[size_t(j)]; i < n; ++i) lead[size_t(i * k + j)] = u(rng);
+  }
+  for (auto t : {ts::float32, ts::float64})
+    for (int flags : {1, 5, 2, 6}) {  // lower, unit lower, upper transposed, unit upper transposed: all forward
+      la::TriangularSolveOptions o{.left_side = true, .lower = bool(flags & 1), .transpose_a = bool(flags & 2),
+                                   .unit_diagonal = bool(flags & 4)};
+      CAPTURE(ts::dtype_name(t));
+      CAPTURE(flags);
+      Array a = (rand_mat(22, {n, n}, ts::float64) * 0.1 + 2.0 * ts::eye(n, std::nullopt, 0, ts::float64)).astype(t);
+      auto fn = [o](const std::vector<Array>& x) { return std::vector<Array>{la::triangular_solve(x[0], x[1], o)}; };
+      auto f = ts::jit([o](const Array& x, const Array& y) { return la::triangular_solve(x, y, o); });
+      const double tol = t == ts::float32 ? 1e-4 : 1e-12;
+      for (const auto* rhs : {&pid, &lead}) {
+        Array b = ts::array(*rhs, {n, k}).astype(t);
+        CHECK(f.lower(a, b).compile().as_text().find("blocked with tessel's GEMM") != std::string::npos);
+        const Array x = f(a, b);
+        CHECK(ts::testing::compare_arrays(ts::testing::host_of(x), ts::testing::interpret_fn(fn, {a, b})[0], tol, tol) == "");
+        // Rows above a column's first nonzero are exactly zero.
+        const auto xv = x.astype(ts::float64).to_vector<double>();
+        bool zeros = true;
+        for (std::int64_t j = 0; j < k; ++j)
+          for (std::int64_t i = 0; i < (rhs == &pid ? perm[size_t(j)] : first[size_t(j)]); ++i) zeros = zeros && xv[size_t(i * k + j)] == 0.0;
+        CHECK(zeros);
+      }
+      // A non-finite entry of the triangle below a skipped row, or a zero
+      // diagonal: the full substitution's NaNs (inf * 0, 0 / 0), as the interpreter's.
+      for (int bad = 0; bad < 2; ++bad) {
+        std::vector<double> av = a.astype(ts::float64).to_vector<double>();
+        if (bad == 0) av[size_t(o.transpose_a ? 10 * n + 250 : 250 * n + 10)] = INFINITY;
+        else av[size_t(40 * n + 40)] = 0.0;
+        Array ab = ts::array(av, {n, n}).astype(t);
+        Array b = ts::array(pid, {n, k}).astype(t);
+        const auto want = ts::testing::interpret_fn(fn, {ab, b})[0];
+        CHECK(ts::testing::compare_arrays(ts::testing::host_of(f(ab, b)), want, tol, tol) == "");
+      }
+    }
 }
 
 TEST_CASE("a large cholesky runs blocked: the reference interpreter's factor, NaN when not positive definite, the same bits on any thread count") {
