@@ -317,6 +317,18 @@ TESSEL_LOWER(pad) {
 TESSEL_LOWER(concatenate) {
   auto& b = e.b;
   const std::int64_t d = n.attr<attr::Dimension>().dimension;
+  if (idx[std::size_t(d)] == e.piece_iv) {  // in one operand's range throughout
+    std::int64_t offset = 0;
+    for (const auto& x : n.in) {
+      const std::int64_t len = x->shape()[std::size_t(d)];
+      if (offset <= e.piece_lo && e.piece_hi <= offset + len) {
+        Index sub = idx;
+        sub[std::size_t(d)] = b.CreateSub(idx[std::size_t(d)], e.i64c(offset));
+        return e.value(x, sub);
+      }
+      offset += len;
+    }
+  }
   Value* result = nullptr;
   std::int64_t offset = 0;
   for (size_t k = 0; k < n.in.size(); ++k) {

@@ -65,6 +65,12 @@ class ExprEmitter {
 
  public:
   llvm::IRBuilder<> b;
+  // Inside one piece of a row (Emitter::emit_loop): the innermost loop's
+  // index and the constant range [piece_lo, piece_hi) it stays in, so that a
+  // concatenation along the last dim reads the one operand holding that
+  // range with an affine index (a vector loop), not both through selects.
+  llvm::Value* piece_iv = nullptr;
+  std::int64_t piece_lo = 0, piece_hi = 0;
 };
 
 template <Op op>

@@ -98,9 +98,48 @@ T combine(Op op, T a, T b) {
 
 }  // namespace
 
-void cumulative_lines(Op op, DType dtype, const Shape& s, std::int64_t d, bool reverse, const void* in, void* out) {
+namespace {
+
+// One cumulative op over `s` along d, the op a constant (its combine
+// inlined and its switch folded in each loop).
+template <Op O, class T>
+void lines(const Shape& s, std::int64_t d, bool reverse, const T* x, T* y) {
   const std::int64_t len = s[std::size_t(d)], stride = row_major_strides(s)[std::size_t(d)];
-  if (len == 0) return;
+  const std::int64_t n = numel(s), block = len * stride, step = reverse ? -1 : 1;
+  if (stride > 1) {
+    // Along a dim that is not the last: row after row of the block, each
+    // line's combines in the same order as one line at a time, but the
+    // memory read in order (a line at a time read one element per line of
+    // cache: a 4096^2 cumsum along dim 0 took 20x one along dim 1).
+    for (std::int64_t outer = 0; outer < n; outer += block) {
+      std::int64_t i = reverse ? len - 1 : 0;
+      std::copy(x + outer + i * stride, x + outer + (i + 1) * stride, y + outer + i * stride);
+      for (std::int64_t k = 1; k < len; ++k) {
+        const T* prev = y + outer + i * stride;
+        i += step;
+        const T* xi = x + outer + i * stride;
+        T* yi = y + outer + i * stride;
+        for (std::int64_t inner = 0; inner < stride; ++inner) yi[inner] = combine(O, prev[inner], xi[inner]);
+      }
+    }
+    return;
+  }
+  for (std::int64_t base = 0; base < n; base += len) {
+    std::int64_t i = reverse ? len - 1 : 0;
+    T acc = x[base + i];
+    y[base + i] = acc;
+    for (std::int64_t k = 1; k < len; ++k) {
+      i += step;
+      acc = combine(O, acc, x[base + i]);
+      y[base + i] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+void cumulative_lines(Op op, DType dtype, const Shape& s, std::int64_t d, bool reverse, const void* in, void* out) {
+  if (s[std::size_t(d)] == 0) return;
   visit_wide_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
@@ -108,20 +147,13 @@ void cumulative_lines(Op op, DType dtype, const Shape& s, std::int64_t d, bool r
     } else {
       const T* x = static_cast<const T*>(in);
       T* y = static_cast<T*>(out);
-      const std::int64_t n = numel(s), block = len * stride;
-      for (std::int64_t outer = 0; outer < n; outer += block)
-        for (std::int64_t inner = 0; inner < stride; ++inner) {
-          const std::int64_t base = outer + inner;
-          std::int64_t i = reverse ? len - 1 : 0;
-          const std::int64_t step = reverse ? -1 : 1;
-          T acc = x[base + i * stride];
-          y[base + i * stride] = acc;
-          for (std::int64_t k = 1; k < len; ++k) {
-            i += step;
-            acc = combine(op, acc, x[base + i * stride]);
-            y[base + i * stride] = acc;
-          }
-        }
+      switch (op) {
+        case Op::cumsum: return lines<Op::cumsum>(s, d, reverse, x, y);
+        case Op::cumprod: return lines<Op::cumprod>(s, d, reverse, x, y);
+        case Op::cummax: return lines<Op::cummax>(s, d, reverse, x, y);
+        case Op::cummin: return lines<Op::cummin>(s, d, reverse, x, y);
+        default: return lines<Op::cumlogsumexp>(s, d, reverse, x, y);
+      }
     }
   });
 }

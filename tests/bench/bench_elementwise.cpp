@@ -1,6 +1,7 @@
 // 2 * sin(x) + 1 on 8192 x 8192 float32: one fused kernel. Floor: reading
 // and writing 256 MiB each at the machine's best bandwidth (bench::memory_floor).
-// Then 2 * x + 1 and 2 * f(x) + 1 for the other transcendentals, one device.
+// Then 2 * x + 1 and 2 * f(x) + 1 for the other transcendentals, one device,
+// and ops that move data across the layout (x.T, argmax, concatenate).
 #include <functional>
 
 #include <tessel/special.hpp>
@@ -60,6 +61,31 @@ int main(int argc, char** argv) {
             std::to_string(n) + ", " + std::to_string(n) + ")",
         std::string("y = 2 * ") + fn.torch + " + 1");
     bench::row(std::string("2*") + fn.name + (*fn.name ? "(x)" : "x") + "+1, 1 device", floor_s, t, peer);
+  }
+  // Ops that move data across the layout, one device: x.T (a Transpose step,
+  // the same bytes as the copy floor), argmax along each dim (reads 256 MiB:
+  // the floor's read half), a concatenation along the last dim (writes twice x).
+  const std::string torch_x = "x = torch.linspace(-100, 100, " + std::to_string(n * n) + ").reshape(" +
+                              std::to_string(n) + ", " + std::to_string(n) + ")";
+  struct Layout {
+    const char* name;
+    std::function<ts::Array(const ts::Array&)> f;
+    const char* torch;
+    double floor;
+  };
+  const double read_floor = bench::memory_floor(bytes, 0).seconds, concat_floor = bench::memory_floor(2 * bytes, 2 * bytes).seconds;
+  const std::vector<Layout> layouts = {
+      {"x.T", [](const ts::Array& a) { return a.T(); }, "y = x.t().contiguous()", floor_s},
+      {"(x + x.T) / 2", [](const ts::Array& a) { return (a + a.T()) * 0.5f; }, "y = (x + x.t()) * 0.5", floor_s},
+      {"argmax(x, 0)", [](const ts::Array& a) { return ts::argmax(a, 0); }, "y = torch.argmax(x, 0)", read_floor},
+      {"argmax(x, 1)", [](const ts::Array& a) { return ts::argmax(a, 1); }, "y = torch.argmax(x, 1)", read_floor},
+      {"concatenate([x, x], 1)", [](const ts::Array& a) { return ts::concatenate({a, a}, 1); }, "y = torch.cat([x, x], 1)",
+       concat_floor},
+  };
+  for (const Layout& l : layouts) {
+    auto g = ts::jit(l.f);
+    const double t = bench::seconds([&] { g(x1).block_until_ready(); });
+    bench::row(std::string(l.name) + ", 1 device", l.floor, t, bench::torch_seconds(torch_x, l.torch));
   }
   return bench::status();
 }

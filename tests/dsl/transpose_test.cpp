@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -163,4 +164,91 @@ TEST_CASE("argmax and argmin equal the reference interpreter: NaNs, ties, signed
       auto jf = ts::jit([axis](Array a) { return ts::argmax(a, axis); });
       CHECK(same_bits(host_of(jf(x)), interpret_fn(f, {host})[0]) == "");
     }
+}
+
+// A concatenation along the last dim: each row in pieces between the
+// operands' boundaries, each piece reading one operand with an affine index
+// (rows longer than a work item's 8192 elements included), against the
+// reference interpreter bit for bit; and cumulative ops along a dim that is
+// not the last, row after row.
+TEST_CASE("concatenations along the last dim read each operand in its own piece of the row") {
+  std::mt19937 rng(19);
+  for (ts::DType t : {ts::float32, ts::bfloat16, ts::int8, ts::bool_, ts::float64}) {
+    CAPTURE(ts::dtype_name(t));
+    for (std::int64_t rows : {3, 64}) {
+      const Array a = distinct(rng, {rows, 5}, t), b = distinct(rng, {rows, 8200}, t), c = distinct(rng, {rows, 3}, t);
+      auto plain = [](const std::vector<Array>& xs) { return std::vector<Array>{ts::concatenate({xs[0], xs[1], xs[2]}, 1)}; };
+      auto jplain = ts::jit([](Array x, Array y, Array z) { return ts::concatenate({x, y, z}, 1); });
+      CHECK(same_bits(host_of(jplain(a, b, c)), interpret_fn(plain, {a, b, c})[0]) == "");
+      if (t == ts::bool_ || t == ts::int8) continue;
+      // Inside elementwise ops, an operand computed in the loop, and under a reverse (the select path).
+      auto fused = [](const std::vector<Array>& xs) {
+        return std::vector<Array>{ts::concatenate({xs[0], xs[1] * 2.0f, xs[2]}, 1) + 1.0f +
+                                  ts::flip(ts::concatenate({xs[2], xs[1], xs[0]}, 1), 1)};
+      };
+      auto jfused = ts::jit([](Array x, Array y, Array z) {
+        return ts::concatenate({x, y * 2.0f, z}, 1) + 1.0f + ts::flip(ts::concatenate({z, y, x}, 1), 1);
+      });
+      CHECK(same_bits(host_of(jfused(a, b, c)), interpret_fn(fused, {a, b, c})[0]) == "");
+    }
+  }
+  // Split over devices along the rows.
+  ts::Mesh mesh = ts::make_mesh({3}, {"x"});
+  const Array a = distinct(rng, {30, 40}, ts::float32), b = distinct(rng, {30, 25}, ts::float32);
+  auto f = [](const std::vector<Array>& xs) { return std::vector<Array>{ts::concatenate({xs[0], xs[1]}, 1) * 3.0f}; };
+  auto jf = ts::jit([](Array x, Array y) { return ts::concatenate({x, y}, 1) * 3.0f; });
+  const auto sh = ts::NamedSharding(mesh, P("x"));
+  CHECK(same_bits(host_of(jf(ts::device_put(a, sh), ts::device_put(b, sh))), interpret_fn(f, {a, b})[0]) == "");
+}
+
+namespace {
+
+// A cumulative op along `axis` of a {6, 50, 33} array, a line at a time on
+// the host in T (the order every line combines in).
+template <class T>
+std::vector<T> host_cumulative(std::vector<T> v, const ts::Shape& s, int axis, bool reverse, int which) {
+  std::int64_t stride = 1;
+  for (std::size_t d = std::size_t(axis) + 1; d < s.size(); ++d) stride *= s[d];
+  const std::int64_t len = s[std::size_t(axis)], n = std::int64_t(v.size());
+  for (std::int64_t outer = 0; outer < n; outer += len * stride)
+    for (std::int64_t inner = 0; inner < stride; ++inner)
+      for (std::int64_t k = 1; k < len; ++k) {
+        const std::int64_t i = reverse ? len - 1 - k : k, prev = reverse ? i + 1 : i - 1;
+        T& y = v[std::size_t(outer + inner + i * stride)];
+        const T a = v[std::size_t(outer + inner + prev * stride)];
+        if (which == 0) y = std::is_integral_v<T> ? T(std::uint32_t(a) + std::uint32_t(y)) : T(a + y);
+        else if (which == 1) y = std::is_integral_v<T> ? T(std::uint32_t(a) * std::uint32_t(y)) : T(a * y);
+        else if (which == 2) y = std::max(a, y);
+        else y = std::min(a, y);
+      }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("cumulative ops along any dim, forward and reverse, equal a line-by-line host loop") {
+  std::mt19937 rng(23);
+  for (ts::DType t : {ts::float32, ts::int32, ts::float64})
+    for (int axis : {0, 1, 2})
+      for (bool reverse : {false, true}) {
+        CAPTURE(ts::dtype_name(t));
+        CAPTURE(axis);
+        CAPTURE(reverse);
+        const Array x = ts::testing::random_array(rng, {6, 50, 33}, t);
+        for (int which = 0; which < 4; ++which) {
+          auto op = [=](const Array& a) {
+            return which == 0 ? ts::lax::cumsum(a, axis, reverse)
+                 : which == 1 ? ts::lax::cumprod(a, axis, reverse)
+                 : which == 2 ? ts::lax::cummax(a, axis, reverse)
+                              : ts::lax::cummin(a, axis, reverse);
+          };
+          auto jf = ts::jit([&](Array a) { return op(a); });
+          const Array got = jf(x);
+          const ts::Shape s = x.shape();
+          if (t == ts::float32) CHECK(got.to_vector<float>() == host_cumulative(x.to_vector<float>(), s, axis, reverse, which));
+          if (t == ts::float64) CHECK(got.to_vector<double>() == host_cumulative(x.to_vector<double>(), s, axis, reverse, which));
+          if (t == ts::int32)
+            CHECK(got.to_vector<std::int32_t>() == host_cumulative(x.to_vector<std::int32_t>(), s, axis, reverse, which));
+        }
+      }
 }
