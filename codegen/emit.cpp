@@ -33,6 +33,8 @@ constexpr std::int64_t kRowBlock = 8192;
 constexpr unsigned kInterleave = 4;
 // Column reductions: output columns per work item.
 constexpr std::int64_t kColumnBlock = 2048;
+// argmax's search for the extreme value: elements tested per branch.
+constexpr std::int64_t kFindChunk = 16;
 
 }  // namespace
 
@@ -442,23 +444,48 @@ class Emitter final : public ExprEmitter {
       Value* m = b.CreateLoad(reg_type(xt), acc);
       const auto dim = std::size_t(root.attr<attr::ArgReduce>().dimension);
       b.CreateStore(i64c(0), best);
+      // Chunks of kFindChunk elements tested together (one branch, the
+      // compares vectorised), then a scalar scan from the chunk that hit
+      // (or the tail).
+      auto hit_at = [&](Value* j) {
+        Index full = idx;
+        full[dim] = j;
+        memo_.clear();
+        Value* v = value(x, full);
+        return is_floating(xt) ? b.CreateSelect(b.CreateFCmpUNO(m, m), b.CreateFCmpUNO(v, v), b.CreateFCmpOEQ(v, m))
+                               : compare(Op::eq, xt, v, m);
+      };
+      const std::int64_t len = xs[dim], chunks = len / kFindChunk;
       llvm::BasicBlock* pre = b.GetInsertBlock();
+      auto* chunk_header = llvm::BasicBlock::Create(ctx_, "find_chunk", f);
+      auto* chunk_body = llvm::BasicBlock::Create(ctx_, "find_chunk_body", f);
+      auto* scan_pre = llvm::BasicBlock::Create(ctx_, "find_scan_pre", f);
       auto* header = llvm::BasicBlock::Create(ctx_, "find", f);
       auto* body = llvm::BasicBlock::Create(ctx_, "find_body", f);
       auto* found = llvm::BasicBlock::Create(ctx_, "found", f);
       auto* done = llvm::BasicBlock::Create(ctx_, "find_done", f);
+      b.CreateBr(chunk_header);
+      b.SetInsertPoint(chunk_header);
+      llvm::PHINode* c = b.CreatePHI(b.getInt64Ty(), 2);
+      c->addIncoming(i64c(0), pre);
+      b.CreateCondBr(b.CreateICmpSLT(c, i64c(chunks)), chunk_body, scan_pre);
+      b.SetInsertPoint(chunk_body);
+      Value* base = b.CreateMul(c, i64c(kFindChunk), "", true, true);
+      Value* any = b.getFalse();
+      for (std::int64_t q = 0; q < kFindChunk; ++q) any = b.CreateOr(any, hit_at(b.CreateAdd(base, i64c(q), "", true, true)));
+      c->addIncoming(b.CreateAdd(c, i64c(1), "", true, true), chunk_body);
+      b.CreateCondBr(any, scan_pre, chunk_header);
+      b.SetInsertPoint(scan_pre);
+      llvm::PHINode* start = b.CreatePHI(b.getInt64Ty(), 2);
+      start->addIncoming(i64c(chunks * kFindChunk), chunk_header);
+      start->addIncoming(base, chunk_body);
       b.CreateBr(header);
       b.SetInsertPoint(header);
       llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2);
-      i->addIncoming(i64c(0), pre);
-      b.CreateCondBr(b.CreateICmpSLT(i, i64c(xs[dim])), body, done);
+      i->addIncoming(start, scan_pre);
+      b.CreateCondBr(b.CreateICmpSLT(i, i64c(len)), body, done);
       b.SetInsertPoint(body);
-      Index full = idx;
-      full[dim] = i;
-      memo_.clear();
-      Value* v = value(x, full);
-      Value* hit = is_floating(xt) ? b.CreateSelect(b.CreateFCmpUNO(m, m), b.CreateFCmpUNO(v, v), b.CreateFCmpOEQ(v, m))
-                                   : compare(Op::eq, xt, v, m);
+      Value* hit = hit_at(i);
       i->addIncoming(b.CreateAdd(i, i64c(1), "", true, true), body);
       b.CreateCondBr(hit, found, header);
       b.SetInsertPoint(found);
