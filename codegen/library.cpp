@@ -1,10 +1,12 @@
 #include "codegen/library.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "codegen/conv.hpp"
 #include "codegen/fft.hpp"
 #include "codegen/lapack.hpp"
+#include "runtime/device.hpp"
 #include "tessel/core/errors.hpp"
 #include "tracer/rules.hpp"
 
@@ -18,12 +20,23 @@ class SortThunk final : public rt::Thunk {
   SortThunk(const Node& n, int keys, int values, int out)
       : keys_(keys), values_(values), out_(out), shape_(n.shape()), dim_(n.attr<attr::Dimension>().dimension), kt_(n.in[0]->dtype()),
         vt_(n.dtype()) {}
+  // Lines spread over the device's threads (the host's when machine-wide).
   void run(rt::ExecContext& ctx) const override {
-    sort_lines(kt_, vt_, shape_, dim_, ctx.slots[keys_], ctx.slots[values_], ctx.slots[out_]);
+    const std::int64_t lines = sort_line_count(shape_, dim_);
+    const std::int64_t grain = std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, shape_[std::size_t(dim_)]));
+    auto chunk = [&](std::int64_t first, std::int64_t last) {
+      sort_lines(kt_, vt_, shape_, dim_, ctx.slots[keys_], ctx.slots[values_], ctx.slots[out_], first, last);
+    };
+    if (ctx.machine_wide) rt::parallel_for_machine(0, lines, grain, chunk);
+    else rt::parallel_for(0, lines, grain, chunk);
   }
   std::string describe() const override { return "sort " + aval_str(vt_, shape_) + " (stable)"; }
   const char* category() const override { return "library"; }
   bool pure() const override { return true; }
+  std::int64_t work() const override { return numel(shape_) * 16; }  // about log2 of a line's length compares
+  rt::ComputeSlot::Width width() const override {
+    return work() >= (std::int64_t(1) << 20) ? rt::ComputeSlot::Width::machine_if_idle : rt::ComputeSlot::Width::device;
+  }
 
  private:
   int keys_, values_, out_;

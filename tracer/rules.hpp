@@ -218,9 +218,15 @@ void scatter_kernel(const attr::Indexed& how, DType dtype, const Shape& x_shape,
 
 // The sort primitive's kernel, shared by the interpreter and the compiled
 // thunk: each line of `values` along dim, reordered by a stable sort of the
-// same line of `keys` (NaNs last, as JAX). `shape` is both operands'.
+// same line of `keys` (NaNs last, as JAX). `shape` is both operands'. The
+// lines are numbered row-major over the other dims (sort_line_count of
+// them); the second form sorts lines [first, last) only, so that a caller
+// may spread them over threads.
 void sort_lines(DType key_dtype, DType value_dtype, const Shape& shape, std::int64_t dim, const void* keys,
                 const void* values, void* out);
+std::int64_t sort_line_count(const Shape& shape, std::int64_t dim);
+void sort_lines(DType key_dtype, DType value_dtype, const Shape& shape, std::int64_t dim, const void* keys,
+                const void* values, void* out, std::int64_t first, std::int64_t last);
 
 // Helpers the family files share.
 namespace rule_util {

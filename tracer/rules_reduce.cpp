@@ -291,36 +291,44 @@ Aval Rule<Op::sort>::infer(const std::vector<Aval>& in, const A& p, const Aval&)
     throw ShapeError(cat("sort dimension out of range for ", avals_str(in)));
   return in[1];
 }
+std::int64_t sort_line_count(const Shape& s, std::int64_t d) { return s[std::size_t(d)] == 0 ? 0 : numel(s) / s[std::size_t(d)]; }
+
 void sort_lines(DType key_dtype, DType value_dtype, const Shape& s, std::int64_t d, const void* keys,
                 const void* values, void* out) {
-  const std::int64_t len = s[d], stride = row_major_strides(s)[d];
+  sort_lines(key_dtype, value_dtype, s, d, keys, values, out, 0, sort_line_count(s, d));
+}
+
+void sort_lines(DType key_dtype, DType value_dtype, const Shape& s, std::int64_t d, const void* keys,
+                const void* values, void* out, std::int64_t first, std::int64_t last) {
+  const std::int64_t len = s[std::size_t(d)], stride = row_major_strides(s)[std::size_t(d)];
   const std::size_t es = dtype_size(value_dtype);
   const char* v = static_cast<const char*>(values);
   char* o = static_cast<char*>(out);
-  std::vector<std::int64_t> order(len);
   visit_wide_dtype(key_dtype, [&](auto tag) {
     using K = decltype(tag);
-    const K* k = static_cast<const K*>(keys);
-    // A strict weak order with NaNs after every number.
-    auto less = [](K a, K b) {
-      if constexpr (is_complex_v<K>) {
-        throw InternalError("sorting by complex keys");
-        return false;
-      } else {
+    if constexpr (is_complex_v<K>) {
+      throw InternalError("sorting by complex keys");
+    } else {
+      const K* k = static_cast<const K*>(keys);
+      // A strict weak order with NaNs after every number.
+      auto less = [](K a, K b) {
         if constexpr (std::is_floating_point_v<K>) {
           if (std::isnan(a)) return false;
           if (std::isnan(b)) return true;
         }
         return a < b;
+      };
+      // Each line's keys beside their positions, sorted stably by key: the
+      // same order as positions sorted by their keys (compared in place, a
+      // 4096^2 float32 sort took 1.35 s on 2 cores).
+      std::vector<std::pair<K, std::int64_t>> line(static_cast<std::size_t>(len));
+      for (std::int64_t l = first; l < last; ++l) {
+        const std::int64_t base = l / stride * len * stride + l % stride;
+        for (std::int64_t i = 0; i < len; ++i) line[std::size_t(i)] = {k[base + i * stride], i};
+        std::stable_sort(line.begin(), line.end(), [&](const auto& a, const auto& b) { return less(a.first, b.first); });
+        for (std::int64_t i = 0; i < len; ++i)
+          std::memcpy(o + (base + i * stride) * es, v + (base + line[std::size_t(i)].second * stride) * es, es);
       }
-    };
-    for (std::int64_t base = 0; base < numel(s); ++base) {
-      if ((base / stride) % len != 0) continue;  // one line per start
-      for (std::int64_t i = 0; i < len; ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](std::int64_t a, std::int64_t b) { return less(k[base + a * stride], k[base + b * stride]); });
-      for (std::int64_t i = 0; i < len; ++i)
-        std::memcpy(o + (base + i * stride) * es, v + (base + order[i] * stride) * es, es);
     }
   });
 }

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <algorithm>
+#include <bit>
 #include <random>
 #include <string>
 
@@ -251,4 +252,45 @@ TEST_CASE("cumulative ops along any dim, forward and reverse, equal a line-by-li
             CHECK(got.to_vector<std::int32_t>() == host_cumulative(x.to_vector<std::int32_t>(), s, axis, reverse, which));
         }
       }
+}
+
+// sort and argsort along any dim, lines spread over threads: against
+// std::stable_sort on the host (NaNs last, ties in their order), not the
+// interpreter (which shares the kernel).
+TEST_CASE("sort and argsort along any dim equal a stable sort on the host, NaNs last, ties in order") {
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> u(0, 40);
+  const ts::Shape s = {7, 300, 5};
+  std::vector<float> v(std::size_t(ts::numel(s)));
+  for (auto& e : v) {
+    const int r = u(rng);
+    e = r == 0 ? NAN : r == 1 ? -0.0f : r == 2 ? 0.0f : float(r % 13) - 6.0f;  // many ties
+  }
+  const Array x = ts::array(v, s);
+  for (int axis : {0, 1, 2}) {
+    CAPTURE(axis);
+    const Array sorted = ts::jit([axis](Array a) { return ts::sort(a, axis); })(x);
+    const Array order = ts::jit([axis](Array a) { return ts::argsort(a, axis); })(x);
+    const auto got = sorted.to_vector<float>();
+    const auto got_order = order.astype(ts::int64).to_vector<std::int64_t>();
+    std::int64_t stride = 1;
+    for (std::size_t d = std::size_t(axis) + 1; d < s.size(); ++d) stride *= s[d];
+    const std::int64_t len = s[std::size_t(axis)];
+    bool same = true;
+    for (std::int64_t l = 0; l < ts::numel(s) / len; ++l) {
+      const std::int64_t base = l / stride * len * stride + l % stride;
+      std::vector<std::int64_t> idx(static_cast<std::size_t>(len));
+      for (std::int64_t i = 0; i < len; ++i) idx[std::size_t(i)] = i;
+      std::stable_sort(idx.begin(), idx.end(), [&](std::int64_t a, std::int64_t b) {
+        const float ka = v[std::size_t(base + a * stride)], kb = v[std::size_t(base + b * stride)];
+        return !std::isnan(ka) && (std::isnan(kb) || ka < kb);
+      });
+      for (std::int64_t i = 0; i < len; ++i) {
+        const float want = v[std::size_t(base + idx[std::size_t(i)] * stride)], g = got[std::size_t(base + i * stride)];
+        same = same && got_order[std::size_t(base + i * stride)] == idx[std::size_t(i)] &&
+               (std::isnan(want) ? std::isnan(g) : std::bit_cast<std::uint32_t>(g) == std::bit_cast<std::uint32_t>(want));
+      }
+    }
+    CHECK(same);
+  }
 }
