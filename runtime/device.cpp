@@ -43,11 +43,16 @@ class Device {
     thread_.join();
   }
 
+  // The device counts as busy from its task's enqueueing until its queue is
+  // empty and nothing runs: a launch's devices are busy before any of them
+  // starts (Runtime::launch), so the first to start does not take every core
+  // for a thunk its peers are about to run too.
   void enqueue(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lk(m_);
       queue_.push_back(std::move(task));
       ++enqueued_;
+      if (pending_++ == 0) busy_->fetch_add(1);
     }
     cv_.notify_all();
   }
@@ -92,7 +97,6 @@ class Device {
           queue_.pop_front();
           running_ = true;
         }
-        busy_->fetch_add(1);
         try {
           task();
         } catch (const std::exception& e) {
@@ -103,11 +107,11 @@ class Device {
           std::fprintf(stderr, "tessel: device %d: uncaught error in a task\n", id_);
         }
         task = nullptr;
-        busy_->fetch_sub(1);
         {
           std::lock_guard<std::mutex> lk(m_);
           ++finished_;
           running_ = false;
+          if (--pending_ == 0) busy_->fetch_sub(1);
         }
         done_cv_.notify_all();
       }
@@ -122,6 +126,7 @@ class Device {
   std::condition_variable cv_, done_cv_;
   std::deque<std::function<void()>> queue_;
   std::uint64_t enqueued_ = 0, finished_ = 0;
+  std::int64_t pending_ = 0;  // tasks queued or running
   bool stop_ = false;
   bool running_ = false;  // the driver runs a task
   bool claimed_ = false;  // the caller runs the device's work itself (Runtime::Inline)
@@ -239,7 +244,12 @@ void Runtime::launch(const std::vector<int>& device_ids,
     tasks.push_back(task_for(int(i)));
   }
   std::lock_guard<std::mutex> lk(impl_->launch_mutex);
+  // Every device of the launch busy before the first starts (Device::enqueue):
+  // the ones not yet enqueued counted here until they are.
+  const int later = int(device_ids.size()) - 1;
+  impl_->busy_devices.fetch_add(later);
   for (size_t i = 0; i < device_ids.size(); ++i) devices_[device_ids[i] - opts_.first_device_id]->enqueue(std::move(tasks[i]));
+  impl_->busy_devices.fetch_sub(later);
 }
 
 bool Runtime::launch_claiming(const std::vector<int>& device_ids, std::function<void()> task) {
