@@ -1,6 +1,7 @@
 #include "codegen/dot.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -159,7 +160,7 @@ class DotThunk final : public rt::Thunk {
     os << "dot " << n.in[0]->aval.str() << " x " << n.in[1]->aval.str() << " -> " << n.aval.str() << " as ["
        << va_.dims[0] << ',' << va_.dims[1] << ',' << va_.dims[2] << "]x[" << vb_.dims[1] << ',' << vb_.dims[2] << ']'
        << (uses_gemm() ? std::string(" (gemm ") +
-                             (in_dtype_ == DType::bfloat16 ? (bf16_native() ? "avx512_bf16" : "bf16 via f32")
+                             (in_dtype_ == DType::bfloat16 ? (amx_native() ? "amx_bf16" : bf16_native() ? "avx512_bf16" : "bf16 via f32")
                               : bytes()                    ? (vnni_native() ? "avx512_vnni" : "int8 via int32")
                                                            : gemm::isa_name(gemm::best_isa())) +
                              ")"
@@ -231,13 +232,14 @@ class DotThunk final : public rt::Thunk {
   // bfloat16 x bfloat16 -> float32 (the mixed dot of codegen/narrow_ops.hpp):
   // on AVX512_BF16's dot-product instruction, else through float32 copies.
   void run_bf16(const void* a, const void* b, float* c, bool wide) const {
-    if (bf16_native()) {
+    if (amx_native() || bf16_native()) {
       gemm::OperandsBf16 op;
       op.batch = va_.dims[0], op.m = va_.dims[1], op.k = va_.dims[2], op.n = vb_.dims[2];
       op.a = static_cast<const std::uint16_t*>(a), op.a_bs = va_.strides[0], op.a_rs = va_.strides[1], op.a_cs = va_.strides[2];
       op.b = static_cast<const std::uint16_t*>(b), op.b_bs = vb_.strides[0], op.b_rs = vb_.strides[1], op.b_cs = vb_.strides[2];
       op.c = c;
       gemm::ParallelFor parallel = step_tasks(wide);
+      if (amx_native()) return gemm::matmul_bf16_amx(op, threads(wide), gemm::run_parallel, &parallel);
       return gemm::matmul_bf16_avx512(op, threads(wide), gemm::run_parallel, &parallel);
     }
     // Without the instruction: the operands' values as float32 (exact), in
@@ -293,6 +295,19 @@ class DotThunk final : public rt::Thunk {
   // once (gemm_bf16.hpp). On this project's Emerald Rapids host it runs at
   // half their rate (4096^3: 82 GFLOP/s a core against the float32 GEMM's
   // 154), so there the float32 GEMM on converted operands runs them.
+  // AMX tiles where the CPU has them and the OS grants them (gemm_bf16.hpp):
+  // 16 x 16 x 32 products an instruction, on Sapphire and Emerald Rapids
+  // several times the float32 FMAs' rate. TESSEL_NO_AMX=1 (or
+  // TESSEL_NO_AVX512=1) keeps them off.
+  static bool amx_native() {
+    static const bool yes = [] {
+      const char* off = std::getenv("TESSEL_NO_AMX");
+      if (off && *off && std::string(off) != "0") return false;
+      return host_cpu().has("amx-tile") && host_cpu().has("amx-bf16") && host_cpu().has("avx512bf16") &&
+             host_cpu().has("avx512bw") && !avx512_disabled() && gemm::amx_bf16_usable();
+    }();
+    return yes;
+  }
   static bool bf16_native() {
     static const bool yes = host_cpu().has("avx512bf16") && host_cpu().has("avx512f") && !avx512_disabled() &&
                             gemm::bf16_dot_rate_over_fma() >= 1.25;

@@ -43,6 +43,16 @@ struct OperandsBf16 {
 // one has work); parallel(ctx, n, task, task_ctx) runs task over [0, n).
 void matmul_bf16_avx512(const OperandsBf16& op, int threads, ParallelForFn parallel, void* ctx);
 
+// The same on AMX tiles (tdpbf16ps: 16 x 16 x 32 products an instruction);
+// call it only where amx_bf16_usable(). Numerics: the instruction's, as
+// above (each product exact, each add rounded to nearest even, bfloat16
+// subnormals read as zero, subnormal results flushed).
+void matmul_bf16_amx(const OperandsBf16& op, int threads, ParallelForFn parallel, void* ctx);
+
+// Whether this CPU has AMX-TILE and AMX-BF16 and the OS granted this process
+// the tile state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM), asked once.
+bool amx_bf16_usable();
+
 // The FLOP rate of vdpbf16ps over that of a float32 FMA on this core,
 // measured with the instructions themselves (about 2 ms). codegen/dot.cpp
 // runs bfloat16 products on matmul_bf16_avx512 only where this is well
