@@ -47,6 +47,8 @@ def timeit(name, params, batch):
 
 
 params, batch = init_model(jax.random.key(0), sizes, B)
+one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+timeit("1 device", jax.device_put(params, one), jax.device_put(batch, one))
 # Auto axes, as the tutorial (JAX 0.11 defaults to Explicit ones).
 mesh = jax.make_mesh((8,), ("batch",), axis_types=(AxisType.Auto,))
 timeit("8 devices, data parallel", jax.device_put(params, NamedSharding(mesh, P())),
