@@ -73,8 +73,7 @@ class KernelThunk final : public rt::Thunk {
       k->fn(bufs.data(), b, e);
       if (fence) rt::stream_fence();
     };
-    if (ctx.machine_wide) rt::parallel_for_machine(0, k->items, grain, chunk);
-    else rt::parallel_for(0, k->items, grain, chunk);
+    rt::parallel_for(ctx, 0, k->items, grain, chunk);
   }
   std::string describe() const override { return text_; }
   bool pure() const override { return true; }
@@ -82,14 +81,9 @@ class KernelThunk final : public rt::Thunk {
   std::int64_t work() const override { return k_.items * std::max<std::int64_t>(1, k_.work_per_item); }
   // A large loop nest takes every core when no other device has work (a
   // program on one device uses the whole host, as JAX's CPU devices do).
-  rt::ComputeSlot::Width width() const override {
-    return k_.items * k_.work_per_item >= kMachineWork ? rt::ComputeSlot::Width::machine_if_idle
-                                                       : rt::ComputeSlot::Width::device;
-  }
+  rt::ComputeSlot::Width width() const override { return rt::width_for_work(k_.items * k_.work_per_item); }
 
  private:
-  // Elements of work (~1 ms on one core) below which a turn on every core costs more than it saves.
-  static constexpr std::int64_t kMachineWork = std::int64_t(1) << 20;
   const Kernel& variant(std::size_t r) const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!variants_[r]) variants_[r] = compile_kernel(step_, int(r));

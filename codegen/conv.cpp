@@ -155,8 +155,7 @@ class ConvThunk final : public rt::Thunk {
 
   void run_whole(rt::ExecContext& ctx) const {
     auto parallel = [&](std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& f) {
-      if (ctx.machine_wide) rt::parallel_for_machine(0, n, 1, f);
-      else rt::parallel_for(0, n, 1, f);
+      rt::parallel_for(ctx, 0, n, 1, f);
     };
     if (grad_) return run_backward(ctx, parallel);
     if (plan_) return run_onednn(ctx, parallel);

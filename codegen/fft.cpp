@@ -293,8 +293,7 @@ class FftThunk final : public rt::Thunk {
     auto body = [&](std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b) block(b);
     };
-    if (ctx.machine_wide) rt::parallel_for_machine(0, nb, 1, body);
-    else rt::parallel_for(0, nb, 1, body);
+    rt::parallel_for(ctx, 0, nb, 1, body);
   }
 
   attr::Fft p_;

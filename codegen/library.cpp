@@ -27,16 +27,13 @@ class SortThunk final : public rt::Thunk {
     auto chunk = [&](std::int64_t first, std::int64_t last) {
       sort_lines(kt_, vt_, shape_, dim_, ctx.slots[keys_], ctx.slots[values_], ctx.slots[out_], first, last);
     };
-    if (ctx.machine_wide) rt::parallel_for_machine(0, lines, grain, chunk);
-    else rt::parallel_for(0, lines, grain, chunk);
+    rt::parallel_for(ctx, 0, lines, grain, chunk);
   }
   std::string describe() const override { return "sort " + aval_str(vt_, shape_) + " (stable)"; }
   const char* category() const override { return "library"; }
   bool pure() const override { return true; }
   std::int64_t work() const override { return numel(shape_) * 16; }  // about log2 of a line's length compares
-  rt::ComputeSlot::Width width() const override {
-    return work() >= (std::int64_t(1) << 20) ? rt::ComputeSlot::Width::machine_if_idle : rt::ComputeSlot::Width::device;
-  }
+  rt::ComputeSlot::Width width() const override { return rt::width_for_work(work()); }
 
  private:
   int keys_, values_, out_;

@@ -160,15 +160,12 @@ class TransposeThunk final : public rt::Thunk {
       }
     };
     const i64 grain = std::max<i64>(1, 32768 / std::max<i64>(1, kStrip * p.cols));
-    if (ctx.machine_wide) rt::parallel_for_machine(0, outer * strips, grain, chunk);
-    else rt::parallel_for(0, outer * strips, grain, chunk);
+    rt::parallel_for(ctx, 0, outer * strips, grain, chunk);
   }
   std::string describe() const override { return text_; }
   bool pure() const override { return true; }
   std::int64_t work() const override { return numel(plan_.outer) * plan_.rows * plan_.cols; }
-  rt::ComputeSlot::Width width() const override {
-    return work() >= (i64(1) << 20) ? rt::ComputeSlot::Width::machine_if_idle : rt::ComputeSlot::Width::device;
-  }
+  rt::ComputeSlot::Width width() const override { return rt::width_for_work(work()); }
 
  private:
   static constexpr i64 kStrip = 64;  // operand rows per item: whole blocks of every element size

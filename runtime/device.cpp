@@ -139,6 +139,9 @@ struct Runtime::Impl {
   std::condition_variable slot_cv;
   int cores = 1, cores_free = 1, machine_waiters = 0, device_waiters = 0;
   std::atomic<int> busy_devices{0};
+  // TESSEL_DOT_TURNS=1: large library calls take every core in turn where the
+  // devices' threads fit the cores (ComputeSlot::machine_wide_pays).
+  bool dot_turns = false;
   // Where machine-wide thunks run their loops: every core, the caller's slot
   // reserved. Owned by the runtime so that it outlives every launch.
   std::unique_ptr<tbb::task_arena> machine_arena;
@@ -148,6 +151,8 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts), impl_(std::make_uniq
   impl_->cores = std::max(int(std::max(1u, std::thread::hardware_concurrency())), opts.threads_per_device);
   impl_->cores_free = impl_->cores;
   impl_->machine_arena = std::make_unique<tbb::task_arena>(impl_->cores, 1);
+  const char* turns = std::getenv("TESSEL_DOT_TURNS");
+  impl_->dot_turns = turns && std::string(turns) == "1";
   for (int i = 0; i < opts.device_count; ++i)
     devices_.push_back(std::make_unique<Device>(opts.first_device_id + i, opts.threads_per_device, &impl_->busy_devices));
 }
@@ -172,6 +177,10 @@ Runtime& Runtime::start(const RuntimeOptions& opts) {
     throw Error(detail::cat("device_count must be in 1..64, got ", opts.device_count));
   if (opts.threads_per_device < 1)
     throw Error(detail::cat("threads_per_device must be >= 1, got ", opts.threads_per_device));
+  const char* turns = std::getenv("TESSEL_DOT_TURNS");
+  if (turns && *turns && std::string(turns) != "0" && std::string(turns) != "1")
+    throw ValueError(detail::cat("environment variable TESSEL_DOT_TURNS='", turns,
+                                 "' is not a decimal integer (expected 0..1)"));
   g_runtime.reset(new Runtime(opts));
   return *g_runtime;
 }
@@ -220,7 +229,7 @@ ComputeSlot::~ComputeSlot() {
 int ComputeSlot::machine_threads() { return g_runtime ? g_runtime->impl_->cores : 1; }
 
 bool ComputeSlot::machine_wide_pays() {
-  if (!g_runtime) return false;
+  if (!g_runtime || !g_runtime->impl_->dot_turns) return false;
   const auto& o = g_runtime->opts_;
   return o.threads_per_device < g_runtime->impl_->cores && o.device_count * o.threads_per_device <= g_runtime->impl_->cores;
 }

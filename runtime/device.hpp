@@ -108,13 +108,19 @@ class Runtime {
 // Devices are virtual on a shared-memory host, so two effects need a referee:
 // with more device threads than cores (8 devices on 2 cores), time-slicing
 // every device's matmul through the same caches is slower than letting
-// cores / threads_per_device devices compute at once; and independent matmuls
-// on every device at once are memory-bound where one matmul on all cores is
-// not (measured: 8 concurrent 1024x8192x8192 matmuls on 2 threads each ran at
-// a third of one on 16 threads). A thunk holds `threads_per_device` cores;
-// a machine-wide one (a large dot) holds all of them and runs on all of
-// them, waiters for it going first. Thunks that wait on other devices
-// (collectives) hold nothing while they wait, so the waiting cannot deadlock.
+// cores / threads_per_device devices compute at once; and a program on one
+// device should use the whole host, as JAX's does. A thunk holds
+// `threads_per_device` cores; a machine-wide one holds all of them and runs
+// on all of them, waiters for it going first. Large library calls (dots,
+// convolutions, FFTs, LAPACK) ask for machine_if_idle: every core when no
+// other device computes, else their device's. Taking every core in turn
+// instead (TESSEL_DOT_TURNS=1, where the devices' threads fit the cores) was
+// measured once to pay (8 concurrent 1024x8192x8192 matmuls on 2 threads each
+// ran at a third of one on 16 threads) but on a 16-core Emerald Rapids (300
+// MiB of L3) it serialised the devices: the MLP step data parallel over 8
+// devices took 1.27x one device's time in turns, 1.00x side by side (4x2:
+// 1.44x, 1.08x). Thunks that wait on other devices (collectives) hold
+// nothing while they wait, so the waiting cannot deadlock.
 class ComputeSlot {
  public:
   // machine_if_idle: every core when no other device has a task under way
@@ -132,9 +138,10 @@ class ComputeSlot {
   bool machine_wide() const { return machine_; }
   // Threads a machine-wide thunk may use: every core.
   static int machine_threads();
-  // Whether machine-wide thunks pay: not when the host is already
-  // oversubscribed (measured on 2 cores x 8 devices: one 2-thread matmul at
-  // a time ran the MLP step 1.5x slower than two 1-thread ones side by side).
+  // Whether large library calls take every core in turn (Width::machine):
+  // only with TESSEL_DOT_TURNS=1, and never when the host is oversubscribed
+  // (measured on 2 cores x 8 devices: one 2-thread matmul at a time ran the
+  // MLP step 1.5x slower than two 1-thread ones side by side).
   static bool machine_wide_pays();
 
  private:

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -97,6 +98,22 @@ class Thunk {
   // ExecContext::machine_wide says what it got.
   virtual ComputeSlot::Width width() const { return ComputeSlot::Width::device; }
 };
+
+// The one rule for a loop's width: from 2^20 elements of work (about a
+// millisecond on one core) every core when no other device computes
+// (machine_if_idle), below that a turn on every core costs more than it saves.
+inline ComputeSlot::Width width_for_work(std::int64_t work) {
+  return work >= (std::int64_t(1) << 20) ? ComputeSlot::Width::machine_if_idle : ComputeSlot::Width::device;
+}
+
+// Runs f over [begin, end) in chunks of at least `grain` on the cores the
+// running thunk holds: every core's (parallel_for_machine) when its slot is
+// machine-wide, else its device's (parallel_for).
+inline void parallel_for(const ExecContext& ctx, std::int64_t begin, std::int64_t end, std::int64_t grain,
+                         const std::function<void(std::int64_t, std::int64_t)>& f) {
+  if (ctx.machine_wide) parallel_for_machine(begin, end, grain, f);
+  else parallel_for(begin, end, grain, f);
+}
 
 struct Slot {
   std::size_t bytes = 0;

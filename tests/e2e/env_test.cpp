@@ -26,7 +26,7 @@ Outcome run_child(const std::string& env) {
   REQUIRE(std::filesystem::exists(exe));
   // The child gets a clean tessel environment plus `env`.
   std::string cmd = "env -u TESSEL_DEVICE_COUNT -u TESSEL_THREADS_PER_DEVICE -u TESSEL_THREEFRY_PARTITIONABLE "
-                    "-u TESSEL_DUMP_DIR -u TESSEL_LOG_COMPILES -u TESSEL_CACHE_DIR -u TESSEL_TRACE " + env + " " + exe.string() + " 2>&1";
+                    "-u TESSEL_DUMP_DIR -u TESSEL_LOG_COMPILES -u TESSEL_CACHE_DIR -u TESSEL_TRACE -u TESSEL_DOT_TURNS " + env + " " + exe.string() + " 2>&1";
   Outcome o;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
@@ -60,6 +60,8 @@ TEST_CASE("bad environment variables are ts::Errors naming the variable and the 
       {"TESSEL_DUMP_DIR=/proc/self/status", "/proc/self/status"},  // a file, not a directory
       {"TESSEL_LOG_COMPILES=2", "TESSEL_LOG_COMPILES"},
       {"TESSEL_LOG_COMPILES=yes", "yes"},
+      {"TESSEL_DOT_TURNS=2", "TESSEL_DOT_TURNS"},
+      {"TESSEL_DOT_TURNS=on", "on"},
   };
   for (auto& b : bad) {
     CAPTURE(b.env);
@@ -79,6 +81,10 @@ TEST_CASE("good environment variables are honoured") {
   o = run_child("TESSEL_DEVICE_COUNT=");  // set to nothing: the default
   CHECK(o.code == 0);
   CHECK(o.out.find("ok devices=8") != std::string::npos);
+  for (const char* turns : {"TESSEL_DOT_TURNS=0", "TESSEL_DOT_TURNS=1", "TESSEL_NO_AMX=1"}) {
+    o = run_child(turns);
+    CHECK(o.code == 0);
+  }
 }
 
 TEST_CASE("parse_env_int is strict and bounded") {

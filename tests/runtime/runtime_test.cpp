@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <barrier>
 #include <cstring>
 #include <set>
@@ -234,6 +235,44 @@ TEST_CASE("a machine_if_idle compute slot takes every core only while nothing el
     rt::ComputeSlot second(rt::ComputeSlot::Width::machine_if_idle);
     CHECK_FALSE(second.machine_wide());
   }
+}
+
+TEST_CASE("a launch's devices count as busy before any starts: none of them takes every core for a machine_if_idle slot") {
+  // Each device takes a machine_if_idle slot, notes what it got, gives it
+  // back, then waits for its peers. Counted busy only once running, the
+  // first device to start could find its peers idle and take every core.
+  auto& r = runtime();
+  r.synchronize();
+  const int n = std::min(r.device_count(), 4);
+  std::vector<int> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(i);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<int> wide(std::size_t(n), -1);
+    std::atomic<int> arrived{0};
+    r.launch(ids, [&](int i) -> std::function<void()> {
+      return [&, i] {
+        {
+          rt::ComputeSlot slot(rt::ComputeSlot::Width::machine_if_idle);
+          wide[std::size_t(i)] = slot.machine_wide();
+        }
+        arrived.fetch_add(1);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (arrived.load() < n && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      };
+    });
+    r.synchronize();
+    for (int i = 0; i < n; ++i) CHECK(wide[std::size_t(i)] == 0);
+  }
+  // Alone again, a slot takes every core.
+  int alone = -1;
+  r.launch({0}, [&](int) -> std::function<void()> {
+    return [&] {
+      rt::ComputeSlot slot(rt::ComputeSlot::Width::machine_if_idle);
+      alone = slot.machine_wide();
+    };
+  });
+  r.synchronize();
+  CHECK(alone == 1);
 }
 
 TEST_CASE("a machine_if_idle compute slot stays on its device while another device has a task under way") {
