@@ -62,8 +62,18 @@ int main(int argc, char** argv) {
   // float32 FMAs on converted operands); tessel takes the faster (codegen/dot.cpp).
   const double fma_floor = bench::flop_floor(flops);
   if (bf16) bf16_peak = bench::detail::peak_beside(bf16_peak, flops, t16, bench::bf16_peak_flops);
-  bench::row("bfloat16 -> float32", bf16 ? std::min(flops / bf16_peak, fma_floor) : fma_floor, t16, torch16);
+  // With AMX (codegen/dot.cpp runs bf16 products on its tiles), its tdpbf16ps peak.
+  const double amx_peak = bench::amx_bf16_peak_flops();
+  if (amx_peak > 0) std::printf("AMX bfloat16 peak (tdpbf16ps, measured): %.0f GFLOP/s\n", amx_peak / 1e9);
+  const double bf16_floor = std::min(bf16 ? std::min(flops / bf16_peak, fma_floor) : fma_floor,
+                                     amx_peak > 0 ? flops / amx_peak : fma_floor);
+  bench::row(std::string("bfloat16 -> float32") + (amx_peak > 0 ? " (AMX)" : ""), bf16_floor, t16, torch16);
   std::printf("bfloat16 GEMM speed over float32 GEMM: %.2fx\n", t32 / t16);
+  {
+    const std::string text = mm16.lower(a16, b16).compile().as_text();
+    const auto at = text.find("(gemm ");
+    std::printf("the bfloat16 product runs as: %s\n", at == std::string::npos ? "?" : text.substr(at, text.find(')', at) - at + 1).c_str());
+  }
 
   // int8 x int8 -> int32: floor at the byte dot product's peak (AVX512_VNNI), else the FMA's.
   const bool vnni = __builtin_cpu_supports("avx512vnni");
