@@ -17,6 +17,11 @@ mkdir -p .carry
 rm -f .carry/libtessel.so.0 .carry/jax_mlp_bench.py
 for b in matmul mlp elementwise scaling dispatch dtypes linalg collectives; do strip -o .carry/bench_$b build/tests/bench/bench_$b; done
 strip -o .carry/mlp build/samples/mlp
+strip -o .carry/test_codegen build/tests/test_codegen
+strip -o .carry/test_dsl build/tests/test_dsl && xz -f -T2 .carry/test_dsl
+# The bfloat16 kernels' own test and benchmark (AMX where the device has it).
+g++ -std=c++20 -O2 -I. -DWITH_F32 tools/gemm_bf16_check.cpp codegen/gemm_bf16_avx512.cpp codegen/gemm_avx512.cpp \
+  -mavx512f -mavx512vl -mavx512bw -mavx512bf16 -mamx-tile -mamx-bf16 -mavx2 -mfma -O3 -pthread -o .carry/bf16check 2>/dev/null
 strip --strip-unneeded -o .carry/libtessel.so.0 build/dsl/libtessel.so.0  # under its soname, which the binaries load
 xz -f -T2 .carry/libtessel.so.0
 if [ ! -f .carry/libs.tar.xz ]; then
@@ -36,7 +41,7 @@ fi
 tmp=$(mktemp -d)
 tar xJf .carry/libs.tar.xz -C "$tmp"
 xz -dc .carry/libtessel.so.0.xz > "$tmp/libtessel.so.0"
-for b in .carry/bench_* .carry/mlp; do
+for b in .carry/bench_* .carry/mlp .carry/test_codegen; do
   LD_LIBRARY_PATH=$tmp:$tmp/lib/x86_64-linux-gnu:$tmp/usr/lib/llvm-19/lib:$tmp/usr/lib/x86_64-linux-gnu/openblas-serial \
     ldd "$b" | awk -v t="$tmp" '/=>/ && $3 !~ "^" t && $1 !~ /^lib(c|m|stdc\+\+|gcc_s|pthread|dl|rt)\.so/ {print; bad=1} END {exit bad}' ||
     { echo "device_carry.sh: $b loads libraries from outside .carry (above)" >&2; rm -rf "$tmp"; exit 1; }
