@@ -156,17 +156,31 @@ void pack_b(const u16* b, i64 rs, i64 cs, i64 kc, i64 cols, u32* out, i64 height
 
 #include "codegen/gemm_blocking.inc"
 
-// One task: C[r0:r0+rows, c0:c0+cols] of batch element bi.
-void run_task(const OperandsBf16& op, i64 bi, i64 r0, i64 rows, i64 c0, i64 cols) {
-  const u16* a = op.a + bi * op.a_bs + r0 * op.a_rs;
-  const u16* b = op.b + bi * op.b_bs + c0 * op.b_cs;
+// A task's corners: A's first row, B's first column and C's first element
+// for C[r0:r0+rows, c0:c0+cols] of batch element bi. With k = 0 it writes
+// C's zeros itself and gives no A (the task is done).
+struct Task {
+  const u16* a;
+  const u16* b;
+  float* c;
+};
+Task task(const OperandsBf16& op, i64 bi, i64 r0, i64 rows, i64 c0, i64 cols) {
   float* c = op.c + bi * op.m * op.n + r0 * op.n + c0;
-  const i64 ldc = op.n;
   if (op.k == 0) {
     for (i64 i = 0; i < rows; ++i)
-      for (i64 j = 0; j < cols; ++j) c[i * ldc + j] = 0.0f;
-    return;
+      for (i64 j = 0; j < cols; ++j) c[i * op.n + j] = 0.0f;
+    return {nullptr, nullptr, c};
   }
+  return {op.a + bi * op.a_bs + r0 * op.a_rs, op.b + bi * op.b_bs + c0 * op.b_cs, c};
+}
+
+// One task: C[r0:r0+rows, c0:c0+cols] of batch element bi.
+void run_task(const OperandsBf16& op, i64 bi, i64 r0, i64 rows, i64 c0, i64 cols) {
+  const Task t = task(op, bi, r0, rows, c0, cols);
+  if (!t.a) return;
+  const u16 *a = t.a, *b = t.b;
+  float* c = t.c;
+  const i64 ldc = op.n;
   const i64 kc_max = min_i(KC, op.k), kp_max = div_up(kc_max, 2);
   const i64 mc = min_i(MC, div_up(rows, MR) * MR);
   u32* bp = static_cast<u32*>(PackBuffers::grow(tls_pack.b, tls_pack.b_bytes, sizeof(u32) * kp_max * div_up(cols, NR) * NR));
@@ -278,15 +292,11 @@ __attribute__((always_inline)) inline void block(i64 steps, const u32* a0, const
 }
 
 void run_task(const OperandsBf16& op, i64 bi, i64 r0, i64 rows, i64 c0, i64 cols) {
-  const u16* a = op.a + bi * op.a_bs + r0 * op.a_rs;
-  const u16* b = op.b + bi * op.b_bs + c0 * op.b_cs;
-  float* c = op.c + bi * op.m * op.n + r0 * op.n + c0;
+  const Task t = task(op, bi, r0, rows, c0, cols);
+  if (!t.a) return;
+  const u16 *a = t.a, *b = t.b;
+  float* c = t.c;
   const i64 ldc = op.n;
-  if (op.k == 0) {
-    for (i64 i = 0; i < rows; ++i)
-      for (i64 j = 0; j < cols; ++j) c[i * ldc + j] = 0.0f;
-    return;
-  }
   const i64 steps_max = div_up(div_up(min_i(KC, op.k), 2), KS);
   const i64 mc = min_i(MC, div_up(rows, TM) * TM);
   u32* bp = static_cast<u32*>(
