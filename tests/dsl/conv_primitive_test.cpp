@@ -539,6 +539,18 @@ TEST_CASE("conv gradients with the images split spatially: kernel gradients as p
   }
 }
 
+namespace {
+// oneDNN's bfloat16 kernels named in a compiled text: its AVX512_BF16 ones
+// (`jit_bf16:avx512_core_bf16`) and, where the CPU has AMX (Sapphire and
+// Emerald Rapids), its tile ones (`...:avx512_core_amx`), which it prefers.
+std::size_t native_bf16_convs(const std::string& text) {
+  std::size_t n = 0;
+  for (const char* isa : {"avx512_core_bf16", "avx512_core_amx"})
+    for (std::size_t at = text.find(isa); at != std::string::npos; at = text.find(isa, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
 TEST_CASE("bfloat16 convolutions run on oneDNN's bfloat16 kernels where the CPU has AVX512_BF16: within one rounding") {
   // ts::lax convolves bfloat16 as the float32 convolution of its converts;
   // codegen gives oneDNN the bfloat16 operands instead (each product is exact
@@ -574,8 +586,9 @@ TEST_CASE("bfloat16 convolutions run on oneDNN's bfloat16 kernels where the CPU 
     const std::string text = f.lower(x, w).compile().as_text();
     std::ifstream cpu("/proc/cpuinfo");
     const std::string info((std::istreambuf_iterator<char>(cpu)), std::istreambuf_iterator<char>());
-    if (info.find(" avx512_bf16") != std::string::npos) CHECK(text.find("avx512_core_bf16") != std::string::npos);
-    else CHECK(text.find("bf16") == std::string::npos);
+    CAPTURE(text);
+    if (info.find(" avx512_bf16") != std::string::npos) CHECK(native_bf16_convs(text) >= 1);
+    else CHECK((text.find("bf16") == std::string::npos && text.find("amx") == std::string::npos));
   }
 }
 
@@ -618,9 +631,12 @@ TEST_CASE("bfloat16 convolution gradients on oneDNN's bfloat16 backward kernels:
       CHECK(worst <= 1e-5);
     }
     const std::string text = g.lower(x, w).compile().as_text();
-    std::size_t bf16_convs = 0;
-    for (std::size_t at = text.find("avx512_core_bf16"); at != std::string::npos; at = text.find("avx512_core_bf16", at + 1)) ++bf16_convs;
-    CHECK(bf16_convs == (native ? 2u : 0u));  // the input's gradient and the kernel's (the forward is dead)
-    if (native && stride == 2) CHECK(text.find("backward-data jit_bf16") != std::string::npos);
+    CAPTURE(text);
+    CHECK(native_bf16_convs(text) == (native ? 2u : 0u));  // the input's gradient and the kernel's (the forward is dead)
+    if (native && stride == 2) {  // strided: oneDNN's backward-data primitive, on a bfloat16 kernel
+      const std::size_t at = text.find("backward-data ");
+      REQUIRE(at != std::string::npos);
+      CHECK(native_bf16_convs(text.substr(at, text.find(')', at) - at)) == 1);
+    }
   }
 }
