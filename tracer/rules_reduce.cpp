@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include "tracer/accumulator.hpp"
 #include "tracer/build.hpp"
@@ -290,47 +291,6 @@ Aval Rule<Op::sort>::infer(const std::vector<Aval>& in, const A& p, const Aval&)
   if (p.dimension < 0 || p.dimension >= std::int64_t(in[0].shape.size()))
     throw ShapeError(cat("sort dimension out of range for ", avals_str(in)));
   return in[1];
-}
-std::int64_t sort_line_count(const Shape& s, std::int64_t d) { return s[std::size_t(d)] == 0 ? 0 : numel(s) / s[std::size_t(d)]; }
-
-void sort_lines(DType key_dtype, DType value_dtype, const Shape& s, std::int64_t d, const void* keys,
-                const void* values, void* out) {
-  sort_lines(key_dtype, value_dtype, s, d, keys, values, out, 0, sort_line_count(s, d));
-}
-
-void sort_lines(DType key_dtype, DType value_dtype, const Shape& s, std::int64_t d, const void* keys,
-                const void* values, void* out, std::int64_t first, std::int64_t last) {
-  const std::int64_t len = s[std::size_t(d)], stride = row_major_strides(s)[std::size_t(d)];
-  const std::size_t es = dtype_size(value_dtype);
-  const char* v = static_cast<const char*>(values);
-  char* o = static_cast<char*>(out);
-  visit_wide_dtype(key_dtype, [&](auto tag) {
-    using K = decltype(tag);
-    if constexpr (is_complex_v<K>) {
-      throw InternalError("sorting by complex keys");
-    } else {
-      const K* k = static_cast<const K*>(keys);
-      // A strict weak order with NaNs after every number.
-      auto less = [](K a, K b) {
-        if constexpr (std::is_floating_point_v<K>) {
-          if (std::isnan(a)) return false;
-          if (std::isnan(b)) return true;
-        }
-        return a < b;
-      };
-      // Each line's keys beside their positions, sorted stably by key: the
-      // same order as positions sorted by their keys (compared in place, a
-      // 4096^2 float32 sort took 1.35 s on 2 cores).
-      std::vector<std::pair<K, std::int64_t>> line(static_cast<std::size_t>(len));
-      for (std::int64_t l = first; l < last; ++l) {
-        const std::int64_t base = l / stride * len * stride + l % stride;
-        for (std::int64_t i = 0; i < len; ++i) line[std::size_t(i)] = {k[base + i * stride], i};
-        std::stable_sort(line.begin(), line.end(), [&](const auto& a, const auto& b) { return less(a.first, b.first); });
-        for (std::int64_t i = 0; i < len; ++i)
-          std::memcpy(o + (base + i * stride) * es, v + (base + line[std::size_t(i)].second * stride) * es, es);
-      }
-    }
-  });
 }
 
 void Rule<Op::sort>::eval(const std::vector<const HostArray*>& in, const A& p, const Aval& aval, HostArray& out) {

@@ -10,6 +10,9 @@
 #include <cmath>
 #include <algorithm>
 #include <bit>
+#include <cstring>
+#include <limits>
+#include <type_traits>
 #include <random>
 #include <string>
 
@@ -293,4 +296,62 @@ TEST_CASE("sort and argsort along any dim equal a stable sort on the host, NaNs 
     }
     CHECK(same);
   }
+}
+
+// Lines of 256 and more sort by radix (tracer/sort_kernel.cpp): keys of each
+// plain dtype, with their extremes, NaNs, infinities, signed zeros,
+// subnormals and many ties, against std::stable_sort on the host (by value),
+// argsort's positions too; a short line beside them takes the comparison sort.
+TEST_CASE("sort by radix: long lines of every key dtype equal a stable sort on the host") {
+  std::mt19937_64 rng(31);
+  auto check = [&](ts::DType dt, auto tag, const std::vector<decltype(tag)>& specials) {
+    using K = decltype(tag);
+    CAPTURE(ts::dtype_name(dt));
+    for (const ts::Shape& s : std::vector<ts::Shape>{{3, 700}, {1000, 2}, {2, 257, 3}}) {
+      std::vector<K> v(std::size_t(ts::numel(s)));
+      for (auto& e : v) {
+        const auto r = rng() % 8;
+        if (r == 0) e = specials[rng() % specials.size()];
+        else if constexpr (std::is_floating_point_v<K>) e = K(std::int64_t(rng() % 41) - 20) / K(4);
+        else e = K(rng() % 3 == 0 ? K(rng()) : K(rng() % 17));
+      }
+      const Array x = ts::array(v, s);
+      for (int axis = 0; axis < int(s.size()); ++axis) {
+        CAPTURE(axis);
+        const Array sorted = ts::sort(x, axis);
+        const auto got = sorted.to_vector<K>();
+        const auto got_order = ts::argsort(x, axis).astype(ts::int64).to_vector<std::int64_t>();
+        std::int64_t stride = 1;
+        for (std::size_t d = std::size_t(axis) + 1; d < s.size(); ++d) stride *= s[d];
+        const std::int64_t len = s[std::size_t(axis)];
+        bool same = true;
+        for (std::int64_t l = 0; l < ts::numel(s) / len; ++l) {
+          const std::int64_t base = l / stride * len * stride + l % stride;
+          std::vector<std::int64_t> idx(static_cast<std::size_t>(len));
+          for (std::int64_t i = 0; i < len; ++i) idx[std::size_t(i)] = i;
+          std::stable_sort(idx.begin(), idx.end(), [&](std::int64_t a, std::int64_t b) {
+            const K ka = v[std::size_t(base + a * stride)], kb = v[std::size_t(base + b * stride)];
+            if constexpr (std::is_floating_point_v<K>) return !std::isnan(ka) && (std::isnan(kb) || ka < kb);
+            else return ka < kb;
+          });
+          for (std::int64_t i = 0; i < len; ++i) {
+            const K want = v[std::size_t(base + idx[std::size_t(i)] * stride)], g = got[std::size_t(base + i * stride)];
+            same = same && got_order[std::size_t(base + i * stride)] == idx[std::size_t(i)] &&
+                   std::memcmp(&want, &g, sizeof(K)) == 0;
+          }
+        }
+        CHECK(same);
+      }
+    }
+  };
+  const float fi = std::numeric_limits<float>::infinity();
+  check(ts::float32, 0.0f,
+        {NAN, -NAN, fi, -fi, -0.0f, 0.0f, std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
+         std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest()});
+  const double di = std::numeric_limits<double>::infinity();
+  check(ts::float64, 0.0, {NAN, di, -di, -0.0, 0.0, std::numeric_limits<double>::denorm_min(), -1e-310, std::numeric_limits<double>::lowest()});
+  check(ts::int32, std::int32_t(0), {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max(), -1, 0});
+  check(ts::uint32, std::uint32_t(0), {0u, 0xffffffffu, 0x80000000u, 0x7fffffffu});
+  check(ts::int64, std::int64_t(0), {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), -1});
+  check(ts::int8, std::int8_t(0), {std::int8_t(-128), std::int8_t(127), std::int8_t(-1)});
 }
