@@ -1,7 +1,7 @@
 // 2 * sin(x) + 1 on 8192 x 8192 float32: one fused kernel. Floor: reading
 // and writing 256 MiB each at the machine's best bandwidth (bench::memory_floor).
 // Then 2 * x + 1 and 2 * f(x) + 1 for the other transcendentals, one device,
-// and ops that move data across the layout (x.T, argmax, concatenate).
+// and ops that move data across the layout (x.T, argmax, concatenate, sort).
 #include <functional>
 
 #include <tessel/special.hpp>
@@ -87,6 +87,16 @@ int main(int argc, char** argv) {
     auto g = ts::jit(l.f);
     const double t = bench::seconds([&] { g(x1).block_until_ready(); });
     bench::row(std::string(l.name) + ", 1 device", l.floor, t, bench::torch_seconds(torch_x, l.torch));
+  }
+  // Stable sorts of uniform random keys along each dim (a radix sort of each
+  // line, tracer/sort_kernel.cpp); the floor: reading and writing x once.
+  auto xr = ts::device_put(ts::random::uniform(ts::random::key(5), {n, n}, ts::float32), ts::Device(0)).block_until_ready();
+  const std::string torch_r = "x = torch.rand(" + std::to_string(n) + ", " + std::to_string(n) + ")";
+  for (int axis : {1, 0}) {
+    auto g = ts::jit([axis](const ts::Array& a) { return ts::sort(a, axis); });
+    const double t = bench::seconds([&] { g(xr).block_until_ready(); }, 3);
+    bench::row("sort(x, " + std::to_string(axis) + "), stable, random keys, 1 device", floor_s, t,
+               bench::torch_seconds(torch_r, "y = torch.sort(x, dim=" + std::to_string(axis) + ", stable=True)", 1));
   }
   return bench::status();
 }
