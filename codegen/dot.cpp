@@ -302,10 +302,6 @@ class DotThunk final : public rt::Thunk {
     return yes;
   }
 
-  // The dot-product instruction where it outruns the float32 FMAs: measured
-  // once (gemm_bf16.hpp). On this project's Emerald Rapids host it runs at
-  // half their rate (4096^3: 82 GFLOP/s a core against the float32 GEMM's
-  // 154), so there the float32 GEMM on converted operands runs them.
   // AMX tiles where the CPU has them and the OS grants them (gemm_bf16.hpp):
   // 16 x 16 x 32 products an instruction, on Sapphire and Emerald Rapids
   // several times the float32 FMAs' rate. TESSEL_NO_AMX=1 (or
@@ -319,6 +315,10 @@ class DotThunk final : public rt::Thunk {
     }();
     return yes;
   }
+  // The dot-product instruction where it outruns the float32 FMAs: measured
+  // once (gemm_bf16.hpp). On this project's Emerald Rapids host it runs at
+  // half their rate (4096^3: 82 GFLOP/s a core against the float32 GEMM's
+  // 154), so there, without AMX, the float32 GEMM on converted operands runs them.
   static bool bf16_native() {
     static const bool yes = host_cpu().has("avx512bf16") && host_cpu().has("avx512f") && !avx512_disabled() &&
                             gemm::bf16_dot_rate_over_fma() >= 1.25;

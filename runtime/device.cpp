@@ -151,8 +151,6 @@ Runtime::Runtime(const RuntimeOptions& opts) : opts_(opts), impl_(std::make_uniq
   impl_->cores = std::max(int(std::max(1u, std::thread::hardware_concurrency())), opts.threads_per_device);
   impl_->cores_free = impl_->cores;
   impl_->machine_arena = std::make_unique<tbb::task_arena>(impl_->cores, 1);
-  const char* turns = std::getenv("TESSEL_DOT_TURNS");
-  impl_->dot_turns = turns && std::string(turns) == "1";
   for (int i = 0; i < opts.device_count; ++i)
     devices_.push_back(std::make_unique<Device>(opts.first_device_id + i, opts.threads_per_device, &impl_->busy_devices));
 }
@@ -182,6 +180,7 @@ Runtime& Runtime::start(const RuntimeOptions& opts) {
     throw ValueError(detail::cat("environment variable TESSEL_DOT_TURNS='", turns,
                                  "' is not a decimal integer (expected 0..1)"));
   g_runtime.reset(new Runtime(opts));
+  g_runtime->impl_->dot_turns = turns && std::string(turns) == "1";
   return *g_runtime;
 }
 
